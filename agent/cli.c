@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "util/log.h"
+
+#ifndef CUBELET_VERSION
+#define CUBELET_VERSION "0.0.0-dev"
+#endif
+
+static void usage(FILE *f) {
+        fputs("Usage: cubelet COMMAND [OPTIONS...]\n"
+              "\n"
+              "A small node agent for Kubernetes-style pods.\n"
+              "\n"
+              "Commands:\n"
+              "  plan [--config FILE] [--node FILE] MANIFEST...\n"
+              "                    What the agent would do for these static pod manifests:\n"
+              "                    QoS class, effective resources, cgroup v2 values and the\n"
+              "                    CRI container resources, as one JSON document\n"
+              "  version           Print the version as JSON\n"
+              "\n"
+              "Run 'cubelet COMMAND --help' for a command's options.\n",
+              f);
+}
+
+int cli_version(int argc, char **argv) {
+        (void) argv;
+        if (argc > 1) {
+                cub_log(LOG_ERR, "version: unexpected argument '%s'", argv[1]);
+                return CLI_EXIT_BAD_INPUT;
+        }
+        printf("{\"version\":\"%s\"}\n", CUBELET_VERSION);
+        return 0;
+}
+
+int cli_main(int argc, char **argv) {
+        static const struct {
+                const char *name;
+                int (*run)(int argc, char **argv);
+        } commands[] = {
+                { "plan", cli_plan },
+                { "version", cli_version },
+        };
+
+        if (argc < 2) {
+                usage(stderr);
+                return CLI_EXIT_BAD_INPUT;
+        }
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+                usage(stdout);
+                return 0;
+        }
+        if (strcmp(argv[1], "--version") == 0)
+                return cli_version(1, argv + 1);
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(argv[1], commands[i].name) == 0)
+                        return commands[i].run(argc - 1, argv + 1);
+        cub_log(LOG_ERR, "unknown command '%s' (try 'cubelet --help')", argv[1]);
+        return CLI_EXIT_BAD_INPUT;
+}

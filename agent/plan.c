@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `cubelet plan`: decode manifests as static pods and print what the agent
+ * would do — QoS, effective resources, cgroup values, CRI resources —
+ * without doing any of it. The agent calls the same pure functions. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroup/cgroup.h"
+#include "cli.h"
+#include "pod/pod.h"
+#include "util/cleanup.h"
+#include "util/fileio.h"
+#include "util/log.h"
+
+
+#define MANIFEST_MAX (1024 * 1024)
+
+typedef struct PlanNode {
+        char name[HOST_NAME_MAX + 1];
+        uint64_t memory_capacity;
+        int64_t cpu_capacity_milli;
+} PlanNode;
+
+static int host_node(PlanNode *n, CubError *err) {
+        _cleanup_free_ char *meminfo = NULL;
+        const char *p;
+        unsigned long long kb;
+        long cpus;
+
+        if (gethostname(n->name, sizeof(n->name) - 1) < 0)
+                return cub_err_set(err, errno, "gethostname: %s", strerror(errno));
+        n->name[sizeof(n->name) - 1] = '\0';
+        if (cub_read_file("/proc/meminfo", 1 << 20, &meminfo, NULL, err) < 0)
+                return -err->code;
+        p = strstr(meminfo, "MemTotal:");
+        if (!p || sscanf(p, "MemTotal: %llu kB", &kb) != 1)
+                return cub_err_set(err, EINVAL, "'/proc/meminfo': no MemTotal line");
+        n->memory_capacity = (uint64_t) kb * 1024;
+        cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        n->cpu_capacity_milli = cpus > 0 ? cpus * 1000 : 0;
+        return 0;
+}
+
+static int file_node(const char *path, PlanNode *n, CubError *err) {
+        _cleanup_(pod_node_freep) PodNode *node = NULL;
+        PodQuantity q;
+        int r;
+
+        r = pod_node_load_file(path, &node, err);
+        if (r < 0)
+                return r;
+        (void) snprintf(n->name, sizeof(n->name), "%s", node->name);
+        if (!pod_resource_get(&node->capacity, "memory", &q))
+                return cub_err_set(err, EINVAL, "%s: status.capacity[memory]: Required value", path);
+        n->memory_capacity = (uint64_t) pod_quantity_value(q);
+        if (pod_resource_get(&node->capacity, "cpu", &q))
+                n->cpu_capacity_milli = pod_quantity_milli(q);
+        return 0;
+}
+
+static json_t *resources_json(const PodResourceList *l) {
+        json_t *o = json_object();
+
+        for (size_t i = 0; o && i < l->n; i++) {
+                char buf[POD_QUANTITY_STR_MAX];
+
+                json_object_set_new(o, l->items[i].name,
+                                    json_string(pod_quantity_format(l->items[i].q,
+                                                                    strcmp(l->items[i].name, "cpu") == 0, buf)));
+        }
+        return o;
+}
+
+static json_t *group_json(const CgGroupValues *g) {
+        json_t *files = json_object();
+
+        for (size_t i = 0; i < g->n_files; i++)
+                json_object_set_new(files, g->files[i].name, json_string(g->files[i].value));
+        return json_pack("{s:s,s:o}", "path", g->path, "files", files);
+}
+
+static json_t *containers_json(const Pod *pod, PodQOSClass qos, const PodContainer *cs, size_t n,
+                               const CgOptions *o) {
+        json_t *arr = json_array();
+
+        for (size_t i = 0; arr && i < n; i++) {
+                CgContainerResources res;
+
+                cg_container_resources(pod, qos, &cs[i], o, &res);
+                json_array_append_new(
+                        arr, json_pack("{s:s,s:{s:I,s:I,s:I,s:I,s:I,s:s},s:s}", "name", cs[i].name, "resources",
+                                       "cpu_shares", (json_int_t) res.cpu_shares, "cpu_quota",
+                                       (json_int_t) res.cpu_quota, "cpu_period", (json_int_t) res.cpu_period,
+                                       "memory_limit_in_bytes", (json_int_t) res.memory_limit_in_bytes,
+                                       "oom_score_adj", (json_int_t) res.oom_score_adj, "cpuset_cpus",
+                                       res.cpuset_cpus, "exclusiveCPUs", ""));
+        }
+        return arr;
+}
+
+static int plan_pod(const Pod *pod, const CgOptions *o, json_t **ret, int64_t *ret_burstable_cpu, CubError *err) {
+        PodEffective eff;
+        PodQOSClass qos = pod_qos_class(pod);
+        CgGroupValues g;
+        PodQuantity cpu;
+        json_t *j;
+        int r;
+
+        r = pod_effective(pod, &eff, err);
+        if (r < 0)
+                return r;
+        r = cg_pod_values(pod, &eff, qos, o, &g, err);
+        if (r < 0) {
+                pod_effective_done(&eff);
+                return r;
+        }
+        j = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o}", "namespace", pod->namespace_, "name", pod->name, "uid",
+                      pod->uid, "qosClass", pod_qos_to_string(qos), "requests", resources_json(&eff.requests),
+                      "limits", resources_json(&eff.limits), "cgroup", group_json(&g), "containers",
+                      containers_json(pod, qos, pod->containers, pod->n_containers, o));
+        if (j && pod->n_init_containers > 0)
+                json_object_set_new(j, "initContainers",
+                                    containers_json(pod, qos, pod->init_containers, pod->n_init_containers, o));
+        (void) pod_resource_get(&eff.requests, "cpu", &cpu);
+        *ret_burstable_cpu = qos == POD_QOS_BURSTABLE ? pod_quantity_milli(cpu) : 0;
+        pod_effective_done(&eff);
+        if (!j)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        *ret = j;
+        return 0;
+}
+
+static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, const PlanNode *node, CubError *err) {
+        PodQuantity kc, sc, km, sm;
+        int r;
+
+        if (path) {
+                r = pod_kubelet_config_load_file(path, cfg, err);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < cfg->ignored.n; i++)
+                        cub_log(LOG_WARNING, "%s: field '%s' is not supported by cubelet, ignoring", path,
+                                cfg->ignored.items[i]);
+                o->driver = strcmp(cfg->cgroup_driver, "systemd") == 0 ? CG_DRIVER_SYSTEMD : CG_DRIVER_CGROUPFS;
+                o->enforce_cpu_limits = cfg->cpu_cfs_quota;
+                o->pod_pids_limit = cfg->pod_pids_limit;
+        }
+        (void) pod_resource_get(&cfg->kube_reserved, "cpu", &kc);
+        (void) pod_resource_get(&cfg->system_reserved, "cpu", &sc);
+        (void) pod_resource_get(&cfg->kube_reserved, "memory", &km);
+        (void) pod_resource_get(&cfg->system_reserved, "memory", &sm);
+        o->memory_capacity = node->memory_capacity;
+        o->cpu_capacity_milli = node->cpu_capacity_milli;
+        o->kubepods_cpu_milli = node->cpu_capacity_milli - pod_quantity_milli(kc) - pod_quantity_milli(sc);
+        if (o->kubepods_cpu_milli < 0)
+                o->kubepods_cpu_milli = 0;
+        o->kubepods_memory = (int64_t) node->memory_capacity - pod_quantity_value(km) - pod_quantity_value(sm);
+        if (o->kubepods_memory < 0)
+                o->kubepods_memory = 0;
+        return 0;
+}
+
+static void plan_usage(FILE *f) {
+        fputs("Usage: cubelet plan [--config FILE] [--node FILE] MANIFEST...\n"
+              "\n"
+              "Decodes each manifest as a static pod of this node and prints, as one JSON\n"
+              "document, its QoS class, effective requests and limits, its cgroup v2 path and\n"
+              "file values, and the CRI resources of each container. Nothing is changed.\n"
+              "\n"
+              "  --config FILE   KubeletConfiguration (podPidsLimit, cpuCFSQuota, cgroupDriver,\n"
+              "                  kubeReserved, systemReserved)\n"
+              "  --node FILE     a v1 Node: metadata.name names static pods,\n"
+              "                  status.capacity sizes oom_score_adj and kubepods\n"
+              "                  (default: this host)\n"
+              "\n"
+              "Exit status: 0, or 2 when any input was bad (reported in \"errors\" and on stderr).\n",
+              f);
+}
+
+int cli_plan(int argc, char **argv) {
+        static const struct option options[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "node", required_argument, NULL, 'n' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *config_path = NULL, *node_path = NULL;
+        _cleanup_(json_decrefp) json_t *out = NULL;
+        json_t *pods, *errors, *qos_arr;
+        PodKubeletConfig cfg;
+        PlanNode node = {};
+        CgOptions o;
+        CgGroupValues qos[3];
+        CubError err = {};
+        int64_t burstable_cpu = 0;
+        int c, r, rc = 0;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case 'n':
+                        node_path = optarg;
+                        break;
+                case 'h':
+                        plan_usage(stdout);
+                        return 0;
+                default:
+                        plan_usage(stderr);
+                        return CLI_EXIT_BAD_INPUT;
+                }
+        }
+        if (optind >= argc) {
+                cub_log(LOG_ERR, "plan: no manifest given (try 'cubelet plan --help')");
+                return CLI_EXIT_BAD_INPUT;
+        }
+
+        r = node_path ? file_node(node_path, &node, &err) : host_node(&node, &err);
+        if (r < 0) {
+                cub_log(LOG_ERR, "%s", err.msg);
+                return CLI_EXIT_BAD_INPUT;
+        }
+        cg_options_init(&o);
+        pod_kubelet_config_init(&cfg);
+        r = load_config(config_path, &cfg, &o, &node, &err);
+        pod_kubelet_config_done(&cfg);
+        if (r < 0) {
+                cub_log(LOG_ERR, "%s", err.msg);
+                return CLI_EXIT_BAD_INPUT;
+        }
+
+        pods = json_array();
+        errors = json_array();
+        for (int i = optind; i < argc; i++) {
+                _cleanup_free_ char *buf = NULL, *abs = NULL;
+                _cleanup_(pod_freep) Pod *pod = NULL;
+                json_t *j = NULL;
+                int64_t bcpu = 0;
+                size_t len;
+
+                cub_err_clear(&err);
+                abs = realpath(argv[i], NULL);
+                r = cub_read_file(argv[i], MANIFEST_MAX, &buf, &len, &err);
+                if (r >= 0)
+                        r = pod_decode_static(buf, len, argv[i], POD_FORMAT_AUTO, node.name, POD_SOURCE_FILE,
+                                              abs ? abs : argv[i], &pod, &err);
+                if (r >= 0)
+                        r = plan_pod(pod, &o, &j, &bcpu, &err);
+                if (r < 0) {
+                        cub_log(LOG_ERR, "%s", err.msg);
+                        json_array_append_new(errors, json_pack("{s:s,s:s}", "source", argv[i], "message", err.msg));
+                        rc = CLI_EXIT_BAD_INPUT;
+                        continue;
+                }
+                burstable_cpu += bcpu;
+                json_array_append_new(pods, j);
+        }
+
+        cg_qos_values(burstable_cpu, &o, qos);
+        qos_arr = json_array();
+        for (int i = 0; i < 3; i++)
+                json_array_append_new(qos_arr, group_json(&qos[i]));
+        out = json_pack("{s:o,s:o,s:o}", "pods", pods, "qosCgroups", qos_arr, "errors", errors);
+        if (!out || json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
+                cub_log(LOG_ERR, "plan: writing the result failed");
+                return 1;
+        }
+        putchar('\n');
+        return rc;
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pod-level defaulting (SetDefaults_Pod/PodSpec) and the cross-field
+ * checks of ValidatePodCreate that need the whole pod. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pod-internal.h"
+
+bool pod_dns1123_label(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+
+        if (n == 0 || n > 63)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+                bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+
+                if (!alnum && !(c == '-' && i > 0 && i < n - 1))
+                        return false;
+        }
+        return true;
+}
+
+bool pod_dns1123_subdomain(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+        const char *p;
+
+        if (n == 0 || n > 253)
+                return false;
+        p = s;
+        for (;;) {
+                const char *dot = strchr(p, '.');
+                size_t len = dot ? (size_t) (dot - p) : strlen(p);
+                char label[64];
+
+                if (len == 0 || len > 63)
+                        return false;
+                memcpy(label, p, len);
+                label[len] = '\0';
+                if (!pod_dns1123_label(label))
+                        return false;
+                if (!dot)
+                        return true;
+                p = dot + 1;
+        }
+}
+
+bool pod_builtin_priority(const char *class_name, int32_t *ret) {
+        if (!class_name)
+                return false;
+        if (strcmp(class_name, "system-node-critical") == 0) {
+                *ret = 2000001000;
+                return true;
+        }
+        if (strcmp(class_name, "system-cluster-critical") == 0) {
+                *ret = 2000000000;
+                return true;
+        }
+        return false;
+}
+
+static int set_default(PodDec *d, char **field, const char *value) {
+        if (*field)
+                return 0;
+        *field = strdup(value);
+        if (!*field)
+                return cub_err_set(d->err, ENOMEM, "out of memory");
+        return 0;
+}
+
+static int line_of(PodDec *d, json_t *root, const char *const *path, size_t n, size_t idx, bool use_idx) {
+        json_t *v = root;
+        int line = 0;
+
+        for (size_t i = 0; i < n && v; i++) {
+                v = json_object_get(v, path[i]);
+                if (i == 1 && use_idx && json_is_array(v))
+                        v = json_array_get(v, idx);
+                if (pod_tree_line(d->tree, v) > 0)
+                        line = pod_tree_line(d->tree, v);
+        }
+        return line;
+}
+
+int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod) {
+        int r;
+
+        r = set_default(d, &pod->namespace_, "default");
+        if (r < 0)
+                return r;
+        if (!*pod->namespace_) {
+                free(pod->namespace_);
+                pod->namespace_ = NULL;
+                r = set_default(d, &pod->namespace_, "default");
+                if (r < 0)
+                        return r;
+        }
+        r = set_default(d, &pod->restart_policy, "Always");
+        if (r < 0)
+                return r;
+        r = set_default(d, &pod->preemption_policy, "PreemptLowerPriority");
+        if (r < 0)
+                return r;
+        if (!pod->termination_grace_period_seconds_set)
+                pod->termination_grace_period_seconds = 30;
+        else if (pod->termination_grace_period_seconds < 0) {
+                static const char *const p[] = { "spec", "terminationGracePeriodSeconds" };
+                return pod_dec_fail(d, line_of(d, root, p, 2, 0, false), "spec.terminationGracePeriodSeconds",
+                                    "Invalid value: %lld: must be greater than or equal to 0",
+                                    (long long) pod->termination_grace_period_seconds);
+        }
+        if (!pod->priority_set) {
+                int32_t prio;
+
+                if (pod_builtin_priority(pod->priority_class_name, &prio)) {
+                        pod->priority = prio;
+                        pod->priority_set = true;
+                }
+        }
+        if (pod->n_containers == 0) {
+                static const char *const p[] = { "spec", "containers" };
+                return pod_dec_fail(d, line_of(d, root, p, 2, 0, false), "spec.containers", "Required value");
+        }
+
+        /* container names are unique across init and app containers */
+        for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
+                bool init_i = i < pod->n_init_containers;
+                const PodContainer *ci = init_i ? &pod->init_containers[i] : &pod->containers[i - pod->n_init_containers];
+
+                for (size_t j = 0; j < i; j++) {
+                        bool init_j = j < pod->n_init_containers;
+                        const PodContainer *cj = init_j ? &pod->init_containers[j]
+                                                        : &pod->containers[j - pod->n_init_containers];
+                        const char *list = init_i ? "initContainers" : "containers";
+                        size_t idx = init_i ? i : i - pod->n_init_containers;
+                        const char *p[] = { "spec", list, "name" };
+                        char where[128];
+
+                        if (strcmp(ci->name, cj->name) != 0)
+                                continue;
+                        (void) snprintf(where, sizeof(where), "spec.%s[%zu].name", list, idx);
+                        return pod_dec_fail(d, line_of(d, root, p, 3, idx, true), where, "Duplicate value: \"%s\"",
+                                            ci->name);
+                }
+        }
+
+        /* hostNetwork: hostPort defaults to containerPort and must match it */
+        for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
+                bool init = i < pod->n_init_containers;
+                PodContainer *c = init ? &pod->init_containers[i] : &pod->containers[i - pod->n_init_containers];
+
+                for (size_t k = 0; pod->host_network && k < c->n_ports; k++) {
+                        PodPort *port = &c->ports[k];
+                        char where[128];
+                        const char *p[] = { "spec", init ? "initContainers" : "containers" };
+
+                        if (port->host_port == 0)
+                                port->host_port = port->container_port;
+                        if (port->host_port == port->container_port)
+                                continue;
+                        (void) snprintf(where, sizeof(where), "spec.%s[%zu].ports[%zu].hostPort",
+                                        init ? "initContainers" : "containers",
+                                        init ? i : i - pod->n_init_containers, k);
+                        return pod_dec_fail(d, line_of(d, root, p, 2, init ? i : i - pod->n_init_containers, true),
+                                            where, "Invalid value: %d: must match `containerPort` when `hostNetwork` is true",
+                                            port->host_port);
+                }
+        }
+        return 0;
+}

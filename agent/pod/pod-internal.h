@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Shared between the agent/pod sources and their unit tests only. */
+
+#include <jansson.h>
+
+#include "../util/cleanup.h"
+#include "pod.h"
+
+
+/* A parsed manifest: a jansson tree plus, for YAML, the source line of
+ * each node (singletons such as true/null have none). */
+typedef struct PodTree {
+        json_t *root;
+        const json_t **line_nodes;
+        int *lines;
+        size_t n_lines;
+        size_t cap_lines;
+        bool yaml;
+        const char *source;
+} PodTree;
+
+int pod_tree_load(const char *buf, size_t len, const char *source, PodFormat fmt, PodTree *ret, CubError *err);
+void pod_tree_done(PodTree *t);
+/* Line of node, or 0 when unknown. */
+int pod_tree_line(const PodTree *t, const json_t *node);
+
+/* Decoding context: field path and line for messages. */
+typedef struct PodDec {
+        const PodTree *tree;
+        char path[512];
+        size_t path_len;
+        int line;
+        CubError *err;
+} PodDec;
+
+typedef struct PodField PodField;
+typedef int (*PodDecodeFn)(PodDec *d, json_t *v, void *dst, const PodField *f);
+typedef int (*PodPostFn)(PodDec *d, json_t *obj, void *base);
+
+enum {
+        POD_FIELD_REQUIRED = 1 << 0,
+};
+
+struct PodField {
+        const char *name;
+        PodDecodeFn decode;
+        size_t offset;
+        size_t count_offset; /* arrays: where the element count goes */
+        size_t elem_size;    /* arrays of objects */
+        const PodField *sub; /* objects: their field table (NULL-name terminated) */
+        PodPostFn post;      /* objects: checks after all fields are decoded */
+        unsigned flags;
+        const char *const *allowed; /* enum strings, NULL-terminated */
+        size_t set_offset;          /* bool set when present; 0 = none */
+};
+
+int pod_dec_fail(PodDec *d, int line, const char *suffix, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+int pod_dec_fields(PodDec *d, json_t *obj, void *base, const PodField *fields, PodPostFn post);
+size_t pod_dec_push(PodDec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pod_dec_pop(PodDec *d, size_t len);
+const char *pod_json_type_name(const json_t *v);
+
+/* Generic field decoders. */
+int pod_dec_string(PodDec *d, json_t *v, void *dst, const PodField *f);
+int pod_dec_bool(PodDec *d, json_t *v, void *dst, const PodField *f);
+int pod_dec_int32(PodDec *d, json_t *v, void *dst, const PodField *f);
+int pod_dec_int64(PodDec *d, json_t *v, void *dst, const PodField *f);
+int pod_dec_strv(PodDec *d, json_t *v, void *dst, const PodField *f);
+int pod_dec_string_map(PodDec *d, json_t *v, void *dst, const PodField *f);
+int pod_dec_resources(PodDec *d, json_t *v, void *dst, const PodField *f);
+int pod_dec_inline(PodDec *d, json_t *v, void *dst, const PodField *f);
+int pod_dec_object(PodDec *d, json_t *v, void *dst, const PodField *f);
+int pod_dec_object_array(PodDec *d, json_t *v, void *dst, const PodField *f);
+
+/* Text of a number or string quantity value; false for other types. */
+bool pod_json_quantity_text(const json_t *v, char *buf, size_t size);
+
+void pod_strv_done(PodStrv *v);
+void pod_string_map_done(PodStringMap *m);
+void pod_container_done(PodContainer *c);
+
+/* Defaulting and validation over the decoded struct (defaults.c). */
+int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod);
+bool pod_dns1123_label(const char *s);
+bool pod_dns1123_subdomain(const char *s);

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * agent/pod: the v1 Pod model. Manifests (JSON via jansson, YAML via
+ * libyaml) are decoded here into typed structs; no parser node leaves this
+ * module. Also: resource quantities, API defaulting, validation, QoS class,
+ * effective pod requests/limits and static-pod naming. Pure: no I/O except
+ * pod_load_file().
+ *
+ * Formulas and behaviours follow kubelet 1.28-1.31 (shared/kubelet-facts.md).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/err.h"
+
+/* ---- Quantities -------------------------------------------------------- */
+
+/*
+ * A non-negative resource quantity, rounded up to milli precision as the
+ * API defaulting does (SetDefaults_ResourceList: RoundUp(-3)). The value is
+ * units + milli/1000 with 0 <= milli < 1000.
+ */
+typedef struct PodQuantity {
+        int64_t units;
+        uint16_t milli;
+} PodQuantity;
+
+/* Parses the resource.Quantity grammar. -EINVAL on garbage, -ERANGE for a
+ * negative or too large value; the message quotes the string. */
+int pod_quantity_parse(const char *s, PodQuantity *ret, CubError *err);
+/* Quantity.MilliValue() (saturating) and Value() (ceil, saturating). */
+int64_t pod_quantity_milli(PodQuantity q);
+int64_t pod_quantity_value(PodQuantity q);
+int pod_quantity_cmp(PodQuantity a, PodQuantity b);
+bool pod_quantity_is_zero(PodQuantity q);
+/* a + b; -ERANGE on overflow. */
+int pod_quantity_add(PodQuantity a, PodQuantity b, PodQuantity *ret);
+/* Canonical text: cpu as "250m"/"2"; bytes and counts as "64Mi", "1G" or a
+ * plain integer of Value(). Returns buf. */
+#define POD_QUANTITY_STR_MAX 32
+const char *pod_quantity_format(PodQuantity q, bool is_cpu, char buf[static POD_QUANTITY_STR_MAX]);
+
+/* ---- The model ---------------------------------------------------------- */
+
+typedef struct PodResource {
+        char *name;
+        PodQuantity q;
+} PodResource;
+
+/* Resource names kept in the order of the manifest. */
+typedef struct PodResourceList {
+        PodResource *items;
+        size_t n;
+} PodResourceList;
+
+typedef struct PodStringMap {
+        char **keys;
+        char **values;
+        size_t n;
+} PodStringMap;
+
+typedef struct PodStrv {
+        char **items;
+        size_t n;
+} PodStrv;
+
+typedef struct PodEnvVar {
+        char *name;
+        char *value; /* NULL for valueFrom */
+} PodEnvVar;
+
+typedef struct PodPort {
+        char *name;
+        int32_t container_port;
+        int32_t host_port;
+        char *host_ip;
+        char *protocol; /* defaulted to "TCP" */
+} PodPort;
+
+typedef struct PodSeccomp {
+        char *type; /* RuntimeDefault, Unconfined, Localhost, or NULL */
+        char *localhost_profile;
+} PodSeccomp;
+
+typedef struct PodContainer {
+        char *name;
+        char *image;
+        char *image_pull_policy; /* defaulted */
+        PodStrv command;
+        PodStrv args;
+        PodEnvVar *env;
+        size_t n_env;
+        char *working_dir;
+        PodPort *ports;
+        size_t n_ports;
+        PodResourceList requests;
+        PodResourceList limits;
+        char *restart_policy; /* init containers: "Always" makes a sidecar */
+        PodSeccomp seccomp;
+} PodContainer;
+
+typedef struct PodNodeSelectorRequirement {
+        char *key;
+        char *op; /* In, NotIn, Exists, DoesNotExist, Gt, Lt */
+        PodStrv values;
+} PodNodeSelectorRequirement;
+
+typedef struct PodNodeSelectorTerm {
+        PodNodeSelectorRequirement *match_expressions;
+        size_t n_match_expressions;
+        PodNodeSelectorRequirement *match_fields;
+        size_t n_match_fields;
+} PodNodeSelectorTerm;
+
+typedef struct PodToleration {
+        char *key;
+        char *op; /* Equal (default) or Exists */
+        char *value;
+        char *effect; /* NULL = every effect */
+        int64_t toleration_seconds;
+        bool toleration_seconds_set;
+} PodToleration;
+
+typedef struct Pod {
+        /* metadata */
+        char *name;
+        char *namespace_; /* defaulted to "default" */
+        char *uid;
+        PodStringMap labels;
+        PodStringMap annotations;
+        /* spec */
+        PodContainer *containers;
+        size_t n_containers;
+        PodContainer *init_containers;
+        size_t n_init_containers;
+        char *restart_policy; /* defaulted to "Always" */
+        int64_t termination_grace_period_seconds; /* defaulted to 30 */
+        bool termination_grace_period_seconds_set;
+        int32_t priority; /* from spec.priority or the built-in class */
+        bool priority_set;
+        char *priority_class_name;
+        char *preemption_policy; /* defaulted to "PreemptLowerPriority" */
+        char *node_name;
+        PodStringMap node_selector;
+        PodNodeSelectorTerm *affinity_terms; /* requiredDuringSchedulingIgnoredDuringExecution */
+        size_t n_affinity_terms;
+        bool affinity_required_set;
+        PodToleration *tolerations;
+        size_t n_tolerations;
+        bool host_network;
+        PodResourceList overhead;
+        PodSeccomp seccomp;
+} Pod;
+
+Pod *pod_free(Pod *pod);
+static inline void pod_freep(Pod **p) {
+        if (*p)
+                pod_free(*p);
+}
+
+/* ---- Decoding ---------------------------------------------------------- */
+
+typedef enum PodFormat {
+        POD_FORMAT_AUTO, /* ".json" name or a leading '{' → JSON, else YAML */
+        POD_FORMAT_JSON,
+        POD_FORMAT_YAML,
+        _POD_FORMAT_MAX,
+        _POD_FORMAT_INVALID = -22,
+} PodFormat;
+
+/*
+ * Decodes one v1 Pod from buf. `source` names the input in messages, which
+ * read "<source>:<line>: <field path>: <what>" for YAML and
+ * "<source>: <field path>: <what>" for JSON. Unknown fields are ignored
+ * as the Kubernetes decoder does. The pod is defaulted and validated.
+ */
+int pod_decode(const char *buf, size_t len, const char *source, PodFormat fmt, Pod **ret, CubError *err);
+/* Reads a file (at most 1 MiB) and decodes it; source = path. */
+int pod_load_file(const char *path, Pod **ret, CubError *err);
+
+/* ---- Semantics --------------------------------------------------------- */
+
+typedef enum PodQOSClass {
+        POD_QOS_GUARANTEED,
+        POD_QOS_BURSTABLE,
+        POD_QOS_BESTEFFORT,
+        _POD_QOS_MAX,
+        _POD_QOS_INVALID = -22,
+} PodQOSClass;
+
+const char *pod_qos_to_string(PodQOSClass q);
+PodQOSClass pod_qos_class(const Pod *pod);
+
+/* Looks a resource up; returns false (and a zero quantity) when absent. */
+bool pod_resource_get(const PodResourceList *l, const char *name, PodQuantity *ret);
+
+/*
+ * Effective pod requests and limits (PodRequests/PodLimits with sidecars
+ * and overhead), and whether every container, init containers included,
+ * declares a cpu / memory limit (ResourceConfigForPod's
+ * cpuLimitsDeclared/memoryLimitsDeclared).
+ */
+typedef struct PodEffective {
+        PodResourceList requests;
+        PodResourceList limits;
+        bool cpu_limits_declared;
+        bool memory_limits_declared;
+} PodEffective;
+
+int pod_effective(const Pod *pod, PodEffective *ret, CubError *err);
+void pod_effective_done(PodEffective *e);
+void pod_resource_list_done(PodResourceList *l);
+
+bool pod_container_is_sidecar(const PodContainer *c);
+/* Built-in PriorityClass value; false for other names. */
+bool pod_builtin_priority(const char *class_name, int32_t *ret);
+/* priority >= 2000000000 */
+bool pod_is_critical(const Pod *pod);
+bool pod_is_node_critical(const Pod *pod);
+
+/*
+ * Static pod treatment (kubelet applyDefaults): name becomes
+ * "<name>-<lowercase node name>", nodeName is set, the annotations
+ * kubernetes.io/config.source/hash are added, and — when the manifest has
+ * no metadata.uid — the UID becomes 32 hex digits of
+ * md5(canonical content || "host:<node>" || "file:<source>") (or
+ * "url:<source>" for http). `canonical` is pod_canonical_content()'s text.
+ */
+typedef enum PodSourceKind {
+        POD_SOURCE_FILE,
+        POD_SOURCE_HTTP,
+        _POD_SOURCE_MAX,
+        _POD_SOURCE_INVALID = -22,
+} PodSourceKind;
+
+int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, PodSourceKind kind,
+                     const char *source, CubError *err);
+/* Decodes like pod_decode(), then applies pod_apply_static() with the
+ * canonical content (sorted compact JSON of the manifest) and uid_source
+ * (the absolute path or URL) for the UID hash. */
+int pod_decode_static(const char *buf, size_t len, const char *source, PodFormat fmt, const char *node_name,
+                      PodSourceKind kind, const char *uid_source, Pod **ret, CubError *err);
+
+/* ---- Node and configuration inputs -------------------------------------- */
+
+typedef struct PodTaint {
+        char *key;
+        char *value;
+        char *effect;
+} PodTaint;
+
+typedef struct PodNode {
+        char *name;
+        PodStringMap labels;
+        PodResourceList capacity;
+        PodResourceList allocatable;
+        PodTaint *taints;
+        size_t n_taints;
+} PodNode;
+
+PodNode *pod_node_free(PodNode *n);
+static inline void pod_node_freep(PodNode **p) {
+        if (*p)
+                pod_node_free(*p);
+}
+/* A v1 Node (JSON or YAML). */
+int pod_node_load_file(const char *path, PodNode **ret, CubError *err);
+int pod_node_decode(const char *buf, size_t len, const char *source, PodNode **ret, CubError *err);
+
+/* The KubeletConfiguration fields cubelet supports so far. */
+typedef struct PodKubeletConfig {
+        int64_t pod_pids_limit; /* podPidsLimit, -1 = unlimited */
+        bool cpu_cfs_quota;     /* cpuCFSQuota, default true */
+        char *cgroup_driver;    /* cgroupDriver: "cgroupfs" (default) or "systemd" */
+        PodResourceList kube_reserved;
+        PodResourceList system_reserved;
+        PodStrv ignored; /* names of fields present but not supported */
+} PodKubeletConfig;
+
+void pod_kubelet_config_init(PodKubeletConfig *c);
+void pod_kubelet_config_done(PodKubeletConfig *c);
+int pod_kubelet_config_load_file(const char *path, PodKubeletConfig *ret, CubError *err);
+int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, PodKubeletConfig *ret,
+                              CubError *err);

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Manifest text → jansson tree. JSON through jansson itself; YAML through
+ * libyaml's event parser, with YAML 1.2 core-schema scalar resolution and a
+ * side table of source lines for error messages. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "pod-internal.h"
+
+#define TREE_MAX_DEPTH 64
+#define TREE_MAX_NODES 1000000
+
+static int tree_note_line(PodTree *t, const json_t *node, int line) {
+        if (t->n_lines == t->cap_lines) {
+                size_t ncap = t->cap_lines ? t->cap_lines * 2 : 64;
+                const json_t **nn = realloc(t->line_nodes, ncap * sizeof(*nn));
+                int *nl;
+
+                if (!nn)
+                        return -ENOMEM;
+                t->line_nodes = nn;
+                nl = realloc(t->lines, ncap * sizeof(*nl));
+                if (!nl)
+                        return -ENOMEM;
+                t->lines = nl;
+                t->cap_lines = ncap;
+        }
+        t->line_nodes[t->n_lines] = node;
+        t->lines[t->n_lines] = line;
+        t->n_lines++;
+        return 0;
+}
+
+int pod_tree_line(const PodTree *t, const json_t *node) {
+        if (!t || !node)
+                return 0;
+        for (size_t i = 0; i < t->n_lines; i++)
+                if (t->line_nodes[i] == node)
+                        return t->lines[i];
+        return 0;
+}
+
+void pod_tree_done(PodTree *t) {
+        if (!t)
+                return;
+        json_decref(t->root);
+        free(t->line_nodes);
+        free(t->lines);
+        *t = (PodTree) {};
+}
+
+/* ---- YAML --------------------------------------------------------------- */
+
+typedef struct Anchor {
+        char *name;
+        json_t *node;
+        size_t size;
+} Anchor;
+
+typedef struct YamlLoader {
+        yaml_parser_t parser;
+        PodTree *tree;
+        Anchor *anchors;
+        size_t n_anchors;
+        size_t nodes;
+        CubError *err;
+} YamlLoader;
+
+static bool match_all(const char *s, const char *set) {
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (!strchr(set, *s))
+                        return false;
+        return true;
+}
+
+static bool is_yaml_float(const char *s) {
+        const char *p = s;
+        bool digits = false;
+
+        if (*p == '+' || *p == '-')
+                p++;
+        while (*p >= '0' && *p <= '9')
+                p++, digits = true;
+        if (*p == '.') {
+                p++;
+                while (*p >= '0' && *p <= '9')
+                        p++, digits = true;
+        }
+        if (!digits)
+                return false;
+        if (*p == 'e' || *p == 'E') {
+                p++;
+                if (*p == '+' || *p == '-')
+                        p++;
+                if (!(*p >= '0' && *p <= '9'))
+                        return false;
+                while (*p >= '0' && *p <= '9')
+                        p++;
+        }
+        return *p == '\0';
+}
+
+/* YAML 1.2 core schema for plain scalars. */
+static json_t *resolve_plain(const char *s) {
+        static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
+        static const char *const trues[] = { "true", "True", "TRUE" };
+        static const char *const falses[] = { "false", "False", "FALSE" };
+
+        for (size_t i = 0; i < ELEMENTSOF(nulls); i++)
+                if (strcmp(s, nulls[i]) == 0)
+                        return json_null();
+        for (size_t i = 0; i < ELEMENTSOF(trues); i++)
+                if (strcmp(s, trues[i]) == 0)
+                        return json_true();
+        for (size_t i = 0; i < ELEMENTSOF(falses); i++)
+                if (strcmp(s, falses[i]) == 0)
+                        return json_false();
+        {
+                const char *p = s + (*s == '-' || *s == '+');
+                if (match_all(p, "0123456789")) {
+                        char *end;
+                        long long v;
+
+                        errno = 0;
+                        v = strtoll(s, &end, 10);
+                        if (errno == 0 && *end == '\0')
+                                return json_integer(v);
+                        return json_real(strtod(s, NULL));
+                }
+        }
+        if ((strncmp(s, "0x", 2) == 0 && match_all(s + 2, "0123456789abcdefABCDEF")) ||
+            (strncmp(s, "0o", 2) == 0 && match_all(s + 2, "01234567"))) {
+                char *end;
+                unsigned long long v;
+
+                errno = 0;
+                v = strtoull(s + 2, &end, s[1] == 'x' ? 16 : 8);
+                if (errno == 0 && *end == '\0' && v <= (unsigned long long) INT64_MAX)
+                        return json_integer((json_int_t) v);
+        }
+        if (is_yaml_float(s))
+                return json_real(strtod(s, NULL));
+        return json_string(s);
+}
+
+static int yaml_fail(YamlLoader *l, int e, const yaml_mark_t *mark, const char *what) {
+        return cub_err_set(l->err, e, "%s:%zu:%zu: invalid YAML: %s", l->tree->source, mark->line + 1,
+                           mark->column + 1, what);
+}
+
+static int yaml_parser_fail(YamlLoader *l) {
+        const yaml_parser_t *p = &l->parser;
+        char what[512];
+
+        if (p->context)
+                (void) snprintf(what, sizeof(what), "%s %s", p->problem ? p->problem : "error", p->context);
+        else
+                (void) snprintf(what, sizeof(what), "%s", p->problem ? p->problem : "parse error");
+        return yaml_fail(l, EINVAL, &p->problem_mark, what);
+}
+
+static int yaml_next(YamlLoader *l, yaml_event_t *ev) {
+        if (!yaml_parser_parse(&l->parser, ev))
+                return yaml_parser_fail(l);
+        return 0;
+}
+
+static int yaml_node(YamlLoader *l, yaml_event_t *ev, int depth, json_t **ret, size_t *ret_size);
+
+static int register_anchor(YamlLoader *l, const yaml_char_t *name, json_t *node, size_t size) {
+        Anchor *na;
+
+        if (!name)
+                return 0;
+        na = realloc(l->anchors, (l->n_anchors + 1) * sizeof(*na));
+        if (!na)
+                return -ENOMEM;
+        l->anchors = na;
+        na[l->n_anchors].name = strdup((const char *) name);
+        if (!na[l->n_anchors].name)
+                return -ENOMEM;
+        na[l->n_anchors].node = json_incref(node);
+        na[l->n_anchors].size = size;
+        l->n_anchors++;
+        return 0;
+}
+
+static int yaml_collection(YamlLoader *l, yaml_event_t *start, int depth, json_t **ret, size_t *ret_size) {
+        bool is_map = start->type == YAML_MAPPING_START_EVENT;
+        yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
+        _cleanup_(json_decrefp) json_t *node = is_map ? json_object() : json_array();
+        size_t size = 1;
+        int line = (int) start->start_mark.line + 1;
+        int r;
+
+        if (!node)
+                return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
+        if (depth > TREE_MAX_DEPTH)
+                return yaml_fail(l, E2BIG, &start->start_mark, "nesting is too deep");
+        r = tree_note_line(l->tree, node, line);
+        if (r < 0)
+                return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
+
+        for (;;) {
+                yaml_event_t ev;
+                _cleanup_(json_decrefp) json_t *key = NULL, *value = NULL;
+                size_t sub = 0;
+                int kline;
+
+                r = yaml_next(l, &ev);
+                if (r < 0)
+                        return r;
+                if (ev.type == end) {
+                        yaml_event_delete(&ev);
+                        break;
+                }
+                if (is_map) {
+                        kline = (int) ev.start_mark.line + 1;
+                        if (ev.type != YAML_SCALAR_EVENT) {
+                                r = yaml_fail(l, EINVAL, &ev.start_mark, "a mapping key must be a scalar");
+                                yaml_event_delete(&ev);
+                                return r;
+                        }
+                        key = json_stringn((const char *) ev.data.scalar.value, ev.data.scalar.length);
+                        yaml_event_delete(&ev);
+                        if (!key)
+                                return cub_err_set(l->err, EINVAL, "%s:%d: invalid YAML: key is not valid UTF-8",
+                                                   l->tree->source, kline);
+                        if (json_object_get(node, json_string_value(key)))
+                                return cub_err_set(l->err, EINVAL, "%s:%d: invalid YAML: duplicate key \"%s\"",
+                                                   l->tree->source, kline, json_string_value(key));
+                        r = yaml_next(l, &ev);
+                        if (r < 0)
+                                return r;
+                }
+                r = yaml_node(l, &ev, depth + 1, &value, &sub);
+                yaml_event_delete(&ev);
+                if (r < 0)
+                        return r;
+                size += sub;
+                if (size > TREE_MAX_NODES)
+                        return cub_err_set(l->err, E2BIG, "%s:%d: invalid YAML: document is too large",
+                                           l->tree->source, line);
+                if (is_map)
+                        r = json_object_set_new(node, json_string_value(key), TAKE_PTR(value));
+                else
+                        r = json_array_append_new(node, TAKE_PTR(value));
+                if (r < 0)
+                        return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
+        }
+        r = register_anchor(l, is_map ? start->data.mapping_start.anchor : start->data.sequence_start.anchor,
+                            node, size);
+        if (r < 0)
+                return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
+        *ret_size = size;
+        *ret = TAKE_PTR(node);
+        return 0;
+}
+
+static int yaml_node(YamlLoader *l, yaml_event_t *ev, int depth, json_t **ret, size_t *ret_size) {
+        switch (ev->type) {
+        case YAML_SCALAR_EVENT: {
+                const char *text = (const char *) ev->data.scalar.value;
+                const char *tag = (const char *) ev->data.scalar.tag;
+                json_t *node;
+
+                if (strlen(text) != ev->data.scalar.length)
+                        return yaml_fail(l, EINVAL, &ev->start_mark, "NUL byte in a scalar");
+                if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !(tag && strcmp(tag, YAML_STR_TAG) == 0))
+                        node = resolve_plain(text);
+                else
+                        node = json_string(text);
+                if (!node)
+                        return yaml_fail(l, EINVAL, &ev->start_mark, "scalar is not valid UTF-8");
+                if (!json_is_null(node) && !json_is_boolean(node) &&
+                    tree_note_line(l->tree, node, (int) ev->start_mark.line + 1) < 0) {
+                        json_decref(node);
+                        return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
+                }
+                if (register_anchor(l, ev->data.scalar.anchor, node, 1) < 0) {
+                        json_decref(node);
+                        return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
+                }
+                *ret = node;
+                *ret_size = 1;
+                return 0;
+        }
+        case YAML_ALIAS_EVENT:
+                for (size_t i = l->n_anchors; i > 0; i--)
+                        if (strcmp(l->anchors[i - 1].name, (const char *) ev->data.alias.anchor) == 0) {
+                                *ret = json_incref(l->anchors[i - 1].node);
+                                *ret_size = l->anchors[i - 1].size;
+                                return 0;
+                        }
+                return cub_err_set(l->err, EINVAL, "%s:%zu:%zu: invalid YAML: unknown anchor \"%s\"",
+                                   l->tree->source, ev->start_mark.line + 1, ev->start_mark.column + 1,
+                                   (const char *) ev->data.alias.anchor);
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+                return yaml_collection(l, ev, depth, ret, ret_size);
+        default:
+                return yaml_fail(l, EINVAL, &ev->start_mark, "unexpected event");
+        }
+}
+
+static int load_yaml(const char *buf, size_t len, PodTree *t, CubError *err) {
+        YamlLoader l = { .tree = t, .err = err };
+        _cleanup_(json_decrefp) json_t *root = NULL;
+        yaml_event_t ev;
+        size_t size;
+        int r, docs = 0;
+
+        if (!yaml_parser_initialize(&l.parser))
+                return cub_err_set(err, ENOMEM, "%s: out of memory", t->source);
+        yaml_parser_set_input_string(&l.parser, (const unsigned char *) buf, len);
+
+        for (;;) {
+                r = yaml_next(&l, &ev);
+                if (r < 0)
+                        goto finish;
+                if (ev.type == YAML_STREAM_END_EVENT) {
+                        yaml_event_delete(&ev);
+                        break;
+                }
+                if (ev.type == YAML_DOCUMENT_START_EVENT) {
+                        int line = (int) ev.start_mark.line + 1;
+                        _cleanup_(json_decrefp) json_t *doc = NULL;
+
+                        yaml_event_delete(&ev);
+                        r = yaml_next(&l, &ev);
+                        if (r < 0)
+                                goto finish;
+                        r = yaml_node(&l, &ev, 0, &doc, &size);
+                        yaml_event_delete(&ev);
+                        if (r < 0)
+                                goto finish;
+                        if (docs > 0 && !json_is_null(doc)) {
+                                r = cub_err_set(err, EINVAL,
+                                                "%s:%d: a second YAML document starts here; a manifest file holds "
+                                                "exactly one pod",
+                                                t->source, line);
+                                goto finish;
+                        }
+                        if (docs == 0)
+                                root = TAKE_PTR(doc);
+                        docs++;
+                        continue;
+                }
+                yaml_event_delete(&ev);
+        }
+        r = 0;
+        if (!root || json_is_null(root))
+                r = cub_err_set(err, ENODATA, "%s: empty manifest", t->source);
+        else
+                t->root = TAKE_PTR(root);
+finish:
+        for (size_t i = 0; i < l.n_anchors; i++) {
+                free(l.anchors[i].name);
+                json_decref(l.anchors[i].node);
+        }
+        free(l.anchors);
+        yaml_parser_delete(&l.parser);
+        return r;
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static int load_json(const char *buf, size_t len, PodTree *t, CubError *err) {
+        json_error_t jerr;
+        json_t *root;
+
+        root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root)
+                return cub_err_set(err, EINVAL, "%s:%d:%d: invalid JSON: %s", t->source, jerr.line, jerr.column,
+                                   jerr.text);
+        t->root = root;
+        return 0;
+}
+
+static bool looks_like_json(const char *buf, size_t len, const char *source) {
+        size_t sl = source ? strlen(source) : 0;
+
+        if (sl >= 5 && strcmp(source + sl - 5, ".json") == 0)
+                return true;
+        for (size_t i = 0; i < len; i++) {
+                if (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')
+                        continue;
+                return buf[i] == '{';
+        }
+        return false;
+}
+
+int pod_tree_load(const char *buf, size_t len, const char *source, PodFormat fmt, PodTree *ret, CubError *err) {
+        PodTree t = { .source = source ? source : "<input>" };
+        int r;
+
+        if (fmt == POD_FORMAT_AUTO)
+                fmt = looks_like_json(buf, len, source) ? POD_FORMAT_JSON : POD_FORMAT_YAML;
+        t.yaml = fmt == POD_FORMAT_YAML;
+        r = t.yaml ? load_yaml(buf, len, &t, err) : load_json(buf, len, &t, err);
+        if (r < 0) {
+                pod_tree_done(&t);
+                return r;
+        }
+        if (!json_is_object(t.root)) {
+                r = cub_err_set(err, EINVAL, "%s: the manifest must be an object (a v1 Pod), got %s", t.source,
+                                pod_json_type_name(t.root));
+                pod_tree_done(&t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}

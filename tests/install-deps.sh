@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs the Debian packages the build and the tests need; idempotent.
+set -eu
+PKGS="gcc clang make pkg-config git libjansson-dev libyaml-dev libcgroup-dev libsystemd-dev libssl-dev
+libcmocka-dev libclang-rt-14-dev clang-format"
+missing=""
+for p in $PKGS; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+        echo "install-deps: missing packages:$missing (run 'make deps' as root)" >&2
+        exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq || true
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

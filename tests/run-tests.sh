@@ -1,0 +1,52 @@
+#!/bin/sh
+# Runs every test suite of a build directory and ends with one line:
+# "N passed, N failed". Suites speak TAP ("ok N - name" / "not ok N - name");
+# exit 77 means skipped (the suite prints why).
+set -u
+B=${1:?usage: run-tests.sh BUILD_DIR}
+export CMOCKA_MESSAGE_OUTPUT=TAP
+export ASAN_OPTIONS=${ASAN_OPTIONS:-strict_string_checks=1:detect_stack_use_after_return=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+pass=0
+fail=0
+skip=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+run_suite() {
+        name=$1
+        shift
+        "$@" >"$log" 2>&1
+        rc=$?
+        ok=$(grep -c '^ok ' "$log")
+        nok=$(grep -c '^not ok ' "$log")
+        if [ "$rc" -eq 77 ]; then
+                skip=$((skip + 1))
+                echo "SKIP $name: $(tail -n 1 "$log")"
+                return
+        fi
+        if [ "$rc" -ne 0 ] && [ "$nok" -eq 0 ]; then
+                nok=1
+        fi
+        pass=$((pass + ok))
+        fail=$((fail + nok))
+        if [ "$nok" -gt 0 ]; then
+                echo "FAIL $name ($ok passed, $nok failed, exit $rc):"
+                sed 's/^/    /' "$log"
+        else
+                echo "PASS $name ($ok)"
+        fi
+}
+
+for t in $(find "$B/tests/unit" -type f -perm -u+x -name 'test-*' 2>/dev/null | sort); do
+        run_suite "${t#"$B"/tests/}" "$t"
+done
+for t in $(find "$B/tests/fuzz" -type f -perm -u+x -name 'replay-*' 2>/dev/null | sort); do
+        target=${t##*/replay-}
+        run_suite "fuzz corpus $target" "$t" tests/fuzz/corpus/"$target"
+done
+run_suite "plan golden files" tests/plan/run.sh "$B/cubelet"
+
+[ "$skip" -gt 0 ] && echo "($skip suites skipped)"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
