@@ -99,7 +99,7 @@ check-clang:
 	$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)/clang
 
 FUZZ_CC ?= clang
-FUZZ_FLAGS := -std=gnu17 -g -O1 -fsanitize=fuzzer,address,undefined -I. $(PKG_CFLAGS)
+FUZZ_FLAGS := -std=gnu17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -I. $(PKG_CFLAGS)
 fuzz-build: $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_TARGETS))
 $(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(UTIL_SRCS) $(POD_SRCS)
 	@mkdir -p $(dir $@)

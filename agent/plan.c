@@ -19,7 +19,6 @@
 #include "util/fileio.h"
 #include "util/log.h"
 
-
 #define MANIFEST_MAX (1024 * 1024)
 
 typedef struct PlanNode {
@@ -71,9 +70,9 @@ static json_t *resources_json(const PodResourceList *l) {
         for (size_t i = 0; o && i < l->n; i++) {
                 char buf[POD_QUANTITY_STR_MAX];
 
-                json_object_set_new(o, l->items[i].name,
-                                    json_string(pod_quantity_format(l->items[i].q,
-                                                                    strcmp(l->items[i].name, "cpu") == 0, buf)));
+                json_object_set_new(
+                        o, l->items[i].name,
+                        json_string(pod_quantity_format(l->items[i].q, strcmp(l->items[i].name, "cpu") == 0, buf)));
         }
         return o;
 }
@@ -86,21 +85,20 @@ static json_t *group_json(const CgGroupValues *g) {
         return json_pack("{s:s,s:o}", "path", g->path, "files", files);
 }
 
-static json_t *containers_json(const Pod *pod, PodQOSClass qos, const PodContainer *cs, size_t n,
-                               const CgOptions *o) {
+static json_t *containers_json(const Pod *pod, PodQOSClass qos, const PodContainer *cs, size_t n, const CgOptions *o) {
         json_t *arr = json_array();
 
         for (size_t i = 0; arr && i < n; i++) {
                 CgContainerResources res;
 
                 cg_container_resources(pod, qos, &cs[i], o, &res);
-                json_array_append_new(
-                        arr, json_pack("{s:s,s:{s:I,s:I,s:I,s:I,s:I,s:s},s:s}", "name", cs[i].name, "resources",
-                                       "cpu_shares", (json_int_t) res.cpu_shares, "cpu_quota",
-                                       (json_int_t) res.cpu_quota, "cpu_period", (json_int_t) res.cpu_period,
-                                       "memory_limit_in_bytes", (json_int_t) res.memory_limit_in_bytes,
-                                       "oom_score_adj", (json_int_t) res.oom_score_adj, "cpuset_cpus",
-                                       res.cpuset_cpus, "exclusiveCPUs", ""));
+                json_array_append_new(arr,
+                                      json_pack("{s:s,s:{s:I,s:I,s:I,s:I,s:I,s:s},s:s}", "name", cs[i].name,
+                                                "resources", "cpu_shares", (json_int_t) res.cpu_shares, "cpu_quota",
+                                                (json_int_t) res.cpu_quota, "cpu_period", (json_int_t) res.cpu_period,
+                                                "memory_limit_in_bytes", (json_int_t) res.memory_limit_in_bytes,
+                                                "oom_score_adj", (json_int_t) res.oom_score_adj, "cpuset_cpus",
+                                                res.cpuset_cpus, "exclusiveCPUs", ""));
         }
         return arr;
 }
@@ -122,8 +120,8 @@ static int plan_pod(const Pod *pod, const CgOptions *o, json_t **ret, int64_t *r
                 return r;
         }
         j = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o}", "namespace", pod->namespace_, "name", pod->name, "uid",
-                      pod->uid, "qosClass", pod_qos_to_string(qos), "requests", resources_json(&eff.requests),
-                      "limits", resources_json(&eff.limits), "cgroup", group_json(&g), "containers",
+                      pod->uid, "qosClass", pod_qos_to_string(qos), "requests", resources_json(&eff.requests), "limits",
+                      resources_json(&eff.limits), "cgroup", group_json(&g), "containers",
                       containers_json(pod, qos, pod->containers, pod->n_containers, o));
         if (j && pod->n_init_containers > 0)
                 json_object_set_new(j, "initContainers",

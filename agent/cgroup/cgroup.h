@@ -68,8 +68,8 @@ const char *cg_group_get(const CgGroupValues *g, const char *file);
 /* "kubepods/burstable/pod<uid>" (cgroupfs) or the systemd slice path. */
 int cg_pod_path(const char *uid, PodQOSClass qos, CgDriverKind driver, char *buf, size_t size, CubError *err);
 
-int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, const CgOptions *o,
-                  CgGroupValues *ret, CubError *err);
+int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, const CgOptions *o, CgGroupValues *ret,
+                  CubError *err);
 
 typedef struct CgContainerResources {
         int64_t cpu_shares;

@@ -7,7 +7,7 @@
 #include "cgroup.h"
 
 void cg_options_init(CgOptions *o) {
-        *o = (CgOptions) { .driver = CG_DRIVER_CGROUPFS, .enforce_cpu_limits = true, .pod_pids_limit = -1 };
+        *o = (CgOptions){ .driver = CG_DRIVER_CGROUPFS, .enforce_cpu_limits = true, .pod_pids_limit = -1 };
 }
 
 uint64_t cg_shares_to_weight(uint64_t shares) {
@@ -103,8 +103,8 @@ int cg_pod_path(const char *uid, PodQOSClass qos, CgDriverKind driver, char *buf
         return 0;
 }
 
-int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, const CgOptions *o,
-                  CgGroupValues *ret, CubError *err) {
+int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, const CgOptions *o, CgGroupValues *ret,
+                  CubError *err) {
         CgGroupValues g = {};
         PodQuantity req_cpu, lim_cpu, lim_mem;
         int64_t quota;
@@ -123,13 +123,13 @@ int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, cons
 
         switch (qos) {
         case POD_QOS_GUARANTEED:
-                put(&g, "cpu.weight", 
+                put(&g, "cpu.weight",
                     (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(pod_quantity_milli(req_cpu))));
                 put_cpu_max(&g, quota);
                 put(&g, "memory.max", pod_quantity_value(lim_mem));
                 break;
         case POD_QOS_BURSTABLE:
-                put(&g, "cpu.weight", 
+                put(&g, "cpu.weight",
                     (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(pod_quantity_milli(req_cpu))));
                 put_cpu_max(&g, eff->cpu_limits_declared ? quota : 0);
                 if (eff->memory_limits_declared && !pod_quantity_is_zero(lim_mem))
@@ -202,12 +202,11 @@ void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer 
         bool has_lim = pod_resource_get(&c->limits, "cpu", &lim_cpu) && !pod_quantity_is_zero(lim_cpu);
 
         (void) pod_resource_get(&c->limits, "memory", &lim_mem);
-        *ret = (CgContainerResources) {
-                .cpu_shares = (int64_t) cg_milli_cpu_to_shares(
-                        pod_quantity_milli(!has_req && has_lim ? lim_cpu : req_cpu)),
-                .cpu_quota = o->enforce_cpu_limits
-                                     ? cg_milli_cpu_to_quota(pod_quantity_milli(lim_cpu), CG_QUOTA_PERIOD)
-                                     : 0,
+        *ret = (CgContainerResources){
+                .cpu_shares =
+                        (int64_t) cg_milli_cpu_to_shares(pod_quantity_milli(!has_req && has_lim ? lim_cpu : req_cpu)),
+                .cpu_quota =
+                        o->enforce_cpu_limits ? cg_milli_cpu_to_quota(pod_quantity_milli(lim_cpu), CG_QUOTA_PERIOD) : 0,
                 .cpu_period = CG_QUOTA_PERIOD,
                 .memory_limit_in_bytes = pod_quantity_value(lim_mem),
                 .oom_score_adj = oom_score_adj(pod, qos, c, o->memory_capacity),
@@ -218,7 +217,7 @@ void cg_qos_values(int64_t burstable_cpu_milli, const CgOptions *o, CgGroupValue
         bool sd = o->driver == CG_DRIVER_SYSTEMD;
 
         for (int i = 0; i < 3; i++)
-                ret[i] = (CgGroupValues) {};
+                ret[i] = (CgGroupValues){};
         (void) snprintf(ret[0].path, sizeof(ret[0].path), "%s", sd ? "kubepods.slice" : "kubepods");
         (void) snprintf(ret[1].path, sizeof(ret[1].path), "%s",
                         sd ? "kubepods.slice/kubepods-burstable.slice" : "kubepods/burstable");
@@ -226,11 +225,10 @@ void cg_qos_values(int64_t burstable_cpu_milli, const CgOptions *o, CgGroupValue
                         sd ? "kubepods.slice/kubepods-besteffort.slice" : "kubepods/besteffort");
 
         if (o->kubepods_cpu_milli > 0)
-                put(&ret[0], "cpu.weight", 
+                put(&ret[0], "cpu.weight",
                     (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(o->kubepods_cpu_milli)));
         if (o->kubepods_memory > 0)
                 put(&ret[0], "memory.max", o->kubepods_memory);
-        put(&ret[1], "cpu.weight",
-            (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(burstable_cpu_milli)));
+        put(&ret[1], "cpu.weight", (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(burstable_cpu_milli)));
         put(&ret[2], "cpu.weight", (int64_t) cg_shares_to_weight(CG_MIN_SHARES));
 }

@@ -136,7 +136,8 @@ int pod_dec_int32(PodDec *d, json_t *v, void *dst, const PodField *f) {
                 return type_error(d, v, "integer");
         i = json_integer_value(v);
         if (i < INT32_MIN || i > INT32_MAX)
-                return pod_dec_fail(d, 0, NULL, "Invalid value: %" JSON_INTEGER_FORMAT ": out of range for a 32-bit integer", i);
+                return pod_dec_fail(d, 0, NULL,
+                                    "Invalid value: %" JSON_INTEGER_FORMAT ": out of range for a 32-bit integer", i);
         *(int32_t *) dst = (int32_t) i;
         return 0;
 }

@@ -18,7 +18,7 @@ void pod_strv_done(PodStrv *v) {
         for (size_t i = 0; v->items && i < v->n; i++)
                 free(v->items[i]);
         free(v->items);
-        *v = (PodStrv) {};
+        *v = (PodStrv){};
 }
 
 void pod_string_map_done(PodStringMap *m) {
@@ -28,14 +28,14 @@ void pod_string_map_done(PodStringMap *m) {
         }
         free(m->keys);
         free(m->values);
-        *m = (PodStringMap) {};
+        *m = (PodStringMap){};
 }
 
 void pod_resource_list_done(PodResourceList *l) {
         for (size_t i = 0; i < l->n; i++)
                 free(l->items[i].name);
         free(l->items);
-        *l = (PodResourceList) {};
+        *l = (PodResourceList){};
 }
 
 static void seccomp_done(PodSeccomp *s) {
@@ -129,9 +129,12 @@ static const char *const seccomp_types[] = { "RuntimeDefault", "Unconfined", "Lo
 static const char *const api_versions[] = { "v1", NULL };
 static const char *const pod_kinds[] = { "Pod", NULL };
 
-#define STR(n, T, m) { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m) }
-#define STR_REQ(n, T, m) { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m), .flags = POD_FIELD_REQUIRED }
-#define ENUM(n, T, m, a) { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m), .allowed = a }
+#define STR(n, T, m) \
+        { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m) }
+#define STR_REQ(n, T, m) \
+        { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m), .flags = POD_FIELD_REQUIRED }
+#define ENUM(n, T, m, a) \
+        { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m), .allowed = a }
 
 static int seccomp_post(PodDec *d, json_t *obj, void *base);
 static int env_post(PodDec *d, json_t *obj, void *base);
@@ -143,7 +146,10 @@ static int toleration_post(PodDec *d, json_t *obj, void *base);
 static int metadata_post(PodDec *d, json_t *obj, void *base);
 
 static const PodField seccomp_fields[] = {
-        { .name = "type", .decode = pod_dec_string, .offset = offsetof(PodSeccomp, type), .allowed = seccomp_types,
+        { .name = "type",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodSeccomp, type),
+          .allowed = seccomp_types,
           .flags = POD_FIELD_REQUIRED },
         STR("localhostProfile", PodSeccomp, localhost_profile),
         {},
@@ -157,7 +163,9 @@ static const PodField env_fields[] = {
 
 static const PodField port_fields[] = {
         STR("name", PodPort, name),
-        { .name = "containerPort", .decode = pod_dec_int32, .offset = offsetof(PodPort, container_port),
+        { .name = "containerPort",
+          .decode = pod_dec_int32,
+          .offset = offsetof(PodPort, container_port),
           .flags = POD_FIELD_REQUIRED },
         { .name = "hostPort", .decode = pod_dec_int32, .offset = offsetof(PodPort, host_port) },
         STR("hostIP", PodPort, host_ip),
@@ -172,33 +180,36 @@ static const PodField resources_fields[] = {
 };
 
 static const PodField container_security_fields[] = {
-        { .name = "seccompProfile", .decode = pod_dec_object, .offset = offsetof(PodContainer, seccomp),
-          .sub = seccomp_fields, .post = seccomp_post },
+        { .name = "seccompProfile",
+          .decode = pod_dec_object,
+          .offset = offsetof(PodContainer, seccomp),
+          .sub = seccomp_fields,
+          .post = seccomp_post },
         {},
 };
 
-#define CONTAINER_FIELDS(restart_allowed)                                                                       \
-        STR_REQ("name", PodContainer, name), STR("image", PodContainer, image),                                 \
-                ENUM("imagePullPolicy", PodContainer, image_pull_policy, pull_policies),                        \
-                { .name = "command", .decode = pod_dec_strv, .offset = offsetof(PodContainer, command) },       \
-                { .name = "args", .decode = pod_dec_strv, .offset = offsetof(PodContainer, args) },             \
-                { .name = "env",                                                                                \
-                  .decode = pod_dec_object_array,                                                               \
-                  .offset = offsetof(PodContainer, env),                                                        \
-                  .count_offset = offsetof(PodContainer, n_env),                                                \
-                  .elem_size = sizeof(PodEnvVar),                                                               \
-                  .sub = env_fields,                                                                            \
-                  .post = env_post },                                                                           \
-                STR("workingDir", PodContainer, working_dir),                                                   \
-                { .name = "ports",                                                                              \
-                  .decode = pod_dec_object_array,                                                               \
-                  .offset = offsetof(PodContainer, ports),                                                      \
-                  .count_offset = offsetof(PodContainer, n_ports),                                              \
-                  .elem_size = sizeof(PodPort),                                                                 \
-                  .sub = port_fields,                                                                           \
-                  .post = port_post },                                                                          \
-                { .name = "resources", .decode = pod_dec_inline, .sub = resources_fields },                     \
-                { .name = "securityContext", .decode = pod_dec_inline, .sub = container_security_fields },      \
+#define CONTAINER_FIELDS(restart_allowed)                                                                  \
+        STR_REQ("name", PodContainer, name), STR("image", PodContainer, image),                            \
+                ENUM("imagePullPolicy", PodContainer, image_pull_policy, pull_policies),                   \
+                { .name = "command", .decode = pod_dec_strv, .offset = offsetof(PodContainer, command) },  \
+                { .name = "args", .decode = pod_dec_strv, .offset = offsetof(PodContainer, args) },        \
+                { .name = "env",                                                                           \
+                  .decode = pod_dec_object_array,                                                          \
+                  .offset = offsetof(PodContainer, env),                                                   \
+                  .count_offset = offsetof(PodContainer, n_env),                                           \
+                  .elem_size = sizeof(PodEnvVar),                                                          \
+                  .sub = env_fields,                                                                       \
+                  .post = env_post },                                                                      \
+                STR("workingDir", PodContainer, working_dir),                                              \
+                { .name = "ports",                                                                         \
+                  .decode = pod_dec_object_array,                                                          \
+                  .offset = offsetof(PodContainer, ports),                                                 \
+                  .count_offset = offsetof(PodContainer, n_ports),                                         \
+                  .elem_size = sizeof(PodPort),                                                            \
+                  .sub = port_fields,                                                                      \
+                  .post = port_post },                                                                     \
+                { .name = "resources", .decode = pod_dec_inline, .sub = resources_fields },                \
+                { .name = "securityContext", .decode = pod_dec_inline, .sub = container_security_fields }, \
                 ENUM("restartPolicy", PodContainer, restart_policy, restart_allowed)
 
 static const PodField container_fields[] = {
@@ -208,8 +219,11 @@ static const PodField container_fields[] = {
 
 static const PodField requirement_fields[] = {
         STR_REQ("key", PodNodeSelectorRequirement, key),
-        { .name = "operator", .decode = pod_dec_string, .offset = offsetof(PodNodeSelectorRequirement, op),
-          .allowed = selector_ops, .flags = POD_FIELD_REQUIRED },
+        { .name = "operator",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodNodeSelectorRequirement, op),
+          .allowed = selector_ops,
+          .flags = POD_FIELD_REQUIRED },
         { .name = "values", .decode = pod_dec_strv, .offset = offsetof(PodNodeSelectorRequirement, values) },
         {},
 };
@@ -261,13 +275,18 @@ static const PodField toleration_fields[] = {
         ENUM("operator", PodToleration, op, toleration_ops),
         STR("value", PodToleration, value),
         ENUM("effect", PodToleration, effect, taint_effects),
-        { .name = "tolerationSeconds", .decode = pod_dec_int64, .offset = offsetof(PodToleration, toleration_seconds),
+        { .name = "tolerationSeconds",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodToleration, toleration_seconds),
           .set_offset = offsetof(PodToleration, toleration_seconds_set) },
         {},
 };
 
 static const PodField pod_security_fields[] = {
-        { .name = "seccompProfile", .decode = pod_dec_object, .offset = offsetof(Pod, seccomp), .sub = seccomp_fields,
+        { .name = "seccompProfile",
+          .decode = pod_dec_object,
+          .offset = offsetof(Pod, seccomp),
+          .sub = seccomp_fields,
           .post = seccomp_post },
         {},
 };
@@ -294,10 +313,13 @@ static const PodField spec_fields[] = {
           .post = container_post,
           .flags = POD_FIELD_REQUIRED },
         ENUM("restartPolicy", Pod, restart_policy, restart_policies),
-        { .name = "terminationGracePeriodSeconds", .decode = pod_dec_int64,
+        { .name = "terminationGracePeriodSeconds",
+          .decode = pod_dec_int64,
           .offset = offsetof(Pod, termination_grace_period_seconds),
           .set_offset = offsetof(Pod, termination_grace_period_seconds_set) },
-        { .name = "priority", .decode = pod_dec_int32, .offset = offsetof(Pod, priority),
+        { .name = "priority",
+          .decode = pod_dec_int32,
+          .offset = offsetof(Pod, priority),
           .set_offset = offsetof(Pod, priority_set) },
         STR("priorityClassName", Pod, priority_class_name),
         ENUM("preemptionPolicy", Pod, preemption_policy, preemption_policies),
@@ -327,11 +349,20 @@ static const PodField metadata_fields[] = {
 };
 
 static const PodField pod_fields[] = {
-        { .name = "apiVersion", .decode = pod_dec_string, .allowed = api_versions, .flags = POD_FIELD_REQUIRED,
+        { .name = "apiVersion",
+          .decode = pod_dec_string,
+          .allowed = api_versions,
+          .flags = POD_FIELD_REQUIRED,
           .offset = offsetof(Pod, uid) /* checked only, overwritten by metadata */ },
-        { .name = "kind", .decode = pod_dec_string, .allowed = pod_kinds, .flags = POD_FIELD_REQUIRED,
+        { .name = "kind",
+          .decode = pod_dec_string,
+          .allowed = pod_kinds,
+          .flags = POD_FIELD_REQUIRED,
           .offset = offsetof(Pod, uid) },
-        { .name = "metadata", .decode = pod_dec_inline, .sub = metadata_fields, .post = metadata_post,
+        { .name = "metadata",
+          .decode = pod_dec_inline,
+          .sub = metadata_fields,
+          .post = metadata_post,
           .flags = POD_FIELD_REQUIRED },
         { .name = "spec", .decode = pod_dec_inline, .sub = spec_fields, .flags = POD_FIELD_REQUIRED },
         {},
@@ -395,8 +426,7 @@ static bool is_standard_resource(const char *name) {
 /* Extended resources (vendor.example/thing) are integers and never
  * overcommitted: requests must equal limits. */
 static bool is_extended_resource(const char *name) {
-        return strchr(name, '/') && strncmp(name, "kubernetes.io/", 14) != 0 &&
-               strncmp(name, "requests.", 9) != 0;
+        return strchr(name, '/') && strncmp(name, "kubernetes.io/", 14) != 0 && strncmp(name, "requests.", 9) != 0;
 }
 
 static int check_resource_name(PodDec *d, json_t *obj, const char *list, const char *name) {
@@ -408,8 +438,7 @@ static int check_resource_name(PodDec *d, json_t *obj, const char *list, const c
         (void) snprintf(suffix, sizeof(suffix), ".resources.%s[%s]", list, name);
         if (!is_standard_resource(name) && !strchr(name, '/'))
                 return pod_dec_fail(d, line, suffix,
-                                    "Invalid value: \"%s\": must be a standard resource type or fully qualified",
-                                    name);
+                                    "Invalid value: \"%s\": must be a standard resource type or fully qualified", name);
         return 0;
 }
 
@@ -558,8 +587,7 @@ static int toleration_post(PodDec *d, json_t *obj, void *base) {
         }
         if (strcmp(t->op, "Exists") == 0 && t->value && *t->value)
                 return pod_dec_fail(d, field_line(d, obj, "value"), ".operator",
-                                    "Invalid value: \"%s\": value must be empty when `operator` is 'Exists'",
-                                    t->value);
+                                    "Invalid value: \"%s\": value must be empty when `operator` is 'Exists'", t->value);
         if (strcmp(t->op, "Equal") == 0 && (!t->key || !*t->key))
                 return pod_dec_fail(d, field_line(d, obj, "operator"), ".operator",
                                     "Invalid value: \"Equal\": operator must be Exists when `key` is empty, which "

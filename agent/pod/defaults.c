@@ -127,12 +127,13 @@ int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod) {
         /* container names are unique across init and app containers */
         for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
                 bool init_i = i < pod->n_init_containers;
-                const PodContainer *ci = init_i ? &pod->init_containers[i] : &pod->containers[i - pod->n_init_containers];
+                const PodContainer *ci =
+                        init_i ? &pod->init_containers[i] : &pod->containers[i - pod->n_init_containers];
 
                 for (size_t j = 0; j < i; j++) {
                         bool init_j = j < pod->n_init_containers;
-                        const PodContainer *cj = init_j ? &pod->init_containers[j]
-                                                        : &pod->containers[j - pod->n_init_containers];
+                        const PodContainer *cj =
+                                init_j ? &pod->init_containers[j] : &pod->containers[j - pod->n_init_containers];
                         const char *list = init_i ? "initContainers" : "containers";
                         size_t idx = init_i ? i : i - pod->n_init_containers;
                         const char *p[] = { "spec", list, "name" };
@@ -161,10 +162,11 @@ int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod) {
                         if (port->host_port == port->container_port)
                                 continue;
                         (void) snprintf(where, sizeof(where), "spec.%s[%zu].ports[%zu].hostPort",
-                                        init ? "initContainers" : "containers",
-                                        init ? i : i - pod->n_init_containers, k);
+                                        init ? "initContainers" : "containers", init ? i : i - pod->n_init_containers,
+                                        k);
                         return pod_dec_fail(d, line_of(d, root, p, 2, init ? i : i - pod->n_init_containers, true),
-                                            where, "Invalid value: %d: must match `containerPort` when `hostNetwork` is true",
+                                            where,
+                                            "Invalid value: %d: must match `containerPort` when `hostNetwork` is true",
                                             port->host_port);
                 }
         }

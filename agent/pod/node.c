@@ -32,7 +32,10 @@ static const char *const node_kinds[] = { "Node", NULL };
 static const PodField taint_fields[] = {
         { .name = "key", .decode = pod_dec_string, .offset = offsetof(PodTaint, key), .flags = POD_FIELD_REQUIRED },
         { .name = "value", .decode = pod_dec_string, .offset = offsetof(PodTaint, value) },
-        { .name = "effect", .decode = pod_dec_string, .offset = offsetof(PodTaint, effect), .allowed = taint_effects,
+        { .name = "effect",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodTaint, effect),
+          .allowed = taint_effects,
           .flags = POD_FIELD_REQUIRED },
         {},
 };
@@ -106,20 +109,25 @@ static const char *const config_kinds[] = { "KubeletConfiguration", NULL };
 static const char *const cgroup_drivers[] = { "cgroupfs", "systemd", NULL };
 
 static const PodField config_fields[] = {
-        { .name = "kind", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cgroup_driver),
+        { .name = "kind",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, cgroup_driver),
           .allowed = config_kinds },
         { .name = "podPidsLimit", .decode = pod_dec_int64, .offset = offsetof(PodKubeletConfig, pod_pids_limit) },
         { .name = "cpuCFSQuota", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, cpu_cfs_quota) },
-        { .name = "cgroupDriver", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cgroup_driver),
+        { .name = "cgroupDriver",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, cgroup_driver),
           .allowed = cgroup_drivers },
         { .name = "kubeReserved", .decode = pod_dec_resources, .offset = offsetof(PodKubeletConfig, kube_reserved) },
-        { .name = "systemReserved", .decode = pod_dec_resources,
+        { .name = "systemReserved",
+          .decode = pod_dec_resources,
           .offset = offsetof(PodKubeletConfig, system_reserved) },
         {},
 };
 
 void pod_kubelet_config_init(PodKubeletConfig *c) {
-        *c = (PodKubeletConfig) { .pod_pids_limit = -1, .cpu_cfs_quota = true };
+        *c = (PodKubeletConfig){ .pod_pids_limit = -1, .cpu_cfs_quota = true };
 }
 
 void pod_kubelet_config_done(PodKubeletConfig *c) {
@@ -130,8 +138,7 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         pod_kubelet_config_init(c);
 }
 
-int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, PodKubeletConfig *ret,
-                              CubError *err) {
+int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, PodKubeletConfig *ret, CubError *err) {
         PodKubeletConfig c;
         PodTree tree;
         PodDec d = { .err = err };

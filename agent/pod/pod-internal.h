@@ -8,7 +8,6 @@
 #include "../util/cleanup.h"
 #include "pod.h"
 
-
 /* A parsed manifest: a jansson tree plus, for YAML, the source line of
  * each node (singletons such as true/null have none). */
 typedef struct PodTree {
@@ -56,8 +55,7 @@ struct PodField {
         size_t set_offset;          /* bool set when present; 0 = none */
 };
 
-int pod_dec_fail(PodDec *d, int line, const char *suffix, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+int pod_dec_fail(PodDec *d, int line, const char *suffix, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int pod_dec_fields(PodDec *d, json_t *obj, void *base, const PodField *fields, PodPostFn post);
 size_t pod_dec_push(PodDec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pod_dec_pop(PodDec *d, size_t len);

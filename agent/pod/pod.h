@@ -137,7 +137,7 @@ typedef struct Pod {
         size_t n_containers;
         PodContainer *init_containers;
         size_t n_init_containers;
-        char *restart_policy; /* defaulted to "Always" */
+        char *restart_policy;                     /* defaulted to "Always" */
         int64_t termination_grace_period_seconds; /* defaulted to 30 */
         bool termination_grace_period_seconds_set;
         int32_t priority; /* from spec.priority or the built-in class */
@@ -237,8 +237,8 @@ typedef enum PodSourceKind {
         _POD_SOURCE_INVALID = -22,
 } PodSourceKind;
 
-int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, PodSourceKind kind,
-                     const char *source, CubError *err);
+int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, PodSourceKind kind, const char *source,
+                     CubError *err);
 /* Decodes like pod_decode(), then applies pod_apply_static() with the
  * canonical content (sorted compact JSON of the manifest) and uid_source
  * (the absolute path or URL) for the UID hash. */
@@ -284,5 +284,4 @@ typedef struct PodKubeletConfig {
 void pod_kubelet_config_init(PodKubeletConfig *c);
 void pod_kubelet_config_done(PodKubeletConfig *c);
 int pod_kubelet_config_load_file(const char *path, PodKubeletConfig *ret, CubError *err);
-int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, PodKubeletConfig *ret,
-                              CubError *err);
+int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, PodKubeletConfig *ret, CubError *err);

@@ -26,10 +26,9 @@ static int parse_suffix(const char *s, int *ret_exp10, int *ret_exp2) {
                 int exp10;
                 int exp2;
         } table[] = {
-                { "", 0, 0 },    { "n", -9, 0 },  { "u", -6, 0 },  { "m", -3, 0 },  { "k", 3, 0 },
-                { "M", 6, 0 },   { "G", 9, 0 },   { "T", 12, 0 },  { "P", 15, 0 },  { "E", 18, 0 },
-                { "Ki", 0, 10 }, { "Mi", 0, 20 }, { "Gi", 0, 30 }, { "Ti", 0, 40 }, { "Pi", 0, 50 },
-                { "Ei", 0, 60 },
+                { "", 0, 0 },    { "n", -9, 0 },  { "u", -6, 0 },  { "m", -3, 0 },  { "k", 3, 0 },   { "M", 6, 0 },
+                { "G", 9, 0 },   { "T", 12, 0 },  { "P", 15, 0 },  { "E", 18, 0 },  { "Ki", 0, 10 }, { "Mi", 0, 20 },
+                { "Gi", 0, 30 }, { "Ti", 0, 40 }, { "Pi", 0, 50 }, { "Ei", 0, 60 },
         };
         bool neg = false;
         int v = 0;
@@ -187,8 +186,10 @@ const char *pod_quantity_format(PodQuantity q, bool is_cpu, char buf[static POD_
         if (is_cpu) {
                 if (q.milli == 0)
                         (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%" PRId64, q.units);
-                else
-                        (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%" PRId64 "m", pod_quantity_milli(q));
+                else if (q.units == 0)
+                        (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%um", (unsigned) q.milli);
+                else /* units and milli side by side: no overflow for huge values */
+                        (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%" PRId64 "%03um", q.units, (unsigned) q.milli);
                 return buf;
         }
         v = pod_quantity_value(q);

@@ -15,7 +15,7 @@ bool pod_resource_get(const PodResourceList *l, const char *name, PodQuantity *r
                         return true;
                 }
         if (ret)
-                *ret = (PodQuantity) {};
+                *ret = (PodQuantity){};
         return false;
 }
 
@@ -53,7 +53,7 @@ PodQOSClass pod_qos_class(const Pod *pod) {
 
         for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
                 const PodContainer *c = i < pod->n_init_containers ? &pod->init_containers[i]
-                                                                     : &pod->containers[i - pod->n_init_containers];
+                                                                   : &pod->containers[i - pod->n_init_containers];
                 bool found[2] = {};
 
                 for (size_t k = 0; k < 2; k++) {
@@ -100,7 +100,7 @@ static PodResource *list_slot(PodResourceList *l, const char *name) {
         n[l->n].name = strdup(name);
         if (!n[l->n].name)
                 return NULL;
-        n[l->n].q = (PodQuantity) {};
+        n[l->n].q = (PodQuantity){};
         return &n[l->n++];
 }
 
@@ -209,7 +209,7 @@ static int aggregate(const Pod *pod, bool limits, PodResourceList *ret, PodEffec
                 }
         }
         *ret = sum;
-        sum = (PodResourceList) {};
+        sum = (PodResourceList){};
 out:
         pod_resource_list_done(&sum);
         pod_resource_list_done(&init_max);

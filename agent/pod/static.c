@@ -60,8 +60,8 @@ static int map_set(PodStringMap *m, const char *k, const char *v) {
         return 0;
 }
 
-int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, PodSourceKind kind,
-                     const char *source, CubError *err) {
+int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, PodSourceKind kind, const char *source,
+                     CubError *err) {
         _cleanup_free_ char *name = NULL, *lower = NULL, *src = NULL;
         char uid[33];
         int r;
@@ -117,7 +117,7 @@ int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, Pod
                 if (!t)
                         return cub_err_set(err, ENOMEM, "out of memory");
                 pod->tolerations = t;
-                t[pod->n_tolerations] = (PodToleration) { .op = strdup("Exists"), .effect = strdup("NoExecute") };
+                t[pod->n_tolerations] = (PodToleration){ .op = strdup("Exists"), .effect = strdup("NoExecute") };
                 pod->n_tolerations++;
                 if (!t[pod->n_tolerations - 1].op || !t[pod->n_tolerations - 1].effect)
                         return cub_err_set(err, ENOMEM, "out of memory");

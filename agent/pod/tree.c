@@ -49,7 +49,7 @@ void pod_tree_done(PodTree *t) {
         json_decref(t->root);
         free(t->line_nodes);
         free(t->lines);
-        *t = (PodTree) {};
+        *t = (PodTree){};
 }
 
 /* ---- YAML --------------------------------------------------------------- */
@@ -149,8 +149,8 @@ static json_t *resolve_plain(const char *s) {
 }
 
 static int yaml_fail(YamlLoader *l, int e, const yaml_mark_t *mark, const char *what) {
-        return cub_err_set(l->err, e, "%s:%zu:%zu: invalid YAML: %s", l->tree->source, mark->line + 1,
-                           mark->column + 1, what);
+        return cub_err_set(l->err, e, "%s:%zu:%zu: invalid YAML: %s", l->tree->source, mark->line + 1, mark->column + 1,
+                           what);
 }
 
 static int yaml_parser_fail(YamlLoader *l) {
@@ -244,8 +244,8 @@ static int yaml_collection(YamlLoader *l, yaml_event_t *start, int depth, json_t
                         return r;
                 size += sub;
                 if (size > TREE_MAX_NODES)
-                        return cub_err_set(l->err, E2BIG, "%s:%d: invalid YAML: document is too large",
-                                           l->tree->source, line);
+                        return cub_err_set(l->err, E2BIG, "%s:%d: invalid YAML: document is too large", l->tree->source,
+                                           line);
                 if (is_map)
                         r = json_object_set_new(node, json_string_value(key), TAKE_PTR(value));
                 else
@@ -253,8 +253,8 @@ static int yaml_collection(YamlLoader *l, yaml_event_t *start, int depth, json_t
                 if (r < 0)
                         return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
         }
-        r = register_anchor(l, is_map ? start->data.mapping_start.anchor : start->data.sequence_start.anchor,
-                            node, size);
+        r = register_anchor(l, is_map ? start->data.mapping_start.anchor : start->data.sequence_start.anchor, node,
+                            size);
         if (r < 0)
                 return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
         *ret_size = size;
@@ -297,8 +297,8 @@ static int yaml_node(YamlLoader *l, yaml_event_t *ev, int depth, json_t **ret, s
                                 *ret_size = l->anchors[i - 1].size;
                                 return 0;
                         }
-                return cub_err_set(l->err, EINVAL, "%s:%zu:%zu: invalid YAML: unknown anchor \"%s\"",
-                                   l->tree->source, ev->start_mark.line + 1, ev->start_mark.column + 1,
+                return cub_err_set(l->err, EINVAL, "%s:%zu:%zu: invalid YAML: unknown anchor \"%s\"", l->tree->source,
+                                   ev->start_mark.line + 1, ev->start_mark.column + 1,
                                    (const char *) ev->data.alias.anchor);
         case YAML_SEQUENCE_START_EVENT:
         case YAML_MAPPING_START_EVENT:

@@ -31,25 +31,25 @@ static inline void cub_fclosep(FILE **f) {
 #define _cleanup_fclose_ _cleanup_(cub_fclosep)
 
 /* Defines `func##p(type **p)` that calls func(*p) when *p is non-NULL. */
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)            \
-        static inline void func##p(type *p) {              \
-                if (*p)                                    \
-                        func(*p);                          \
-        }                                                  \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+        static inline void func##p(type *p) {   \
+                if (*p)                         \
+                        func(*p);               \
+        }                                       \
         struct __useless_struct_to_allow_trailing_semicolon__
 
-#define TAKE_PTR(p)                             \
-        ({                                      \
-                __typeof__(p) _ptr_ = (p);      \
-                (p) = NULL;                     \
-                _ptr_;                          \
+#define TAKE_PTR(p)                        \
+        ({                                 \
+                __typeof__(p) _ptr_ = (p); \
+                (p) = NULL;                \
+                _ptr_;                     \
         })
 
-#define TAKE_FD(fd)                     \
-        ({                              \
-                int _fd_ = (fd);        \
-                (fd) = -EBADF;          \
-                _fd_;                   \
+#define TAKE_FD(fd)              \
+        ({                       \
+                int _fd_ = (fd); \
+                (fd) = -EBADF;   \
+                _fd_;            \
         })
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))

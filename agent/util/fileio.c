@@ -37,8 +37,7 @@ int cub_read_file(const char *path, size_t max_size, char **ret_data, size_t *re
                         if (ncap > max_size + 2)
                                 ncap = max_size + 2;
                         if (ncap <= size + 1)
-                                return cub_err_set(err, EFBIG, "'%s': file is larger than %zu bytes", path,
-                                                   max_size);
+                                return cub_err_set(err, EFBIG, "'%s': file is larger than %zu bytes", path, max_size);
                         nbuf = realloc(buf, ncap);
                         if (!nbuf)
                                 return cub_err_set(err, ENOMEM, "'%s': out of memory", path);

@@ -16,5 +16,4 @@
 void cub_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Logs "<what>: <err->msg>" at level and returns r (a negative errno). */
-int cub_log_errno(int level, int r, const CubError *err, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+int cub_log_errno(int level, int r, const CubError *err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -1,0 +1,43 @@
+#!/bin/sh
+# Lint gates (style.md 2 and 23): every global symbol of a module archive
+# carries the module prefix; banned calls and C++ comments stay out.
+set -u
+B=${1:?usage: lint.sh BUILD_DIR}
+rc=0
+
+check_prefix() {
+        lib=$1
+        prefix=$2
+        bad=$(nm -g --defined-only "$B/$lib" 2>/dev/null | awk 'NF==3 && $2 ~ /[TDBR]/ {print $3}' | grep -v "^$prefix" || true)
+        if [ -n "$bad" ]; then
+                echo "lint: $lib exports symbols without the '$prefix' prefix:" $bad
+                rc=1
+        fi
+}
+check_prefix libcubutil.a cub_
+check_prefix libpod.a pod_
+check_prefix libcg.a cg_
+
+SRCS=$(find agent tests/unit tests/fuzz -name '*.[ch]' | sort)
+# shellcheck disable=SC2086
+hits=$(grep -nE '\b(sprintf|strcpy|strcat|atoi|atol|gets|system|inotify_init|dup)\(' $SRCS | grep -v 'snprintf\|vsnprintf' || true)
+if [ -n "$hits" ]; then
+        echo "lint: banned calls:"; echo "$hits"; rc=1
+fi
+# shellcheck disable=SC2086
+hits=$(grep -nE '(^|[^:"])//' $(find agent -name '*.[ch]') || true)
+if [ -n "$hits" ]; then
+        echo "lint: use /* */ comments:"; echo "$hits"; rc=1
+fi
+# shellcheck disable=SC2086
+hits=$(grep -nE '\bexit\(' $(find agent -name '*.c' ! -name main.c) || true)
+if [ -n "$hits" ]; then
+        echo "lint: exit() outside agent/main.c:"; echo "$hits"; rc=1
+fi
+# shellcheck disable=SC2086
+hits=$(grep -nE '[^_a-z]open(at)?\(' $(find agent -name '*.c') | grep -v O_CLOEXEC || true)
+if [ -n "$hits" ]; then
+        echo "lint: open() without O_CLOEXEC:"; echo "$hits"; rc=1
+fi
+[ $rc -eq 0 ] && echo "lint: clean"
+exit $rc
