@@ -10,10 +10,14 @@
 
 /* A parsed manifest: a jansson tree plus, for YAML, the source line of
  * each node (singletons such as true/null have none). */
+typedef struct PodTreeLine {
+        const json_t *node;
+        int line;
+} PodTreeLine;
+
 typedef struct PodTree {
         json_t *root;
-        const json_t **line_nodes;
-        int *lines;
+        PodTreeLine *lines; /* sorted by node address once loaded */
         size_t n_lines;
         size_t cap_lines;
         bool yaml;

@@ -3,6 +3,7 @@
  * libyaml's event parser, with YAML 1.2 core-schema scalar resolution and a
  * side table of source lines for error messages. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,40 +17,39 @@
 static int tree_note_line(PodTree *t, const json_t *node, int line) {
         if (t->n_lines == t->cap_lines) {
                 size_t ncap = t->cap_lines ? t->cap_lines * 2 : 64;
-                const json_t **nn = realloc(t->line_nodes, ncap * sizeof(*nn));
-                int *nl;
+                PodTreeLine *n = realloc(t->lines, ncap * sizeof(*n));
 
-                if (!nn)
+                if (!n)
                         return -ENOMEM;
-                t->line_nodes = nn;
-                nl = realloc(t->lines, ncap * sizeof(*nl));
-                if (!nl)
-                        return -ENOMEM;
-                t->lines = nl;
+                t->lines = n;
                 t->cap_lines = ncap;
         }
-        t->line_nodes[t->n_lines] = node;
-        t->lines[t->n_lines] = line;
-        t->n_lines++;
+        t->lines[t->n_lines++] = (PodTreeLine) { .node = node, .line = line };
         return 0;
 }
 
+static int line_cmp(const void *a, const void *b) {
+        uintptr_t x = (uintptr_t) ((const PodTreeLine *) a)->node, y = (uintptr_t) ((const PodTreeLine *) b)->node;
+
+        return x < y ? -1 : x > y;
+}
+
 int pod_tree_line(const PodTree *t, const json_t *node) {
-        if (!t || !node)
+        PodTreeLine key = { .node = node };
+        const PodTreeLine *hit;
+
+        if (!t || !node || t->n_lines == 0)
                 return 0;
-        for (size_t i = 0; i < t->n_lines; i++)
-                if (t->line_nodes[i] == node)
-                        return t->lines[i];
-        return 0;
+        hit = bsearch(&key, t->lines, t->n_lines, sizeof(PodTreeLine), line_cmp);
+        return hit ? hit->line : 0;
 }
 
 void pod_tree_done(PodTree *t) {
         if (!t)
                 return;
         json_decref(t->root);
-        free(t->line_nodes);
         free(t->lines);
-        *t = (PodTree){};
+        *t = (PodTree) {};
 }
 
 /* ---- YAML --------------------------------------------------------------- */
@@ -407,6 +407,8 @@ int pod_tree_load(const char *buf, size_t len, const char *source, PodFormat fmt
                 pod_tree_done(&t);
                 return r;
         }
+        if (t.n_lines > 1)
+                qsort(t.lines, t.n_lines, sizeof(PodTreeLine), line_cmp);
         if (!json_is_object(t.root)) {
                 r = cub_err_set(err, EINVAL, "%s: the manifest must be an object (a v1 Pod), got %s", t.source,
                                 pod_json_type_name(t.root));

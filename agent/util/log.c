@@ -33,7 +33,7 @@ static bool level_enabled(int level) {
         return e && strcmp(e, "debug") == 0;
 }
 
-static void vlog(int level, const char *suffix, const char *fmt, va_list ap) {
+__attribute__((format(printf, 3, 0))) static void vlog(int level, const char *suffix, const char *fmt, va_list ap) {
         char line[2048];
 
         if (!level_enabled(level))
