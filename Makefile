@@ -136,3 +136,7 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+# Fragments owned by their folders (VM harness, packaging, protocol code).
+-include tests/vm/vm.mk
+-include packaging/packaging.mk
