@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * cri/: a typed C client for the CRI runtime.v1 API over a unix socket
+ * (containerd 1.6). No protobuf type leaks out of this folder. Every call
+ * returns 0 or a negative errno; the message names the socket, the method,
+ * the gRPC status and the runtime's own text. Lists are returned as arrays
+ * freed with the matching *_free function.
+ *
+ * String maps (labels, annotations, envs, label selectors) are flat
+ * NULL-terminated arrays of key, value, key, value, ..., NULL.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../agent/util/err.h"
+
+#define CRI_DEFAULT_ENDPOINT "unix:///run/containerd/containerd.sock"
+#define CRI_DEFAULT_TIMEOUT_USEC (120ULL * 1000000ULL)
+
+typedef struct CriClient CriClient;
+
+int cri_client_new(const char *endpoint, uint64_t timeout_usec, CriClient **ret, CubError *err);
+CriClient *cri_client_free(CriClient *c);
+static inline void cri_client_freep(CriClient **c) {
+        if (*c)
+                cri_client_free(*c);
+}
+const char *cri_client_endpoint(const CriClient *c);
+
+typedef struct CriVersion {
+        char runtime_name[64];
+        char runtime_version[64];
+        char runtime_api_version[32];
+} CriVersion;
+
+int cri_version(CriClient *c, CriVersion *ret, CubError *err);
+
+/* ---- sandboxes ---------------------------------------------------------- */
+
+typedef enum CriSeccompType {
+        CRI_SECCOMP_UNSET, /* no seccomp profile (kubelet's default without a pod setting) */
+        CRI_SECCOMP_RUNTIME_DEFAULT,
+        CRI_SECCOMP_UNCONFINED,
+        CRI_SECCOMP_LOCALHOST,
+        _CRI_SECCOMP_MAX,
+        _CRI_SECCOMP_INVALID = -22,
+} CriSeccompType;
+
+typedef struct CriSandboxConfig {
+        const char *name;
+        const char *uid;
+        const char *namespace_;
+        uint32_t attempt;
+        const char *hostname; /* ignored (sent empty) with host_network */
+        const char *log_directory;
+        const char *const *labels;
+        const char *const *annotations;
+        const char *cgroup_parent;
+        bool host_network;
+        CriSeccompType seccomp;
+        const char *seccomp_localhost; /* absolute path for CRI_SECCOMP_LOCALHOST */
+} CriSandboxConfig;
+
+typedef enum CriSandboxState {
+        CRI_SANDBOX_READY,
+        CRI_SANDBOX_NOTREADY,
+        _CRI_SANDBOX_STATE_MAX,
+        _CRI_SANDBOX_STATE_INVALID = -22,
+} CriSandboxState;
+
+typedef struct CriSandbox {
+        char *id;
+        char *name;
+        char *uid;
+        char *namespace_;
+        uint32_t attempt;
+        CriSandboxState state;
+        int64_t created_at; /* unix ns */
+        char **labels;      /* flat key/value list */
+} CriSandbox;
+
+int cri_run_pod_sandbox(CriClient *c, const CriSandboxConfig *cfg, char **ret_id, CubError *err);
+/* Stop and remove treat NOT_FOUND as success (they are idempotent). */
+int cri_stop_pod_sandbox(CriClient *c, const char *id, CubError *err);
+int cri_remove_pod_sandbox(CriClient *c, const char *id, CubError *err);
+int cri_pod_sandbox_status(CriClient *c, const char *id, CriSandbox *ret, CubError *err);
+/* label_selector may be NULL: all sandboxes. */
+int cri_list_pod_sandboxes(CriClient *c, const char *const *label_selector, CriSandbox **ret, size_t *ret_n,
+                           CubError *err);
+void cri_sandbox_done(CriSandbox *s);
+void cri_sandboxes_free(CriSandbox *s, size_t n);
+
+/* ---- containers --------------------------------------------------------- */
+
+/* LinuxContainerResources; 0 / "" means "not set". */
+typedef struct CriResources {
+        int64_t cpu_period;
+        int64_t cpu_quota;
+        int64_t cpu_shares;
+        int64_t memory_limit_in_bytes;
+        int64_t oom_score_adj;
+        const char *cpuset_cpus;
+        const char *const *unified; /* cgroup v2 files, flat key/value list */
+} CriResources;
+
+typedef struct CriMount {
+        const char *container_path;
+        const char *host_path;
+        bool readonly;
+} CriMount;
+
+typedef struct CriDevice {
+        const char *container_path;
+        const char *host_path;
+        const char *permissions;
+} CriDevice;
+
+typedef struct CriContainerConfig {
+        const char *name;
+        uint32_t attempt;
+        const char *image;
+        const char *const *command;
+        const char *const *args;
+        const char *working_dir;
+        const char *const *envs;
+        const char *const *labels;
+        const char *const *annotations;
+        const char *log_path; /* relative to the sandbox log directory */
+        CriResources resources;
+        CriSeccompType seccomp;
+        const char *seccomp_localhost;
+        const CriMount *mounts;
+        size_t n_mounts;
+        const CriDevice *devices;
+        size_t n_devices;
+} CriContainerConfig;
+
+typedef enum CriContainerState {
+        CRI_CONTAINER_CREATED,
+        CRI_CONTAINER_RUNNING,
+        CRI_CONTAINER_EXITED,
+        CRI_CONTAINER_UNKNOWN,
+        _CRI_CONTAINER_STATE_MAX,
+        _CRI_CONTAINER_STATE_INVALID = -22,
+} CriContainerState;
+
+const char *cri_container_state_to_string(CriContainerState s);
+
+typedef struct CriContainer {
+        char *id;
+        char *sandbox_id;
+        char *name;
+        uint32_t attempt;
+        char *image;
+        CriContainerState state;
+        int64_t created_at;
+        char **labels;
+} CriContainer;
+
+typedef struct CriContainerStatus {
+        char *id;
+        char *name;
+        uint32_t attempt;
+        CriContainerState state;
+        int64_t created_at;
+        int64_t started_at;
+        int64_t finished_at;
+        int32_t exit_code;
+        char *reason; /* "Completed", "Error", "OOMKilled", "StartError", ... */
+        char *message;
+        char *image;
+        char *log_path;
+        char **labels;
+        bool has_resources;
+        int64_t cpu_period, cpu_quota, cpu_shares, memory_limit_in_bytes;
+        char *cpuset_cpus;
+} CriContainerStatus;
+
+int cri_create_container(CriClient *c, const char *sandbox_id, const CriContainerConfig *cfg,
+                         const CriSandboxConfig *sandbox, char **ret_id, CubError *err);
+int cri_start_container(CriClient *c, const char *id, CubError *err);
+/* SIGTERM (or the image's stop signal), SIGKILL after timeout_s. */
+int cri_stop_container(CriClient *c, const char *id, int64_t timeout_s, CubError *err);
+int cri_remove_container(CriClient *c, const char *id, CubError *err);
+/* sandbox_id and label_selector may be NULL. */
+int cri_list_containers(CriClient *c, const char *sandbox_id, const char *const *label_selector,
+                        CriContainer **ret, size_t *ret_n, CubError *err);
+int cri_container_status(CriClient *c, const char *id, CriContainerStatus *ret, CubError *err);
+int cri_update_container_resources(CriClient *c, const char *id, const CriResources *res, CubError *err);
+void cri_container_done(CriContainer *ct);
+void cri_containers_free(CriContainer *ct, size_t n);
+void cri_container_status_done(CriContainerStatus *s);
+
+typedef struct CriContainerStats {
+        char *id;
+        char *name;
+        uint64_t cpu_usage_core_ns;
+        uint64_t memory_working_set_bytes;
+        uint64_t memory_usage_bytes;
+        uint64_t writable_layer_bytes;
+} CriContainerStats;
+
+int cri_container_stats(CriClient *c, const char *id, CriContainerStats *ret, CubError *err);
+int cri_list_container_stats(CriClient *c, const char *sandbox_id, CriContainerStats **ret, size_t *ret_n,
+                             CubError *err);
+void cri_container_stats_done(CriContainerStats *s);
+void cri_container_stats_free(CriContainerStats *s, size_t n);
+
+/* ---- images ------------------------------------------------------------- */
+
+/* *ret_present tells whether the image is there; ret_id (optional) its ID. */
+int cri_image_status(CriClient *c, const char *image, bool *ret_present, char **ret_id, CubError *err);
+int cri_pull_image(CriClient *c, const char *image, char **ret_ref, CubError *err);
+
+/* flat key/value list helpers */
+void cri_strv_free(char **l);
+const char *cri_kv_get(char *const *kv, const char *key);
