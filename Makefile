@@ -46,14 +46,18 @@ LDFLAGS_ALL := $(OPT) -Wl,-z,now -Wl,-z,relro $(LDFLAGS)
 UTIL_SRCS := $(wildcard agent/util/*.c)
 POD_SRCS  := $(wildcard agent/pod/*.c)
 CG_SRCS   := $(wildcard agent/cgroup/*.c)
-AGENT_SRCS := agent/main.c agent/cli.c agent/plan.c
+AGENT_SRCS := $(wildcard agent/*.c)
+CONFIG_SRCS := $(wildcard agent/config/*.c)
+WORKER_SRCS := $(wildcard agent/worker/*.c)
+API_SRCS    := $(wildcard agent/api/*.c)
 PROTO_SRCS := $(wildcard proto/*.c)
 CRI_SRCS   := $(wildcard cri/*.c)
 PROTOS     := proto/cri/api.proto
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a $(B)/libcubutil.a
+LIBS := $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
+	$(B)/libcubutil.a
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
@@ -86,6 +90,12 @@ $(B)/libcg.a: $(call obj,$(CG_SRCS))
 $(B)/libproto.a: $(call obj,$(PROTO_SRCS)) $(patsubst $(B)/gen/%.c,$(B)/obj/gen/%.o,$(GEN_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libcri.a: $(call obj,$(CRI_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libpodsrc.a: $(call obj,$(CONFIG_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libworker.a: $(call obj,$(WORKER_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libapi.a: $(call obj,$(API_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 
 $(B)/cubelet: $(call obj,$(AGENT_SRCS)) $(LIBS)
@@ -145,10 +155,12 @@ bench:
 lint: $(LIBS)
 	@tests/lint.sh $(B)
 
+FORMAT_FILES = $(UTIL_SRCS) $(POD_SRCS) $(CG_SRCS) $(AGENT_SRCS) $(CONFIG_SRCS) $(WORKER_SRCS) $(API_SRCS) \
+	$(CRI_SRCS) $(PROTO_SRCS) $(wildcard agent/*/*.h agent/*.h cri/*.h proto/*.h)
 format:
-	clang-format -i $(UTIL_SRCS) $(POD_SRCS) $(CG_SRCS) $(AGENT_SRCS) $(wildcard agent/*/*.h agent/*.h)
+	clang-format -i $(FORMAT_FILES)
 format-check:
-	@clang-format --dry-run -Werror $(UTIL_SRCS) $(POD_SRCS) $(CG_SRCS) $(AGENT_SRCS) $(wildcard agent/*/*.h agent/*.h)
+	@clang-format --dry-run -Werror $(FORMAT_FILES)
 
 PREFIX ?= /usr/local
 install: $(B)/cubelet

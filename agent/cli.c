@@ -16,6 +16,9 @@ static void usage(FILE *f) {
               "A small node agent for Kubernetes-style pods.\n"
               "\n"
               "Commands:\n"
+              "  run [OPTIONS]     Run the agent (see 'cubelet run --help')\n"
+              "  status [--socket PATH] [-o table|json]\n"
+              "                    Pods, phases, restarts and errors of the running agent\n"
               "  plan [--config FILE] [--node FILE] MANIFEST...\n"
               "                    What the agent would do for these static pod manifests:\n"
               "                    QoS class, effective resources, cgroup v2 values and the\n"
@@ -41,6 +44,8 @@ int cli_main(int argc, char **argv) {
                 const char *name;
                 int (*run)(int argc, char **argv);
         } commands[] = {
+                { "run", cli_run },
+                { "status", cli_status },
                 { "plan", cli_plan },
                 { "version", cli_version },
         };

@@ -7,5 +7,7 @@
 int cli_main(int argc, char **argv);
 int cli_plan(int argc, char **argv);
 int cli_version(int argc, char **argv);
+int cli_run(int argc, char **argv);
+int cli_status(int argc, char **argv);
 
 #define CLI_EXIT_BAD_INPUT 2

@@ -14,6 +14,7 @@
 
 #include "cgroup/cgroup.h"
 #include "cli.h"
+#include "node.h"
 #include "pod/pod.h"
 #include "util/cleanup.h"
 #include "util/fileio.h"
@@ -21,30 +22,10 @@
 
 #define MANIFEST_MAX (1024 * 1024)
 
-typedef struct PlanNode {
-        char name[HOST_NAME_MAX + 1];
-        uint64_t memory_capacity;
-        int64_t cpu_capacity_milli;
-} PlanNode;
+typedef AgentNode PlanNode;
 
 static int host_node(PlanNode *n, CubError *err) {
-        _cleanup_free_ char *meminfo = NULL;
-        const char *p;
-        unsigned long long kb;
-        long cpus;
-
-        if (gethostname(n->name, sizeof(n->name) - 1) < 0)
-                return cub_err_set(err, errno, "gethostname: %s", strerror(errno));
-        n->name[sizeof(n->name) - 1] = '\0';
-        if (cub_read_file("/proc/meminfo", 1 << 20, &meminfo, NULL, err) < 0)
-                return -err->code;
-        p = strstr(meminfo, "MemTotal:");
-        if (!p || sscanf(p, "MemTotal: %llu kB", &kb) != 1)
-                return cub_err_set(err, EINVAL, "'/proc/meminfo': no MemTotal line");
-        n->memory_capacity = (uint64_t) kb * 1024;
-        cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        n->cpu_capacity_milli = cpus > 0 ? cpus * 1000 : 0;
-        return 0;
+        return agent_host_node(n, err);
 }
 
 static int file_node(const char *path, PlanNode *n, CubError *err) {

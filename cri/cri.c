@@ -51,7 +51,7 @@ static void arena_done(Arena *a) {
         for (size_t i = 0; i < a->n; i++)
                 free(a->ptrs[i]);
         free(a->ptrs);
-        *a = (Arena) {};
+        *a = (Arena){};
 }
 
 static size_t strv_len(const char *const *l) {
@@ -66,26 +66,26 @@ static char *s_or_empty(const char *s) {
         return (char *) (s ? s : "");
 }
 
-#define DEFINE_MAP_BUILDER(fn, Entry, INIT)                                            \
-        static Entry **fn(Arena *a, const char *const *kv, size_t *ret_n) {            \
-                size_t n = strv_len(kv) / 2;                                           \
-                Entry **arr;                                                           \
-                                                                                       \
-                *ret_n = 0;                                                            \
-                if (n == 0)                                                            \
-                        return NULL;                                                   \
-                arr = arena_alloc(a, n * sizeof(Entry *));                             \
-                for (size_t i = 0; arr && i < n; i++) {                                \
-                        Entry *e = arena_alloc(a, sizeof(Entry));                      \
-                        if (!e)                                                        \
-                                return NULL;                                           \
-                        *e = (Entry) INIT;                                             \
-                        e->key = (char *) kv[2 * i];                                   \
-                        e->value = (char *) kv[2 * i + 1];                             \
-                        arr[i] = e;                                                    \
-                }                                                                      \
-                *ret_n = arr ? n : 0;                                                  \
-                return arr;                                                            \
+#define DEFINE_MAP_BUILDER(fn, Entry, INIT)                                 \
+        static Entry **fn(Arena *a, const char *const *kv, size_t *ret_n) { \
+                size_t n = strv_len(kv) / 2;                                \
+                Entry **arr;                                                \
+                                                                            \
+                *ret_n = 0;                                                 \
+                if (n == 0)                                                 \
+                        return NULL;                                        \
+                arr = arena_alloc(a, n * sizeof(Entry *));                  \
+                for (size_t i = 0; arr && i < n; i++) {                     \
+                        Entry *e = arena_alloc(a, sizeof(Entry));           \
+                        if (!e)                                             \
+                                return NULL;                                \
+                        *e = (Entry) INIT;                                  \
+                        e->key = (char *) kv[2 * i];                        \
+                        e->value = (char *) kv[2 * i + 1];                  \
+                        arr[i] = e;                                         \
+                }                                                           \
+                *ret_n = arr ? n : 0;                                       \
+                return arr;                                                 \
         }
 
 DEFINE_MAP_BUILDER(sandbox_labels, Runtime__V1__PodSandboxConfig__LabelsEntry,
@@ -214,7 +214,7 @@ static Runtime__V1__SecurityProfile *seccomp_profile(Arena *a, CriSeccompType t,
         if (!p)
                 return NULL;
         *p = (Runtime__V1__SecurityProfile) RUNTIME__V1__SECURITY_PROFILE__INIT;
-        p->profile_type = t == CRI_SECCOMP_UNCONFINED ? RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined
+        p->profile_type = t == CRI_SECCOMP_UNCONFINED  ? RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined
                           : t == CRI_SECCOMP_LOCALHOST ? RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost
                                                        : RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
         p->localhost_ref = s_or_empty(t == CRI_SECCOMP_LOCALHOST ? localhost : NULL);
@@ -326,7 +326,7 @@ void cri_sandbox_done(CriSandbox *s) {
         free(s->uid);
         free(s->namespace_);
         cri_strv_free(s->labels);
-        *s = (CriSandbox) {};
+        *s = (CriSandbox){};
 }
 
 void cri_sandboxes_free(CriSandbox *s, size_t n) {
@@ -337,7 +337,7 @@ void cri_sandboxes_free(CriSandbox *s, size_t n) {
 
 static int fill_sandbox(CriSandbox *s, const char *id, const Runtime__V1__PodSandboxMetadata *md, int state,
                         int64_t created, void *const *labels, size_t n_labels) {
-        *s = (CriSandbox) {
+        *s = (CriSandbox){
                 .id = dup_or_empty(id),
                 .name = dup_or_empty(md ? md->name : NULL),
                 .uid = dup_or_empty(md ? md->uid : NULL),
@@ -361,8 +361,7 @@ int cri_pod_sandbox_status(CriClient *c, const char *id, CriSandbox *ret, CubErr
         int r;
 
         req.pod_sandbox_id = (char *) id;
-        r = call(c, RT "PodSandboxStatus", &req, &runtime__v1__pod_sandbox_status_response__descriptor, 0, &resp,
-                 err);
+        r = call(c, RT "PodSandboxStatus", &req, &runtime__v1__pod_sandbox_status_response__descriptor, 0, &resp, err);
         if (r < 0)
                 return r;
         if (!resp->status)
@@ -390,8 +389,8 @@ int cri_list_pod_sandboxes(CriClient *c, const char *const *label_selector, CriS
                 req.filter = &filter;
         }
         r = a.failed ? cub_err_set(err, ENOMEM, "out of memory")
-                     : call(c, RT "ListPodSandbox", &req, &runtime__v1__list_pod_sandbox_response__descriptor, 0,
-                            &resp, err);
+                     : call(c, RT "ListPodSandbox", &req, &runtime__v1__list_pod_sandbox_response__descriptor, 0, &resp,
+                            err);
         arena_done(&a);
         if (r < 0)
                 return r;
@@ -492,8 +491,8 @@ int cri_create_container(CriClient *c, const char *sandbox_id, const CriContaine
         *img = (Runtime__V1__ImageSpec) RUNTIME__V1__IMAGE_SPEC__INIT;
         img->image = s_or_empty(cfg->image);
         *ns = (Runtime__V1__NamespaceOption) RUNTIME__V1__NAMESPACE_OPTION__INIT;
-        ns->network = sandbox && sandbox->host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE
-                                                       : RUNTIME__V1__NAMESPACE_MODE__POD;
+        ns->network =
+                sandbox && sandbox->host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
         ns->pid = RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
         ns->ipc = RUNTIME__V1__NAMESPACE_MODE__POD;
         *sec = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
@@ -501,13 +500,13 @@ int cri_create_container(CriClient *c, const char *sandbox_id, const CriContaine
         sec->seccomp = seccomp_profile(&a, cfg->seccomp, cfg->seccomp_localhost);
         {
                 /* containerd clears runc's defaults: send kubelet's lists */
-                static const char *const masked[] = { "/proc/acpi",          "/proc/kcore",        "/proc/keys",
-                                                      "/proc/latency_stats", "/proc/timer_list",   "/proc/timer_stats",
-                                                      "/proc/sched_debug",   "/proc/scsi",         "/sys/firmware",
-                                                      NULL };
-                static const char *const readonly[] = { "/proc/asound", "/proc/bus", "/proc/fs",
-                                                        "/proc/irq",    "/proc/sys", "/proc/sysrq-trigger",
-                                                        NULL };
+                static const char *const masked[] = { "/proc/acpi",        "/proc/kcore",
+                                                      "/proc/keys",        "/proc/latency_stats",
+                                                      "/proc/timer_list",  "/proc/timer_stats",
+                                                      "/proc/sched_debug", "/proc/scsi",
+                                                      "/sys/firmware",     NULL };
+                static const char *const readonly[] = { "/proc/asound", "/proc/bus",           "/proc/fs", "/proc/irq",
+                                                        "/proc/sys",    "/proc/sysrq-trigger", NULL };
                 sec->masked_paths = strv_arg(masked, &sec->n_masked_paths);
                 sec->readonly_paths = strv_arg(readonly, &sec->n_readonly_paths);
         }
@@ -608,7 +607,7 @@ void cri_container_done(CriContainer *ct) {
         free(ct->name);
         free(ct->image);
         cri_strv_free(ct->labels);
-        *ct = (CriContainer) {};
+        *ct = (CriContainer){};
 }
 
 void cri_containers_free(CriContainer *ct, size_t n) {
@@ -617,8 +616,8 @@ void cri_containers_free(CriContainer *ct, size_t n) {
         free(ct);
 }
 
-int cri_list_containers(CriClient *c, const char *sandbox_id, const char *const *label_selector,
-                        CriContainer **ret, size_t *ret_n, CubError *err) {
+int cri_list_containers(CriClient *c, const char *sandbox_id, const char *const *label_selector, CriContainer **ret,
+                        size_t *ret_n, CubError *err) {
         Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
         Runtime__V1__ContainerFilter filter = RUNTIME__V1__CONTAINER_FILTER__INIT;
         Runtime__V1__ListContainersResponse *resp = NULL;
@@ -632,8 +631,8 @@ int cri_list_containers(CriClient *c, const char *sandbox_id, const char *const 
                 req.filter = &filter;
         }
         r = a.failed ? cub_err_set(err, ENOMEM, "out of memory")
-                     : call(c, RT "ListContainers", &req, &runtime__v1__list_containers_response__descriptor, 0,
-                            &resp, err);
+                     : call(c, RT "ListContainers", &req, &runtime__v1__list_containers_response__descriptor, 0, &resp,
+                            err);
         arena_done(&a);
         if (r < 0)
                 return r;
@@ -642,7 +641,7 @@ int cri_list_containers(CriClient *c, const char *sandbox_id, const char *const 
                 const Runtime__V1__Container *p = resp->containers[i];
                 CriContainer *o = &out[i];
 
-                *o = (CriContainer) {
+                *o = (CriContainer){
                         .id = dup_or_empty(p->id),
                         .sandbox_id = dup_or_empty(p->pod_sandbox_id),
                         .name = dup_or_empty(p->metadata ? p->metadata->name : NULL),
@@ -678,7 +677,7 @@ void cri_container_status_done(CriContainerStatus *s) {
         free(s->log_path);
         free(s->cpuset_cpus);
         cri_strv_free(s->labels);
-        *s = (CriContainerStatus) {};
+        *s = (CriContainerStatus){};
 }
 
 int cri_container_status(CriClient *c, const char *id, CriContainerStatus *ret, CubError *err) {
@@ -698,7 +697,7 @@ int cri_container_status(CriClient *c, const char *id, CriContainerStatus *ret, 
                 return cub_err_set(err, EBADMSG, "'%s': ContainerStatus of '%s': reply has no status",
                                    cri_client_endpoint(c), id);
         }
-        o = (CriContainerStatus) {
+        o = (CriContainerStatus){
                 .id = dup_or_empty(s->id),
                 .name = dup_or_empty(s->metadata ? s->metadata->name : NULL),
                 .attempt = s->metadata ? s->metadata->attempt : 0,
@@ -757,7 +756,7 @@ void cri_container_stats_done(CriContainerStats *s) {
                 return;
         free(s->id);
         free(s->name);
-        *s = (CriContainerStats) {};
+        *s = (CriContainerStats){};
 }
 
 void cri_container_stats_free(CriContainerStats *s, size_t n) {
@@ -769,7 +768,7 @@ void cri_container_stats_free(CriContainerStats *s, size_t n) {
 static int fill_stats(CriContainerStats *o, const Runtime__V1__ContainerStats *s) {
         const Runtime__V1__ContainerAttributes *at = s ? s->attributes : NULL;
 
-        *o = (CriContainerStats) {
+        *o = (CriContainerStats){
                 .id = dup_or_empty(at ? at->id : NULL),
                 .name = dup_or_empty(at && at->metadata ? at->metadata->name : NULL),
         };
@@ -814,8 +813,8 @@ int cri_list_container_stats(CriClient *c, const char *sandbox_id, CriContainerS
                 filter.pod_sandbox_id = (char *) sandbox_id;
                 req.filter = &filter;
         }
-        r = call(c, RT "ListContainerStats", &req, &runtime__v1__list_container_stats_response__descriptor, 0,
-                 &resp, err);
+        r = call(c, RT "ListContainerStats", &req, &runtime__v1__list_container_stats_response__descriptor, 0, &resp,
+                 err);
         if (r < 0)
                 return r;
         out = calloc(resp->n_stats + 1, sizeof(CriContainerStats));

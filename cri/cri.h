@@ -187,8 +187,8 @@ int cri_start_container(CriClient *c, const char *id, CubError *err);
 int cri_stop_container(CriClient *c, const char *id, int64_t timeout_s, CubError *err);
 int cri_remove_container(CriClient *c, const char *id, CubError *err);
 /* sandbox_id and label_selector may be NULL. */
-int cri_list_containers(CriClient *c, const char *sandbox_id, const char *const *label_selector,
-                        CriContainer **ret, size_t *ret_n, CubError *err);
+int cri_list_containers(CriClient *c, const char *sandbox_id, const char *const *label_selector, CriContainer **ret,
+                        size_t *ret_n, CubError *err);
 int cri_container_status(CriClient *c, const char *id, CriContainerStatus *ret, CubError *err);
 int cri_update_container_resources(CriClient *c, const char *id, const CriResources *res, CubError *err);
 void cri_container_done(CriContainer *ct);

@@ -18,9 +18,9 @@ struct GrpcxChannel {
 
 const char *grpcx_status_name(int code) {
         static const char *const names[] = {
-                "OK",        "CANCELLED",         "UNKNOWN",        "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
-                "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-                "ABORTED",   "OUT_OF_RANGE",      "UNIMPLEMENTED",  "INTERNAL",           "UNAVAILABLE",
+                "OK",        "CANCELLED",       "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+                "NOT_FOUND", "ALREADY_EXISTS",  "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+                "ABORTED",   "OUT_OF_RANGE",    "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
                 "DATA_LOSS", "UNAUTHENTICATED",
         };
 
@@ -56,13 +56,15 @@ int grpcx_channel_new(const char *target, GrpcxChannel **ret, CubError *err) {
         grpc_channel_credentials *creds;
         GrpcxChannel *c;
         grpc_arg args[4] = {
-                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                { .type = GRPC_ARG_INTEGER,
+                  .key = (char *) GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                   .value.integer = 16 << 20 },
-                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+                { .type = GRPC_ARG_INTEGER,
+                  .key = (char *) GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
                   .value.integer = 100 },
-                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
-                  .value.integer = 3000 },
-                { .type = GRPC_ARG_STRING, .key = (char *) GRPC_ARG_DEFAULT_AUTHORITY,
+                { .type = GRPC_ARG_INTEGER, .key = (char *) GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, .value.integer = 3000 },
+                { .type = GRPC_ARG_STRING,
+                  .key = (char *) GRPC_ARG_DEFAULT_AUTHORITY,
                   .value.string = (char *) "localhost" },
         };
         grpc_channel_args cargs = { .num_args = 4, .args = args };
@@ -72,8 +74,7 @@ int grpcx_channel_new(const char *target, GrpcxChannel **ret, CubError *err) {
         c = calloc(1, sizeof(*c));
         if (!c)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        if (target[0] == '/' ? asprintf(&c->target, "unix://%s", target) < 0
-                             : !(c->target = strdup(target))) {
+        if (target[0] == '/' ? asprintf(&c->target, "unix://%s", target) < 0 : !(c->target = strdup(target))) {
                 free(c);
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
@@ -154,8 +155,8 @@ int grpcx_unary(GrpcxChannel *c, const char *method, const ProtobufCMessage *req
         int r = 0;
 
         cq = grpc_completion_queue_create_for_pluck(NULL);
-        deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                gpr_time_from_micros((int64_t) timeout_usec, GPR_TIMESPAN));
+        deadline =
+                gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_micros((int64_t) timeout_usec, GPR_TIMESPAN));
         call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
                                         grpc_slice_from_static_string(method), NULL, deadline, NULL);
         send = pack(req);

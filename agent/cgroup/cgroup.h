@@ -46,12 +46,12 @@ uint64_t cg_milli_cpu_to_shares(int64_t milli);
 /* 0 = no quota. */
 int64_t cg_milli_cpu_to_quota(int64_t milli, int64_t period);
 
-#define CG_VALUE_MAX 48
+#define CG_FILE_VALUE_MAX 48
 #define CG_FILES_MAX 6
 
 typedef struct CgFile {
         const char *name;
-        char value[CG_VALUE_MAX];
+        char value[CG_FILE_VALUE_MAX];
 } CgFile;
 
 /* One cgroup: its path relative to the cgroup root, and the files in the
@@ -87,3 +87,23 @@ void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer 
 /* The QoS-level groups: [0] kubepods, [1] burstable, [2] besteffort.
  * burstable_cpu_milli is the sum of the Burstable pods' cpu requests. */
 void cg_qos_values(int64_t burstable_cpu_milli, const CgOptions *o, CgGroupValues ret[3]);
+
+/* ---- the writer (impure): cgroupfs driver through libcgroup ------------- */
+
+typedef struct CgWriter CgWriter;
+
+/* cgroup_root must be a cgroup v2 mount (statfs CGROUP2_SUPER_MAGIC), the
+ * one libcgroup sees (normally /sys/fs/cgroup). */
+int cg_writer_new(const char *cgroup_root, CgWriter **ret, CubError *err);
+CgWriter *cg_writer_free(CgWriter *w);
+static inline void cg_writer_freep(CgWriter **w) {
+        if (*w)
+                cg_writer_free(*w);
+}
+/* Creates the group (enabling its controllers in the parents'
+ * cgroup.subtree_control) or updates it, writing the files in their order. */
+int cg_writer_apply(CgWriter *w, const CgGroupValues *g, CubError *err);
+/* Removes an empty group; a missing one is fine. */
+int cg_writer_remove(CgWriter *w, const char *path, CubError *err);
+/* Reads one file of a group back (trailing newline stripped). */
+int cg_writer_read(CgWriter *w, const char *path, const char *file, char *buf, size_t size, CubError *err);

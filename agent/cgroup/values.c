@@ -198,7 +198,8 @@ static int64_t oom_score_adj(const Pod *pod, PodQOSClass qos, const PodContainer
 void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer *c, const CgOptions *o,
                             CgContainerResources *ret) {
         PodQuantity req_cpu, lim_cpu, lim_mem;
-        bool has_req = pod_resource_get(&c->requests, "cpu", &req_cpu) && !pod_quantity_is_zero(req_cpu);
+        /* since 1.27 the limit gives the shares only when no request is given at all: an explicit 0 gives 2 */
+        bool has_req = pod_resource_get(&c->requests, "cpu", &req_cpu);
         bool has_lim = pod_resource_get(&c->limits, "cpu", &lim_cpu) && !pod_quantity_is_zero(lim_cpu);
 
         (void) pod_resource_get(&c->limits, "memory", &lim_mem);
@@ -207,7 +208,7 @@ void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer 
                         (int64_t) cg_milli_cpu_to_shares(pod_quantity_milli(!has_req && has_lim ? lim_cpu : req_cpu)),
                 .cpu_quota =
                         o->enforce_cpu_limits ? cg_milli_cpu_to_quota(pod_quantity_milli(lim_cpu), CG_QUOTA_PERIOD) : 0,
-                .cpu_period = CG_QUOTA_PERIOD,
+                .cpu_period = o->enforce_cpu_limits ? CG_QUOTA_PERIOD : 0,
                 .memory_limit_in_bytes = pod_quantity_value(lim_mem),
                 .oom_score_adj = oom_score_adj(pod, qos, c, o->memory_capacity),
         };

@@ -79,6 +79,7 @@ Pod *pod_free(Pod *pod) {
         free(pod->name);
         free(pod->namespace_);
         free(pod->uid);
+        free(pod->config_hash);
         pod_string_map_done(&pod->labels);
         pod_string_map_done(&pod->annotations);
         for (size_t i = 0; i < pod->n_containers; i++)
@@ -456,6 +457,18 @@ static int container_resources(PodDec *d, json_t *obj, PodContainer *c) {
                 r = check_resource_name(d, obj, "requests", c->requests.items[i].name);
                 if (r < 0)
                         return r;
+        }
+        for (size_t i = 0; i < c->limits.n; i++) {
+                const PodResource *lim = &c->limits.items[i];
+                json_t *res = json_object_get(obj, "resources");
+                char suffix[300], lq[POD_QUANTITY_STR_MAX];
+
+                if (lim->q.milli == 0 ||
+                    !(is_extended_resource(lim->name) || strncmp(lim->name, "hugepages-", 10) == 0))
+                        continue;
+                (void) snprintf(suffix, sizeof(suffix), ".resources.limits[%s]", lim->name);
+                return pod_dec_fail(d, field_line(d, res ? json_object_get(res, "limits") : NULL, lim->name), suffix,
+                                    "Invalid value: \"%s\": must be an integer", pod_quantity_format(lim->q, true, lq));
         }
         for (size_t i = 0; i < c->limits.n; i++) {
                 PodResource *lim = &c->limits.items[i];

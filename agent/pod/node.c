@@ -108,6 +108,14 @@ int pod_node_load_file(const char *path, PodNode **ret, CubError *err) {
 static const char *const config_kinds[] = { "KubeletConfiguration", NULL };
 static const char *const cgroup_drivers[] = { "cgroupfs", "systemd", NULL };
 
+static const PodField cubelet_fields[] = {
+        { .name = "stateDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, state_dir) },
+        { .name = "socket", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, socket_path) },
+        { .name = "nodeName", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, node_name) },
+        { .name = "cgroupMount", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cgroup_mount) },
+        {},
+};
+
 static const PodField config_fields[] = {
         { .name = "kind",
           .decode = pod_dec_string,
@@ -123,6 +131,11 @@ static const PodField config_fields[] = {
         { .name = "systemReserved",
           .decode = pod_dec_resources,
           .offset = offsetof(PodKubeletConfig, system_reserved) },
+        { .name = "staticPodPath", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, static_pod_path) },
+        { .name = "containerRuntimeEndpoint",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, runtime_endpoint) },
+        { .name = "cubelet", .decode = pod_dec_inline, .sub = cubelet_fields },
         {},
 };
 
@@ -132,6 +145,12 @@ void pod_kubelet_config_init(PodKubeletConfig *c) {
 
 void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->cgroup_driver);
+        free(c->static_pod_path);
+        free(c->runtime_endpoint);
+        free(c->state_dir);
+        free(c->socket_path);
+        free(c->node_name);
+        free(c->cgroup_mount);
         pod_resource_list_done(&c->kube_reserved);
         pod_resource_list_done(&c->system_reserved);
         pod_strv_done(&c->ignored);

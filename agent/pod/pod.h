@@ -130,6 +130,7 @@ typedef struct Pod {
         char *name;
         char *namespace_; /* defaulted to "default" */
         char *uid;
+        char *config_hash; /* static pods: md5 of content, node and source (changes with any edit) */
         PodStringMap labels;
         PodStringMap annotations;
         /* spec */
@@ -218,8 +219,11 @@ void pod_resource_list_done(PodResourceList *l);
 bool pod_container_is_sidecar(const PodContainer *c);
 /* Built-in PriorityClass value; false for other names. */
 bool pod_builtin_priority(const char *class_name, int32_t *ret);
-/* priority >= 2000000000 */
+/* kubelet's IsStaticPod: a config.source annotation other than "api". */
+bool pod_is_static(const Pod *pod);
+/* kubelet's IsCriticalPod: static, or priority >= 2000000000. */
 bool pod_is_critical(const Pod *pod);
+/* IsCriticalPod and priorityClassName system-node-critical. */
 bool pod_is_node_critical(const Pod *pod);
 
 /*
@@ -278,6 +282,13 @@ typedef struct PodKubeletConfig {
         char *cgroup_driver;    /* cgroupDriver: "cgroupfs" (default) or "systemd" */
         PodResourceList kube_reserved;
         PodResourceList system_reserved;
+        char *static_pod_path;  /* staticPodPath */
+        char *runtime_endpoint; /* containerRuntimeEndpoint */
+        /* cubelet's own settings, under "cubelet:" */
+        char *state_dir;
+        char *socket_path;
+        char *node_name;
+        char *cgroup_mount;
         PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 

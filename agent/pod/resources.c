@@ -23,8 +23,15 @@ bool pod_container_is_sidecar(const PodContainer *c) {
         return c->restart_policy && strcmp(c->restart_policy, "Always") == 0;
 }
 
+bool pod_is_static(const Pod *pod) {
+        for (size_t i = 0; i < pod->annotations.n; i++)
+                if (strcmp(pod->annotations.keys[i], "kubernetes.io/config.source") == 0)
+                        return strcmp(pod->annotations.values[i], "api") != 0;
+        return false;
+}
+
 bool pod_is_critical(const Pod *pod) {
-        return pod->priority_set && pod->priority >= 2000000000;
+        return pod_is_static(pod) || (pod->priority_set && pod->priority >= 2000000000);
 }
 
 bool pod_is_node_critical(const Pod *pod) {

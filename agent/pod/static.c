@@ -81,23 +81,23 @@ int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, Pod
                                    "lowercase RFC 1123 subdomain of at most 253 characters",
                                    source, name);
 
-        if (!pod->uid) {
-                if (asprintf(&src, "%s:%s", kind == POD_SOURCE_HTTP ? "url" : "file", source) < 0) {
-                        src = NULL;
-                        return cub_err_set(err, ENOMEM, "out of memory");
-                }
+        {
                 _cleanup_free_ char *host = NULL;
-                if (asprintf(&host, "host:%s", kind == POD_SOURCE_HTTP ? "" : node_name) < 0) {
+
+                if (asprintf(&src, "%s:%s", kind == POD_SOURCE_HTTP ? "url" : "file", source) < 0 ||
+                    asprintf(&host, "host:%s", node_name) < 0) {
+                        src = NULL;
                         host = NULL;
                         return cub_err_set(err, ENOMEM, "out of memory");
                 }
                 r = md5_hex(canonical ? canonical : "", kind == POD_SOURCE_HTTP ? "" : host, src, uid);
                 if (r < 0)
                         return cub_err_set(err, -r, "%s: computing the pod UID failed", source);
-                pod->uid = strdup(uid);
-                if (!pod->uid)
-                        return cub_err_set(err, ENOMEM, "out of memory");
         }
+        free(pod->config_hash);
+        pod->config_hash = strdup(uid);
+        if (!pod->config_hash || (!pod->uid && !(pod->uid = strdup(uid))))
+                return cub_err_set(err, ENOMEM, "out of memory");
         free(pod->name);
         pod->name = TAKE_PTR(name);
         free(pod->node_name);

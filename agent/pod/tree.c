@@ -24,7 +24,7 @@ static int tree_note_line(PodTree *t, const json_t *node, int line) {
                 t->lines = n;
                 t->cap_lines = ncap;
         }
-        t->lines[t->n_lines++] = (PodTreeLine) { .node = node, .line = line };
+        t->lines[t->n_lines++] = (PodTreeLine){ .node = node, .line = line };
         return 0;
 }
 
@@ -49,7 +49,7 @@ void pod_tree_done(PodTree *t) {
                 return;
         json_decref(t->root);
         free(t->lines);
-        *t = (PodTree) {};
+        *t = (PodTree){};
 }
 
 /* ---- YAML --------------------------------------------------------------- */

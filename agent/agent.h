@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The agent: one sd-event loop owns every piece of mutable state. Sources:
+ * the manifest directory (inotify + a periodic rescan), the relist timer,
+ * the worker pool's eventfd, the status socket, signals and the watchdog.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pod/pod.h"
+#include "util/err.h"
+
+typedef struct AgentOptions {
+        char *manifest_dir;
+        char *runtime_endpoint;
+        char *cgroup_root;
+        char *state_dir;
+        char *node_name;
+        char *socket_path;
+        char *config_path;
+        uint64_t relist_usec;
+        uint64_t rescan_usec;
+        unsigned workers;
+        PodKubeletConfig kc;
+} AgentOptions;
+
+void agent_options_init(AgentOptions *o);
+void agent_options_done(AgentOptions *o);
+
+typedef struct Agent Agent;
+
+int agent_new(const AgentOptions *opt, Agent **ret, CubError *err);
+/* Runs until SIGTERM/SIGINT; returns 0 or a negative errno. */
+int agent_run(Agent *a);
+Agent *agent_free(Agent *a);
+
+/* The status document served on the socket (JSON text, malloc'd). */
+char *agent_status_json(Agent *a);

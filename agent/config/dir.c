@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "podsrc.h"
+
+#define MANIFEST_MAX (1024 * 1024)
+
+static bool has_suffix(const char *s, const char *suffix) {
+        size_t a = strlen(s), b = strlen(suffix);
+        return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+bool podsrc_ignored_name(const char *name) {
+        size_t n = strlen(name);
+
+        return n == 0 || name[0] == '.' || has_suffix(name, "~") || has_suffix(name, ".swp") ||
+               has_suffix(name, ".swx") || has_suffix(name, ".tmp") || (name[0] == '#' && name[n - 1] == '#') ||
+               strcmp(name, "4913") == 0;
+}
+
+void podsrc_set_done(PodsrcSet *s) {
+        for (size_t i = 0; i < s->n; i++) {
+                free(s->items[i].path);
+                pod_free(s->items[i].pod);
+                free(s->items[i].error);
+        }
+        free(s->items);
+        *s = (PodsrcSet){};
+}
+
+int podsrc_dir_scan(const char *dir, const char *node_name, PodsrcSet *ret, CubError *err) {
+        PodsrcSet set = {};
+        struct dirent **names = NULL;
+        int n;
+
+        n = scandir(dir, &names, NULL, alphasort);
+        if (n < 0)
+                return cub_err_set(err, errno, "manifest directory '%s': %s", dir, strerror(errno));
+        set.items = calloc((size_t) n + 1, sizeof(PodsrcEntry));
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ char *path = NULL, *buf = NULL;
+                PodsrcEntry *e;
+                CubError perr = {};
+                struct stat st;
+                size_t len;
+                int r;
+
+                if (!set.items || podsrc_ignored_name(names[i]->d_name) ||
+                    asprintf(&path, "%s/%s", dir, names[i]->d_name) < 0)
+                        continue;
+                if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                e = &set.items[set.n++];
+                e->path = TAKE_PTR(path);
+                r = cub_read_file(e->path, MANIFEST_MAX, &buf, &len, &perr);
+                if (r >= 0)
+                        r = pod_decode_static(buf, len, e->path, POD_FORMAT_AUTO, node_name, POD_SOURCE_FILE, e->path,
+                                              &e->pod, &perr);
+                if (r >= 0)
+                        for (size_t j = 0; j + 1 < set.n; j++) {
+                                const Pod *o = set.items[j].pod;
+
+                                if (o && strcmp(o->name, e->pod->name) == 0 &&
+                                    strcmp(o->namespace_, e->pod->namespace_) == 0) {
+                                        r = cub_err_set(&perr, EEXIST, "%s: pod %s/%s is already defined by '%s'",
+                                                        e->path, o->namespace_, o->name, set.items[j].path);
+                                        e->pod = pod_free(e->pod);
+                                        break;
+                                }
+                        }
+                if (r < 0)
+                        e->error = strdup(perr.msg);
+        }
+        for (int i = 0; i < n; i++)
+                free(names[i]);
+        free(names);
+        if (!set.items)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        *ret = set;
+        return 0;
+}

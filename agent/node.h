@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* This host as a node: its name, memory and CPU capacity. */
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+typedef struct AgentNode {
+        char name[HOST_NAME_MAX + 1];
+        uint64_t memory_capacity;   /* MemTotal, bytes */
+        int64_t cpu_capacity_milli; /* online CPUs × 1000 */
+} AgentNode;
+
+int agent_host_node(AgentNode *ret, CubError *err);

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `cubelet run`: the agent. Flags win over the config file, which wins
+ * over the defaults. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cri/cri.h"
+#include "agent.h"
+#include "cli.h"
+#include "node.h"
+#include "util/log.h"
+
+static void run_usage(FILE *f) {
+        fputs("Usage: cubelet run [OPTIONS]\n"
+              "\n"
+              "Runs the node agent: keeps the pods of the manifest directory running through the\n"
+              "container runtime's CRI, with their cgroup v2 limits under <cgroup-root>/kubepods.\n"
+              "\n"
+              "  --manifest-dir DIR       static pod manifests (default /etc/kubernetes/manifests)\n"
+              "  --runtime-endpoint EP    CRI socket (default unix:///run/containerd/containerd.sock)\n"
+              "  --cgroup-root DIR        the cgroup v2 mount (default /sys/fs/cgroup)\n"
+              "  --state-dir DIR          state and pod logs (default /var/lib/cubelet)\n"
+              "  --node-name NAME         node name for static pod names (default: the hostname)\n"
+              "  --socket PATH            status API socket (default /run/cubelet/cubelet.sock)\n"
+              "  --config FILE            KubeletConfiguration (staticPodPath, containerRuntimeEndpoint,\n"
+              "                           cgroupDriver, cpuCFSQuota, podPidsLimit, kubeReserved,\n"
+              "                           systemReserved; cubelet: {stateDir, socket, nodeName,\n"
+              "                           cgroupMount})\n"
+              "  --relist-period SECONDS  how often the runtime is relisted (default 1)\n",
+              f);
+}
+
+static int set_str(char **dst, const char *flag, const char *cfg, const char *dflt) {
+        const char *v = flag ? flag : cfg ? cfg : dflt;
+
+        free(*dst);
+        *dst = strdup(v);
+        return *dst ? 0 : -ENOMEM;
+}
+
+int cli_run(int argc, char **argv) {
+        static const struct option options[] = {
+                { "manifest-dir", required_argument, NULL, 'm' },
+                { "runtime-endpoint", required_argument, NULL, 'r' },
+                { "cgroup-root", required_argument, NULL, 'g' },
+                { "state-dir", required_argument, NULL, 's' },
+                { "node-name", required_argument, NULL, 'n' },
+                { "socket", required_argument, NULL, 'S' },
+                { "config", required_argument, NULL, 'c' },
+                { "relist-period", required_argument, NULL, 'p' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *f_manifest = NULL, *f_endpoint = NULL, *f_cgroup = NULL, *f_state = NULL, *f_node = NULL,
+                   *f_socket = NULL, *f_config = NULL;
+        AgentOptions opt;
+        AgentNode host = {};
+        Agent *agent = NULL;
+        CubError err = {};
+        sigset_t mask;
+        double period = 1.0;
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'm':
+                        f_manifest = optarg;
+                        break;
+                case 'r':
+                        f_endpoint = optarg;
+                        break;
+                case 'g':
+                        f_cgroup = optarg;
+                        break;
+                case 's':
+                        f_state = optarg;
+                        break;
+                case 'n':
+                        f_node = optarg;
+                        break;
+                case 'S':
+                        f_socket = optarg;
+                        break;
+                case 'c':
+                        f_config = optarg;
+                        break;
+                case 'p': {
+                        char *end;
+                        period = strtod(optarg, &end);
+                        if (*end || period < 0.05 || period > 3600) {
+                                cub_log(LOG_ERR, "run: --relist-period '%s': expected seconds between 0.05 and 3600",
+                                        optarg);
+                                return CLI_EXIT_BAD_INPUT;
+                        }
+                        break;
+                }
+                case 'h':
+                        run_usage(stdout);
+                        return 0;
+                default:
+                        run_usage(stderr);
+                        return CLI_EXIT_BAD_INPUT;
+                }
+        }
+        if (optind < argc) {
+                cub_log(LOG_ERR, "run: unexpected argument '%s'", argv[optind]);
+                return CLI_EXIT_BAD_INPUT;
+        }
+
+        agent_options_init(&opt);
+        if (f_config) {
+                r = pod_kubelet_config_load_file(f_config, &opt.kc, &err);
+                if (r < 0) {
+                        cub_log(LOG_ERR, "%s", err.msg);
+                        agent_options_done(&opt);
+                        return CLI_EXIT_BAD_INPUT;
+                }
+                for (size_t i = 0; i < opt.kc.ignored.n; i++)
+                        cub_log(LOG_WARNING, "%s: field '%s' is not supported by cubelet, ignoring", f_config,
+                                opt.kc.ignored.items[i]);
+                if (strcmp(opt.kc.cgroup_driver, "cgroupfs") != 0) {
+                        cub_log(LOG_ERR, "%s: cgroupDriver '%s': only cgroupfs is supported by 'cubelet run' so far",
+                                f_config, opt.kc.cgroup_driver);
+                        agent_options_done(&opt);
+                        return CLI_EXIT_BAD_INPUT;
+                }
+        }
+        if (!f_node && !opt.kc.node_name && agent_host_node(&host, &err) < 0) {
+                cub_log(LOG_ERR, "%s", err.msg);
+                agent_options_done(&opt);
+                return 1;
+        }
+        if (set_str(&opt.manifest_dir, f_manifest, opt.kc.static_pod_path, "/etc/kubernetes/manifests") < 0 ||
+            set_str(&opt.runtime_endpoint, f_endpoint, opt.kc.runtime_endpoint, CRI_DEFAULT_ENDPOINT) < 0 ||
+            set_str(&opt.cgroup_root, f_cgroup, opt.kc.cgroup_mount, "/sys/fs/cgroup") < 0 ||
+            set_str(&opt.state_dir, f_state, opt.kc.state_dir, "/var/lib/cubelet") < 0 ||
+            set_str(&opt.node_name, f_node, opt.kc.node_name, host.name) < 0 ||
+            set_str(&opt.socket_path, f_socket, opt.kc.socket_path, "/run/cubelet/cubelet.sock") < 0) {
+                cub_log(LOG_ERR, "out of memory");
+                agent_options_done(&opt);
+                return 1;
+        }
+        opt.relist_usec = (uint64_t) (period * 1e6);
+
+        /* block the signals the loop handles before any thread exists (gRPC, workers) */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        (void) sigprocmask(SIG_BLOCK, &mask, NULL);
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        r = agent_new(&opt, &agent, &err);
+        agent_options_done(&opt);
+        if (r < 0) {
+                cub_log_errno(LOG_ERR, r, &err, "cannot start");
+                return 1;
+        }
+        r = agent_run(agent);
+        agent_free(agent);
+        if (r < 0) {
+                cub_log_errno(LOG_ERR, r, NULL, "event loop failed");
+                return 1;
+        }
+        cub_log(LOG_INFO, "stopped; pods keep running");
+        return 0;
+}

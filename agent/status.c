@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `cubelet status`: asks the running agent over its socket. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "cli.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+static const char *str(json_t *o, const char *k) {
+        const char *s = json_string_value(json_object_get(o, k));
+        return s ? s : "";
+}
+
+static void print_table(json_t *doc) {
+        json_t *rt = json_object_get(doc, "runtime"), *pods = json_object_get(doc, "pods"),
+               *errors = json_object_get(doc, "errors"), *p, *c, *e;
+        size_t i, k;
+
+        printf("node %s, manifests in %s\n", str(doc, "node"), str(doc, "manifestDir"));
+        printf("runtime %s: %s%s%s\n", str(rt, "endpoint"),
+               json_is_true(json_object_get(rt, "ready")) ? "ready" : "NOT READY", *str(rt, "version") ? ", " : "",
+               str(rt, "version"));
+        if (*str(rt, "error"))
+                printf("  %s\n", str(rt, "error"));
+        printf("\n%-12s %-32s %-10s %-11s %-8s %s\n", "NAMESPACE", "NAME", "PHASE", "QOS", "RESTARTS", "CGROUP");
+        json_array_foreach(pods, i, p) {
+                printf("%-12s %-32s %-10s %-11s %-8lld %s\n", str(p, "namespace"), str(p, "name"), str(p, "phase"),
+                       str(p, "qosClass"), (long long) json_integer_value(json_object_get(p, "restarts")),
+                       str(p, "cgroup"));
+                json_array_foreach(json_object_get(p, "containers"), k, c) {
+                        json_t *last = json_object_get(c, "lastTermination");
+
+                        printf("    %s%-20s %-10s restarts %lld",
+                               json_is_true(json_object_get(c, "init")) ? "init " : "", str(c, "name"), str(c, "state"),
+                               (long long) json_integer_value(json_object_get(c, "restarts")));
+                        if (*str(c, "waitingReason"))
+                                printf(" (%s)", str(c, "waitingReason"));
+                        if (last)
+                                printf(", last: %s exit %lld", *str(last, "reason") ? str(last, "reason") : "exited",
+                                       (long long) json_integer_value(json_object_get(last, "exitCode")));
+                        putchar('\n');
+                }
+                if (*str(p, "lastError"))
+                        printf("    error: %s\n", str(p, "lastError"));
+        }
+        if (json_array_size(errors) > 0) {
+                printf("\nMANIFEST ERRORS\n");
+                json_array_foreach(errors, i, e) printf("  %s\n", str(e, "message"));
+        }
+}
+
+int cli_status(int argc, char **argv) {
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "output", required_argument, NULL, 'o' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *socket_path = "/run/cubelet/cubelet.sock", *output = "table";
+        _cleanup_free_ char *text = NULL;
+        CubError err = {};
+        json_t *doc;
+        json_error_t jerr;
+        int c;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "ho:", options, NULL)) >= 0) {
+                switch (c) {
+                case 's':
+                        socket_path = optarg;
+                        break;
+                case 'o':
+                        output = optarg;
+                        break;
+                case 'h':
+                        puts("Usage: cubelet status [--socket PATH] [-o table|json]\n\n"
+                             "Pods of the running agent with phase, QoS class, cgroup, restarts and last error;\n"
+                             "the runtime's state and the manifests that could not be read.");
+                        return 0;
+                default:
+                        return CLI_EXIT_BAD_INPUT;
+                }
+        }
+        if (strcmp(output, "table") != 0 && strcmp(output, "json") != 0) {
+                cub_log(LOG_ERR, "status: -o '%s': expected 'table' or 'json'", output);
+                return CLI_EXIT_BAD_INPUT;
+        }
+        if (api_fetch(socket_path, &text, &err) < 0) {
+                cub_log(LOG_ERR, "%s", err.msg);
+                return 1;
+        }
+        if (strcmp(output, "json") == 0) {
+                fputs(text, stdout);
+                putchar('\n');
+                return 0;
+        }
+        doc = json_loads(text, 0, &jerr);
+        if (!doc) {
+                cub_log(LOG_ERR, "status socket '%s': malformed reply: %s", socket_path, jerr.text);
+                return 1;
+        }
+        print_table(doc);
+        json_decref(doc);
+        return 0;
+}

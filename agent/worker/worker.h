@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * agent/worker: pod workers. A small pool of threads runs the blocking CRI
+ * sequences — relist, sync one pod, kill one pod — and hands each finished
+ * job back to the event loop through an eventfd. Workers never touch the
+ * loop's state: a job carries an immutable, refcounted WorkerSpec in and
+ * its result out.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../cri/cri.h"
+#include "../cgroup/cgroup.h"
+#include "../pod/pod.h"
+#include "../util/err.h"
+
+/* cubelet's labels on sandboxes and containers */
+#define WORKER_LABEL_MANAGED "cubelet.io/managed"
+#define WORKER_LABEL_UID "cubelet.io/pod-uid"
+#define WORKER_LABEL_NAME "cubelet.io/pod-name"
+#define WORKER_LABEL_NAMESPACE "cubelet.io/pod-namespace"
+#define WORKER_LABEL_HASH "cubelet.io/config-hash"
+#define WORKER_LABEL_CGROUP "cubelet.io/cgroup"
+#define WORKER_LABEL_GRACE "cubelet.io/grace-period"
+#define WORKER_LABEL_CONTAINER "cubelet.io/container-name"
+#define WORKER_LABEL_INIT "cubelet.io/init"
+
+/* A desired pod, immutable once built; shared by the loop and jobs. */
+typedef struct WorkerSpec {
+        int ref;
+        Pod *pod;
+        PodQOSClass qos;
+        CgGroupValues cgroup;
+        CgContainerResources *init_res; /* one per init container */
+        CgContainerResources *app_res;  /* one per app container */
+        char *log_dir;
+        char *source;
+} WorkerSpec;
+
+/* Takes ownership of pod. */
+int worker_spec_new(Pod *pod, const char *source, const CgOptions *o, const char *log_root, WorkerSpec **ret,
+                    CubError *err);
+WorkerSpec *worker_spec_ref(WorkerSpec *s);
+WorkerSpec *worker_spec_unref(WorkerSpec *s);
+
+typedef struct WorkerContainer {
+        char *id;
+        char *name;
+        bool init;
+        uint32_t attempt;
+        CriContainerState state;
+        int32_t exit_code;
+        char *reason;
+        int64_t started_at;  /* unix ns */
+        int64_t finished_at; /* unix ns */
+} WorkerContainer;
+
+/* What the runtime holds for one pod UID (all its sandboxes). */
+typedef struct WorkerObserved {
+        char *uid;
+        char *name;
+        char *namespace_;
+        char *config_hash;           /* of the newest sandbox */
+        char *cgroup;                /* from the sandbox label */
+        int64_t grace;               /* from the sandbox label */
+        bool ready;                  /* a READY sandbox exists */
+        uint32_t attempt;            /* of the newest sandbox */
+        WorkerContainer *containers; /* latest attempt per container name */
+        size_t n_containers;
+} WorkerObserved;
+
+typedef enum WorkerJobKind {
+        WORKER_RELIST,
+        WORKER_SYNC,
+        WORKER_KILL,
+        _WORKER_JOB_MAX,
+        _WORKER_JOB_INVALID = -22,
+} WorkerJobKind;
+
+typedef struct WorkerJob {
+        WorkerJobKind kind;
+        /* SYNC */
+        WorkerSpec *spec;
+        bool *may_start; /* per container, init containers first; NULL = all may */
+        /* KILL */
+        char *uid;
+        char *cgroup;
+        int64_t grace;
+        /* result */
+        int r;
+        char error[CUB_ERR_MSG_MAX];
+        WorkerObserved *observed; /* RELIST */
+        size_t n_observed;
+        uint64_t started_usec, finished_usec;
+        struct WorkerJob *next;
+} WorkerJob;
+
+WorkerJob *worker_job_new(WorkerJobKind kind);
+WorkerJob *worker_job_free(WorkerJob *j);
+void worker_observed_free(WorkerObserved *o, size_t n);
+const WorkerContainer *worker_observed_container(const WorkerObserved *o, const char *name);
+
+typedef struct WorkerPool WorkerPool;
+
+/* Worker threads inherit the caller's signal mask. *ret_fd becomes readable
+ * when finished jobs wait in worker_pool_take(). */
+int worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool **ret, int *ret_fd, CubError *err);
+void worker_pool_submit(WorkerPool *p, WorkerJob *j);
+/* Finished jobs, oldest first (a list through ->next); clears the eventfd. */
+WorkerJob *worker_pool_take(WorkerPool *p);
+WorkerPool *worker_pool_free(WorkerPool *p);
+
+/* Whether a container that ended this way is started again. */
+bool worker_should_restart(const char *restart_policy, int32_t exit_code);
