@@ -165,6 +165,12 @@ format-check:
 PREFIX ?= /usr/local
 install: $(B)/cubelet
 	install -D -m 0755 $(B)/cubelet $(DESTDIR)$(PREFIX)/bin/cubelet
+	install -D -m 0644 packaging/systemd/cubelet.service $(DESTDIR)/etc/systemd/system/cubelet.service
+	test -e $(DESTDIR)/etc/cubelet/config.yaml || \
+		install -D -m 0644 packaging/cubelet.yaml $(DESTDIR)/etc/cubelet/config.yaml
+	install -d -m 0755 $(DESTDIR)/etc/kubernetes/manifests
+	install -D -m 0644 packaging/containerd/config.toml $(DESTDIR)$(PREFIX)/share/cubelet/containerd-config.toml
+	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/cubelet/README.md
 
 clean:
 	rm -rf $(BUILD)
