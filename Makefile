@@ -108,7 +108,8 @@ TEST_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(TEST_SRCS))
 
 $(B)/tests/unit/%: tests/unit/%.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(CMOCKA_CFLAGS) -Wno-error=missing-prototypes -o $@ $< $(LIBS) $(PKG_LIBS) $(CMOCKA_LIBS)
+	@echo "  TEST    $@"
+	@$(CC) $(CFLAGS_ALL) $(CMOCKA_CFLAGS) -Wno-error=missing-prototypes -o $@ $< $(LIBS) $(PKG_LIBS) $(CMOCKA_LIBS)
 
 # ---- fuzz targets: corpus replay in the test build, libFuzzer in `make fuzz`
 FUZZ_TARGETS := json yaml quantity
@@ -116,7 +117,8 @@ FUZZ_REPLAY := $(patsubst %,$(B)/tests/fuzz/replay-%,$(FUZZ_TARGETS))
 
 $(B)/tests/fuzz/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-main.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ tests/fuzz/fuzz-$*.c tests/fuzz/fuzz-main.c $(LIBS) $(PKG_LIBS)
+	@echo "  FUZZ    $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ tests/fuzz/fuzz-$*.c tests/fuzz/fuzz-main.c $(LIBS) $(PKG_LIBS)
 
 unit-test: $(B)/cubelet $(TEST_BINS) $(FUZZ_REPLAY)
 	@tests/run-tests.sh $(B)
