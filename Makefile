@@ -111,6 +111,15 @@ $(B)/tests/unit/%: tests/unit/%.c $(LIBS)
 	@echo "  TEST    $@"
 	@$(CC) $(CFLAGS_ALL) $(CMOCKA_CFLAGS) -Wno-error=missing-prototypes -o $@ $< $(LIBS) $(PKG_LIBS) $(CMOCKA_LIBS)
 
+# ---- integration tests: real containerd, real sockets ------------------------
+IT_SRCS := $(shell find tests/integration -name 'test-*.c' 2>/dev/null | sort)
+IT_BINS := $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(IT_SRCS))
+
+$(B)/tests/integration/%: tests/integration/%.c $(LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  TEST    $@"
+	@$(CC) $(CFLAGS_ALL) $(CMOCKA_CFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS) $(CMOCKA_LIBS)
+
 # ---- fuzz targets: corpus replay in the test build, libFuzzer in `make fuzz`
 FUZZ_TARGETS := json yaml quantity
 FUZZ_REPLAY := $(patsubst %,$(B)/tests/fuzz/replay-%,$(FUZZ_TARGETS))
@@ -120,8 +129,8 @@ $(B)/tests/fuzz/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-main.c $(LIBS)
 	@echo "  FUZZ    $@"
 	@$(CC) $(CFLAGS_ALL) -o $@ tests/fuzz/fuzz-$*.c tests/fuzz/fuzz-main.c $(LIBS) $(PKG_LIBS)
 
-unit-test: $(B)/cubelet $(TEST_BINS) $(FUZZ_REPLAY)
-	@tests/run-tests.sh $(B)
+unit-test: $(B)/cubelet $(TEST_BINS) $(IT_BINS) $(FUZZ_REPLAY) images
+	@IMAGES_DIR=$(IMAGES_DIR) tests/run-tests.sh $(B)
 
 deps:
 	@tests/install-deps.sh

@@ -2,7 +2,8 @@
 # Installs the Debian packages the build and the tests need; idempotent.
 set -eu
 PKGS="gcc clang make pkg-config git libjansson-dev libyaml-dev libcgroup-dev libsystemd-dev libssl-dev
-libcmocka-dev libclang-rt-14-dev clang-format"
+libcmocka-dev libclang-rt-14-dev clang-format libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
+containerd runc busybox-static file"
 missing=""
 for p in $PKGS; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -46,6 +46,10 @@ for t in $(find "$B/tests/fuzz" -type f -perm -u+x -name 'replay-*' 2>/dev/null 
         run_suite "fuzz corpus $target" "$t" tests/fuzz/corpus/"$target"
 done
 run_suite "plan golden files" tests/plan/run.sh "$B/cubelet"
+run_suite "integration (containerd)" tests/integration/run.sh "$B" "${IMAGES_DIR:-build/images}"
+if [ -x tests/images/run.sh ]; then
+        run_suite "images" tests/images/run.sh
+fi
 run_suite "lint" sh -c "tests/lint.sh '$B' && echo 'ok 1 - lint' || echo 'not ok 1 - lint'"
 if command -v clang-format >/dev/null; then
         run_suite "format" sh -c "make --no-print-directory format-check && echo 'ok 1 - clang-format' || echo 'not ok 1 - clang-format'"
