@@ -1,0 +1,173 @@
+#!/bin/sh
+# build-images.sh OUTDIR — the node's local images, built without a registry or docker.
+#
+# Writes:
+#   OUTDIR/pause        the static pause program (packaging/images/pause.c, compiled with $CC)
+#   OUTDIR/pause.tar    OCI image archive, ref localhost/cubelet/pause:1
+#                       one layer: /pause; config Entrypoint ["/pause"]
+#   OUTDIR/busybox.tar  OCI image archive, ref localhost/cubelet/busybox:1
+#                       one layer: /bin/busybox (Debian busybox-static) + /bin/<applet> -> busybox
+#                       symlinks + /tmp; config Cmd ["sh"], Env PATH
+#
+# Import on a node (names must be fully qualified, see cri-deviceplugin-facts.md 0.6):
+#   ctr -n k8s.io images import OUTDIR/pause.tar
+#   ctr -n k8s.io images import OUTDIR/busybox.tar
+# Each archive's index.json names its manifest with both org.opencontainers.image.ref.name and
+# io.containerd.image.name set to the full reference, so a plain `ctr images import` stores it
+# under that name; `--index-name localhost/cubelet/pause:1` works as well.
+#
+# Reproducible: every tar entry has mtime $SOURCE_DATE_EPOCH (default 0), owner 0:0, sorted names
+# and explicit modes, and the JSON documents are fixed text, so the same inputs ($CC, busybox-static
+# version) give byte-identical archives and digests.
+#
+# Environment: CC (default cc), BUSYBOX (default /bin/busybox), SOURCE_DATE_EPOCH (default 0),
+#              PAUSE_REF, BUSYBOX_REF (image names, defaults above).
+set -eu
+
+usage() {
+        echo "usage: $0 OUTDIR" >&2
+        exit 2
+}
+[ $# -eq 1 ] || usage
+OUT=$1
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+CC=${CC:-cc}
+BUSYBOX=${BUSYBOX:-/bin/busybox}
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-0}
+PAUSE_REF=${PAUSE_REF:-localhost/cubelet/pause:1}
+BUSYBOX_REF=${BUSYBOX_REF:-localhost/cubelet/busybox:1}
+DEFAULT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+export LC_ALL=C TZ=UTC
+umask 022
+
+die() {
+        echo "build-images: $*" >&2
+        exit 1
+}
+
+case $SOURCE_DATE_EPOCH in
+'' | *[!0-9]*) die "SOURCE_DATE_EPOCH '$SOURCE_DATE_EPOCH' is not a number of seconds" ;;
+esac
+[ -x "$BUSYBOX" ] || die "'$BUSYBOX' not found or not executable (apt-get install busybox-static)"
+command -v sha256sum >/dev/null || die "sha256sum not found"
+tar --version 2>/dev/null | grep -q 'GNU tar' || die "GNU tar is needed (--sort, --mtime, --owner)"
+
+# OCI platform of this host (busybox is the host's binary, so the image is the host's too).
+arch=$(dpkg --print-architecture 2>/dev/null || uname -m)
+variant=
+case $arch in
+amd64 | x86_64) arch=amd64 ;;
+arm64 | aarch64) arch=arm64 ;;
+armhf | armv7l) arch=arm variant=v7 ;;
+i386 | i686) arch=386 ;;
+ppc64el | ppc64le) arch=ppc64le ;;
+s390x | riscv64 | mips64el) ;;
+*) die "unknown architecture '$arch'" ;;
+esac
+platform="\"architecture\":\"$arch\",\"os\":\"linux\""
+[ -n "$variant" ] && platform="$platform,\"variant\":\"$variant\""
+created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
+
+mkdir -p "$OUT"
+WORK=$(mktemp -d "$OUT/.build.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+trap 'exit 1' HUP INT TERM
+
+# A reproducible tar: fixed mtime and owner, sorted entries, GNU format (no pax headers, which
+# would carry a process id and times in their names and records).
+rtar() {
+        dir=$1
+        file=$2
+        shift 2
+        tar --create --file="$file" --directory="$dir" --format=gnu --sort=name \
+                --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner "$@"
+}
+
+sha256() {
+        sha256sum "$1" | cut -d ' ' -f 1
+}
+
+size() {
+        wc -c <"$1" | tr -d ' '
+}
+
+# oci_archive NAME REF LAYER_TAR CONFIG_BODY
+#   CONFIG_BODY is the JSON text of the config's "config" object (Entrypoint/Cmd/Env ...).
+#   Writes $OUT/NAME.tar and prints the manifest digest.
+oci_archive() {
+        name=$1
+        ref=$2
+        layer=$3
+        body=$4
+        lay=$WORK/$name.layout
+        mkdir -p "$lay/blobs/sha256"
+
+        layer_sha=$(sha256 "$layer")
+        layer_size=$(size "$layer")
+        cp "$layer" "$lay/blobs/sha256/$layer_sha"
+
+        cfg=$WORK/$name.config.json
+        printf '{"created":"%s",%s,"config":{%s},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"%s","created_by":"cubelet packaging/images/build-images.sh"}]}' \
+                "$created" "$platform" "$body" "$layer_sha" "$created" >"$cfg"
+        cfg_sha=$(sha256 "$cfg")
+        cfg_size=$(size "$cfg")
+        mv "$cfg" "$lay/blobs/sha256/$cfg_sha"
+
+        man=$WORK/$name.manifest.json
+        printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
+                "$cfg_sha" "$cfg_size" "$layer_sha" "$layer_size" >"$man"
+        man_sha=$(sha256 "$man")
+        man_size=$(size "$man")
+        mv "$man" "$lay/blobs/sha256/$man_sha"
+
+        printf '{"imageLayoutVersion":"1.0.0"}' >"$lay/oci-layout"
+        printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"},"platform":{%s}}]}' \
+                "$man_sha" "$man_size" "$ref" "$ref" "$platform" >"$lay/index.json"
+
+        find "$lay" -type d -exec chmod 0755 {} +
+        find "$lay" -type f -exec chmod 0644 {} +
+        rtar "$lay" "$WORK/$name.tar" oci-layout index.json blobs
+        mv "$WORK/$name.tar" "$OUT/$name.tar"
+        echo "sha256:$man_sha"
+}
+
+# ---- pause ------------------------------------------------------------------------------------
+# Its own flags, not the project's CFLAGS: the binary must be static, stripped and independent of
+# the build variant (an ASan pause could not run in an empty image).
+"$CC" -std=c17 -D_GNU_SOURCE -Os -Wall -Wextra -Werror -static -s \
+        -o "$WORK/pause" "$HERE/pause.c" || die "compiling '$HERE/pause.c' with '$CC' failed"
+if readelf -l "$WORK/pause" 2>/dev/null | grep -q INTERP; then
+        die "'$CC' did not link pause statically (is libc6-dev's libc.a installed?)"
+fi
+mkdir -p "$WORK/pause.root"
+cp "$WORK/pause" "$WORK/pause.root/pause"
+chmod 0755 "$WORK/pause.root/pause"
+rtar "$WORK/pause.root" "$WORK/pause.layer.tar" pause
+pause_digest=$(oci_archive pause "$PAUSE_REF" "$WORK/pause.layer.tar" \
+        "\"Env\":[\"PATH=$DEFAULT_PATH\"],\"Entrypoint\":[\"/pause\"],\"WorkingDir\":\"/\"")
+cp "$WORK/pause" "$OUT/pause.tmp"
+mv "$OUT/pause.tmp" "$OUT/pause"
+
+# ---- busybox ----------------------------------------------------------------------------------
+bb=$WORK/busybox.root
+mkdir -p "$bb/bin" "$bb/tmp"
+chmod 1777 "$bb/tmp"
+cp "$BUSYBOX" "$bb/bin/busybox"
+chmod 0755 "$bb/bin/busybox"
+applets=$("$BUSYBOX" --list) || die "'$BUSYBOX --list' failed"
+set -f # applet names such as '[' and '[[' are not patterns
+for a in $applets; do
+        case $a in
+        busybox | */* | '') continue ;;
+        esac
+        ln -s busybox "$bb/bin/$a"
+done
+set +f
+rtar "$bb" "$WORK/busybox.layer.tar" bin tmp
+busybox_digest=$(oci_archive busybox "$BUSYBOX_REF" "$WORK/busybox.layer.tar" \
+        "\"Env\":[\"PATH=$DEFAULT_PATH\"],\"Cmd\":[\"sh\"],\"WorkingDir\":\"/\"")
+
+echo "$PAUSE_REF $pause_digest $OUT/pause.tar"
+echo "$BUSYBOX_REF $busybox_digest $OUT/busybox.tar"
