@@ -87,11 +87,27 @@ typedef struct GrpcxMethod {
         void (*free_resp)(void *userdata, ProtobufCMessage *resp);
 } GrpcxMethod;
 
-/* Binds addr ("unix:/path") and starts serving on a thread of its own. */
+/*
+ * Binds addr ("unix:/path", "unix:///path" or "/path") and starts serving on
+ * a thread of its own. Unary handlers run on that thread one at a time (keep
+ * them short); each stream gets a thread. A request that does not decode is
+ * answered INVALID_ARGUMENT, an unknown method UNIMPLEMENTED.
+ */
 int grpcx_server_start(const char *addr, const GrpcxMethod *methods, size_t n_methods, void *userdata,
                        GrpcxServer **ret, CubError *err);
 /* Cancels every call, waits for handlers to return, frees the server. */
 GrpcxServer *grpcx_server_stop(GrpcxServer *s);
 
+/*
+ * Stream calls, from the handler's own thread only. grpcx_stream_send()
+ * waits until the message is handed to the transport (flow control included)
+ * and fails with -ECANCELED once the call is over: the client cancelled or
+ * disconnected, its deadline passed, or grpcx_server_stop() runs.
+ * grpcx_stream_cancelled() checks that without blocking;
+ * grpcx_stream_wait() blocks up to timeout_usec (UINT64_MAX: forever) and
+ * returns -ECANCELED as soon as the call is over, 0 on timeout. A handler
+ * with nothing to send waits there, so that stop never waits on it.
+ */
 int grpcx_stream_send(GrpcxStream *s, const ProtobufCMessage *msg, CubError *err);
 bool grpcx_stream_cancelled(GrpcxStream *s);
+int grpcx_stream_wait(GrpcxStream *s, uint64_t timeout_usec);
