@@ -36,6 +36,7 @@ typedef struct AgentBackoff {
 } AgentBackoff;
 
 typedef struct AgentContainerStatus {
+        char id[80];
         char state[16];
         uint32_t restarts;
         int32_t exit_code;
@@ -335,6 +336,7 @@ static bool observe(Agent *a, AgentPod *p, const WorkerObserved *o, uint64_t now
                 }
                 st->restarts = wc->attempt;
                 st->waiting_backoff = false;
+                (void) snprintf(st->id, sizeof(st->id), "%s", wc->id);
                 if (wc->state == CRI_CONTAINER_RUNNING || wc->state == CRI_CONTAINER_CREATED) {
                         (void) snprintf(st->state, sizeof(st->state), "%s",
                                         wc->state == CRI_CONTAINER_RUNNING ? "Running" : "Created");
@@ -614,8 +616,9 @@ char *agent_status_json(Agent *a) {
                         bool init;
                         const PodContainer *c = container_at(pod, k, &init);
                         const AgentContainerStatus *st = &p->statuses[k];
-                        json_t *cj = json_pack("{s:s,s:b,s:s,s:i}", "name", c->name, "init", init, "state",
-                                               st->state[0] ? st->state : "Waiting", "restarts", (int) st->restarts);
+                        json_t *cj =
+                                json_pack("{s:s,s:s,s:b,s:s,s:i}", "name", c->name, "id", st->id, "init", init, "state",
+                                          st->state[0] ? st->state : "Waiting", "restarts", (int) st->restarts);
 
                         restarts += st->restarts;
                         if (st->terminated_before)

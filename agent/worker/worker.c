@@ -408,7 +408,7 @@ static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerR
         const Pod *pod = x->s->pod;
         const char *labels[16];
         const char **envs;
-        _cleanup_free_ char *log_path = NULL, *id = NULL, *attempt_s = NULL;
+        _cleanup_free_ char *log_path = NULL, *id = NULL;
         CriContainerConfig cfg;
         size_t nl = 0;
         int r;

@@ -1,0 +1,84 @@
+# Helpers for scenarios that run cubelet as a real systemd unit beside
+# containerd in the guest. Source after tap.sh:
+#   . "$VM_LIB/cubelet.sh"
+#   cubelet_setup            images, containerd config, cubelet unit; starts cubelet
+#   pod_field NAME FIELD     a field of pod NAME in `cubelet status -o json`
+#   wait_phase NAME PHASE [SECONDS]
+#   plan_value MANIFEST FILE the value `cubelet plan` gives for a pod cgroup file
+#   ctr_field NAME CONTAINER FIELD
+M=/etc/kubernetes/manifests
+NODE=$(hostname)
+CUBELET=/usr/local/bin/cubelet
+
+log() { printf '%s\n' "$*" >>"$VM_OUT/scenario.log"; }
+
+cubelet_setup() {
+	images=${VM_IMAGES:-}
+	if [ -z "$images" ] || [ ! -f "$images/pause.tar" ]; then
+		images=/tmp/images
+		"$VM_REPO/packaging/images/build-images.sh" "$images" >>"$VM_OUT/scenario.log" 2>&1
+	fi
+	install -D -m 0644 "$VM_REPO/packaging/containerd/config.toml" /etc/containerd/config.toml
+	systemctl restart containerd
+	for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+	for img in pause busybox; do
+		ctr -n k8s.io images import "$images/$img.tar" >>"$VM_OUT/scenario.log" 2>&1
+	done
+	install -D -m 0755 "$VM_REPO/build/cubelet" "$CUBELET"
+	install -D -m 0644 "$VM_REPO/packaging/systemd/cubelet.service" /etc/systemd/system/cubelet.service
+	install -D -m 0644 "$VM_REPO/packaging/cubelet.yaml" /etc/cubelet/config.yaml
+	mkdir -p "$M"
+	systemctl daemon-reload
+	systemctl start cubelet
+}
+
+status_json() { "$CUBELET" status -o json 2>/dev/null; }
+
+# pod_field POD FIELD: the first "FIELD": value after the pod's "name" line
+pod_field() {
+	status_json | awk -v n="\"name\": \"$1\"," -v f="\"$2\": " '
+		index($0, n) { on = 1; next }
+		on && index($0, f) { sub(/^[^:]*: /, ""); sub(/,$/, ""); gsub(/"/, ""); print; exit }'
+}
+
+# ctr_field POD CONTAINER FIELD: a field of one container of the pod
+ctr_field() {
+	status_json | awk -v p="\"name\": \"$1\"," -v c="\"name\": \"$2\"," -v f="\"$3\": " '
+		index($0, p) { pod = 1; next }
+		pod && index($0, c) { on = 1; next }
+		on && index($0, f) { sub(/^[^:]*: /, ""); sub(/,$/, ""); gsub(/"/, ""); print; exit }'
+}
+
+wait_phase() { # wait_phase POD PHASE [SECONDS]
+	for i in $(seq $((${3:-90} * 2))); do
+		[ "$(pod_field "$1" phase)" = "$2" ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+wait_gone() { # wait_gone POD [SECONDS]
+	for i in $(seq $((${2:-90} * 2))); do
+		[ -z "$(pod_field "$1" phase)" ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+# plan_value MANIFEST KEY: the first "KEY": "value" of the plan (the pod's own)
+plan_value() {
+	"$CUBELET" plan "$1" 2>/dev/null | awk -v k="\"$2\": " 'index($0, k) { sub(/^[^:]*: /, ""); sub(/,$/, ""); gsub(/"/, ""); print; exit }'
+}
+
+# plan_ctr MANIFEST CONTAINER KEY: a CRI resource value of one container
+plan_ctr() {
+	"$CUBELET" plan "$1" 2>/dev/null | awk -v c="\"name\": \"$2\"," -v k="\"$3\": " '
+		index($0, c) { on = 1; next }
+		on && index($0, k) { sub(/^[^:]*: /, ""); sub(/,$/, ""); print; exit }'
+}
+
+weight_of_shares() { echo $((1 + (($1 - 2) * 9999) / 262142)); }
+
+sandboxes_of() { # number of sandboxes containerd holds for a pod UID
+	ctr -n k8s.io containers ls -q "labels.\"cubelet.io/pod-uid\"==$1" 2>/dev/null | wc -l
+}

@@ -1,0 +1,179 @@
+#!/bin/bash
+# cubelet as a systemd unit beside containerd on cgroup v2: pods of every QoS
+# class run with the cgroup values `cubelet plan` gives (a), an over-limit
+# container is OOM-killed and restarted (b), a 200m CPU limit throttles (c),
+# an edited manifest recreates its pod and a deleted one goes away with its
+# cgroup (d), and a broken manifest is reported without touching the rest (e).
+# vm-timeout: 900
+# vm-mem: 2048M
+set -u
+# shellcheck disable=SC1091
+. "$VM_LIB/tap.sh"
+# shellcheck disable=SC1091
+. "$VM_LIB/cubelet.sh"
+
+cubelet_setup
+t_is "$(systemctl is-active cubelet)" active "cubelet.service is active (Type=notify: READY=1 was sent)"
+
+# ---- a. three QoS classes -----------------------------------------------------------
+cat >"$M/guaranteed.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: gold}
+spec:
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+    resources: {limits: {cpu: 500m, memory: 64Mi}}
+Y
+cat >"$M/burstable.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: silver}
+spec:
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+    resources:
+      requests: {cpu: 250m, memory: 32Mi}
+      limits: {cpu: 500m, memory: 96Mi}
+  - name: helper
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+    resources: {requests: {cpu: 100m}}
+Y
+cat >"$M/besteffort.json" <<'Y'
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bronze"},
+ "spec": {"containers": [{"name": "app", "image": "localhost/cubelet/busybox:1", "command": ["sleep", "3600"]}]}}
+Y
+for p in gold silver bronze; do
+	t_ok "pod $p-$NODE reaches Running" wait_phase "$p-$NODE" Running 180
+done
+t_is "$(pod_field "gold-$NODE" qosClass)" Guaranteed "gold is Guaranteed"
+t_is "$(pod_field "silver-$NODE" qosClass)" Burstable "silver is Burstable"
+t_is "$(pod_field "bronze-$NODE" qosClass)" BestEffort "bronze is BestEffort"
+
+for f in guaranteed.yaml burstable.yaml besteffort.json; do
+	path=$(plan_value "$M/$f" path)
+	t_is "$(pod_field "$(plan_value "$M/$f" name)" cgroup)" "$path" "$f: status shows the planned cgroup $path"
+	for file in cpu.weight cpu.max memory.max pids.max; do
+		t_is "$(cat "/sys/fs/cgroup/$path/$file" 2>&1)" "$(plan_value "$M/$f" "$file")" "$f: $path/$file"
+	done
+done
+# QoS-level groups: kubepods/burstable's weight follows the Burstable pods' cpu requests (350m)
+t_is "$(cat /sys/fs/cgroup/kubepods/burstable/cpu.weight)" "$(weight_of_shares $((350 * 1024 / 1000)))" \
+	"kubepods/burstable cpu.weight from 350m of Burstable requests"
+t_is "$(cat /sys/fs/cgroup/kubepods/besteffort/cpu.weight)" 1 "kubepods/besteffort cpu.weight is 1"
+# container level: what runc made of the CRI resources cubelet sent
+for spec in "burstable.yaml silver app" "burstable.yaml silver helper" "guaranteed.yaml gold app" \
+	"besteffort.json bronze app"; do
+	set -- $spec
+	path=$(plan_value "$M/$1" path)
+	id=$(ctr_field "$2-$NODE" "$3" id)
+	shares=$(plan_ctr "$M/$1" "$3" cpu_shares)
+	quota=$(plan_ctr "$M/$1" "$3" cpu_quota)
+	mem=$(plan_ctr "$M/$1" "$3" memory_limit_in_bytes)
+	[ "$quota" = 0 ] && quota=max
+	[ "$mem" = 0 ] && mem=max
+	t_is "$(cat "/sys/fs/cgroup/$path/$id/cpu.weight" 2>&1)" "$(weight_of_shares "$shares")" "$2/$3: cpu.weight"
+	t_is "$(cat "/sys/fs/cgroup/$path/$id/cpu.max" 2>&1)" "$quota 100000" "$2/$3: cpu.max"
+	t_is "$(cat "/sys/fs/cgroup/$path/$id/memory.max" 2>&1)" "$mem" "$2/$3: memory.max"
+done
+
+# ---- b. OOM kill and restart --------------------------------------------------------------
+cat >"$M/oom.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: hog}
+spec:
+  restartPolicy: Always
+  containers:
+  - name: hog
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, "sleep 2; x=$(head -c 200000000 /dev/zero | tr '\\0' a); sleep 3600"]
+    resources: {limits: {cpu: 500m, memory: 48Mi}}
+Y
+oomed=0
+for i in $(seq 240); do
+	if [ "$(ctr_field "hog-$NODE" hog reason)" = OOMKilled ] && [ "$(ctr_field "hog-$NODE" hog restarts)" -ge 1 ] 2>/dev/null; then
+		oomed=1
+		break
+	fi
+	sleep 0.5
+done
+t_is "$oomed" 1 "the 48Mi container is OOM-killed and restarted (status: OOMKilled, restarts >= 1)"
+t_is "$(ctr_field "hog-$NODE" hog exitCode)" 137 "its last termination has exit code 137"
+hogpath=$(plan_value "$M/oom.yaml" path)
+t_ok "memory.events of the pod cgroup counts the oom_kill" \
+	awk '$1 == "oom_kill" && $2 >= 1 { ok = 1 } END { exit !ok }' "/sys/fs/cgroup/$hogpath/memory.events"
+rm -f "$M/oom.yaml"
+
+# ---- c. CPU throttling --------------------------------------------------------------------
+cat >"$M/spin.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: spin}
+spec:
+  containers:
+  - name: spin
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, "while :; do :; done"]
+    resources: {limits: {cpu: 200m, memory: 32Mi}}
+Y
+t_ok "pod spin reaches Running" wait_phase "spin-$NODE" Running 120
+spinpath=$(plan_value "$M/spin.yaml" path)
+t_is "$(cat "/sys/fs/cgroup/$spinpath/cpu.max")" "20000 100000" "spin's pod cpu.max is '20000 100000'"
+sleep 2
+read_stat() { awk -v k="$2" '$1 == k { print $2 }' "/sys/fs/cgroup/$spinpath/cpu.stat"; }
+u0=$(read_stat "$spinpath" usage_usec)
+n0=$(read_stat "$spinpath" nr_throttled)
+t0=$(date +%s%N)
+sleep 10
+u1=$(read_stat "$spinpath" usage_usec)
+n1=$(read_stat "$spinpath" nr_throttled)
+t1=$(date +%s%N)
+pct=$(((u1 - u0) * 100000 / ((t1 - t0) / 1000) / 1000))
+t_diag "spin used $((u1 - u0)) us of CPU in $(((t1 - t0) / 1000)) us: ${pct}% of one CPU; nr_throttled $n0 -> $n1"
+t_ok "nr_throttled grows" test "$n1" -gt "$n0"
+t_ok "usage stays near 20% of a CPU (12..22%)" test "$pct" -ge 12 -a "$pct" -le 22
+rm -f "$M/spin.yaml"
+
+# ---- d. edit and delete ----------------------------------------------------------------------
+olduid=$(pod_field "silver-$NODE" uid)
+sed -i 's/memory: 96Mi/memory: 128Mi/' "$M/burstable.yaml"
+newuid=$(plan_value "$M/burstable.yaml" uid)
+t_ok "the edited pod gets a new UID and runs again" sh -c "
+	for i in \$(seq 360); do
+		[ \"\$($CUBELET status -o json | grep -c '\"uid\": \"$newuid\"')\" = 1 ] &&
+		[ \"\$($CUBELET status -o json | grep -A3 '\"uid\": \"$newuid\"' | grep -c Running)\" = 1 ] && exit 0
+		sleep 0.5
+	done; exit 1"
+t_ok "the old pod's cgroup is gone" sh -c "for i in \$(seq 120); do [ ! -e /sys/fs/cgroup/kubepods/burstable/pod$olduid ] && exit 0; sleep 0.5; done; exit 1"
+newpath=$(plan_value "$M/burstable.yaml" path)
+t_is "$(cat "/sys/fs/cgroup/$newpath/memory.max" 2>&1)" "$(plan_value "$M/burstable.yaml" memory.max)" \
+	"the new pod's memory.max follows the new spec"
+id=$(ctr_field "silver-$NODE" app id)
+t_is "$(cat "/sys/fs/cgroup/$newpath/$id/memory.max" 2>&1)" 134217728 "the new app container's memory.max is 128Mi"
+
+goldpath=$(plan_value "$M/guaranteed.yaml" path)
+rm -f "$M/guaranteed.yaml"
+t_ok "deleting the manifest removes pod gold from status" wait_gone "gold-$NODE" 120
+t_ok "and its cgroup $goldpath" sh -c "for i in \$(seq 120); do [ ! -e /sys/fs/cgroup/$goldpath ] && exit 0; sleep 0.5; done; exit 1"
+t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" \
+	"$((2 + 3))" "containerd runs exactly the remaining tasks (2 sandboxes, 3 containers)"
+
+# ---- e. a malformed manifest beside good ones -------------------------------------------------
+bronze_id=$(ctr_field "bronze-$NODE" app id)
+printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: broken\nspec:\n  containers:\n  - name: app\n    image: x\n    resources: {limits: {cpu: 12XB}}\n' >"$M/broken.yaml"
+sleep 3
+errs=$("$CUBELET" status 2>&1)
+t_contains "$errs" "$M/broken.yaml:9: spec.containers[0].resources.limits[cpu]: invalid quantity \"12XB\": unknown suffix \"XB\"" \
+	"status names the broken file, line, field and error"
+t_is "$(ctr_field "bronze-$NODE" app id)" "$bronze_id" "the good pods are untouched (same container)"
+t_is "$(pod_field "bronze-$NODE" phase)" Running "and still Running"
+t_ok "the journal has the error once" sh -c "journalctl -u cubelet --no-pager | grep -c 'broken.yaml:9' | grep -qx 1"
+
+"$CUBELET" status >"$VM_OUT/status.txt" 2>&1
+t_done
