@@ -58,7 +58,7 @@ typedef struct CgFile {
  * documented write order. Files kubelet leaves alone carry the value the
  * kernel shows for them ("max"). */
 typedef struct CgGroupValues {
-        char path[256];
+        char path[512];
         CgFile files[CG_FILES_MAX];
         size_t n_files;
 } CgGroupValues;

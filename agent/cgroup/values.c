@@ -83,10 +83,12 @@ int cg_pod_path(const char *uid, PodQOSClass qos, CgDriverKind driver, char *buf
         if (!uid || !*uid || strchr(uid, '/'))
                 return cub_err_set(err, EINVAL, "pod UID '%s' cannot name a cgroup", uid ? uid : "");
         if (driver == CG_DRIVER_SYSTEMD) {
-                char u[128];
+                char u[256];
                 size_t i;
 
-                for (i = 0; uid[i] && i < sizeof(u) - 1; i++)
+                if (strlen(uid) >= sizeof(u))
+                        return cub_err_set(err, ENAMETOOLONG, "cgroup path for pod UID '%s' is too long", uid);
+                for (i = 0; uid[i]; i++)
                         u[i] = uid[i] == '-' ? '_' : uid[i];
                 u[i] = '\0';
                 if (leaf)

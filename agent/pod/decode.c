@@ -440,6 +440,9 @@ static int check_resource_name(PodDec *d, json_t *obj, const char *list, const c
         if (!is_standard_resource(name) && !strchr(name, '/'))
                 return pod_dec_fail(d, line, suffix,
                                     "Invalid value: \"%s\": must be a standard resource type or fully qualified", name);
+        if (strcmp(name, "pods") == 0 || strcmp(name, "storage") == 0)
+                return pod_dec_fail(d, line, suffix,
+                                    "Invalid value: \"%s\": must be a standard resource for containers", name);
         return 0;
 }
 
@@ -531,10 +534,13 @@ static int container_common(PodDec *d, json_t *obj, PodContainer *c) {
         if (!c->image || !*c->image)
                 return pod_dec_fail(d, 0, ".image", "Required value");
         if (!c->image_pull_policy) {
-                /* Always for :latest or an untagged, undigested image */
-                const char *slash = strrchr(c->image, '/');
-                const char *tag = strchr(slash ? slash : c->image, ':');
-                bool latest = !strchr(c->image, '@') && (!tag || strcmp(tag, ":latest") == 0);
+                /* Always for :latest (digest or not) or an untagged, undigested image (ParseImageName) */
+                const char *at = strchr(c->image, '@');
+                size_t name_len = at ? (size_t) (at - c->image) : strlen(c->image);
+                const char *slash = memrchr(c->image, '/', name_len);
+                const char *from = slash ? slash : c->image;
+                const char *tag = memchr(from, ':', name_len - (size_t) (from - c->image));
+                bool latest = tag ? name_len - (size_t) (tag - c->image) == 7 && strncmp(tag, ":latest", 7) == 0 : !at;
 
                 c->image_pull_policy = strdup(latest ? "Always" : "IfNotPresent");
                 if (!c->image_pull_policy)

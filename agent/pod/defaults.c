@@ -161,11 +161,13 @@ int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod) {
                                 port->host_port = port->container_port;
                         if (port->host_port == port->container_port)
                                 continue;
-                        (void) snprintf(where, sizeof(where), "spec.%s[%zu].ports[%zu].hostPort",
-                                        init ? "initContainers" : "containers", init ? i : i - pod->n_init_containers,
-                                        k);
-                        return pod_dec_fail(d, line_of(d, root, p, 2, init ? i : i - pod->n_init_containers, true),
-                                            where,
+                        size_t idx = init ? i : i - pod->n_init_containers;
+                        json_t *cj = json_array_get(json_object_get(json_object_get(root, "spec"), p[1]), idx);
+                        json_t *pj = json_array_get(json_object_get(cj, "ports"), k);
+                        int line = pod_tree_line(d->tree, json_object_get(pj, "hostPort"));
+
+                        (void) snprintf(where, sizeof(where), "spec.%s[%zu].ports[%zu].hostPort", p[1], idx, k);
+                        return pod_dec_fail(d, line > 0 ? line : line_of(d, root, p, 2, idx, true), where,
                                             "Invalid value: %d: must match `containerPort` when `hostNetwork` is true",
                                             port->host_port);
                 }

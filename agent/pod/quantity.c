@@ -138,7 +138,7 @@ too_large:
 }
 
 int64_t pod_quantity_milli(PodQuantity q) {
-        if (q.units > (INT64_MAX - 999) / 1000)
+        if (q.units > (INT64_MAX - q.milli) / 1000)
                 return INT64_MAX;
         return q.units * 1000 + q.milli;
 }
@@ -181,7 +181,6 @@ const char *pod_quantity_format(PodQuantity q, bool is_cpu, char buf[static POD_
         static const char *const bin[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei" };
         static const char *const dec[] = { "", "k", "M", "G", "T", "P", "E" };
         int64_t v;
-        int k;
 
         if (is_cpu) {
                 if (q.milli == 0)
@@ -193,14 +192,20 @@ const char *pod_quantity_format(PodQuantity q, bool is_cpu, char buf[static POD_
                 return buf;
         }
         v = pod_quantity_value(q);
-        if (v != 0 && v % 1024 == 0) {
-                for (k = 0; k < 6 && v % 1024 == 0; k++)
-                        v /= 1024;
-                (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%" PRId64 "%s", v, bin[k]);
-                return buf;
+        {
+                /* the shorter of the binary and the decimal spelling, binary on a tie: 64Mi, 1G, 1500 */
+                char dbuf[POD_QUANTITY_STR_MAX];
+                int64_t b = v, d = v;
+                int kb = 0, kd = 0;
+
+                while (b != 0 && b % 1024 == 0 && kb < 6)
+                        b /= 1024, kb++;
+                while (d != 0 && d % 1000 == 0 && kd < 6)
+                        d /= 1000, kd++;
+                (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%" PRId64 "%s", b, bin[kb]);
+                (void) snprintf(dbuf, sizeof(dbuf), "%" PRId64 "%s", d, dec[kd]);
+                if (strlen(dbuf) < strlen(buf))
+                        memcpy(buf, dbuf, strlen(dbuf) + 1);
         }
-        for (k = 0; k < 6 && v != 0 && v % 1000 == 0; k++)
-                v /= 1000;
-        (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%" PRId64 "%s", v, dec[k]);
         return buf;
 }

@@ -111,8 +111,21 @@ int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, Pod
                 return cub_err_set(err, ENOMEM, "out of memory");
 
         if (kind == POD_SOURCE_FILE) {
-                /* static file pods tolerate NoExecute taints */
-                PodToleration *t = realloc(pod->tolerations, (pod->n_tolerations + 1) * sizeof(PodToleration));
+                /* static file pods tolerate NoExecute taints (AddOrUpdateTolerationInPod: a toleration
+                 * with the same key, operator, value and effect is replaced, not duplicated) */
+                PodToleration *t;
+
+                for (size_t i = 0; i < pod->n_tolerations; i++) {
+                        PodToleration *o = &pod->tolerations[i];
+
+                        if ((!o->key || !*o->key) && o->op && strcmp(o->op, "Exists") == 0 &&
+                            (!o->value || !*o->value) && o->effect && strcmp(o->effect, "NoExecute") == 0) {
+                                o->toleration_seconds = 0;
+                                o->toleration_seconds_set = false;
+                                return 0;
+                        }
+                }
+                t = realloc(pod->tolerations, (pod->n_tolerations + 1) * sizeof(PodToleration));
 
                 if (!t)
                         return cub_err_set(err, ENOMEM, "out of memory");

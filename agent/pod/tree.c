@@ -194,6 +194,7 @@ static int yaml_collection(YamlLoader *l, yaml_event_t *start, int depth, json_t
         bool is_map = start->type == YAML_MAPPING_START_EVENT;
         yaml_event_type_t end = is_map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
         _cleanup_(json_decrefp) json_t *node = is_map ? json_object() : json_array();
+        _cleanup_(json_decrefp) json_t *merges = NULL;
         size_t size = 1;
         int line = (int) start->start_mark.line + 1;
         int r;
@@ -210,7 +211,7 @@ static int yaml_collection(YamlLoader *l, yaml_event_t *start, int depth, json_t
                 yaml_event_t ev;
                 _cleanup_(json_decrefp) json_t *key = NULL, *value = NULL;
                 size_t sub = 0;
-                int kline;
+                int kline = line;
 
                 r = yaml_next(l, &ev);
                 if (r < 0)
@@ -246,12 +247,44 @@ static int yaml_collection(YamlLoader *l, yaml_event_t *start, int depth, json_t
                 if (size > TREE_MAX_NODES)
                         return cub_err_set(l->err, E2BIG, "%s:%d: invalid YAML: document is too large", l->tree->source,
                                            line);
+                if (is_map && strcmp(json_string_value(key), "<<") == 0) {
+                        /* YAML merge key (go-yaml applies it): keys of the mapping(s) come in below
+                         * unless this mapping sets them itself */
+                        if (!json_is_object(value) && !json_is_array(value))
+                                return cub_err_set(l->err, EINVAL,
+                                                   "%s:%d: invalid YAML: a merge key '<<' needs a mapping or a list "
+                                                   "of mappings",
+                                                   l->tree->source, kline);
+                        if (!merges)
+                                merges = json_array();
+                        if (!merges || json_array_append_new(merges, TAKE_PTR(value)) < 0)
+                                return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
+                        continue;
+                }
                 if (is_map)
                         r = json_object_set_new(node, json_string_value(key), TAKE_PTR(value));
                 else
                         r = json_array_append_new(node, TAKE_PTR(value));
                 if (r < 0)
                         return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
+        }
+        for (size_t i = 0; merges && i < json_array_size(merges); i++) {
+                json_t *m = json_array_get(merges, i), *src, *v;
+                const char *k;
+                size_t n = json_is_array(m) ? json_array_size(m) : 1;
+
+                for (size_t e = 0; e < n; e++) {
+                        src = json_is_array(m) ? json_array_get(m, e) : m;
+                        if (!json_is_object(src))
+                                return cub_err_set(l->err, EINVAL,
+                                                   "%s:%d: invalid YAML: a merge key '<<' needs a mapping or a list "
+                                                   "of mappings",
+                                                   l->tree->source, line);
+                        json_object_foreach(src, k, v) {
+                                if (!json_object_get(node, k) && json_object_set(node, k, v) < 0)
+                                        return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
+                        }
+                }
         }
         r = register_anchor(l, is_map ? start->data.mapping_start.anchor : start->data.sequence_start.anchor, node,
                             size);

@@ -400,7 +400,7 @@ typedef struct SyncCtx {
         const char *sandbox_id;
         const CriSandboxConfig *sbc;
         char grace[24];
-        char cgroup_parent[300];
+        char cgroup_parent[520];
 } SyncCtx;
 
 static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerResources *res, bool init,

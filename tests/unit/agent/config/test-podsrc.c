@@ -18,7 +18,7 @@
 static const char good[] = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n"
                            "  - name: app\n    image: busybox:1\n";
 static const char dup_manifest[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web\"},"
-                          "\"spec\":{\"containers\":[{\"name\":\"x\",\"image\":\"y\"}]}}";
+                                   "\"spec\":{\"containers\":[{\"name\":\"x\",\"image\":\"y\"}]}}";
 static const char bad[] = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers:\n"
                           "  - name: app\n";
 
@@ -83,8 +83,8 @@ static void test_scan(void **state) {
         podsrc_set_done(&set);
 
         {
-                static const char *const names[] = { "a-web.yaml", ".hidden.yaml", "a-web.yaml~", "b-bad.yaml",
-                                                     "c-dup.json", "sub/inner.yaml" };
+                static const char *const names[] = { "a-web.yaml", ".hidden.yaml", "a-web.yaml~",
+                                                     "b-bad.yaml", "c-dup.json",   "sub/inner.yaml" };
                 for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                         snprintf(expect, sizeof(expect), "%s/%s", dir, names[i]);
                         assert_int_equal(unlink(expect), 0);

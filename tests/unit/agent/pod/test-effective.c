@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* agent/pod/resources.c: pod_effective() (component-helpers PodRequests /
+ * PodLimits with sidecars and overhead, ResourceConfigForPod's
+ * cpu/memoryLimitsDeclared): vectors T9-T14 and T24b, and the priority
+ * helpers. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent/pod/pod.h"
+
+#define HDR "apiVersion: v1\nkind: Pod\nmetadata:\n  name: e\nspec:\n"
+
+typedef struct Fixture {
+        Pod *pod;
+        PodEffective eff;
+} Fixture;
+
+static Pod *pod_of(const char *spec) {
+        char text[4096];
+        Pod *pod = NULL;
+        CubError err = {};
+
+        assert_true((size_t) snprintf(text, sizeof(text), "%s%s", HDR, spec) < sizeof(text));
+        if (pod_decode(text, strlen(text), "eff.yaml", POD_FORMAT_YAML, &pod, &err) < 0)
+                fail_msg("decode failed: %s", err.msg);
+        return pod;
+}
+
+static void effective(Fixture *f, const char *spec) {
+        CubError err = {};
+
+        f->pod = pod_of(spec);
+        if (pod_effective(f->pod, &f->eff, &err) < 0)
+                fail_msg("pod_effective failed: %s", err.msg);
+}
+
+static void done(Fixture *f) {
+        pod_effective_done(&f->eff);
+        pod_free(f->pod);
+}
+
+static int64_t milli(const PodResourceList *l, const char *name) {
+        PodQuantity q;
+
+        if (!pod_resource_get(l, name, &q))
+                fail_msg("%s missing", name);
+        return pod_quantity_milli(q);
+}
+
+static int64_t value(const PodResourceList *l, const char *name) {
+        PodQuantity q;
+
+        if (!pod_resource_get(l, name, &q))
+                fail_msg("%s missing", name);
+        return pod_quantity_value(q);
+}
+
+#define C(name, extra) "  - name: " name "\n    image: x:1\n" extra
+#define RES(req, lim) "    resources:\n      requests: {" req "}\n      limits: {" lim "}\n"
+#define REQ(req) "    resources:\n      requests: {" req "}\n"
+#define LIM(lim) "    resources:\n      limits: {" lim "}\n"
+#define SIDECAR "    restartPolicy: Always\n"
+
+static void test_t9_init_max_wins(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  initContainers:\n" C("i", REQ("cpu: 1")) "  containers:\n" C("a", REQ("cpu: 250m"))
+                              C("b", REQ("cpu: 500m")));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 1000);
+        done(&f);
+}
+
+static void test_t10_app_sum_wins(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  initContainers:\n" C("i", REQ("cpu: 1")) "  containers:\n" C("a", REQ("cpu: 1000m"))
+                              C("b", REQ("cpu: 500m")));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 1500);
+        done(&f);
+}
+
+static void test_t11_sidecar_before_init(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  initContainers:\n" C("s", SIDECAR REQ("cpu: 100m"))
+                              C("i", REQ("cpu: 1000m")) "  containers:\n" C("a", REQ("cpu: 500m")));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 1100);
+        done(&f);
+}
+
+static void test_t12_sidecar_after_init(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  initContainers:\n" C("i", REQ("cpu: 1000m"))
+                              C("s", SIDECAR REQ("cpu: 100m")) "  containers:\n" C("a", REQ("cpu: 500m")));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 1000);
+        done(&f);
+}
+
+static void test_sidecar_sum_can_win(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        /* app 500m + sidecars 100m + 700m = 1300m > init 1000m + 100m */
+        effective(&f, "  initContainers:\n" C("s1", SIDECAR REQ("cpu: 100m")) C("i", REQ("cpu: 1000m"))
+                              C("s2", SIDECAR REQ("cpu: 700m")) "  containers:\n" C("a", REQ("cpu: 500m")));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 1300);
+        done(&f);
+}
+
+static void test_sidecars_accumulate_before_init(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        /* candidates: 100, 300, 1000 + 300 = 1300; app + sidecars = 800 */
+        effective(&f, "  initContainers:\n" C("s1", SIDECAR REQ("cpu: 100m, memory: 10Mi"))
+                              C("s2", SIDECAR REQ("cpu: 200m, memory: 20Mi"))
+                                      C("i", REQ("cpu: 1000m, memory: 1Mi")) "  containers:\n" C(
+                                              "a", REQ("cpu: 500m, memory: 100Mi")));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 1300);
+        assert_int_equal(value(&f.eff.requests, "memory"), 130 * 1048576);
+        done(&f);
+}
+
+static void test_t13_overhead(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  overhead: {cpu: 250m, memory: 120Mi}\n  containers:\n" C(
+                              "a", RES("cpu: 500m, memory: 256Mi", "cpu: 1, memory: 512Mi")));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 750);
+        assert_int_equal(value(&f.eff.requests, "memory"), 394264576);
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 1250);
+        assert_int_equal(value(&f.eff.limits, "memory"), 662700032);
+        assert_true(f.eff.cpu_limits_declared);
+        assert_true(f.eff.memory_limits_declared);
+        done(&f);
+}
+
+static void test_t14_overhead_not_added_to_absent_limit(void **state) {
+        Fixture f = {};
+        PodQuantity q = { .units = 9 };
+
+        (void) state;
+        effective(&f, "  overhead: {cpu: 250m, memory: 120Mi}\n  containers:\n" C(
+                              "a", RES("cpu: 500m, memory: 256Mi", "cpu: 1")));
+        assert_int_equal(value(&f.eff.requests, "memory"), 394264576);
+        assert_false(pod_resource_get(&f.eff.limits, "memory", &q));
+        assert_true(pod_quantity_is_zero(q));
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 1250);
+        assert_false(f.eff.memory_limits_declared);
+        assert_true(f.eff.cpu_limits_declared);
+        done(&f);
+}
+
+static void test_overhead_on_besteffort(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  overhead: {cpu: 250m, memory: 120Mi}\n  containers:\n" C("a", ""));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 250);
+        assert_int_equal(value(&f.eff.requests, "memory"), 125829120);
+        assert_int_equal(f.eff.limits.n, 0);
+        assert_false(f.eff.cpu_limits_declared);
+        assert_false(f.eff.memory_limits_declared);
+        done(&f);
+}
+
+static void test_t24b_init_without_limits_clears_declared(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  initContainers:\n" C("i", "") "  containers:\n" C(
+                              "a", RES("cpu: 500m, memory: 256Mi", "cpu: 1, memory: 512Mi")));
+        assert_false(f.eff.cpu_limits_declared);
+        assert_false(f.eff.memory_limits_declared);
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 500);
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 1000);
+        assert_int_equal(value(&f.eff.limits, "memory"), 536870912);
+        done(&f);
+}
+
+static void test_declared_when_every_container_has_limits(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  initContainers:\n" C("i", LIM("cpu: 2, memory: 1Gi")) "  containers:\n" C(
+                              "a", LIM("cpu: 1, memory: 512Mi"))
+                              C("b", RES("cpu: 100m, memory: 64Mi", "cpu: 500m, memory: 256Mi")));
+        assert_true(f.eff.cpu_limits_declared);
+        assert_true(f.eff.memory_limits_declared);
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 2000);
+        assert_int_equal(value(&f.eff.limits, "memory"), 1073741824);
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 2000);
+        done(&f);
+}
+
+static void test_declared_per_resource(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  containers:\n" C("a", LIM("cpu: 1, memory: 512Mi")) C("b", LIM("cpu: 1")));
+        assert_true(f.eff.cpu_limits_declared);
+        assert_false(f.eff.memory_limits_declared);
+        done(&f);
+        f = (Fixture){};
+        effective(&f, "  containers:\n" C("a", LIM("cpu: 1, memory: 512Mi")) C("b", LIM("memory: 1Mi")));
+        assert_false(f.eff.cpu_limits_declared);
+        assert_true(f.eff.memory_limits_declared);
+        done(&f);
+}
+
+static void test_declared_zero_limit_counts_as_missing(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  containers:\n" C("a", LIM("cpu: \"0\", memory: 512Mi")));
+        assert_false(f.eff.cpu_limits_declared);
+        assert_true(f.eff.memory_limits_declared);
+        done(&f);
+}
+
+static void test_declared_sidecar_limits_cover_later_init(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        /* the regular init container's candidate includes the sidecars
+         * started before it, so PodLimits' callback sees non-zero limits */
+        effective(&f, "  initContainers:\n" C("s", SIDECAR LIM("cpu: 100m, memory: 64Mi"))
+                              C("i", "") "  containers:\n" C("a", LIM("cpu: 1, memory: 512Mi")));
+        assert_true(f.eff.cpu_limits_declared);
+        assert_true(f.eff.memory_limits_declared);
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 1100);
+        done(&f);
+}
+
+static void test_declared_sidecar_without_limits(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  initContainers:\n" C("s", SIDECAR "") "  containers:\n" C("a", LIM("cpu: 1, memory: 512Mi")));
+        assert_false(f.eff.cpu_limits_declared);
+        assert_false(f.eff.memory_limits_declared);
+        done(&f);
+}
+
+static void test_limits_with_sidecars(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        /* sum 1 + 0.2 = 1.2; candidates 0.2, 2 + 0.2 = 2.2 */
+        effective(&f, "  initContainers:\n" C("s", SIDECAR LIM("cpu: 200m, memory: 100Mi")) C(
+                              "i", LIM("cpu: 2, memory: 50Mi")) "  containers:\n" C("a", LIM("cpu: 1, memory: 200Mi")));
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 2200);
+        assert_int_equal(value(&f.eff.limits, "memory"), 300 * 1048576);
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 2200);
+        done(&f);
+}
+
+static void test_other_resources_summed(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, "  containers:\n" C("a", LIM("nvidia.com/gpu: 1, ephemeral-storage: 1Gi"))
+                              C("b", LIM("nvidia.com/gpu: 2")));
+        assert_int_equal(value(&f.eff.requests, "nvidia.com/gpu"), 3);
+        assert_int_equal(value(&f.eff.limits, "nvidia.com/gpu"), 3);
+        assert_int_equal(value(&f.eff.requests, "ephemeral-storage"), 1073741824);
+        assert_false(pod_resource_get(&f.eff.requests, "cpu", NULL));
+        done(&f);
+}
+
+static void test_sum_overflow(void **state) {
+        Pod *pod;
+        PodEffective eff = { .cpu_limits_declared = true };
+        CubError err = {};
+
+        (void) state;
+        pod = pod_of("  containers:\n" C("a", LIM("memory: 5E")) C("b", LIM("memory: 5E")));
+        assert_int_equal(pod_effective(pod, &eff, &err), -ERANGE);
+        assert_int_equal(err.code, ERANGE);
+        assert_string_equal(err.msg, "pod default/e: effective resources: sum out of range");
+        assert_int_equal(eff.requests.n, 0);
+        assert_true(eff.cpu_limits_declared); /* untouched */
+        pod_free(pod);
+}
+
+static void test_resource_get(void **state) {
+        Pod *pod;
+        PodQuantity q = { .units = 4, .milli = 4 };
+
+        (void) state;
+        pod = pod_of("  containers:\n" C("a", REQ("cpu: 1500m")));
+        assert_true(pod_resource_get(&pod->containers[0].requests, "cpu", &q));
+        assert_true(q.units == 1 && q.milli == 500);
+        assert_true(pod_resource_get(&pod->containers[0].requests, "cpu", NULL));
+        assert_false(pod_resource_get(&pod->containers[0].requests, "memory", &q));
+        assert_true(pod_quantity_is_zero(q));
+        assert_false(pod_resource_get(&pod->containers[0].limits, "cpu", NULL));
+        assert_false(pod_resource_get(NULL, "cpu", &q));
+        pod_free(pod);
+}
+
+static void test_builtin_priority(void **state) {
+        int32_t p = 7;
+
+        (void) state;
+        assert_true(pod_builtin_priority("system-node-critical", &p));
+        assert_int_equal(p, 2000001000);
+        assert_true(pod_builtin_priority("system-cluster-critical", &p));
+        assert_int_equal(p, 2000000000);
+        p = 7;
+        assert_false(pod_builtin_priority("high-priority", &p));
+        assert_false(pod_builtin_priority("", &p));
+        assert_false(pod_builtin_priority(NULL, &p));
+        assert_int_equal(p, 7);
+}
+
+static void test_critical(void **state) {
+        Pod *pod;
+
+        (void) state;
+        pod = pod_of("  priority: 2000000000\n  containers:\n" C("a", ""));
+        assert_true(pod_is_critical(pod));
+        assert_false(pod_is_node_critical(pod));
+        pod_free(pod);
+        pod = pod_of("  priority: 1999999999\n  containers:\n" C("a", ""));
+        assert_false(pod_is_critical(pod));
+        pod_free(pod);
+        pod = pod_of("  containers:\n" C("a", ""));
+        assert_false(pod_is_critical(pod));
+        assert_false(pod_is_node_critical(pod));
+        pod_free(pod);
+        pod = pod_of("  priorityClassName: system-node-critical\n  containers:\n" C("a", ""));
+        assert_true(pod_is_critical(pod));
+        assert_true(pod_is_node_critical(pod));
+        pod_free(pod);
+        pod = pod_of("  priorityClassName: system-cluster-critical\n  containers:\n" C("a", ""));
+        assert_true(pod_is_critical(pod));
+        assert_false(pod_is_node_critical(pod));
+        pod_free(pod);
+}
+
+static void test_is_sidecar(void **state) {
+        Pod *pod;
+
+        (void) state;
+        pod = pod_of("  initContainers:\n" C("s", SIDECAR) C("i", "") "  containers:\n" C("a", ""));
+        assert_true(pod_container_is_sidecar(&pod->init_containers[0]));
+        assert_false(pod_container_is_sidecar(&pod->init_containers[1]));
+        assert_false(pod_container_is_sidecar(&pod->containers[0]));
+        pod_free(pod);
+}
+
+static void test_done_on_empty(void **state) {
+        PodEffective e = {};
+        PodResourceList l = {};
+
+        (void) state;
+        pod_effective_done(&e);
+        pod_resource_list_done(&l);
+        assert_int_equal(e.requests.n, 0);
+        assert_null(l.items);
+        assert_null(pod_free(NULL));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_t9_init_max_wins),
+                cmocka_unit_test(test_t10_app_sum_wins),
+                cmocka_unit_test(test_t11_sidecar_before_init),
+                cmocka_unit_test(test_t12_sidecar_after_init),
+                cmocka_unit_test(test_sidecar_sum_can_win),
+                cmocka_unit_test(test_sidecars_accumulate_before_init),
+                cmocka_unit_test(test_t13_overhead),
+                cmocka_unit_test(test_t14_overhead_not_added_to_absent_limit),
+                cmocka_unit_test(test_overhead_on_besteffort),
+                cmocka_unit_test(test_t24b_init_without_limits_clears_declared),
+                cmocka_unit_test(test_declared_when_every_container_has_limits),
+                cmocka_unit_test(test_declared_per_resource),
+                cmocka_unit_test(test_declared_zero_limit_counts_as_missing),
+                cmocka_unit_test(test_declared_sidecar_limits_cover_later_init),
+                cmocka_unit_test(test_declared_sidecar_without_limits),
+                cmocka_unit_test(test_limits_with_sidecars),
+                cmocka_unit_test(test_other_resources_summed),
+                cmocka_unit_test(test_sum_overflow),
+                cmocka_unit_test(test_resource_get),
+                cmocka_unit_test(test_builtin_priority),
+                cmocka_unit_test(test_critical),
+                cmocka_unit_test(test_is_sidecar),
+                cmocka_unit_test(test_done_on_empty),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,98 @@
+#!/bin/bash
+# Restart safety: kill -9 of cubelet (systemd restarts it) adopts what runs —
+# no duplicate sandbox or container, no container restarted (f); containerd
+# stopped for 10 s and started again: cubelet survives, reports the runtime
+# as unavailable meanwhile, and converges, including a pod added during the
+# outage (g).
+# vm-timeout: 900
+set -u
+# shellcheck disable=SC1091
+. "$VM_LIB/tap.sh"
+# shellcheck disable=SC1091
+. "$VM_LIB/cubelet.sh"
+
+cubelet_setup
+for n in one two; do
+	cat >"$M/$n.yaml" <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: $n}
+spec:
+  initContainers:
+  - name: init
+    image: localhost/cubelet/busybox:1
+    command: [true]
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+    resources: {requests: {cpu: 100m, memory: 16Mi}}
+Y
+done
+for n in one two; do
+	t_ok "pod $n reaches Running" wait_phase "$n-$NODE" Running 180
+done
+snapshot() { # container IDs, restarts and the cgroup children of both pods
+	for n in one two; do
+		path=$(pod_field "$n-$NODE" cgroup)
+		echo "$n app=$(ctr_field "$n-$NODE" app id) restarts=$(pod_field "$n-$NODE" restarts)" \
+			"cgroups=$(find "/sys/fs/cgroup/$path" -mindepth 1 -maxdepth 1 -type d | wc -l)"
+	done
+	echo "tasks=$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)"
+}
+before=$(snapshot)
+t_diag "before: $before"
+t_contains "$before" "tasks=4" "4 tasks run: 2 sandboxes and 2 app containers"
+
+# ---- f. kill -9 ------------------------------------------------------------------------
+pid=$(systemctl show -p MainPID --value cubelet)
+n0=$(systemctl show -p NRestarts --value cubelet)
+kill -9 "$pid"
+ok=0
+for i in $(seq 120); do
+	npid=$(systemctl show -p MainPID --value cubelet)
+	if [ "$npid" != "$pid" ] && [ "$npid" != 0 ] && [ "$(systemctl is-active cubelet)" = active ]; then
+		ok=1
+		break
+	fi
+	sleep 0.5
+done
+t_is "$ok" 1 "systemd restarted cubelet after kill -9 and it is active (READY=1 again)"
+t_is "$(systemctl show -p NRestarts --value cubelet)" "$((n0 + 1))" "NRestarts went up by one"
+for n in one two; do
+	t_ok "pod $n is Running after the restart" wait_phase "$n-$NODE" Running 60
+done
+sleep 5 # several relists
+after=$(snapshot)
+t_diag "after: $after"
+t_is "$after" "$before" "same containers, no restarts, no new sandbox or container cgroup"
+
+# ---- g. containerd away for 10 s ---------------------------------------------------------
+cpid=$(systemctl show -p MainPID --value cubelet)
+systemctl stop containerd
+sleep 3
+rt=$("$CUBELET" status 2>&1)
+t_contains "$rt" "NOT READY" "status reports the runtime as not ready"
+cat >"$M/three.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: three}
+spec:
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+Y
+sleep 7
+t_is "$(systemctl show -p MainPID --value cubelet)" "$cpid" "cubelet kept running while containerd was down"
+systemctl start containerd
+t_ok "pod three, added during the outage, reaches Running" wait_phase "three-$NODE" Running 180
+t_contains "$("$CUBELET" status 2>&1)" ": ready" "status reports the runtime ready again"
+for n in one two; do
+	t_is "$(pod_field "$n-$NODE" phase)" Running "pod $n still Running"
+done
+t_is "$(snapshot | grep -v tasks)" "$(echo "$before" | grep -v tasks)" "pods one and two kept their containers"
+t_ok "the journal has the outage once and the recovery" sh -c \
+	"journalctl -u cubelet --no-pager | grep -q 'runtime: ' && journalctl -u cubelet --no-pager | grep -q 'is back'"
+"$CUBELET" status >"$VM_OUT/status.txt" 2>&1
+t_done
