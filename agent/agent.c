@@ -760,8 +760,10 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         r = sd_event_add_io(a->event, &a->worker_src, efd, EPOLLIN, on_worker, a);
         if (r >= 0)
                 r = sd_event_add_inotify(a->event, &a->inotify_src, a->opt.manifest_dir,
-                                         IN_CREATE | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
-                                                 IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF,
+                                         /* a file counts once it is closed after writing or renamed in:
+                                          * half-written files are not read */
+                                         IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB |
+                                                 IN_DELETE_SELF | IN_MOVE_SELF,
                                          on_inotify, a);
         if (r >= 0)
                 r = sd_event_add_time_relative(a->event, &a->relist_timer, CLOCK_MONOTONIC, a->opt.relist_usec, 0,

@@ -82,3 +82,12 @@ weight_of_shares() { echo $((1 + (($1 - 2) * 9999) / 262142)); }
 sandboxes_of() { # number of sandboxes containerd holds for a pod UID
 	ctr -n k8s.io containers ls -q "labels.\"cubelet.io/pod-uid\"==$1" 2>/dev/null | wc -l
 }
+
+# cubelet_teardown: stop the agent and kill every container, so that the
+# guest powers off without waiting for processes that ignore SIGTERM
+cubelet_teardown() {
+	systemctl stop cubelet
+	for t in $(ctr -n k8s.io tasks ls -q 2>/dev/null); do
+		ctr -n k8s.io tasks kill -s SIGKILL "$t" >/dev/null 2>&1
+	done
+}

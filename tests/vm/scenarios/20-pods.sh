@@ -176,4 +176,5 @@ t_is "$(pod_field "bronze-$NODE" phase)" Running "and still Running"
 t_ok "the journal has the error once" sh -c "journalctl -u cubelet --no-pager | grep -c 'broken.yaml:9' | grep -qx 1"
 
 "$CUBELET" status >"$VM_OUT/status.txt" 2>&1
+cubelet_teardown
 t_done

@@ -95,4 +95,5 @@ t_is "$(snapshot | grep -v tasks)" "$(echo "$before" | grep -v tasks)" "pods one
 t_ok "the journal has the outage once and the recovery" sh -c \
 	"journalctl -u cubelet --no-pager | grep -q 'runtime: ' && journalctl -u cubelet --no-pager | grep -q 'is back'"
 "$CUBELET" status >"$VM_OUT/status.txt" 2>&1
+cubelet_teardown
 t_done
