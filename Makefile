@@ -61,7 +61,7 @@ LIBS := $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libcri.a $(B)/libpr
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: all deps test unit-test check-clang demo bench fuzz fuzz-build lint format format-check clean install
+.PHONY: all deps test unit-test check-clang demo demo-plan bench fuzz fuzz-build lint format format-check clean install
 all: $(B)/cubelet
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -130,13 +130,19 @@ $(B)/tests/fuzz/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-main.c $(LIBS)
 	@$(CC) $(CFLAGS_ALL) -o $@ tests/fuzz/fuzz-$*.c tests/fuzz/fuzz-main.c $(LIBS) $(PKG_LIBS)
 
 unit-test: $(B)/cubelet $(TEST_BINS) $(IT_BINS) $(FUZZ_REPLAY) images
-	@IMAGES_DIR=$(IMAGES_DIR) tests/run-tests.sh $(B)
+	@IMAGES_DIR=$(IMAGES_DIR) VM_TESTS=$(VM_TESTS) tests/run-tests.sh $(B)
 
 deps:
 	@tests/install-deps.sh
 
+# Every suite: unit (ASan+UBSan), golden plan files, fuzz corpora, integration
+# against a private containerd, images, lint, format, and the VM scenarios
+# (the release build runs as a systemd unit in the VM). VM_TESTS=0 skips the VM.
+VM_TESTS ?= 1
 test: deps
-	@$(MAKE) --no-print-directory VARIANT=asan unit-test
+	@$(MAKE) --no-print-directory all images
+	@if [ "$(VM_TESTS)" = 1 ]; then $(MAKE) --no-print-directory vm-image; fi
+	@$(MAKE) --no-print-directory VARIANT=asan VM_TESTS=$(VM_TESTS) unit-test
 
 check-clang:
 	$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)/clang
@@ -156,7 +162,14 @@ fuzz: fuzz-build
 			$(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t 2>&1 | grep -E '^(stat::number_of_executed_units|stat::peak_rss|==|SUMMARY|INFO: seed)' ; \
 	done
 
-demo: $(B)/cubelet
+# The main job: cubelet and containerd as systemd units in a cgroup v2 VM run
+# packaging/examples; ends with `cubelet status` and the pods' cgroup values.
+demo: deps
+	@$(MAKE) --no-print-directory all images vm-image
+	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh tests/vm/demo/demo.sh
+
+# What `cubelet plan` makes of the examples, without a VM.
+demo-plan: $(B)/cubelet
 	@tests/demo.sh $(B)/cubelet
 
 bench:

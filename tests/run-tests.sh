@@ -50,6 +50,9 @@ run_suite "integration (containerd)" tests/integration/run.sh "$B" "${IMAGES_DIR
 if [ -x tests/images/run.sh ]; then
         run_suite "images" tests/images/run.sh
 fi
+if [ "${VM_TESTS:-0}" = 1 ] && [ -x tests/vm/run-scenarios.sh ]; then
+        run_suite "vm scenarios" env VM_IMAGES="$(cd "${IMAGES_DIR:-build/images}" && pwd)" tests/vm/run-scenarios.sh
+fi
 run_suite "lint" sh -c "tests/lint.sh '$B' && echo 'ok 1 - lint' || echo 'not ok 1 - lint'"
 if command -v clang-format >/dev/null; then
         run_suite "format" sh -c "make --no-print-directory format-check && echo 'ok 1 - clang-format' || echo 'not ok 1 - clang-format'"
