@@ -172,8 +172,12 @@ demo: deps
 demo-plan: $(B)/cubelet
 	@tests/demo.sh $(B)/cubelet
 
-bench:
-	@echo "no benchmarks yet: they arrive with the agent (issue: run pods for real)"
+# Figures, printed, not asserted: pod start latencies and cubelet's footprint
+# with BENCH_PODS pause pods, in the VM.
+BENCH_PODS ?= 110
+bench: deps
+	@$(MAKE) --no-print-directory all images vm-image
+	@VM_IMAGES=$(abspath $(IMAGES_DIR)) BENCH_PODS=$(BENCH_PODS) tests/vm/run-vm.sh tests/vm/bench/bench.sh
 
 # ---- lint -------------------------------------------------------------------
 lint: $(LIBS)
