@@ -1,0 +1,81 @@
+# TAP helpers for VM scenarios (bash or POSIX sh). In a scenario:
+#   . "$VM_LIB/tap.sh"
+#   t_is "$(nproc)" 4 "nproc"                  # exact string comparison
+#   t_contains "$text" "needle" "description"  # substring
+#   t_ok "description" test -e /proc/pressure/memory   # a command's success
+#   t_skip "description" "reason"
+#   t_diag "free text"                         # "# " comment lines
+#   t_done                                     # prints the plan, sets exit status
+# Test numbers are the scenario's own; the harness renumbers them.
+_t_n=0
+_t_failed=0
+
+_t_result() { # _t_result PASSED(0|1) DESCRIPTION
+	_t_n=$((_t_n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $_t_n - $2"
+	else
+		echo "not ok $_t_n - $2"
+		_t_failed=$((_t_failed + 1))
+	fi
+}
+
+t_diag() {
+	printf '%s\n' "$*" | sed 's/^/# /'
+}
+
+t_ok() { # t_ok DESCRIPTION COMMAND [ARGS...]
+	_t_d=$1
+	shift
+	if _t_out=$("$@" 2>&1); then
+		_t_result 0 "$_t_d"
+	else
+		_t_result 1 "$_t_d"
+		t_diag "command failed: $*"
+		[ -n "$_t_out" ] && t_diag "$_t_out"
+	fi
+	return 0
+}
+
+t_is() { # t_is GOT WANT DESCRIPTION
+	if [ "$1" = "$2" ]; then
+		_t_result 0 "$3"
+	else
+		_t_result 1 "$3"
+		t_diag "  got: '$1'"
+		t_diag " want: '$2'"
+	fi
+}
+
+t_contains() { # t_contains TEXT NEEDLE DESCRIPTION
+	case $1 in
+	*"$2"*) _t_result 0 "$3" ;;
+	*)
+		_t_result 1 "$3"
+		t_diag "    in: '$1'"
+		t_diag "  want: '$2' (substring)"
+		;;
+	esac
+}
+
+t_skip() { # t_skip DESCRIPTION REASON
+	_t_n=$((_t_n + 1))
+	echo "ok $_t_n - $1 # SKIP $2"
+}
+
+t_fail() { # t_fail DESCRIPTION [DIAGNOSTIC...]
+	_t_d=$1
+	shift
+	_t_result 1 "$_t_d"
+	[ $# -gt 0 ] && t_diag "$@"
+	return 0
+}
+
+t_pass() { # t_pass DESCRIPTION
+	_t_result 0 "$1"
+}
+
+t_done() {
+	echo "1..$_t_n"
+	[ "$_t_failed" -eq 0 ]
+}

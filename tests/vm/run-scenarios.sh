@@ -1,0 +1,102 @@
+#!/bin/bash
+# Runs every VM scenario (tests/vm/scenarios/*.sh, in name order), each in a
+# fresh VM through run-vm.sh, and prints one TAP stream: each scenario's tests
+# renumbered and prefixed with the scenario's name, the plan, and a last line
+# "N passed, N failed". Exit status 0 only when nothing failed.
+#
+#   VM_SCENARIOS="00-boot 10-*"   run only these (shell patterns on the name)
+#   VM_IMAGES_BUILDER=PATH        the image builder (default
+#                                 packaging/images/build-images.sh); when it
+#                                 exists it runs once, on the host, into
+#                                 VM_DIR/images, and the guests get VM_IMAGES
+# Everything else (VM_MEM, VM_TIMEOUT, ...) is run-vm.sh's.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+VM_DIR=${VM_DIR:-$REPO/build/vm}
+mkdir -p "$VM_DIR"
+VM_DIR=$(cd "$VM_DIR" && pwd)
+export VM_DIR
+
+pass=0 fail=0 skip=0 n=0
+emit() { # emit "ok"|"not ok" DESCRIPTION
+	n=$((n + 1))
+	echo "$1 $n - $2"
+	case $1 in
+	ok) case $2 in *"# SKIP"* | *"# skip"*) skip=$((skip + 1)) ;; *) pass=$((pass + 1)) ;; esac ;;
+	*) fail=$((fail + 1)) ;;
+	esac
+}
+
+selected() { # selected NAME: does VM_SCENARIOS pick it?
+	[ -z "${VM_SCENARIOS:-}" ] && return 0
+	for p in $VM_SCENARIOS; do
+		# shellcheck disable=SC2254
+		case $1 in $p | $p.sh) return 0 ;; esac
+	done
+	return 1
+}
+
+# The local images, built once on the host for every scenario.
+builder=${VM_IMAGES_BUILDER:-$REPO/packaging/images/build-images.sh}
+if [ -z "${VM_IMAGES:-}" ] && [ -x "$builder" ]; then
+	rm -rf "$VM_DIR/images"
+	if "$builder" "$VM_DIR/images" >"$VM_DIR/images.log" 2>&1; then
+		export VM_IMAGES=$VM_DIR/images
+		echo "# vm: images built by $builder into $VM_IMAGES"
+	else
+		echo "# vm: $builder failed (log: $VM_DIR/images.log); guests build their own"
+		sed 's/^/#   /' "$VM_DIR/images.log" | tail -n 20
+	fi
+fi
+export VM_IMAGES_BUILDER=$builder
+
+total_start=$(date +%s)
+for s in "$HERE"/scenarios/*.sh; do
+	[ -f "$s" ] || continue
+	name=$(basename "$s" .sh)
+	selected "$name" || continue
+	err=$VM_DIR/run-vm.$name.stderr
+	tap=$("$HERE/run-vm.sh" "$s" 2>"$err")
+	rc=$?
+	# run-vm.sh's own lines are TAP comments already; make sure of the rest.
+	sed 's/^\([^#]\)/# \1/' "$err"
+	rm -f "$err"
+	echo "# --- $name (wall $(cat "$VM_DIR/runs/$name/wall_s" 2>/dev/null || echo '?') s," \
+		"results in $VM_DIR/runs/$name)"
+	planned="" seen=0 nok=0
+	while IFS= read -r line; do
+		case $line in
+		"ok "* | "not ok "*)
+			seen=$((seen + 1))
+			status=ok
+			case $line in "not ok "*) status="not ok" nok=$((nok + 1)) ;; esac
+			# Drop the scenario's own number and dash: "ok 3 - x" -> "x".
+			desc=$(echo "${line#"$status"}" | sed 's/^ *[0-9]* *-\{0,1\} *//')
+			emit "$status" "$name: $desc"
+			;;
+		1..*) planned=${line#1..} ;;
+		*) echo "$line" ;;
+		esac
+	done <<<"$tap"
+	case $rc in
+	0 | 1) ;;
+	124) emit "not ok" "$name: the VM ran past its timeout and was killed" ;;
+	125) emit "not ok" "$name: the VM ended without a result (see $VM_DIR/runs/$name/console.log)" ;;
+	*) [ "$nok" -eq 0 ] && emit "not ok" "$name: the scenario exited with status $rc" ;;
+	esac
+	if [ "$rc" -le 1 ] && [ -z "$planned" ]; then
+		emit "not ok" "$name: printed no TAP plan (it did not finish)"
+	elif [ -n "$planned" ] && [ "$planned" != "$seen" ]; then
+		emit "not ok" "$name: planned $planned tests, ran $seen"
+	fi
+	if [ "$rc" = 1 ] && [ "$nok" -eq 0 ]; then
+		emit "not ok" "$name: the scenario exited with status 1"
+	fi
+done
+
+echo "1..$n"
+echo "# vm: all scenarios took $(($(date +%s) - total_start)) s wall"
+[ "$skip" -gt 0 ] && echo "# $skip skipped"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
