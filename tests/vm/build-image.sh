@@ -41,8 +41,12 @@ if [ "${VM_KERNEL_REFRESH:-0}" = 1 ] || [ ! -s "$VM_DIR/kernel-abi" ] || [ ! -f 
 	mkdir -p "$VM_DIR/dl" "$KDIR"
 	# apt-get download drops privileges to _apt where it can; let it write here.
 	chmod 0777 "$VM_DIR/dl"
-	(cd "$VM_DIR/dl" && apt-get download -q "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
-	deb=$(ls "$VM_DIR/dl/${pkg}_"*.deb 2>/dev/null | head -n 1)
+	(cd "$VM_DIR/dl" && apt-get download -q "$pkg") 2>&1 |
+		grep -v '^W: Download is performed unsandboxed' || true
+	deb=""
+	for f in "$VM_DIR/dl/${pkg}_"*.deb; do
+		[ -f "$f" ] && deb=$f
+	done
 	[ -n "$deb" ] || die "apt-get download $pkg produced no .deb"
 	dpkg -x "$deb" "$KDIR"
 	[ -f "$KDIR/boot/vmlinuz-$abi" ] || die "no boot/vmlinuz-$abi in $deb"

@@ -34,6 +34,6 @@ fi
 # Diagnostics for whoever reads a failure.
 systemctl list-units --failed --no-pager >"$out/failed-units.txt" 2>&1
 journalctl -b --no-pager -o short-monotonic >"$out/journal.txt" 2>&1
-echo "$(date -u +%FT%TZ)" >"$out/done"
+date -u +%FT%TZ >"$out/done"
 sync
 exit 0

@@ -72,6 +72,7 @@ for s in "$HERE"/scenarios/*.sh; do
 			status=ok
 			case $line in "not ok "*) status="not ok" nok=$((nok + 1)) ;; esac
 			# Drop the scenario's own number and dash: "ok 3 - x" -> "x".
+			# shellcheck disable=SC2001
 			desc=$(echo "${line#"$status"}" | sed 's/^ *[0-9]* *-\{0,1\} *//')
 			emit "$status" "$name: $desc"
 			;;
@@ -81,6 +82,7 @@ for s in "$HERE"/scenarios/*.sh; do
 	done <<<"$tap"
 	case $rc in
 	0 | 1) ;;
+	123) emit "not ok" "$name: the scenario ran past its time and was stopped in the guest" ;;
 	124) emit "not ok" "$name: the VM ran past its timeout and was killed" ;;
 	125) emit "not ok" "$name: the VM ended without a result (see $VM_DIR/runs/$name/console.log)" ;;
 	*) [ "$nok" -eq 0 ] && emit "not ok" "$name: the scenario exited with status $rc" ;;

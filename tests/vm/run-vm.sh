@@ -25,8 +25,9 @@
 #
 # Results land in RUNDIR (default VM_DIR/runs/NAME): console.log (serial
 # console), out/ (tap.txt, stderr.txt, rc, journal.txt, timing, ...), wall_s.
-# Exit status: the scenario's (1 also when it printed "not ok"), 124 when the
-# VM was killed for time, 125 when the VM ended without a result, 2 on usage.
+# Exit status: the scenario's (1 also when it printed "not ok"), 123 when the
+# guest stopped the scenario for time (VM_TIMEOUT - 120 s), 124 when the host
+# killed the VM for time, 125 when the VM ended without a result, 2 on usage.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -105,6 +106,12 @@ for unit in getty@tty1.service console-getty.service; do
 done
 
 cp -a "$HERE/guest/." "$root/"
+# The guest's /tmp is the host's /tmp under the overlay (a checkout or images
+# under /tmp on the host stay visible); this replaces Debian's "D /tmp", which
+# would empty it at boot by whiting out every host entry, slowly, over 9p.
+# (Written here: the repo's .gitignore ignores "*.d" folders.)
+mkdir -p "$root/etc/tmpfiles.d"
+echo "d /tmp 1777 root root -" >"$root/etc/tmpfiles.d/tmp.conf"
 if [ "$shell" = 1 ]; then
 	# Root shell on the serial console (this terminal). The guest has no udev,
 	# so serial-getty@ttyS0 (bound to dev-ttyS0.device) would never start:
@@ -167,6 +174,7 @@ append+=" cubeletvm.modules=$VM_DIR/kernel/lib/modules/$abi"
 append+=" cubeletvm.tmpfs=/var/lib/containerd,/var/lib/containers,/var/lib/cubelet"
 append+=" ${VM_APPEND:-}"
 
+# shellcheck disable=SC2054 # commas inside qemu's option values
 qemu=(qemu-system-x86_64
 	-nodefaults -no-user-config -display none -no-reboot
 	-machine pc -accel tcg,thread=multi
@@ -216,6 +224,8 @@ if [ ! -f "$out/done" ] || [ ! -f "$out/rc" ]; then
 	exit 125
 fi
 rc=$(cat "$out/rc")
+# The guest's own timeout (timeout(1) in guest-run.sh) stopped the scenario.
+[ "$rc" = 124 ] || [ "$rc" = 137 ] && exit 123
 if [ "$rc" = 0 ] && grep -q '^not ok' "$out/tap.txt"; then
 	rc=1
 fi

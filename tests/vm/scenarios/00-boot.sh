@@ -80,8 +80,11 @@ done
 list=$(ctr -n k8s.io images ls -q 2>&1)
 case $list in
 *localhost/cubelet/pause:1*localhost/cubelet/busybox:1* | *localhost/cubelet/busybox:1*localhost/cubelet/pause:1*)
-	[ "$imported" = 1 ] && t_pass "import the local pause and busybox images" ||
+	if [ "$imported" = 1 ]; then
+		t_pass "import the local pause and busybox images"
+	else
 		t_fail "import the local pause and busybox images"
+	fi
 	;;
 *) t_fail "import the local pause and busybox images" "images ls -q:" "$list" ;;
 esac
