@@ -56,7 +56,9 @@ int podsrc_dir_scan(const char *dir, const char *node_name, PodsrcSet *ret, CubE
                 if (!set.items || podsrc_ignored_name(names[i]->d_name) ||
                     asprintf(&path, "%s/%s", dir, names[i]->d_name) < 0)
                         continue;
-                if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+                /* an empty file is one being written (the rescan of another event can race with the
+                 * writer): it is read once its close or rename arrives */
+                if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
                         continue;
                 e = &set.items[set.n++];
                 e->path = TAKE_PTR(path);

@@ -4,7 +4,8 @@
 /*
  * agent/config: pod sources. The manifest directory (kubelet's
  * staticPodPath): one pod per file, JSON or YAML; dotfiles and editor
- * temporary files are ignored, subdirectories are not entered. A file that
+ * temporary files are ignored, subdirectories are not entered, and an empty
+ * file counts as one still being written. A file that
  * does not decode is reported with its error and never costs the others.
  */
 

@@ -21,7 +21,7 @@ spec:
   initContainers:
   - name: init
     image: localhost/cubelet/busybox:1
-    command: [true]
+    command: ["true"]
   containers:
   - name: app
     image: localhost/cubelet/busybox:1
