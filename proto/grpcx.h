@@ -82,8 +82,7 @@ typedef struct GrpcxMethod {
         const ProtobufCMessageDescriptor *request;
         int (*unary)(void *userdata, const ProtobufCMessage *req, ProtobufCMessage **ret_resp, char *details,
                      size_t details_size);
-        int (*stream)(void *userdata, const ProtobufCMessage *req, GrpcxStream *s, char *details,
-                      size_t details_size);
+        int (*stream)(void *userdata, const ProtobufCMessage *req, GrpcxStream *s, char *details, size_t details_size);
         void (*free_resp)(void *userdata, ProtobufCMessage *resp);
 } GrpcxMethod;
 
