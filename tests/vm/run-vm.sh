@@ -164,6 +164,7 @@ scenario_timeout=$((timeout_s - 120))
 	echo "VM_IMAGES=${VM_IMAGES:-}"
 	echo "VM_IMAGES_BUILDER=${VM_IMAGES_BUILDER:-}"
 	echo "VM_SCENARIO_TIMEOUT=$scenario_timeout"
+	echo "BENCH_PODS=${BENCH_PODS:-}"
 } >"$rundir/env"
 
 # ---- qemu ----------------------------------------------------------------------
