@@ -8,7 +8,7 @@ rc=0
 check_prefix() {
         lib=$1
         prefix=$2
-        bad=$(nm -g --defined-only "$B/$lib" 2>/dev/null | awk 'NF==3 && $2 ~ /[TDBR]/ {print $3}' | grep -v "^$prefix" || true)
+        bad=$(nm -g --defined-only "$B/$lib" 2>/dev/null | awk 'NF==3 && $2 ~ /[TDBR]/ {print $3}' | grep -v '^__odr_asan' | grep -v "^$prefix" || true)
         if [ -n "$bad" ]; then
                 echo "lint: $lib exports symbols without the '$prefix' prefix:" $bad
                 rc=1
@@ -22,7 +22,7 @@ check_prefix libworker.a worker_
 check_prefix libpodsrc.a podsrc_
 check_prefix libapi.a api_
 # libproto.a also holds protoc-c's output (runtime__v1__*), named by the .proto package
-bad=$(nm -g --defined-only "$B/libproto.a" 2>/dev/null | awk 'NF==3 && $2 ~ /[TDBR]/ {print $3}' | grep -v '^grpcx_' | grep -v '^runtime__v1__' || true)
+bad=$(nm -g --defined-only "$B/libproto.a" 2>/dev/null | awk 'NF==3 && $2 ~ /[TDBR]/ {print $3}' | grep -v '^__odr_asan' | grep -v '^grpcx_' | grep -v '^runtime__v1__' || true)
 if [ -n "$bad" ]; then
         echo "lint: libproto.a exports symbols without the 'grpcx_' prefix:" $bad
         rc=1
