@@ -218,6 +218,7 @@ static void set_errors(Agent *a, const PodsrcSet *set) {
 }
 
 static void request_relist(Agent *a);
+static void submit_sync(Agent *a, AgentPod *p, uint64_t now);
 
 static void rescan(Agent *a) {
         PodsrcSet set = {};
@@ -274,6 +275,9 @@ static void rescan(Agent *a) {
                 cub_log(LOG_INFO, "pod %s/%s (uid %s) from '%s'", spec->pod->namespace_, spec->pod->name,
                         spec->pod->uid, spec->source);
                 changed = true;
+                /* a new pod starts at once: its sync job finds out itself what the runtime has */
+                if (a->pool)
+                        submit_sync(a, p, now_usec());
         }
         for (size_t i = 0; i < a->n_pods; i++)
                 if (!a->pods[i]->wanted) {
