@@ -21,6 +21,7 @@
 #include "config/podsrc.h"
 #include "node.h"
 #include "util/cleanup.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "worker/worker.h"
 
@@ -659,23 +660,6 @@ static char *render_status(void *userdata) {
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
-static int mkdir_p(const char *path) {
-        _cleanup_free_ char *copy = strdup(path);
-
-        if (!copy)
-                return -ENOMEM;
-        for (char *p = copy + 1; *p; p++)
-                if (*p == '/') {
-                        *p = '\0';
-                        if (mkdir(copy, 0755) < 0 && errno != EEXIST)
-                                return -errno;
-                        *p = '/';
-                }
-        if (mkdir(copy, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
-}
-
 static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         agent_options_init(dst);
         dst->manifest_dir = dup_or_null(src->manifest_dir);
@@ -733,9 +717,9 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 r = cub_err_set(err, ENOMEM, "out of memory");
                 goto fail;
         }
-        r = mkdir_p(a->opt.manifest_dir);
+        r = cub_mkdir_p(a->opt.manifest_dir, 0755);
         if (r >= 0)
-                r = mkdir_p(a->log_root);
+                r = cub_mkdir_p(a->log_root, 0755);
         if (r < 0) {
                 r = cub_err_set(err, -r, "'%s' or '%s': %s", a->opt.manifest_dir, a->log_root, strerror(-r));
                 goto fail;

@@ -22,13 +22,7 @@
 
 #define MANIFEST_MAX (1024 * 1024)
 
-typedef AgentNode PlanNode;
-
-static int host_node(PlanNode *n, CubError *err) {
-        return agent_host_node(n, err);
-}
-
-static int file_node(const char *path, PlanNode *n, CubError *err) {
+static int file_node(const char *path, AgentNode *n, CubError *err) {
         _cleanup_(pod_node_freep) PodNode *node = NULL;
         PodQuantity q;
         int r;
@@ -116,7 +110,7 @@ static int plan_pod(const Pod *pod, const CgOptions *o, json_t **ret, int64_t *r
         return 0;
 }
 
-static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, const PlanNode *node, CubError *err) {
+static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, const AgentNode *node, CubError *err) {
         PodQuantity kc, sc, km, sm;
         int r;
 
@@ -174,7 +168,7 @@ int cli_plan(int argc, char **argv) {
         _cleanup_(json_decrefp) json_t *out = NULL;
         json_t *pods, *errors, *qos_arr;
         PodKubeletConfig cfg;
-        PlanNode node = {};
+        AgentNode node = {};
         CgOptions o;
         CgGroupValues qos[3];
         CubError err = {};
@@ -203,7 +197,7 @@ int cli_plan(int argc, char **argv) {
                 return CLI_EXIT_BAD_INPUT;
         }
 
-        r = node_path ? file_node(node_path, &node, &err) : host_node(&node, &err);
+        r = node_path ? file_node(node_path, &node, &err) : agent_host_node(&node, &err);
         if (r < 0) {
                 cub_log(LOG_ERR, "%s", err.msg);
                 return CLI_EXIT_BAD_INPUT;

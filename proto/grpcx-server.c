@@ -22,6 +22,7 @@
  * their threads are joined, then the server and the queue are destroyed and
  * grpc_shutdown() comes last.
  */
+#include "grpcx-internal.h"
 #include "grpcx.h"
 
 #include <errno.h>
@@ -116,32 +117,6 @@ struct GrpcxServer {
 
 static gpr_timespec grpcx_forever(void) {
         return gpr_inf_future(GPR_CLOCK_REALTIME);
-}
-
-static grpc_byte_buffer *grpcx_pack(const ProtobufCMessage *m) {
-        size_t n = protobuf_c_message_get_packed_size(m);
-        grpc_slice s = grpc_slice_malloc(n);
-        grpc_byte_buffer *bb;
-
-        (void) protobuf_c_message_pack(m, GRPC_SLICE_START_PTR(s));
-        bb = grpc_raw_byte_buffer_create(&s, 1);
-        grpc_slice_unref(s);
-        return bb;
-}
-
-/* NULL when bb is missing or does not decode as d. */
-static ProtobufCMessage *grpcx_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *d) {
-        grpc_byte_buffer_reader r;
-        ProtobufCMessage *m;
-        grpc_slice all;
-
-        if (!bb || !grpc_byte_buffer_reader_init(&r, bb))
-                return NULL;
-        all = grpc_byte_buffer_reader_readall(&r);
-        grpc_byte_buffer_reader_destroy(&r);
-        m = protobuf_c_message_unpack(d, NULL, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
-        grpc_slice_unref(all);
-        return m;
 }
 
 static void grpcx_bad_request(const GrpcxMethod *m, bool missing, char *details, size_t size) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* grpcx client: channel and unary calls over gRPC core. */
 #include "grpcx.h"
+#include "grpcx-internal.h"
 
 #include <errno.h>
 #include <grpc/byte_buffer_reader.h>
@@ -112,25 +113,23 @@ const char *grpcx_channel_target(const GrpcxChannel *c) {
         return c->target;
 }
 
-static grpc_byte_buffer *pack(const ProtobufCMessage *m) {
+grpc_byte_buffer *grpcx_pack(const ProtobufCMessage *m) {
         size_t n = protobuf_c_message_get_packed_size(m);
         grpc_slice s = grpc_slice_malloc(n);
         grpc_byte_buffer *bb;
 
-        protobuf_c_message_pack(m, GRPC_SLICE_START_PTR(s));
+        (void) protobuf_c_message_pack(m, GRPC_SLICE_START_PTR(s));
         bb = grpc_raw_byte_buffer_create(&s, 1);
         grpc_slice_unref(s);
         return bb;
 }
 
-static ProtobufCMessage *unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *d) {
+ProtobufCMessage *grpcx_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *d) {
         grpc_byte_buffer_reader r;
         ProtobufCMessage *m;
         grpc_slice all;
 
-        if (!bb)
-                return protobuf_c_message_unpack(d, NULL, 0, (const uint8_t *) "");
-        if (!grpc_byte_buffer_reader_init(&r, bb))
+        if (!bb || !grpc_byte_buffer_reader_init(&r, bb))
                 return NULL;
         all = grpc_byte_buffer_reader_readall(&r);
         grpc_byte_buffer_reader_destroy(&r);
@@ -159,7 +158,7 @@ int grpcx_unary(GrpcxChannel *c, const char *method, const ProtobufCMessage *req
                 gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_micros((int64_t) timeout_usec, GPR_TIMESPAN));
         call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
                                         grpc_slice_from_static_string(method), NULL, deadline, NULL);
-        send = pack(req);
+        send = grpcx_pack(req);
         grpc_metadata_array_init(&imd);
         grpc_metadata_array_init(&tmd);
         memset(ops, 0, sizeof(ops));
@@ -193,7 +192,9 @@ int grpcx_unary(GrpcxChannel *c, const char *method, const ProtobufCMessage *req
                                 d && *d ? d : (error_string ? error_string : "no details"));
                 gpr_free(d);
         } else if (r == 0) {
-                ProtobufCMessage *m = unpack(recv, resp_desc);
+                /* no message at all reads as the empty message */
+                ProtobufCMessage *m = recv ? grpcx_unpack(recv, resp_desc)
+                                           : protobuf_c_message_unpack(resp_desc, NULL, 0, (const uint8_t *) "");
 
                 if (!m)
                         r = cub_err_set(err, EBADMSG, "'%s': %s: malformed %s in the reply", c->target, method,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../util/cleanup.h"
+#include "../util/fileio.h"
 
 struct ApiServer {
         sd_event_source *src;
@@ -32,21 +33,8 @@ static int make_addr(const char *path, struct sockaddr_un *sa, CubError *err) {
 
 static int mkdir_parents(const char *path) {
         _cleanup_free_ char *copy = strdup(path);
-        char *dir;
 
-        if (!copy)
-                return -ENOMEM;
-        dir = dirname(copy);
-        for (char *p = dir + 1; *p; p++)
-                if (*p == '/') {
-                        *p = '\0';
-                        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                                return -errno;
-                        *p = '/';
-                }
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
+        return copy ? cub_mkdir_p(dirname(copy), 0755) : -ENOMEM;
 }
 
 static void write_all(int fd, const char *s, size_t n) {

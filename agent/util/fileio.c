@@ -124,3 +124,20 @@ fail:
         (void) unlink(tmp);
         return cub_err_set(err, -r, "'%s': write: %s", path, strerror(-r));
 }
+
+int cub_mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *copy = strdup(path);
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *p = copy + 1; *p; p++)
+                if (*p == '/') {
+                        *p = '\0';
+                        if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                                return -errno;
+                        *p = '/';
+                }
+        if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}

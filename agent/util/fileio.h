@@ -14,3 +14,6 @@ int cub_read_file(const char *path, size_t max_size, char **ret_data, size_t *re
  * rename over path, fsync the directory. Readers see the old or the new
  * content, never a mix, even across a crash. */
 int cub_write_file_atomic(const char *path, const void *data, size_t size, mode_t mode, CubError *err);
+
+/* mkdir -p: creates path and its missing parents; existing ones are fine. */
+int cub_mkdir_p(const char *path, mode_t mode);
