@@ -13,7 +13,7 @@ BUILD   ?= build
 VARIANT ?= release
 FUZZ_SECONDS ?= 60
 
-PKGS := jansson yaml-0.1 libcgroup libsystemd libcrypto grpc libprotobuf-c
+PKGS := jansson yaml-0.1 libcgroup libsystemd libcrypto grpc libprotobuf-c libseccomp libnl-3.0 libnl-idiag-3.0
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_CFLAGS := $(shell pkg-config --cflags cmocka 2>/dev/null)
@@ -50,13 +50,17 @@ AGENT_SRCS := $(wildcard agent/*.c)
 CONFIG_SRCS := $(wildcard agent/config/*.c)
 WORKER_SRCS := $(wildcard agent/worker/*.c)
 API_SRCS    := $(wildcard agent/api/*.c)
+CPUMGR_SRCS := $(wildcard agent/cpumanager/*.c)
+ADMIT_SRCS  := $(wildcard agent/admit/*.c)
+EVICT_SRCS  := $(wildcard eviction/*.c)
 PROTO_SRCS := $(wildcard proto/*.c)
 CRI_SRCS   := $(wildcard cri/*.c)
 PROTOS     := proto/cri/api.proto
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
+LIBS := $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
+	$(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
@@ -96,6 +100,12 @@ $(B)/libpodsrc.a: $(call obj,$(CONFIG_SRCS))
 $(B)/libworker.a: $(call obj,$(WORKER_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libapi.a: $(call obj,$(API_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libcpumgr.a: $(call obj,$(CPUMGR_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libadmit.a: $(call obj,$(ADMIT_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libevict.a: $(call obj,$(EVICT_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 
 $(B)/cubelet: $(call obj,$(AGENT_SRCS)) $(LIBS)
@@ -184,7 +194,8 @@ lint: $(LIBS)
 	@tests/lint.sh $(B)
 
 FORMAT_FILES = $(UTIL_SRCS) $(POD_SRCS) $(CG_SRCS) $(AGENT_SRCS) $(CONFIG_SRCS) $(WORKER_SRCS) $(API_SRCS) \
-	$(CRI_SRCS) $(PROTO_SRCS) $(wildcard agent/*/*.h agent/*.h cri/*.h proto/*.h)
+	$(CPUMGR_SRCS) $(ADMIT_SRCS) $(EVICT_SRCS) \
+	$(CRI_SRCS) $(PROTO_SRCS) $(wildcard agent/*/*.h agent/*.h cri/*.h proto/*.h eviction/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

@@ -23,6 +23,11 @@ static void usage(FILE *f) {
               "                    What the agent would do for these static pod manifests:\n"
               "                    QoS class, effective resources, cgroup v2 values and the\n"
               "                    CRI container resources, as one JSON document\n"
+              "  admit --node NODE [--running PODLIST] [--config FILE] MANIFEST\n"
+              "                    The admission decision for one pod on this node: filters,\n"
+              "                    placement (exclusive CPUs), scores and preemption victims\n"
+              "  rank --input SNAPSHOT [--policy cubelet|kubelet]\n"
+              "                    The eviction order of pods for one pressure signal\n"
               "  version           Print the version as JSON\n"
               "\n"
               "Run 'cubelet COMMAND --help' for a command's options.\n",
@@ -47,6 +52,8 @@ int cli_main(int argc, char **argv) {
                 { "run", cli_run },
                 { "status", cli_status },
                 { "plan", cli_plan },
+                { "admit", cli_admit },
+                { "rank", cli_rank },
                 { "version", cli_version },
         };
 
