@@ -65,7 +65,7 @@ LIBS := $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/lib
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: all deps test unit-test check-clang demo demo-plan bench fuzz fuzz-build lint format format-check clean install
+.PHONY: all deps test unit-test check-clang demo demo-plan bench bench-host fuzz fuzz-build lint format format-check clean install
 all: $(B)/cubelet
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -130,6 +130,18 @@ $(B)/tests/integration/%: tests/integration/%.c $(LIBS)
 	@echo "  TEST    $@"
 	@$(CC) $(CFLAGS_ALL) $(CMOCKA_CFLAGS) -o $@ $< $(LIBS) $(PKG_LIBS) $(CMOCKA_LIBS)
 
+# ---- benchmarks that need no VM (tests/bench/bench-*.c), run by `make bench`
+BENCH_SRCS := $(wildcard tests/bench/bench-*.c)
+BENCH_BINS := $(patsubst tests/bench/%.c,$(B)/tests/bench/%,$(BENCH_SRCS))
+
+$(B)/tests/bench/%: tests/bench/%.c $(LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  BENCH   $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(PKG_LIBS)
+
+bench-host: $(BENCH_BINS)
+	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
+
 # ---- fuzz targets: corpus replay in the test build, libFuzzer in `make fuzz`
 FUZZ_TARGETS := json yaml quantity
 FUZZ_REPLAY := $(patsubst %,$(B)/tests/fuzz/replay-%,$(FUZZ_TARGETS))
@@ -186,6 +198,7 @@ demo-plan: $(B)/cubelet
 # with BENCH_PODS pause pods, in the VM.
 BENCH_PODS ?= 110
 bench: deps
+	@$(MAKE) --no-print-directory bench-host
 	@$(MAKE) --no-print-directory all images vm-image
 	@VM_IMAGES=$(abspath $(IMAGES_DIR)) BENCH_PODS=$(BENCH_PODS) tests/vm/run-vm.sh tests/vm/bench/bench.sh
 

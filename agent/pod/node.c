@@ -22,6 +22,12 @@ PodNode *pod_node_free(PodNode *n) {
                 free(n->taints[i].effect);
         }
         free(n->taints);
+        for (size_t i = 0; i < n->n_conditions; i++) {
+                free(n->conditions[i].type);
+                free(n->conditions[i].status);
+        }
+        free(n->conditions);
+        free(n->topology);
         free(n);
         return NULL;
 }
@@ -56,9 +62,38 @@ static const PodField node_spec_fields[] = {
         {},
 };
 
+static const char *const condition_statuses[] = { "True", "False", "Unknown", NULL };
+
+static const PodField condition_fields[] = {
+        { .name = "type",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodNodeCondition, type),
+          .flags = POD_FIELD_REQUIRED },
+        { .name = "status",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodNodeCondition, status),
+          .allowed = condition_statuses,
+          .flags = POD_FIELD_REQUIRED },
+        {},
+};
+
 static const PodField node_status_fields[] = {
         { .name = "capacity", .decode = pod_dec_resources, .offset = offsetof(PodNode, capacity) },
         { .name = "allocatable", .decode = pod_dec_resources, .offset = offsetof(PodNode, allocatable) },
+        { .name = "conditions",
+          .decode = pod_dec_object_array,
+          .offset = offsetof(PodNode, conditions),
+          .count_offset = offsetof(PodNode, n_conditions),
+          .elem_size = sizeof(PodNodeCondition),
+          .sub = condition_fields },
+        {},
+};
+
+static const PodField cpu_info_fields[] = {
+        { .name = "cpu", .decode = pod_dec_int32, .offset = offsetof(PodCpuInfo, cpu), .flags = POD_FIELD_REQUIRED },
+        { .name = "core", .decode = pod_dec_int32, .offset = offsetof(PodCpuInfo, core), .flags = POD_FIELD_REQUIRED },
+        { .name = "socket", .decode = pod_dec_int32, .offset = offsetof(PodCpuInfo, socket) },
+        { .name = "numa", .decode = pod_dec_int32, .offset = offsetof(PodCpuInfo, numa) },
         {},
 };
 
@@ -67,6 +102,12 @@ static const PodField node_fields[] = {
         { .name = "metadata", .decode = pod_dec_inline, .sub = node_meta_fields, .flags = POD_FIELD_REQUIRED },
         { .name = "spec", .decode = pod_dec_inline, .sub = node_spec_fields },
         { .name = "status", .decode = pod_dec_inline, .sub = node_status_fields },
+        { .name = "topology",
+          .decode = pod_dec_object_array,
+          .offset = offsetof(PodNode, topology),
+          .count_offset = offsetof(PodNode, n_topology),
+          .elem_size = sizeof(PodCpuInfo),
+          .sub = cpu_info_fields },
         {},
 };
 
@@ -108,7 +149,20 @@ int pod_node_load_file(const char *path, PodNode **ret, CubError *err) {
 static const char *const config_kinds[] = { "KubeletConfiguration", NULL };
 static const char *const cgroup_drivers[] = { "cgroupfs", "systemd", NULL };
 
+static const char *const cpu_manager_policies[] = { "none", "static", NULL };
+static const char *const eviction_policies[] = { "cubelet", "kubelet", NULL };
+
 static const PodField cubelet_fields[] = {
+        { .name = "evictionPolicy",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, eviction_policy),
+          .allowed = eviction_policies },
+        { .name = "evictionSamplePeriod",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, eviction_sample_period) },
+        { .name = "psiMemoryTrigger",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, psi_memory_trigger) },
         { .name = "stateDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, state_dir) },
         { .name = "socket", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, socket_path) },
         { .name = "nodeName", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, node_name) },
@@ -135,12 +189,37 @@ static const PodField config_fields[] = {
         { .name = "containerRuntimeEndpoint",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, runtime_endpoint) },
+        { .name = "maxPods", .decode = pod_dec_int64, .offset = offsetof(PodKubeletConfig, max_pods) },
+        { .name = "cpuManagerPolicy",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, cpu_manager_policy),
+          .allowed = cpu_manager_policies },
+        { .name = "reservedSystemCPUs",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, reserved_system_cpus) },
+        { .name = "evictionHard",
+          .decode = pod_dec_string_map,
+          .offset = offsetof(PodKubeletConfig, eviction_hard),
+          .set_offset = offsetof(PodKubeletConfig, eviction_hard_set) },
+        { .name = "evictionSoft", .decode = pod_dec_string_map, .offset = offsetof(PodKubeletConfig, eviction_soft) },
+        { .name = "evictionSoftGracePeriod",
+          .decode = pod_dec_string_map,
+          .offset = offsetof(PodKubeletConfig, eviction_soft_grace_period) },
+        { .name = "evictionMinimumReclaim",
+          .decode = pod_dec_string_map,
+          .offset = offsetof(PodKubeletConfig, eviction_minimum_reclaim) },
+        { .name = "evictionMaxPodGracePeriod",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodKubeletConfig, eviction_max_pod_grace_period) },
+        { .name = "evictionPressureTransitionPeriod",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, eviction_pressure_transition_period) },
         { .name = "cubelet", .decode = pod_dec_inline, .sub = cubelet_fields },
         {},
 };
 
 void pod_kubelet_config_init(PodKubeletConfig *c) {
-        *c = (PodKubeletConfig){ .pod_pids_limit = -1, .cpu_cfs_quota = true };
+        *c = (PodKubeletConfig){ .pod_pids_limit = -1, .cpu_cfs_quota = true, .max_pods = 110 };
 }
 
 void pod_kubelet_config_done(PodKubeletConfig *c) {
@@ -153,6 +232,16 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->cgroup_mount);
         pod_resource_list_done(&c->kube_reserved);
         pod_resource_list_done(&c->system_reserved);
+        free(c->cpu_manager_policy);
+        free(c->reserved_system_cpus);
+        pod_string_map_done(&c->eviction_hard);
+        pod_string_map_done(&c->eviction_soft);
+        pod_string_map_done(&c->eviction_soft_grace_period);
+        pod_string_map_done(&c->eviction_minimum_reclaim);
+        free(c->eviction_pressure_transition_period);
+        free(c->eviction_policy);
+        free(c->eviction_sample_period);
+        free(c->psi_memory_trigger);
         pod_strv_done(&c->ignored);
         pod_kubelet_config_init(c);
 }

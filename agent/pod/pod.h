@@ -257,6 +257,20 @@ typedef struct PodTaint {
         char *effect;
 } PodTaint;
 
+typedef struct PodNodeCondition {
+        char *type;   /* MemoryPressure, DiskPressure, PIDPressure, Ready, ... */
+        char *status; /* "True", "False", "Unknown" */
+} PodNodeCondition;
+
+/* One CPU of the node's optional top-level "topology" list (cubelet's
+ * extension for `cubelet admit`). */
+typedef struct PodCpuInfo {
+        int32_t cpu;
+        int32_t core;
+        int32_t socket;
+        int32_t numa;
+} PodCpuInfo;
+
 typedef struct PodNode {
         char *name;
         PodStringMap labels;
@@ -264,6 +278,10 @@ typedef struct PodNode {
         PodResourceList allocatable;
         PodTaint *taints;
         size_t n_taints;
+        PodNodeCondition *conditions;
+        size_t n_conditions;
+        PodCpuInfo *topology;
+        size_t n_topology;
 } PodNode;
 
 PodNode *pod_node_free(PodNode *n);
@@ -289,6 +307,22 @@ typedef struct PodKubeletConfig {
         char *socket_path;
         char *node_name;
         char *cgroup_mount;
+        /* admission and the CPU manager */
+        int64_t max_pods;            /* maxPods, default 110 */
+        char *cpu_manager_policy;    /* cpuManagerPolicy: "none" (default) or "static" */
+        char *reserved_system_cpus;  /* reservedSystemCPUs, a cpu list */
+        /* eviction: kubelet's maps, signal -> value, kept as text for eviction/ to parse */
+        PodStringMap eviction_hard;  /* evictionHard; NULL items = kubelet's defaults */
+        bool eviction_hard_set;
+        PodStringMap eviction_soft;              /* evictionSoft */
+        PodStringMap eviction_soft_grace_period; /* evictionSoftGracePeriod, Go durations */
+        PodStringMap eviction_minimum_reclaim;   /* evictionMinimumReclaim */
+        int64_t eviction_max_pod_grace_period;   /* evictionMaxPodGracePeriod, seconds */
+        char *eviction_pressure_transition_period; /* Go duration, default "5m" */
+        /* cubelet's own, under "cubelet:" */
+        char *eviction_policy;       /* evictionPolicy: "cubelet" (default) or "kubelet" */
+        char *eviction_sample_period; /* evictionSamplePeriod: Go duration, default "1s" */
+        char *psi_memory_trigger;    /* psiMemoryTrigger, default "some 150000 1000000" */
         PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 
