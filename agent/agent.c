@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "../cri/cri.h"
+#include "agent-internal.h"
 #include "api/api.h"
 #include "cgroup/cgroup.h"
 #include "config/podsrc.h"
@@ -25,73 +26,18 @@
 #include "util/log.h"
 #include "worker/worker.h"
 
-#define USEC_PER_SEC 1000000ULL
-#define BACKOFF_BASE_USEC (10 * USEC_PER_SEC)
-#define BACKOFF_MAX_USEC (300 * USEC_PER_SEC)
-#define BACKOFF_RESET_NSEC (600LL * 1000000000LL)
-
-typedef struct AgentBackoff {
-        int64_t seen_finished; /* finished_at of the last termination counted */
-        unsigned crashes;
-        uint64_t next_usec; /* the container may start again from here */
-} AgentBackoff;
-
-typedef struct AgentContainerStatus {
-        char id[80];
-        char state[16];
-        uint32_t restarts;
-        int32_t exit_code;
-        char reason[32];
-        bool terminated_before;
-        bool waiting_backoff;
-} AgentContainerStatus;
-
-typedef struct AgentPod {
-        WorkerSpec *spec;
-        bool busy;
-        bool wanted;
-        bool observed;
-        char phase[16];
-        char last_error[CUB_ERR_MSG_MAX];
-        AgentBackoff *backoff;          /* init containers first, then app containers */
-        AgentContainerStatus *statuses; /* same order */
-        size_t n;
-} AgentPod;
-
-typedef struct AgentError {
-        char *source;
-        char *message;
-} AgentError;
-
-struct Agent {
-        AgentOptions opt;
-        AgentNode node;
-        CgOptions cg;
-        sd_event *event;
-        CriClient *cri;
-        CgWriter *writer;
-        WorkerPool *pool;
-        ApiServer *api;
-        sd_event_source *worker_src, *inotify_src, *relist_timer, *rescan_timer, *debounce_timer;
-        AgentPod **pods;
-        size_t n_pods;
-        AgentError *errors;
-        size_t n_errors;
-        char **killing; /* UIDs with a kill job in flight */
-        size_t n_killing;
-        bool relist_busy, relist_again;
-        bool runtime_ready, runtime_known;
-        char runtime_error[CUB_ERR_MSG_MAX];
-        char runtime_version[256];
-        bool notified_ready;
-        char *log_root;
-};
-
-static uint64_t now_usec(void) {
+uint64_t agent_now_usec(void) {
         struct timespec ts;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+uint64_t agent_realtime_msec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000ULL + (uint64_t) ts.tv_nsec / 1000000ULL;
 }
 
 static char *dup_or_null(const char *s) {
@@ -278,7 +224,7 @@ static void rescan(Agent *a) {
                 changed = true;
                 /* a new pod starts at once: its sync job finds out itself what the runtime has */
                 if (a->pool)
-                        submit_sync(a, p, now_usec());
+                        submit_sync(a, p, agent_now_usec());
         }
         for (size_t i = 0; i < a->n_pods; i++)
                 if (!a->pods[i]->wanted) {
@@ -458,7 +404,7 @@ static void notify_status(Agent *a) {
 }
 
 static void on_relist(Agent *a, WorkerJob *j) {
-        uint64_t now = now_usec();
+        uint64_t now = agent_now_usec();
 
         if (j->r < 0) {
                 if (a->runtime_ready || !a->runtime_known || strcmp(a->runtime_error, j->error) != 0)

@@ -89,8 +89,8 @@ int cpumgr_take_by_topology(const CpumgrTopology *t, const CpumgrSet *available,
 /* The reserved set: reserved_cpus_list (reservedSystemCPUs) when non-NULL
  * and non-empty, else ceil(reserved_milli / 1000) CPUs taken by topology
  * from all CPUs. */
-int cpumgr_reserved(const CpumgrTopology *t, const char *reserved_cpus_list, int64_t reserved_milli,
-                    CpumgrSet *ret, CubError *err);
+int cpumgr_reserved(const CpumgrTopology *t, const char *reserved_cpus_list, int64_t reserved_milli, CpumgrSet *ret,
+                    CubError *err);
 
 /* ---- policy -------------------------------------------------------------- */
 

@@ -308,22 +308,22 @@ typedef struct PodKubeletConfig {
         char *node_name;
         char *cgroup_mount;
         /* admission and the CPU manager */
-        int64_t max_pods;            /* maxPods, default 110 */
-        char *cpu_manager_policy;    /* cpuManagerPolicy: "none" (default) or "static" */
-        char *reserved_system_cpus;  /* reservedSystemCPUs, a cpu list */
+        int64_t max_pods;           /* maxPods, default 110 */
+        char *cpu_manager_policy;   /* cpuManagerPolicy: "none" (default) or "static" */
+        char *reserved_system_cpus; /* reservedSystemCPUs, a cpu list */
         /* eviction: kubelet's maps, signal -> value, kept as text for eviction/ to parse */
-        PodStringMap eviction_hard;  /* evictionHard; NULL items = kubelet's defaults */
+        PodStringMap eviction_hard; /* evictionHard; NULL items = kubelet's defaults */
         bool eviction_hard_set;
-        PodStringMap eviction_soft;              /* evictionSoft */
-        PodStringMap eviction_soft_grace_period; /* evictionSoftGracePeriod, Go durations */
-        PodStringMap eviction_minimum_reclaim;   /* evictionMinimumReclaim */
-        int64_t eviction_max_pod_grace_period;   /* evictionMaxPodGracePeriod, seconds */
+        PodStringMap eviction_soft;                /* evictionSoft */
+        PodStringMap eviction_soft_grace_period;   /* evictionSoftGracePeriod, Go durations */
+        PodStringMap eviction_minimum_reclaim;     /* evictionMinimumReclaim */
+        int64_t eviction_max_pod_grace_period;     /* evictionMaxPodGracePeriod, seconds */
         char *eviction_pressure_transition_period; /* Go duration, default "5m" */
         /* cubelet's own, under "cubelet:" */
-        char *eviction_policy;       /* evictionPolicy: "cubelet" (default) or "kubelet" */
+        char *eviction_policy;        /* evictionPolicy: "cubelet" (default) or "kubelet" */
         char *eviction_sample_period; /* evictionSamplePeriod: Go duration, default "1s" */
-        char *psi_memory_trigger;    /* psiMemoryTrigger, default "some 150000 1000000" */
-        PodStrv ignored; /* names of fields present but not supported */
+        char *psi_memory_trigger;     /* psiMemoryTrigger, default "some 150000 1000000" */
+        PodStrv ignored;              /* names of fields present but not supported */
 } PodKubeletConfig;
 
 void pod_kubelet_config_init(PodKubeletConfig *c);

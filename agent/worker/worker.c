@@ -131,11 +131,33 @@ WorkerJob *worker_job_free(WorkerJob *j) {
                 return NULL;
         worker_spec_unref(j->spec);
         free(j->may_start);
+        if (j->cpusets && j->spec)
+                for (size_t i = 0; i < j->spec->pod->n_init_containers + j->spec->pod->n_containers; i++)
+                        free(j->cpusets[i]);
+        free(j->cpusets);
         free(j->uid);
         free(j->cgroup);
         worker_observed_free(j->observed, j->n_observed);
         free(j);
         return NULL;
+}
+
+int worker_job_set_cpusets(WorkerJob *j, const char *const *cpusets, size_t n) {
+        char **l = calloc(n + 1, sizeof(char *));
+
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                l[i] = strdup(cpusets[i] ? cpusets[i] : "");
+                if (!l[i]) {
+                        for (size_t k = 0; k < i; k++)
+                                free(l[k]);
+                        free(l);
+                        return -ENOMEM;
+                }
+        }
+        j->cpusets = l;
+        return 0;
 }
 
 const WorkerContainer *worker_observed_container(const WorkerObserved *o, const char *name) {
@@ -400,6 +422,7 @@ static CriSeccompType seccomp_of(const PodSeccomp *c, const PodSeccomp *pod, con
 typedef struct SyncCtx {
         WorkerPool *p;
         const WorkerSpec *s;
+        char *const *cpusets; /* per container, init first; NULL = the spec's */
         const char *sandbox_id;
         const CriSandboxConfig *sbc;
         char grace[24];
@@ -409,6 +432,9 @@ typedef struct SyncCtx {
 static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerResources *res, bool init,
                            uint32_t attempt, const char *old_id, CubError *err) {
         const Pod *pod = x->s->pod;
+        size_t idx =
+                init ? (size_t) (c - pod->init_containers) : pod->n_init_containers + (size_t) (c - pod->containers);
+        const char *cpuset = x->cpusets ? x->cpusets[idx] : res->cpuset_cpus;
         const char *labels[16];
         const char **envs;
         _cleanup_free_ char *log_path = NULL, *id = NULL;
@@ -455,7 +481,7 @@ static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerR
                         .cpu_shares = res->cpu_shares,
                         .memory_limit_in_bytes = res->memory_limit_in_bytes,
                         .oom_score_adj = res->oom_score_adj,
-                        .cpuset_cpus = res->cpuset_cpus,
+                        .cpuset_cpus = cpuset,
                 },
         };
         cfg.seccomp = seccomp_of(&c->seccomp, &pod->seccomp, &cfg.seccomp_localhost);
@@ -476,7 +502,7 @@ static int job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         _cleanup_free_ char *sandbox_id = NULL;
         CriContainer *ct = NULL;
         CriSandboxConfig sbc;
-        SyncCtx x = { .p = p, .s = s };
+        SyncCtx x = { .p = p, .s = s, .cpusets = j->cpusets };
         uint32_t attempt = 0;
         bool have_ready = false, init_done = true;
         size_t nl = 0, n_ct = 0;
@@ -601,6 +627,59 @@ out:
         return r;
 }
 
+/* The CPU manager's reconcile: running containers of the pod get their
+ * current cpuset (the shared pool changes as exclusive pods come and go). */
+static int job_update(WorkerPool *p, WorkerJob *j, CubError *err) {
+        const WorkerSpec *s = j->spec;
+        const Pod *pod = s->pod;
+        const char *selector[] = { WORKER_LABEL_UID, pod->uid, NULL };
+        CriContainer *ct = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!j->cpusets)
+                return 0;
+        r = cri_list_containers(p->cri, NULL, selector, &ct, &n, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                const CgContainerResources *res = NULL;
+                const char *cpuset = NULL;
+                CriResources cr;
+
+                if (ct[i].state != CRI_CONTAINER_RUNNING && ct[i].state != CRI_CONTAINER_CREATED)
+                        continue;
+                for (size_t k = 0; k < pod->n_init_containers; k++)
+                        if (strcmp(pod->init_containers[k].name, ct[i].name) == 0) {
+                                res = &s->init_res[k];
+                                cpuset = j->cpusets[k];
+                        }
+                for (size_t k = 0; k < pod->n_containers; k++)
+                        if (strcmp(pod->containers[k].name, ct[i].name) == 0) {
+                                res = &s->app_res[k];
+                                cpuset = j->cpusets[pod->n_init_containers + k];
+                        }
+                if (!res || !cpuset || !*cpuset)
+                        continue;
+                /* containerd keeps the fields left at 0; send them all again anyway */
+                cr = (CriResources){
+                        .cpu_period = res->cpu_period,
+                        .cpu_quota = res->cpu_quota,
+                        .cpu_shares = res->cpu_shares,
+                        .memory_limit_in_bytes = res->memory_limit_in_bytes,
+                        .oom_score_adj = res->oom_score_adj,
+                        .cpuset_cpus = cpuset,
+                };
+                r = cri_update_container_resources(p->cri, ct[i].id, &cr, err);
+                if (r < 0) {
+                        (void) cub_err_wrap(err, "container '%s': update cpuset '%s'", ct[i].name, cpuset);
+                        break;
+                }
+        }
+        cri_containers_free(ct, n);
+        return r;
+}
+
 /* ---- the pool ------------------------------------------------------------- */
 
 static void *worker_main(void *arg) {
@@ -635,6 +714,9 @@ static void *worker_main(void *arg) {
                         break;
                 case WORKER_KILL:
                         j->r = job_kill(p, j, &err);
+                        break;
+                case WORKER_UPDATE:
+                        j->r = job_update(p, j, &err);
                         break;
                 default:
                         j->r = cub_err_set(&err, EINVAL, "unknown job");

@@ -77,6 +77,7 @@ typedef enum WorkerJobKind {
         WORKER_RELIST,
         WORKER_SYNC,
         WORKER_KILL,
+        WORKER_UPDATE, /* UpdateContainerResources with new cpusets on running containers */
         _WORKER_JOB_MAX,
         _WORKER_JOB_INVALID = -22,
 } WorkerJobKind;
@@ -86,6 +87,9 @@ typedef struct WorkerJob {
         /* SYNC */
         WorkerSpec *spec;
         bool *may_start; /* per container, init containers first; NULL = all may */
+        /* SYNC and UPDATE: each container's cpuset (init containers first), from
+         * the CPU manager at submit time; NULL = the spec's */
+        char **cpusets;
         /* KILL */
         char *uid;
         char *cgroup;
@@ -100,6 +104,8 @@ typedef struct WorkerJob {
 } WorkerJob;
 
 WorkerJob *worker_job_new(WorkerJobKind kind);
+/* Sets j->cpusets to copies of the n strings; -ENOMEM. */
+int worker_job_set_cpusets(WorkerJob *j, const char *const *cpusets, size_t n);
 WorkerJob *worker_job_free(WorkerJob *j);
 void worker_observed_free(WorkerObserved *o, size_t n);
 const WorkerContainer *worker_observed_container(const WorkerObserved *o, const char *name);
