@@ -201,6 +201,7 @@ bench: deps
 	@$(MAKE) --no-print-directory bench-host
 	@$(MAKE) --no-print-directory all images vm-image
 	@VM_IMAGES=$(abspath $(IMAGES_DIR)) BENCH_PODS=$(BENCH_PODS) tests/vm/run-vm.sh tests/vm/bench/bench.sh
+	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh tests/vm/bench/eviction.sh
 
 # ---- lint -------------------------------------------------------------------
 lint: $(LIBS)

@@ -10,7 +10,10 @@
 #include <systemd/sd-event.h>
 
 #include "../cri/cri.h"
+#include "../eviction/eviction.h"
+#include "admit/admit.h"
 #include "agent.h"
+#include "cpumanager/cpumanager.h"
 #include "api/api.h"
 #include "cgroup/cgroup.h"
 #include "node.h"
@@ -47,7 +50,31 @@ typedef struct AgentPod {
         AgentBackoff *backoff;          /* init containers first, then app containers */
         AgentContainerStatus *statuses; /* same order */
         size_t n;
+        /* admission */
+        bool admitted;  /* in the admission snapshot (assumed or confirmed) */
+        bool confirmed; /* a sync succeeded once */
+        bool terminal;  /* Failed: rejected, preempted or evicted; never synced again */
+        bool evicted;   /* terminal by eviction: admitted again once the pressure is gone */
+        char reason[64];
+        char message[CUB_ERR_MSG_MAX];
+        int64_t kill_grace;   /* grace period of the stop of a terminal pod */
+        char **victims;       /* preemption victims still stopping; the sync waits for them */
+        size_t n_victims;
+        unsigned pool_gen;    /* the shared-pool generation its running containers have */
 } AgentPod;
+
+#define AGENT_EVICTIONS_KEPT 16
+
+typedef struct AgentEviction {
+        char key[320];
+        char uid[128];
+        char signal[40];
+        char message[EVICT_MESSAGE_MAX];
+        int64_t grace;
+        uint64_t onset_boot_ms;   /* CLOCK_BOOTTIME: the first sample that met the threshold */
+        uint64_t decided_boot_ms; /* the decision */
+        uint64_t stopped_boot_ms; /* the victim's containers were stopped (0 while stopping) */
+} AgentEviction;
 
 typedef struct AgentError {
         char *source;
@@ -56,6 +83,7 @@ typedef struct AgentError {
 
 struct Agent {
         AgentOptions opt;
+        const PodKubeletConfig *kc; /* the caller's: AgentOptions outlive the agent */
         AgentNode node;
         CgOptions cg;
         sd_event *event;
@@ -76,7 +104,71 @@ struct Agent {
         char runtime_version[256];
         bool notified_ready;
         char *log_root;
+        /* admission and the CPU manager (admission.c) */
+        CpumgrTopology topo;
+        CpumgrState *cpu;
+        AdmitSnapshot *snap;
+        AdmitOptions admit_opt;
+        char *ledger_path;
+        char *cpu_state_path;
+        AdmitLedgerEntry *ledger; /* what the previous run had admitted */
+        size_t n_ledger;
+        unsigned pool_gen;
+        /* eviction (pressure.c) */
+        EvictConfig evict_cfg;
+        EvictState evict_state;
+        EvictObservations evict_obs;
+        bool evict_conditions[_EVICT_CONDITION_MAX];
+        uint64_t evict_sample_usec;
+        char *psi_trigger;
+        sd_event_source *evict_timer, *psi_node_src, *psi_pods_src, *memevents_src;
+        char evicting[128]; /* UID of the victim being stopped ("" when none) */
+        AgentEviction evictions[AGENT_EVICTIONS_KEPT];
+        size_t n_evictions; /* total decisions; the last AGENT_EVICTIONS_KEPT are kept */
+        uint64_t evict_rounds;
 };
 
 uint64_t agent_now_usec(void);
 uint64_t agent_realtime_msec(void);
+uint64_t agent_boottime_msec(void);
+
+/* agent.c */
+AgentPod *agent_find_pod(Agent *a, const char *uid);
+void agent_submit_sync(Agent *a, AgentPod *p, uint64_t now);
+/* Makes p terminal (phase Failed with reason and message) and stops its
+ * containers with the grace period. */
+void agent_pod_fail(Agent *a, AgentPod *p, const char *reason, const char *message, int64_t grace);
+/* A terminal pod becomes a new attempt: statuses and back-off reset. */
+void agent_pod_reset(AgentPod *p);
+
+/* admission.c: the admission snapshot, the ledger and the CPU manager */
+int agent_admission_init(Agent *a, CubError *err);
+void agent_admission_done(Agent *a);
+/* Decides on a new pod (or restores one the previous run had admitted);
+ * returns true when its sync may start now. A rejected pod is made
+ * terminal; preemption victims are stopped. */
+bool agent_admission_admit(Agent *a, AgentPod *p);
+/* Releases what an admitted pod holds (it ended, went away or failed). */
+void agent_admission_forget(Agent *a, AgentPod *p);
+void agent_admission_confirm(Agent *a, AgentPod *p);
+/* After the first scan: drops CPU assignments of pods that are gone. */
+void agent_admission_settle(Agent *a);
+/* Each container's cpuset, init containers first (malloc'd strings). */
+char **agent_admission_cpusets(Agent *a, const AgentPod *p);
+void agent_admission_cpusets_free(char **l, size_t n);
+/* Running pods whose shared containers lag behind the pool get an update. */
+void agent_admission_reconcile(Agent *a);
+void agent_admission_status(Agent *a, void *json_pod, const AgentPod *p);
+void agent_admission_node_status(Agent *a, void *json_doc);
+
+/* pressure.c: signals, node conditions and evictions */
+int agent_pressure_init(Agent *a, CubError *err);
+void agent_pressure_done(Agent *a);
+/* Starts sampling and the PSI/memory.events sources (the loop exists). */
+void agent_pressure_attach(Agent *a);
+void agent_pressure_sync(Agent *a, const char *why);
+/* A kill job of uid finished. */
+void agent_pressure_stopped(Agent *a, const char *uid);
+void agent_pressure_status(Agent *a, void *json_doc);
+/* The allocatable memory after the hard memory.available threshold. */
+uint64_t agent_pressure_hard_memory(Agent *a, uint64_t capacity);

@@ -67,13 +67,16 @@ static AgentPod *agent_pod_free(AgentPod *p) {
         if (!p)
                 return NULL;
         worker_spec_unref(p->spec);
+        for (size_t i = 0; i < p->n_victims; i++)
+                free(p->victims[i]);
+        free(p->victims);
         free(p->backoff);
         free(p->statuses);
         free(p);
         return NULL;
 }
 
-static AgentPod *find_pod(Agent *a, const char *uid) {
+AgentPod *agent_find_pod(Agent *a, const char *uid) {
         for (size_t i = 0; i < a->n_pods; i++)
                 if (strcmp(a->pods[i]->spec->pod->uid, uid) == 0)
                         return a->pods[i];
@@ -100,9 +103,10 @@ static void remove_unwanted(Agent *a) {
         size_t k = 0;
 
         for (size_t i = 0; i < a->n_pods; i++) {
-                if (!a->pods[i]->wanted && !a->pods[i]->busy)
+                if (!a->pods[i]->wanted && !a->pods[i]->busy) {
+                        agent_admission_forget(a, a->pods[i]);
                         agent_pod_free(a->pods[i]);
-                else
+                } else
                         a->pods[k++] = a->pods[i];
         }
         a->n_pods = k;
@@ -165,7 +169,7 @@ static void set_errors(Agent *a, const PodsrcSet *set) {
 }
 
 static void request_relist(Agent *a);
-static void submit_sync(Agent *a, AgentPod *p, uint64_t now);
+static void notify_status(Agent *a);
 
 static void rescan(Agent *a) {
         PodsrcSet set = {};
@@ -178,6 +182,17 @@ static void rescan(Agent *a) {
         }
         for (size_t i = 0; i < a->n_pods; i++)
                 a->pods[i]->wanted = false;
+        /* pods that stay are known first, so that what left frees its
+         * resources before new pods are admitted */
+        for (size_t i = 0; i < set.n; i++) {
+                AgentPod *p = set.items[i].pod ? agent_find_pod(a, set.items[i].pod->uid) : NULL;
+
+                if (p && strcmp(p->spec->pod->config_hash, set.items[i].pod->config_hash) == 0)
+                        p->wanted = true;
+        }
+        for (size_t i = 0; i < a->n_pods; i++)
+                if (!a->pods[i]->wanted)
+                        agent_admission_forget(a, a->pods[i]);
         for (size_t i = 0; i < set.n; i++) {
                 PodsrcEntry *e = &set.items[i];
                 AgentPod *p;
@@ -185,7 +200,7 @@ static void rescan(Agent *a) {
 
                 if (!e->pod)
                         continue;
-                p = find_pod(a, e->pod->uid);
+                p = agent_find_pod(a, e->pod->uid);
                 if (p && strcmp(p->spec->pod->config_hash, e->pod->config_hash) == 0) {
                         p->wanted = true;
                         continue;
@@ -222,9 +237,10 @@ static void rescan(Agent *a) {
                 cub_log(LOG_INFO, "pod %s/%s (uid %s) from '%s'", spec->pod->namespace_, spec->pod->name,
                         spec->pod->uid, spec->source);
                 changed = true;
-                /* a new pod starts at once: its sync job finds out itself what the runtime has */
-                if (a->pool)
-                        submit_sync(a, p, agent_now_usec());
+                /* admission before any runtime call; an admitted pod starts at
+                 * once: its sync job finds out itself what the runtime has */
+                if (agent_admission_admit(a, p) && a->pool)
+                        agent_submit_sync(a, p, agent_now_usec());
         }
         for (size_t i = 0; i < a->n_pods; i++)
                 if (!a->pods[i]->wanted) {
@@ -357,12 +373,17 @@ static bool observe(Agent *a, AgentPod *p, const WorkerObserved *o, uint64_t now
         return need;
 }
 
-static void submit_sync(Agent *a, AgentPod *p, uint64_t now) {
-        WorkerJob *j = worker_job_new(WORKER_SYNC);
+void agent_submit_sync(Agent *a, AgentPod *p, uint64_t now) {
+        WorkerJob *j;
 
+        if (!p->admitted || p->terminal || p->n_victims > 0 || p->busy)
+                return;
+        j = worker_job_new(WORKER_SYNC);
         if (!j)
                 return;
         j->spec = worker_spec_ref(p->spec);
+        j->cpusets = agent_admission_cpusets(a, p);
+        p->pool_gen = a->pool_gen;
         j->may_start = calloc(p->n + 1, sizeof(bool));
         for (size_t k = 0; j->may_start && k < p->n; k++)
                 j->may_start[k] = now >= p->backoff[k].next_usec;
@@ -370,17 +391,21 @@ static void submit_sync(Agent *a, AgentPod *p, uint64_t now) {
         worker_pool_submit(a->pool, j);
 }
 
-static void submit_kill(Agent *a, const WorkerObserved *o) {
-        WorkerJob *j = worker_job_new(WORKER_KILL);
+static void submit_kill_uid(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup,
+                            int64_t grace) {
+        WorkerJob *j;
         char **nk;
 
+        if (is_killing(a, uid))
+                return;
+        j = worker_job_new(WORKER_KILL);
         if (!j)
                 return;
-        j->uid = strdup(o->uid);
-        j->cgroup = dup_or_null(o->cgroup);
-        j->grace = o->grace;
+        j->uid = strdup(uid);
+        j->cgroup = dup_or_null(cgroup);
+        j->grace = grace;
         nk = realloc(a->killing, (a->n_killing + 1) * sizeof(char *));
-        if (!j->uid || !nk || !(nk[a->n_killing] = strdup(o->uid))) {
+        if (!j->uid || !nk || !(nk[a->n_killing] = strdup(uid))) {
                 if (nk)
                         a->killing = nk;
                 worker_job_free(j);
@@ -388,9 +413,39 @@ static void submit_kill(Agent *a, const WorkerObserved *o) {
         }
         a->killing = nk;
         a->n_killing++;
-        cub_log(LOG_INFO, "stopping pod %s/%s (uid %s), grace period %" PRId64 "s", o->namespace_, o->name, o->uid,
-                o->grace);
+        cub_log(LOG_INFO, "stopping pod %s/%s (uid %s), grace period %" PRId64 "s", ns, name, uid, grace);
         worker_pool_submit(a->pool, j);
+}
+
+static void submit_kill(Agent *a, const WorkerObserved *o) {
+        submit_kill_uid(a, o->uid, o->namespace_, o->name, o->cgroup, o->grace);
+}
+
+void agent_pod_fail(Agent *a, AgentPod *p, const char *reason, const char *message, int64_t grace) {
+        const Pod *pod = p->spec->pod;
+
+        p->terminal = true;
+        p->kill_grace = grace;
+        (void) snprintf(p->phase, sizeof(p->phase), "Failed");
+        (void) snprintf(p->reason, sizeof(p->reason), "%s", reason);
+        (void) snprintf(p->message, sizeof(p->message), "%s", message);
+        agent_admission_forget(a, p);
+        for (size_t k = 0; k < p->n; k++)
+                if (strcmp(p->statuses[k].state, "Running") == 0 || strcmp(p->statuses[k].state, "Created") == 0)
+                        (void) snprintf(p->statuses[k].state, sizeof(p->statuses[k].state), "Terminating");
+        /* the pod's containers stop even while a sync job still runs: the
+         * relist stops whatever that job started */
+        if (a->pool && p->observed)
+                submit_kill_uid(a, pod->uid, pod->namespace_, pod->name, p->spec->cgroup.path, grace);
+        notify_status(a);
+}
+
+void agent_pod_reset(AgentPod *p) {
+        p->terminal = p->evicted = false;
+        p->reason[0] = p->message[0] = '\0';
+        (void) snprintf(p->phase, sizeof(p->phase), "Pending");
+        memset(p->backoff, 0, p->n * sizeof(AgentBackoff));
+        memset(p->statuses, 0, p->n * sizeof(AgentContainerStatus));
 }
 
 static void notify_status(Agent *a) {
@@ -429,17 +484,27 @@ static void on_relist(Agent *a, WorkerJob *j) {
                                 o = &j->observed[k];
                 if (p->busy || !p->wanted)
                         continue;
+                if (p->terminal) {
+                        /* a rejected, preempted or evicted pod keeps nothing running */
+                        p->observed = o != NULL;
+                        if (o)
+                                submit_kill_uid(a, o->uid, o->namespace_, o->name, o->cgroup, p->kill_grace);
+                        continue;
+                }
+                if (!p->admitted)
+                        continue;
                 if (observe(a, p, o, now))
-                        submit_sync(a, p, now);
+                        agent_submit_sync(a, p, now);
         }
         for (size_t k = 0; k < j->n_observed; k++) {
                 const WorkerObserved *o = &j->observed[k];
-                AgentPod *p = find_pod(a, o->uid);
+                AgentPod *p = agent_find_pod(a, o->uid);
 
                 if ((p && p->wanted) || is_killing(a, o->uid) || (p && p->busy))
                         continue;
                 submit_kill(a, o);
         }
+        agent_admission_reconcile(a);
         if (!a->notified_ready) {
                 (void) sd_notify(false, "READY=1");
                 a->notified_ready = true;
@@ -464,6 +529,24 @@ static void request_relist(Agent *a) {
         worker_pool_submit(a->pool, j);
 }
 
+/* A preemption victim is gone: pods waiting for it may start. */
+static void victim_stopped(Agent *a, const char *uid) {
+        uint64_t now = agent_now_usec();
+
+        for (size_t i = 0; i < a->n_pods; i++) {
+                AgentPod *p = a->pods[i];
+
+                for (size_t k = 0; k < p->n_victims; k++)
+                        if (strcmp(p->victims[k], uid) == 0) {
+                                free(p->victims[k]);
+                                p->victims[k] = p->victims[--p->n_victims];
+                                if (p->n_victims == 0)
+                                        agent_submit_sync(a, p, now);
+                                break;
+                        }
+        }
+}
+
 static int on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Agent *a = userdata;
         WorkerJob *j;
@@ -483,13 +566,15 @@ static int on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdat
                                 request_relist(a);
                         break;
                 case WORKER_SYNC: {
-                        AgentPod *p = find_pod(a, j->spec->pod->uid);
+                        AgentPod *p = agent_find_pod(a, j->spec->pod->uid);
 
                         for (size_t i = 0; i < a->n_pods; i++)
                                 if (a->pods[i]->spec == j->spec)
                                         p = a->pods[i];
                         if (p) {
                                 p->busy = false;
+                                if (j->r >= 0)
+                                        agent_admission_confirm(a, p);
                                 if (j->r < 0 && strcmp(p->last_error, j->error) != 0)
                                         cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_,
                                                 j->spec->pod->name, j->error);
@@ -503,10 +588,30 @@ static int on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         drop_killing(a, j->uid);
                         if (j->r < 0)
                                 cub_log(LOG_WARNING, "stopping pod uid %s: %s", j->uid, j->error);
-                        else
+                        else {
                                 cub_log(LOG_INFO, "pod uid %s removed", j->uid);
+                                victim_stopped(a, j->uid);
+                                agent_pressure_stopped(a, j->uid);
+                        }
                         request_relist(a);
                         break;
+                case WORKER_UPDATE: {
+                        AgentPod *p = NULL;
+
+                        for (size_t i = 0; i < a->n_pods; i++)
+                                if (a->pods[i]->spec == j->spec)
+                                        p = a->pods[i];
+                        if (p) {
+                                p->busy = false;
+                                if (j->r < 0) {
+                                        p->pool_gen = 0; /* retried at the next relist */
+                                        cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_,
+                                                j->spec->pod->name, j->error);
+                                }
+                        }
+                        remove_unwanted(a);
+                        break;
+                }
                 default:
                         break;
                 }
@@ -580,12 +685,18 @@ char *agent_status_json(Agent *a) {
                                 json_object_set_new(cj, "waitingReason", json_string("CrashLoopBackOff"));
                         json_array_append_new(cs, cj);
                 }
-                json_array_append_new(pods, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:o}", "namespace",
-                                                      pod->namespace_, "name", pod->name, "uid", pod->uid, "source",
-                                                      p->spec->source, "phase", p->phase, "qosClass",
-                                                      pod_qos_to_string(p->spec->qos), "cgroup", p->spec->cgroup.path,
-                                                      "restarts", (int) restarts, "lastError", p->last_error,
-                                                      "containers", cs));
+                {
+                        json_t *pj = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:o}", "namespace",
+                                               pod->namespace_, "name", pod->name, "uid", pod->uid, "source",
+                                               p->spec->source, "phase", p->phase, "qosClass",
+                                               pod_qos_to_string(p->spec->qos), "cgroup", p->spec->cgroup.path,
+                                               "restarts", (int) restarts, "lastError", p->last_error, "containers",
+                                               cs);
+
+                        if (pj)
+                                agent_admission_status(a, pj, p);
+                        json_array_append_new(pods, pj);
+                }
         }
         for (size_t i = 0; i < a->n_errors; i++)
                 json_array_append_new(
@@ -595,6 +706,8 @@ char *agent_status_json(Agent *a) {
                         a->runtime_error, "manifestDir", a->opt.manifest_dir, "pods", pods, "errors", errors);
         if (!doc)
                 return NULL;
+        agent_pressure_status(a, doc);
+        agent_admission_node_status(a, doc);
         text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         json_decref(doc);
         return text;
@@ -639,6 +752,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 r = cub_err_set(err, ENOMEM, "out of memory");
                 goto fail;
         }
+        a->kc = &opt->kc;
         r = agent_host_node(&a->node, err);
         if (r < 0)
                 goto fail;
@@ -671,6 +785,13 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 goto fail;
         }
         r = cg_writer_new(a->opt.cgroup_root, &a->writer, err);
+        if (r < 0)
+                goto fail;
+        /* the hard memory threshold sizes allocatable: eviction config first */
+        r = agent_pressure_init(a, err);
+        if (r < 0)
+                goto fail;
+        r = agent_admission_init(a, err);
         if (r < 0)
                 goto fail;
         r = cri_client_new(a->opt.runtime_endpoint, 0, &a->cri, err);
@@ -726,6 +847,8 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
 
         apply_qos_groups(a);
         rescan(a);
+        agent_admission_settle(a);
+        agent_pressure_attach(a);
         request_relist(a);
         *ret = a;
         return 0;
@@ -746,6 +869,7 @@ Agent *agent_free(Agent *a) {
                 return NULL;
         a->pool = worker_pool_free(a->pool);
         a->api = api_server_free(a->api);
+        agent_pressure_done(a);
         sd_event_source_disable_unref(a->worker_src);
         sd_event_source_disable_unref(a->inotify_src);
         sd_event_source_disable_unref(a->relist_timer);
@@ -760,6 +884,7 @@ Agent *agent_free(Agent *a) {
                 free(a->errors[i].message);
         }
         free(a->errors);
+        agent_admission_done(a);
         for (size_t i = 0; i < a->n_killing; i++)
                 free(a->killing[i]);
         free(a->killing);

@@ -32,6 +32,7 @@ void agent_options_done(AgentOptions *o);
 
 typedef struct Agent Agent;
 
+/* opt (its kc in particular) must outlive the agent. */
 int agent_new(const AgentOptions *opt, Agent **ret, CubError *err);
 /* Runs until SIGTERM/SIGINT; returns 0 or a negative errno. */
 int agent_run(Agent *a);

@@ -156,13 +156,14 @@ int cli_run(int argc, char **argv) {
         (void) signal(SIGPIPE, SIG_IGN);
 
         r = agent_new(&opt, &agent, &err);
-        agent_options_done(&opt);
         if (r < 0) {
+                agent_options_done(&opt);
                 cub_log_errno(LOG_ERR, r, &err, "cannot start");
                 return 1;
         }
         r = agent_run(agent);
         agent_free(agent);
+        agent_options_done(&opt);
         if (r < 0) {
                 cub_log_errno(LOG_ERR, r, NULL, "event loop failed");
                 return 1;

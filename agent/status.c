@@ -27,6 +27,33 @@ static void print_table(json_t *doc) {
                str(rt, "version"));
         if (*str(rt, "error"))
                 printf("  %s\n", str(rt, "error"));
+        {
+                json_t *conds = json_object_get(doc, "conditions"), *cm = json_object_get(doc, "cpuManager"),
+                       *ev = json_object_get(doc, "eviction"), *cd;
+                size_t j;
+
+                if (json_array_size(conds) > 0) {
+                        printf("conditions:");
+                        json_array_foreach(conds, j, cd) printf(" %s=%s", str(cd, "type"), str(cd, "status"));
+                        putchar('\n');
+                }
+                if (cm)
+                        printf("cpu manager %s: reserved '%s', shared pool '%s', free for exclusive use '%s'\n",
+                               str(cm, "policy"), str(cm, "reserved"), str(cm, "sharedPool"), str(cm, "freeExclusive"));
+                if (ev) {
+                        json_t *sig = json_object_get(json_object_get(ev, "signals"), "memory.available");
+
+                        printf("eviction (%s policy):", str(ev, "policy"));
+                        json_array_foreach(json_object_get(ev, "thresholds"), j, cd) printf(" %s", json_string_value(cd));
+                        if (json_is_object(sig))
+                                printf("; memory.available %lld of %lld bytes",
+                                       (long long) json_integer_value(json_object_get(sig, "available")),
+                                       (long long) json_integer_value(json_object_get(sig, "capacity")));
+                        putchar('\n');
+                        json_array_foreach(json_object_get(ev, "decisions"), j, cd)
+                                printf("  evicted %s (%s): %s\n", str(cd, "pod"), str(cd, "signal"), str(cd, "message"));
+                }
+        }
         printf("\n%-12s %-32s %-10s %-11s %-8s %s\n", "NAMESPACE", "NAME", "PHASE", "QOS", "RESTARTS", "CGROUP");
         json_array_foreach(pods, i, p) {
                 printf("%-12s %-32s %-10s %-11s %-8lld %s\n", str(p, "namespace"), str(p, "name"), str(p, "phase"),
@@ -38,6 +65,9 @@ static void print_table(json_t *doc) {
                         printf("    %s%-20s %-10s restarts %lld",
                                json_is_true(json_object_get(c, "init")) ? "init " : "", str(c, "name"), str(c, "state"),
                                (long long) json_integer_value(json_object_get(c, "restarts")));
+                        if (*str(c, "cpuset"))
+                                printf(" cpus %s%s", str(c, "cpuset"),
+                                       json_is_true(json_object_get(c, "exclusive")) ? " (exclusive)" : "");
                         if (*str(c, "waitingReason"))
                                 printf(" (%s)", str(c, "waitingReason"));
                         if (last)
@@ -45,6 +75,8 @@ static void print_table(json_t *doc) {
                                        (long long) json_integer_value(json_object_get(last, "exitCode")));
                         putchar('\n');
                 }
+                if (*str(p, "reason"))
+                        printf("    reason %s: %s\n", str(p, "reason"), str(p, "message"));
                 if (*str(p, "lastError"))
                         printf("    error: %s\n", str(p, "lastError"));
         }

@@ -46,6 +46,8 @@ for t in $(find "$B/tests/fuzz" -type f -perm -u+x -name 'replay-*' 2>/dev/null 
         run_suite "fuzz corpus $target" "$t" tests/fuzz/corpus/"$target"
 done
 run_suite "plan golden files" tests/plan/run.sh "$B/cubelet"
+run_suite "admit golden files" tests/admit/run.sh "$B/cubelet"
+run_suite "rank golden files" tests/rank/run.sh "$B/cubelet"
 run_suite "integration (containerd)" tests/integration/run.sh "$B" "${IMAGES_DIR:-build/images}"
 if [ -x tests/images/run.sh ]; then
         run_suite "images" tests/images/run.sh

@@ -145,6 +145,10 @@ bool cpumgr_pod_fits(const CpumgrState *s, const Pod *pod, PodQOSClass qos, CubE
 int cpumgr_allocate_pod(CpumgrState *s, const Pod *pod, PodQOSClass qos, CubError *err);
 /* Releases every assignment of the pod; its CPUs go back to the pool. */
 void cpumgr_release_pod(CpumgrState *s, const char *pod_uid);
+/* kubelet's RemoveContainer: releases one assignment; its CPUs go back to the
+ * pool minus those still held by sibling containers of the pod (init/app
+ * reuse). */
+void cpumgr_release_container(CpumgrState *s, const char *pod_uid, const char *container);
 /* Releases the assignments of pods not in live_uids (stale state). Returns
  * how many pods were dropped. */
 size_t cpumgr_release_stale(CpumgrState *s, const char *const *live_uids, size_t n_live);
