@@ -143,7 +143,7 @@ bench-host: $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
 
 # ---- fuzz targets: corpus replay in the test build, libFuzzer in `make fuzz`
-FUZZ_TARGETS := json yaml quantity
+FUZZ_TARGETS := json yaml quantity cpu-checkpoint
 FUZZ_REPLAY := $(patsubst %,$(B)/tests/fuzz/replay-%,$(FUZZ_TARGETS))
 
 $(B)/tests/fuzz/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-main.c $(LIBS)
@@ -172,9 +172,9 @@ check-clang:
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -I. $(PKG_CFLAGS)
 fuzz-build: $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_TARGETS))
-$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(UTIL_SRCS) $(POD_SRCS)
+$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(UTIL_SRCS) $(POD_SRCS) $(CPUMGR_SRCS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(UTIL_SRCS) $(POD_SRCS) $(PKG_LIBS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(UTIL_SRCS) $(POD_SRCS) $(CPUMGR_SRCS) $(PKG_LIBS)
 
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \

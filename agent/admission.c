@@ -22,7 +22,8 @@ static void save(Agent *a) {
         if (admit_ledger_save(a->snap, a->ledger_path, &err) < 0)
                 cub_log(LOG_ERR, "admission ledger: %s", err.msg);
         cub_err_clear(&err);
-        if (cpumgr_policy(a->cpu) == CPUMGR_POLICY_STATIC && cpumgr_checkpoint_save(a->cpu, a->cpu_state_path, &err) < 0)
+        if (cpumgr_policy(a->cpu) == CPUMGR_POLICY_STATIC &&
+            cpumgr_checkpoint_save(a->cpu, a->cpu_state_path, &err) < 0)
                 cub_log(LOG_ERR, "CPU manager state: %s", err.msg);
 }
 
@@ -227,8 +228,8 @@ bool agent_admission_admit(Agent *a, AgentPod *p) {
                 }
                 cub_err_clear(&err);
                 if (cpumgr_allocate_pod(a->cpu, pod, p->spec->qos, &err) < 0)
-                        cub_log(LOG_WARNING, "pod %s/%s: exclusive CPUs after restart: %s", pod->namespace_,
-                                pod->name, err.msg);
+                        cub_log(LOG_WARNING, "pod %s/%s: exclusive CPUs after restart: %s", pod->namespace_, pod->name,
+                                err.msg);
                 p->admitted = p->confirmed = true;
                 p->pool_gen = a->pool_gen;
                 pool_changed(a, &before);
@@ -271,7 +272,8 @@ bool agent_admission_admit(Agent *a, AgentPod *p) {
                 if (v) {
                         bool running = v->observed;
 
-                        agent_pod_fail(a, v, ADMIT_PREEMPTED_REASON, msg, v->spec->pod->termination_grace_period_seconds);
+                        agent_pod_fail(a, v, ADMIT_PREEMPTED_REASON, msg,
+                                       v->spec->pod->termination_grace_period_seconds);
                         if (running)
                                 add_victim(p, d.victims[i].uid);
                 } else
@@ -417,11 +419,11 @@ void agent_admission_status(Agent *a, void *json_pod, const AgentPod *p) {
                 if (!name)
                         continue;
                 ex = p->admitted ? cpumgr_container_cpus(a->cpu, pod->uid, name) : NULL;
-                json_object_set_new(c, "cpuset",
-                                    json_string(!p->admitted ? ""
-                                                : ex     ? cpumgr_set_format(ex, buf, CPUMGR_SET_STR_MAX)
-                                                         : cpumgr_container_cpuset(a->cpu, pod->uid, name, buf,
-                                                                                   CPUMGR_SET_STR_MAX)));
+                json_object_set_new(
+                        c, "cpuset",
+                        json_string(!p->admitted ? ""
+                                    : ex         ? cpumgr_set_format(ex, buf, CPUMGR_SET_STR_MAX)
+                                         : cpumgr_container_cpuset(a->cpu, pod->uid, name, buf, CPUMGR_SET_STR_MAX)));
                 json_object_set_new(c, "exclusive", json_boolean(ex != NULL));
         }
 }

@@ -13,9 +13,9 @@
 #include "../eviction/eviction.h"
 #include "admit/admit.h"
 #include "agent.h"
-#include "cpumanager/cpumanager.h"
 #include "api/api.h"
 #include "cgroup/cgroup.h"
+#include "cpumanager/cpumanager.h"
 #include "node.h"
 #include "worker/worker.h"
 
@@ -57,10 +57,10 @@ typedef struct AgentPod {
         bool evicted;   /* terminal by eviction: admitted again once the pressure is gone */
         char reason[64];
         char message[CUB_ERR_MSG_MAX];
-        int64_t kill_grace;   /* grace period of the stop of a terminal pod */
-        char **victims;       /* preemption victims still stopping; the sync waits for them */
+        int64_t kill_grace; /* grace period of the stop of a terminal pod */
+        char **victims;     /* preemption victims still stopping; the sync waits for them */
         size_t n_victims;
-        unsigned pool_gen;    /* the shared-pool generation its running containers have */
+        unsigned pool_gen; /* the shared-pool generation its running containers have */
 } AgentPod;
 
 #define AGENT_EVICTIONS_KEPT 16

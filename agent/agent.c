@@ -686,12 +686,11 @@ char *agent_status_json(Agent *a) {
                         json_array_append_new(cs, cj);
                 }
                 {
-                        json_t *pj = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:o}", "namespace",
-                                               pod->namespace_, "name", pod->name, "uid", pod->uid, "source",
-                                               p->spec->source, "phase", p->phase, "qosClass",
-                                               pod_qos_to_string(p->spec->qos), "cgroup", p->spec->cgroup.path,
-                                               "restarts", (int) restarts, "lastError", p->last_error, "containers",
-                                               cs);
+                        json_t *pj = json_pack(
+                                "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:o}", "namespace", pod->namespace_, "name",
+                                pod->name, "uid", pod->uid, "source", p->spec->source, "phase", p->phase, "qosClass",
+                                pod_qos_to_string(p->spec->qos), "cgroup", p->spec->cgroup.path, "restarts",
+                                (int) restarts, "lastError", p->last_error, "containers", cs);
 
                         if (pj)
                                 agent_admission_status(a, pj, p);

@@ -112,7 +112,7 @@ static void observe(Agent *a) {
 }
 
 static EvictQOS qos_of(PodQOSClass q) {
-        return q == POD_QOS_GUARANTEED ? EVICT_QOS_GUARANTEED
+        return q == POD_QOS_GUARANTEED  ? EVICT_QOS_GUARANTEED
                : q == POD_QOS_BURSTABLE ? EVICT_QOS_BURSTABLE
                                         : EVICT_QOS_BESTEFFORT;
 }
@@ -391,8 +391,8 @@ static json_t *signal_json(const EvictSignalObservation *o) {
 }
 
 void agent_pressure_status(Agent *a, void *json_doc) {
-        json_t *doc = json_doc, *conds = json_array(), *sig = json_object(), *psi = json_object(),
-               *th = json_array(), *ev = json_array();
+        json_t *doc = json_doc, *conds = json_array(), *sig = json_object(), *psi = json_object(), *th = json_array(),
+               *ev = json_array();
         static const char *const psi_names[_EVICT_PSI_MAX] = { "memory", "cpu", "io" };
         EvictMet met[EVICT_THRESHOLDS_MAX];
         size_t n_met, first;
@@ -407,7 +407,8 @@ void agent_pressure_status(Agent *a, void *json_doc) {
                                                        ci.message));
         }
         for (int s = 0; s < _EVICT_SIGNAL_MAX; s++)
-                json_object_set_new(sig, evict_signal_to_string((EvictSignal) s), signal_json(&a->evict_obs.signals[s]));
+                json_object_set_new(sig, evict_signal_to_string((EvictSignal) s),
+                                    signal_json(&a->evict_obs.signals[s]));
         for (int i = 0; i < _EVICT_PSI_MAX; i++) {
                 const EvictPsi *n = &a->evict_obs.node_psi[i], *k = &a->evict_obs.kubepods_psi[i];
 
@@ -426,18 +427,17 @@ void agent_pressure_status(Agent *a, void *json_doc) {
         for (size_t i = first; i < a->n_evictions; i++) {
                 const AgentEviction *e = &a->evictions[i % AGENT_EVICTIONS_KEPT];
 
-                json_array_append_new(
-                        ev, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "pod", e->key, "uid", e->uid, "signal",
-                                      e->signal, "message", e->message, "gracePeriod", (json_int_t) e->grace,
-                                      "onsetBootMs", (json_int_t) e->onset_boot_ms, "decidedBootMs",
-                                      (json_int_t) e->decided_boot_ms, "stoppedBootMs",
-                                      (json_int_t) e->stopped_boot_ms));
+                json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "pod", e->key, "uid", e->uid,
+                                                    "signal", e->signal, "message", e->message, "gracePeriod",
+                                                    (json_int_t) e->grace, "onsetBootMs", (json_int_t) e->onset_boot_ms,
+                                                    "decidedBootMs", (json_int_t) e->decided_boot_ms, "stoppedBootMs",
+                                                    (json_int_t) e->stopped_boot_ms));
         }
         json_object_set_new(doc, "conditions", conds);
-        json_object_set_new(
-                doc, "eviction",
-                json_pack("{s:s,s:o,s:I,s:o,s:o,s:o,s:I,s:I}", "policy", evict_policy_to_string(a->evict_cfg.policy),
-                          "thresholds", th, "thresholdsMet", (json_int_t) n_met, "signals", sig, "psi", psi,
-                          "decisions", ev, "rounds", (json_int_t) a->evict_rounds, "sampleAgeMs",
-                          (json_int_t) ((now - a->evict_obs.time_usec) / 1000)));
+        json_object_set_new(doc, "eviction",
+                            json_pack("{s:s,s:o,s:I,s:o,s:o,s:o,s:I,s:I}", "policy",
+                                      evict_policy_to_string(a->evict_cfg.policy), "thresholds", th, "thresholdsMet",
+                                      (json_int_t) n_met, "signals", sig, "psi", psi, "decisions", ev, "rounds",
+                                      (json_int_t) a->evict_rounds, "sampleAgeMs",
+                                      (json_int_t) ((now - a->evict_obs.time_usec) / 1000)));
 }

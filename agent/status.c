@@ -44,14 +44,15 @@ static void print_table(json_t *doc) {
                         json_t *sig = json_object_get(json_object_get(ev, "signals"), "memory.available");
 
                         printf("eviction (%s policy):", str(ev, "policy"));
-                        json_array_foreach(json_object_get(ev, "thresholds"), j, cd) printf(" %s", json_string_value(cd));
+                        json_array_foreach(json_object_get(ev, "thresholds"), j, cd)
+                                printf(" %s", json_string_value(cd));
                         if (json_is_object(sig))
                                 printf("; memory.available %lld of %lld bytes",
                                        (long long) json_integer_value(json_object_get(sig, "available")),
                                        (long long) json_integer_value(json_object_get(sig, "capacity")));
                         putchar('\n');
-                        json_array_foreach(json_object_get(ev, "decisions"), j, cd)
-                                printf("  evicted %s (%s): %s\n", str(cd, "pod"), str(cd, "signal"), str(cd, "message"));
+                        json_array_foreach(json_object_get(ev, "decisions"), j, cd) printf(
+                                "  evicted %s (%s): %s\n", str(cd, "pod"), str(cd, "signal"), str(cd, "message"));
                 }
         }
         printf("\n%-12s %-32s %-10s %-11s %-8s %s\n", "NAMESPACE", "NAME", "PHASE", "QOS", "RESTARTS", "CGROUP");

@@ -32,7 +32,10 @@ static void filter_node_pressure(const AdmitCtx *c, AdmitFilterResult *r) {
 
         if (!cond->memory_pressure && !cond->disk_pressure && !cond->pid_pressure)
                 return;
-        if (pod_is_critical(c->pod))
+        /* Critical by priority only: unlike kubelet, which treats every static
+         * pod as critical, cubelet's manifest pods are this node's workload
+         * and face pressure admission like any other pod. */
+        if (c->pod->priority >= ADMIT_CRITICAL_PRIORITY)
                 return;
         if (cond->memory_pressure && !cond->disk_pressure && !cond->pid_pressure) {
                 if (c->qos != POD_QOS_BESTEFFORT)

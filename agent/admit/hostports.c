@@ -65,7 +65,8 @@ static void tcp_one(struct nl_object *obj, void *arg) {
 
         if (!a || idiagnl_msg_get_state(m) != TCP_LISTEN)
                 return;
-        list_add(arg, "TCP", idiagnl_msg_get_family(m), nl_addr_get_binary_addr(a), idiagnl_msg_get_sport(m));
+        /* libnl hands the port over in network order */
+        list_add(arg, "TCP", idiagnl_msg_get_family(m), nl_addr_get_binary_addr(a), ntohs(idiagnl_msg_get_sport(m)));
 }
 
 static int tcp_ports(int family, PortList *l, CubError *err) {

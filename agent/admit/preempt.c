@@ -154,7 +154,7 @@ int admit_preempt_select(const AdmitSnapshot *s, const Pod *pod, const AdmitNeed
         _cleanup_free_ size_t *out = NULL;
         _cleanup_free_ bool *in = NULL;
         int64_t deficit[MAX_NEEDS], total[MAX_NEEDS] = {};
-        bool preemptor_critical = pod_is_critical(pod);
+        bool preemptor_critical = pod->priority >= ADMIT_CRITICAL_PRIORITY;
         size_t n = 0, n_out = 0;
 
         *ret_idx = NULL;

@@ -129,6 +129,11 @@ CpumgrState *cpumgr_free(CpumgrState *s) {
         return NULL;
 }
 
+/* Room a clone keeps for the placements admission tries on it, so that
+ * allocating one pod on a clone does not reallocate. */
+#define CLONE_SLACK_ENTRIES 4
+#define CLONE_SLACK_STRS 256
+
 int cpumgr_clone(const CpumgrState *s, CpumgrState **ret, CubError *err) {
         CpumgrState *c;
 
@@ -136,24 +141,20 @@ int cpumgr_clone(const CpumgrState *s, CpumgrState **ret, CubError *err) {
         if (!c)
                 return cub_err_set(err, ENOMEM, "out of memory");
         *c = *s;
-        c->entries = NULL;
-        c->strs = NULL;
-        c->cap_entries = c->n_entries;
-        c->strs_cap = c->strs_len;
-        if (s->n_entries > 0) {
-                c->entries = malloc(s->n_entries * sizeof(*c->entries));
-                c->strs = malloc(s->strs_len);
-                if (!c->entries || !c->strs) {
-                        free(c->entries);
-                        free(c->strs);
-                        free(c);
-                        return cub_err_set(err, ENOMEM, "out of memory");
-                }
-                memcpy(c->entries, s->entries, s->n_entries * sizeof(*c->entries));
-                memcpy(c->strs, s->strs, s->strs_len);
-        } else {
-                c->cap_entries = c->strs_cap = c->strs_len = 0;
+        c->cap_entries = s->n_entries + CLONE_SLACK_ENTRIES;
+        c->strs_cap = s->strs_len + CLONE_SLACK_STRS;
+        c->entries = malloc(c->cap_entries * sizeof(*c->entries));
+        c->strs = malloc(c->strs_cap);
+        if (!c->entries || !c->strs) {
+                free(c->entries);
+                free(c->strs);
+                free(c);
+                return cub_err_set(err, ENOMEM, "out of memory");
         }
+        if (s->n_entries > 0)
+                memcpy(c->entries, s->entries, s->n_entries * sizeof(*c->entries));
+        if (s->strs_len > 0)
+                memcpy(c->strs, s->strs, s->strs_len);
         c->idx = cpumgr_index_ref(s->idx);
         *ret = c;
         return 0;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* agent/admit filters and scores: every plugin of the table with kubelet's
  * exact reasons and messages (shared/kubelet-semantics.md 6.7, 7.3-7.5). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -507,7 +510,15 @@ static void test_pressure_critical_passes(void **state) {
 
         set_cond(f, true, true, false);
         ASSERT_ADMIT(decide(f, POD_HDR("a") "  priority: 2000000000\n" APP_BARE));
-        ASSERT_ADMIT(decide_pod(f, keep(f, decode_static(POD_HDR("b") APP_BARE)), NULL));
+}
+
+static void test_pressure_static_not_exempt(void **state) {
+        Fx *f = *state;
+
+        /* kubelet admits every static pod (IsCriticalPod); cubelet's manifest pods are workload */
+        set_cond(f, true, false, false);
+        ASSERT_REJECT(decide_pod(f, keep(f, decode_static(POD_HDR("b") APP_BARE)), NULL), "Evicted",
+                      "The node had condition: [MemoryPressure]. ");
 }
 
 /* ---- Seccomp ------------------------------------------------------------------------------ */
@@ -554,9 +565,10 @@ static void rm_dir(const char *dir) {
         (void) rmdir(dir);
 }
 
-#define SECCOMP_POD(name, prof)                                                                               \
-        POD_HDR(name) "  securityContext:\n    seccompProfile: {type: Localhost, localhostProfile: " prof "}" \
-                                                                                                          "\n" APP_BARE
+#define SECCOMP_POD(name, prof)                                                                 \
+        POD_HDR(name)                                                                           \
+        "  securityContext:\n    seccompProfile: {type: Localhost, localhostProfile: " prof "}" \
+        "\n" APP_BARE
 
 static void test_seccomp(void **state) {
         Fx *f = *state;
@@ -657,6 +669,48 @@ static void test_preempted_message(void **state) {
         assert_string_equal(ADMIT_PREEMPTED_REASON, "Preempted");
 }
 
+/* ---- the host probe: a socket of ours shows up ------------------------------------------------ */
+
+static void test_host_listening_ports(void **state) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof(a);
+        AdmitHostPort *ports = NULL;
+        CubError err = {};
+        size_t n = 0;
+        bool tcp = false, udp = false;
+        int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        uint16_t tport, uport;
+
+        (void) state;
+        assert_true(t >= 0 && u >= 0);
+        assert_int_equal(bind(t, (struct sockaddr *) &a, sizeof(a)), 0);
+        assert_int_equal(listen(t, 1), 0);
+        assert_int_equal(getsockname(t, (struct sockaddr *) &a, &len), 0);
+        tport = ntohs(a.sin_port);
+        a.sin_port = 0;
+        assert_int_equal(bind(u, (struct sockaddr *) &a, sizeof(a)), 0);
+        assert_int_equal(getsockname(u, (struct sockaddr *) &a, &len), 0);
+        uport = ntohs(a.sin_port);
+        if (admit_host_listening_ports(&ports, &n, &err) < 0) {
+                (void) close(t);
+                (void) close(u);
+                skip(); /* no sock_diag here (a sandbox without NETLINK_SOCK_DIAG) */
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (ports[i].port == tport && strcmp(ports[i].protocol, "TCP") == 0 &&
+                    strcmp(ports[i].ip, "127.0.0.1") == 0)
+                        tcp = true;
+                if (ports[i].port == uport && strcmp(ports[i].protocol, "UDP") == 0 &&
+                    strcmp(ports[i].ip, "127.0.0.1") == 0)
+                        udp = true;
+        }
+        free(ports);
+        (void) close(t);
+        (void) close(u);
+        assert_true(tcp);
+        assert_true(udp);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void) {
@@ -696,10 +750,12 @@ int main(void) {
                 T(test_memory_pressure),
                 T(test_disk_pressure),
                 T(test_pressure_critical_passes),
+                T(test_pressure_static_not_exempt),
                 T(test_seccomp),
                 T(test_all_failures_listed),
                 T(test_scores),
                 T(test_preempted_message),
+                cmocka_unit_test(test_host_listening_ports),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

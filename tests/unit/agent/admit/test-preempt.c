@@ -314,20 +314,21 @@ static void test_pressure_no_preemption(void **state) {
         assert_string_equal(d->reason, "Evicted");
 }
 
-static void test_critical_victims_protected(void **state) {
+static void test_static_victims_by_priority(void **state) {
         Fx *f = *state;
         CubError err = {};
         Pod *st = keep(f, decode_static(POD_HDR("static") PRIO(0) APP("cpu: '4'")));
         const AdmitDecision *d;
 
+        /* cubelet: a static pod is critical by its priority only (kubelet
+         * counts every static pod), so a higher-priority pod preempts it */
         assert_int_equal(admit_snapshot_add(f->snap, st, &err), 0);
         d = decide(f, POD_HDR("api") PRIO(100) APP("cpu: '1'"));
-        assert_false(d->admit);
-        assert_int_equal(d->n_victims, 0);
-        /* a critical (static) preemptor of higher priority may */
-        d = decide_pod(f, keep(f, decode_static(POD_HDR("crit") PRIO(100) APP("cpu: '1'"))), NULL);
         assert_true(d->admit);
         VICTIMS(d, "default/static-node-1");
+        d = decide_pod(f, keep(f, decode_static(POD_HDR("crit") PRIO(0) APP("cpu: '1'"))), NULL);
+        assert_false(d->admit);
+        assert_int_equal(d->n_victims, 0);
 }
 
 static void test_system_critical_priority(void **state) {
@@ -438,7 +439,7 @@ int main(void) {
                 T(test_policy_never),
                 T(test_non_resource_failure_no_preemption),
                 T(test_pressure_no_preemption),
-                T(test_critical_victims_protected),
+                T(test_static_victims_by_priority),
                 T(test_system_critical_priority),
                 T(test_pods_count),
                 T(test_two_resources),

@@ -520,7 +520,16 @@ static void test_kubelet_config_full(void **state) {
                                    "systemReserved:\n"
                                    "  cpu: 100m\n"
                                    "  memory: 512Mi\n"
-                                   "cpuManagerPolicy: static\n";
+                                   "cpuManagerPolicy: static\n"
+                                   "reservedSystemCPUs: \"0,4\"\n"
+                                   "evictionSoft: {memory.available: 300Mi}\n"
+                                   "evictionSoftGracePeriod: {memory.available: 1m30s}\n"
+                                   "evictionMaxPodGracePeriod: 20\n"
+                                   "evictionPressureTransitionPeriod: 30s\n"
+                                   "imageGCHighThresholdPercent: 85\n"
+                                   "cubelet: {evictionPolicy: kubelet, evictionSamplePeriod: 500ms,\n"
+                                   "          psiMemoryTrigger: some 100000 1000000}\n"
+                                   "serializeImagePulls: false\n";
         PodKubeletConfig c;
         CubError err = {};
         PodQuantity q;
@@ -536,11 +545,25 @@ static void test_kubelet_config_full(void **state) {
         assert_int_equal(pod_quantity_value(q), 1073741824);
         assert_true(pod_resource_get(&c.system_reserved, "memory", &q));
         assert_int_equal(pod_quantity_value(q), 536870912);
+        /* admission, CPU manager and eviction fields */
+        assert_true(c.max_pods == 110);
+        assert_string_equal(c.cpu_manager_policy, "static");
+        assert_string_equal(c.reserved_system_cpus, "0,4");
+        assert_true(c.eviction_hard_set);
+        assert_int_equal(c.eviction_hard.n, 1);
+        assert_string_equal(c.eviction_hard.keys[0], "memory.available");
+        assert_string_equal(c.eviction_hard.values[0], "100Mi");
+        assert_string_equal(c.eviction_soft.values[0], "300Mi");
+        assert_string_equal(c.eviction_soft_grace_period.values[0], "1m30s");
+        assert_true(c.eviction_max_pod_grace_period == 20);
+        assert_string_equal(c.eviction_pressure_transition_period, "30s");
+        assert_string_equal(c.eviction_policy, "kubelet");
+        assert_string_equal(c.eviction_sample_period, "500ms");
+        assert_string_equal(c.psi_memory_trigger, "some 100000 1000000");
         /* fields present but not supported, in manifest order */
-        assert_int_equal(c.ignored.n, 3);
-        assert_string_equal(c.ignored.items[0], "evictionHard");
-        assert_string_equal(c.ignored.items[1], "maxPods");
-        assert_string_equal(c.ignored.items[2], "cpuManagerPolicy");
+        assert_int_equal(c.ignored.n, 2);
+        assert_string_equal(c.ignored.items[0], "imageGCHighThresholdPercent");
+        assert_string_equal(c.ignored.items[1], "serializeImagePulls");
         pod_kubelet_config_done(&c);
 }
 
