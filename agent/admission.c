@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <sys/utsname.h>
 
 #include "agent-internal.h"
 #include "util/cleanup.h"
@@ -96,8 +97,31 @@ static int node_allocatable(Agent *a, PodResourceList *ret) {
         return r;
 }
 
+/* The well-known labels kubelet puts on its node, for nodeSelector and
+ * node affinity: kubernetes.io/arch, kubernetes.io/hostname, kubernetes.io/os. */
+static const char *go_arch(void) {
+        static const struct {
+                const char *machine, *arch;
+        } map[] = {
+                { "x86_64", "amd64" },    { "aarch64", "arm64" }, { "armv7l", "arm" },
+                { "ppc64le", "ppc64le" }, { "s390x", "s390x" },   { "riscv64", "riscv64" },
+        };
+        struct utsname u;
+
+        if (uname(&u) < 0)
+                return "unknown";
+        for (size_t i = 0; i < ELEMENTSOF(map); i++)
+                if (strcmp(u.machine, map[i].machine) == 0)
+                        return map[i].arch;
+        return "unknown";
+}
+
 int agent_admission_init(Agent *a, CubError *err) {
         PodResourceList alloc = {};
+        char *label_keys[] = { (char *) "kubernetes.io/arch", (char *) "kubernetes.io/hostname",
+                               (char *) "kubernetes.io/os" };
+        char *label_values[] = { (char *) go_arch(), a->opt.node_name, (char *) "linux" };
+        PodStringMap labels = { .keys = label_keys, .values = label_values, .n = ELEMENTSOF(label_keys) };
         AdmitNodeInfo ni;
         CpumgrSet reserved = {};
         CpumgrPolicy policy;
@@ -146,6 +170,7 @@ int agent_admission_init(Agent *a, CubError *err) {
         }
         ni = (AdmitNodeInfo){
                 .name = a->opt.node_name,
+                .labels = &labels,
                 .allocatable = &alloc,
                 .max_pods = a->kc->max_pods,
         };

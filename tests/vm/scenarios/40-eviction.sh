@@ -88,11 +88,13 @@ t_is "$(podq late .reason)" Evicted "with reason Evicted"
 t_is "$(podq late .message)" "Pod was rejected: The node had condition: [MemoryPressure]. " "and kubelet's message"
 t_is "$(jqs '.eviction.decisions | length')" 1 "one eviction decision so far"
 t_is "$(jqs '.eviction.decisions[0].pod')" "default/hog-$NODE" "and it was the hog"
-t_ok "the hog's sandbox is gone" sh -c "for i in \$(seq 60); do [ \"\$(ctr -n k8s.io containers ls -q 'labels.\"cubelet.io/pod-uid\"==$(podq hog .uid)' | wc -l)\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
+hoguid=$(podq hog .uid)
+t_ok "the hog's sandbox is gone" sh -c "for i in \$(seq 60); do [ \"\$(ctr -n k8s.io containers ls -q 'labels.\"cubelet.io/pod-uid\"==$hoguid' | wc -l)\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
+# the hog would be admitted again once the pressure is gone: take it away
+rm -f "$M/hog.yaml" "$M/late.yaml"
 t_ok "MemoryPressure clears after the 15 s transition period" sh -c "for i in \$(seq 90); do [ \"\$($CUBELET status -o json | jq -r '.conditions[] | select(.type==\"MemoryPressure\") | .status')\" = False ] && exit 0; sleep 0.5; done; exit 1"
 t_is "$(podq gold .phase)" Running "gold (Guaranteed) survived"
 t_is "$(podq silver .phase)" Running "silver (Burstable) survived"
-rm -f "$M/hog.yaml" "$M/late.yaml"
 
 # ---- 2. two Burstable pods: the one furthest over its requests goes first --------------------------
 # bronze-a holds 150Mi with a 16Mi request (134Mi over); bronze-b grows to 260Mi with a
