@@ -26,7 +26,9 @@ available() {
 		END { ws = t - f - inact; if (ws < 0) ws = 0; printf "%d\n", t - ws }' /proc/meminfo
 }
 # hold NAME MiB [STEP_SLEEP]: a container that allocates MiB (1 MiB strings) then sleeps
-hold_cmd() { echo "exec awk 'BEGIN{for(i=0;i<$1;i++){a[i]=sprintf(\"%1048576s\",\"x\"); if(i%8==0){system(\"cat /proc/uptime\"); system(\"sleep ${2:-0.05}\")}} print \"held\"; while(1) system(\"sleep 60\")}'"; }
+hold_cmd() {
+	printf '%s' "exec awk 'BEGIN{for(i=0;i<$1;i++){a[i]=sprintf(\"%1048576s\",\"x\"); if(i%8==0){system(\"cat /proc/uptime\"); system(\"sleep ${2:-0.05}\")}} print \"held\"; while(1) system(\"sleep 60\")}'"
+}
 pod() { # pod NAME RESOURCES COMMAND
 	cat >"$M/$1.yaml" <<Y
 apiVersion: v1
@@ -38,8 +40,12 @@ spec:
   containers:
   - name: app
     image: localhost/cubelet/busybox:1
-    command: [sh, -c, "$3"]
     resources: $2
+    command:
+    - sh
+    - -c
+    - |
+      $3
 Y
 }
 
