@@ -311,7 +311,8 @@ out:
 }
 
 /* Stops and removes every container of a sandbox (grace split over them,
- * at least 2 s each, as kubelet's minimum), then the sandbox. */
+ * at least 2 s each, as kubelet's minimum; grace 0 is SIGKILL at once),
+ * then the sandbox. */
 static int teardown_sandbox(WorkerPool *p, const char *sandbox_id, int64_t grace, CubError *err) {
         CriContainer *ct = NULL;
         size_t n = 0;
@@ -325,7 +326,9 @@ static int teardown_sandbox(WorkerPool *p, const char *sandbox_id, int64_t grace
                 int64_t left = (int64_t) ((deadline > now_usec() ? deadline - now_usec() : 0) / 1000000ULL);
 
                 if (ct[i].state == CRI_CONTAINER_RUNNING || ct[i].state == CRI_CONTAINER_CREATED) {
-                        r = cri_stop_container(p->cri, ct[i].id, left < 2 ? 2 : left, err);
+                        /* grace 0 (a hard eviction) kills at once: the memory is needed now;
+                         * otherwise at least kubelet's 2 s */
+                        r = cri_stop_container(p->cri, ct[i].id, grace <= 0 ? 0 : left < 2 ? 2 : left, err);
                         if (r < 0)
                                 goto out;
                 }

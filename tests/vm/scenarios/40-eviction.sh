@@ -119,6 +119,16 @@ t_is "$(podq gold .phase)" Running "gold (Guaranteed) survives"
 t_is "$(jqs '[.eviction.decisions[].pod] | join(",")')" "default/hog-$NODE,default/bronze-a-$NODE" \
 	"decisions: the hog, then bronze-a"
 
+# an evicted pod whose manifest stays is admitted again once the pressure is gone (it may
+# then be evicted again: bronze-a and bronze-b together are over the threshold)
+t_ok "once MemoryPressure has cleared, bronze-a is admitted again" sh -c "for i in \$(seq 120); do
+		d=\$($CUBELET status -o json) || continue
+		[ \"\$(echo \"\$d\" | jq -r '.pods[] | select(.name==\"bronze-a-$NODE\") | .phase')\" = Running ] && exit 0
+		[ \"\$(echo \"\$d\" | jq '.eviction.decisions | length')\" -ge 3 ] && exit 0
+		sleep 0.5
+	done; exit 1"
+rm -f "$M/bronze-a.yaml"
+
 # ---- the OOM killer never acted ------------------------------------------------------------------
 ooms=$(find /sys/fs/cgroup -name memory.events -exec awk '/^oom_kill /{s+=$2} END{print s+0}' {} + | awk '{s+=$1} END{print s+0}')
 t_is "$ooms" 0 "no oom_kill in any memory.events"
