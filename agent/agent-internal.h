@@ -136,8 +136,9 @@ uint64_t agent_boottime_msec(void);
 AgentPod *agent_find_pod(Agent *a, const char *uid);
 void agent_submit_sync(Agent *a, AgentPod *p, uint64_t now);
 /* Makes p terminal (phase Failed with reason and message) and stops its
- * containers with the grace period. */
-void agent_pod_fail(Agent *a, AgentPod *p, const char *reason, const char *message, int64_t grace);
+ * containers with the grace period. Returns whether a stop is under way
+ * (false: nothing of the pod runs). */
+bool agent_pod_fail(Agent *a, AgentPod *p, const char *reason, const char *message, int64_t grace);
 /* A terminal pod becomes a new attempt: statuses and back-off reset. */
 void agent_pod_reset(AgentPod *p);
 

@@ -421,7 +421,7 @@ static void submit_kill(Agent *a, const WorkerObserved *o) {
         submit_kill_uid(a, o->uid, o->namespace_, o->name, o->cgroup, o->grace);
 }
 
-void agent_pod_fail(Agent *a, AgentPod *p, const char *reason, const char *message, int64_t grace) {
+bool agent_pod_fail(Agent *a, AgentPod *p, const char *reason, const char *message, int64_t grace) {
         const Pod *pod = p->spec->pod;
 
         p->terminal = true;
@@ -438,6 +438,7 @@ void agent_pod_fail(Agent *a, AgentPod *p, const char *reason, const char *messa
         if (a->pool && p->observed)
                 submit_kill_uid(a, pod->uid, pod->namespace_, pod->name, p->spec->cgroup.path, grace);
         notify_status(a);
+        return is_killing(a, pod->uid);
 }
 
 void agent_pod_reset(AgentPod *p) {

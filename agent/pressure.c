@@ -171,6 +171,7 @@ static void evict(Agent *a) {
         EvictMet met[EVICT_THRESHOLDS_MAX];
         size_t n_met;
         char path[1200];
+        int r;
 
         if (!pods || !owners)
                 return;
@@ -208,8 +209,10 @@ static void evict(Agent *a) {
                         .containers = cts + n_ct,
                 };
                 pod_effective_done(&eff);
-                e->stats = evict_read_cgroup_working_set(a->opt.cgroup_root, p->spec->cgroup.path, &e->memory_usage,
-                                                         &err) >= 0;
+                r = evict_read_cgroup_working_set(a->opt.cgroup_root, p->spec->cgroup.path, &e->memory_usage, &err);
+                /* a pod whose cgroup is not made yet uses nothing (rather than
+                 * "no stats", which would rank it first) */
+                e->stats = r >= 0 || r == -ENOENT;
                 cub_err_clear(&err);
                 if (evict_read_cgroup_pids(a->opt.cgroup_root, p->spec->cgroup.path, &e->processes, &err) < 0)
                         cub_err_clear(&err);
@@ -254,9 +257,11 @@ static void evict(Agent *a) {
         a->n_evictions++;
         cub_log(LOG_WARNING, "evicting pod %s (signal %s, grace %" PRId64 "s): %s", pods[d.pod].key, rec->signal,
                 d.grace_period_seconds, d.message);
-        (void) snprintf(a->evicting, sizeof(a->evicting), "%s", pods[d.pod].uid);
         owners[d.pod]->evicted = true;
-        agent_pod_fail(a, owners[d.pod], d.reason, d.message, d.grace_period_seconds);
+        if (agent_pod_fail(a, owners[d.pod], d.reason, d.message, d.grace_period_seconds))
+                (void) snprintf(a->evicting, sizeof(a->evicting), "%s", pods[d.pod].uid);
+        else
+                rec->stopped_boot_ms = agent_boottime_msec(); /* nothing of it ran */
 }
 
 void agent_pressure_sync(Agent *a, const char *why) {
