@@ -5,6 +5,7 @@
  * memory.events changes; eviction/ decides, the agent stops the victim
  * through its pod worker. One pod per round; the next round waits for the
  * victim's containers to be stopped. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,6 +126,58 @@ static uint64_t request_of(const PodResourceList *l, const char *name) {
         return (uint64_t) pod_quantity_value(q);
 }
 
+/* Disk use of a pod's logs (bytes allocated and inodes), for the disk
+ * signals; the writable layers are containerd's and not counted yet. */
+static void du_at(int dirfd, unsigned depth, uint64_t *bytes, uint64_t *inodes) {
+        DIR *d;
+        struct dirent *de;
+
+        if (depth > 8) {
+                close(dirfd);
+                return;
+        }
+        d = fdopendir(dirfd);
+        if (!d) {
+                close(dirfd);
+                return;
+        }
+        while ((de = readdir(d))) {
+                struct stat st;
+
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                *bytes += (uint64_t) st.st_blocks * 512;
+                (*inodes)++;
+                if (S_ISDIR(st.st_mode)) {
+                        int fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+
+                        if (fd >= 0)
+                                du_at(fd, depth + 1, bytes, inodes);
+                }
+        }
+        closedir(d);
+}
+
+static void log_usage(const char *dir, uint64_t *ret_bytes, uint64_t *ret_inodes) {
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        *ret_bytes = *ret_inodes = 0;
+        if (fd >= 0)
+                du_at(fd, 0, ret_bytes, ret_inodes);
+}
+
+static bool disk_signal_active(Agent *a) {
+        EvictMet met[EVICT_THRESHOLDS_MAX];
+        size_t n = evict_state_met(&a->evict_state, &a->evict_cfg, &a->evict_obs, met);
+
+        for (size_t i = 0; i < n; i++)
+                if (met[i].active && evict_signal_condition(met[i].threshold->signal) == EVICT_CONDITION_DISK_PRESSURE)
+                        return true;
+        return false;
+}
+
 static void readmit_evicted(Agent *a) {
         uint64_t now = agent_now_usec();
 
@@ -165,6 +219,7 @@ static void evict(Agent *a) {
         _cleanup_free_ EvictContainer *cts = NULL;
         _cleanup_free_ char *keys = NULL;
         size_t n = 0, n_ct = 0, total_ct = 0;
+        bool disk = disk_signal_active(a);
         EvictDecision d;
         CubError err = {};
         AgentEviction *rec;
@@ -216,6 +271,8 @@ static void evict(Agent *a) {
                 cub_err_clear(&err);
                 if (evict_read_cgroup_pids(a->opt.cgroup_root, p->spec->cgroup.path, &e->processes, &err) < 0)
                         cub_err_clear(&err);
+                if (disk)
+                        log_usage(p->spec->log_dir, &e->ephemeral_usage, &e->inodes_usage);
                 for (size_t k = 0; k < pod->n_containers; k++) {
                         const AgentContainerStatus *st = &p->statuses[pod->n_init_containers + k];
                         EvictContainer *c = &cts[n_ct++];
