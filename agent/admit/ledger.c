@@ -33,62 +33,18 @@ AdmitLedgerState admit_ledger_state_from_string(const char *s) {
 
 /* ---- assume / confirm / forget ------------------------------------------------- */
 
-/*
- * Hands the pod exactly the placement's CPUs. The CPU manager's public API
- * only allocates by its own policy (cpumgr_allocate_pod), so an aligned
- * alternative goes through its checkpoint: the current state plus the new
- * assignments, restored into the same state.
- */
+/* Hands the pod exactly the placement's CPUs (an aligned alternative to the
+ * CPU manager's own choice); all or nothing. */
 static int assign_placement(CpumgrState *st, const Pod *pod, const AdmitPlacement *pl, CubError *err) {
-        _cleanup_free_ char *text = NULL, *out = NULL;
-        _cleanup_(json_decrefp) json_t *root = NULL;
-        json_t *entries, *mine;
-        CpumgrSet shared = *cpumgr_shared_pool(st), check;
-        char buf[CPUMGR_SET_STR_MAX], note[256];
-        int r;
-
-        cpumgr_free_exclusive(st, &check);
         for (size_t i = 0; i < pl->n_containers; i++) {
-                CpumgrSet miss = pl->containers[i].cpus;
+                int r = cpumgr_assign_container(st, pod->uid, pl->containers[i].name, &pl->containers[i].cpus, err);
 
-                cpumgr_set_subtract(&miss, &check);
-                if (!cpumgr_set_is_empty(&miss))
-                        return cub_err_set(err, ENOSPC, "cpus '%s' of container '%s' are not free",
-                                           cpumgr_set_format(&miss, buf, sizeof(buf)), pl->containers[i].name);
+                if (r < 0) {
+                        cpumgr_release_pod(st, pod->uid);
+                        return cub_err_wrap(err, "container '%s'", pl->containers[i].name);
+                }
         }
-        r = cpumgr_checkpoint_format(st, &text, err);
-        if (r < 0)
-                return r;
-        root = json_loads(text, 0, NULL);
-        if (!json_is_object(root))
-                return cub_err_set(err, EINVAL, "the cpu manager checkpoint does not parse");
-        entries = json_object_get(root, "entries");
-        if (!json_is_object(entries)) {
-                entries = json_object();
-                if (!entries || json_object_set_new(root, "entries", entries) < 0)
-                        return cub_err_set(err, ENOMEM, "out of memory");
-        }
-        mine = json_object();
-        if (!mine || json_object_set_new(entries, pod->uid, mine) < 0)
-                return cub_err_set(err, ENOMEM, "out of memory");
-        for (size_t i = 0; i < pl->n_containers; i++) {
-                if (json_object_set_new(mine, pl->containers[i].name, json_string(pl->containers[i].cpuset)) < 0)
-                        return cub_err_set(err, ENOMEM, "out of memory");
-                cpumgr_set_subtract(&shared, &pl->containers[i].cpus);
-        }
-        if (json_object_set_new(root, "defaultCpuSet", json_string(cpumgr_set_format(&shared, buf, sizeof(buf)))) < 0)
-                return cub_err_set(err, ENOMEM, "out of memory");
-        out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        if (!out)
-                return cub_err_set(err, ENOMEM, "out of memory");
-        r = cpumgr_checkpoint_restore(st, out, strlen(out), note, sizeof(note), err);
-        if (r == 0)
-                return 0;
-        /* put the state back as it was */
-        (void) cpumgr_checkpoint_restore(st, text, strlen(text), NULL, 0, NULL);
-        if (r < 0)
-                return r;
-        return cub_err_set(err, EINVAL, "assigning cpus '%s' failed: %s", pl->cpuset, note);
+        return 0;
 }
 
 int admit_snapshot_assume(AdmitSnapshot *s, const Pod *pod, const AdmitPlacement *placement, CubError *err) {

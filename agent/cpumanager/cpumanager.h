@@ -143,6 +143,13 @@ bool cpumgr_pod_fits(const CpumgrState *s, const Pod *pod, PodQOSClass qos, CubE
  * the manifest's order. Idempotent: containers that hold CPUs keep them.
  * On failure nothing changes. */
 int cpumgr_allocate_pod(CpumgrState *s, const Pod *pod, PodQOSClass qos, CubError *err);
+/* Assigns exactly `cpus` to one container (a placement the admission
+ * scheduler chose over the policy's own, e.g. NUMA-aligned). The CPUs must
+ * be free for exclusive use or already held by the same pod (an init
+ * container's, reused); -EEXIST when the container holds CPUs, -ENOSPC
+ * naming the CPUs that are taken. */
+int cpumgr_assign_container(CpumgrState *s, const char *pod_uid, const char *container, const CpumgrSet *cpus,
+                            CubError *err);
 /* Releases every assignment of the pod; its CPUs go back to the pool. */
 void cpumgr_release_pod(CpumgrState *s, const char *pod_uid);
 /* kubelet's RemoveContainer: releases one assignment; its CPUs go back to the

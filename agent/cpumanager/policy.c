@@ -332,6 +332,30 @@ static size_t release_matching(CpumgrState *s, const char *uid, const char *cont
         return dropped;
 }
 
+int cpumgr_assign_container(CpumgrState *s, const char *pod_uid, const char *container, const CpumgrSet *cpus,
+                            CubError *err) {
+        CpumgrSet allowed, miss = *cpus;
+        char buf[CPUMGR_SET_STR_MAX];
+        int r;
+
+        if (s->policy != CPUMGR_POLICY_STATIC)
+                return cub_err_set(err, EINVAL, "the CPU manager policy is not static");
+        if (cpumgr_entry_find(s, pod_uid, container))
+                return cub_err_set(err, EEXIST, "container '%s' of pod '%s' already holds cpus", container, pod_uid);
+        cpumgr_free_exclusive(s, &allowed);
+        for (size_t i = 0; i < s->n_entries; i++)
+                if (strcmp(cpumgr_entry_uid(s, &s->entries[i]), pod_uid) == 0)
+                        cpumgr_set_union(&allowed, &s->entries[i].cpus);
+        cpumgr_set_subtract(&miss, &allowed);
+        if (!cpumgr_set_is_empty(&miss))
+                return cub_err_set(err, ENOSPC, "cpus '%s' are not free", cpumgr_set_format(&miss, buf, sizeof(buf)));
+        r = cpumgr_entry_add(s, pod_uid, container, cpus, err);
+        if (r < 0)
+                return r;
+        cpumgr_set_subtract(&s->shared, cpus);
+        return 0;
+}
+
 void cpumgr_release_pod(CpumgrState *s, const char *pod_uid) {
         if (release_matching(s, pod_uid, NULL) > 0)
                 strs_compact(s);

@@ -444,6 +444,32 @@ static void test_many_pods_arena(void **state) {
         cpumgr_free(s);
 }
 
+static void test_assign_container(void **state) {
+        CpumgrState *s = state_a();
+        CpumgrSet set;
+        CubError err = {};
+
+        (void) state;
+        /* an aligned placement chosen by admission: exactly these CPUs */
+        assert_int_equal(cpumgr_set_parse("2,6", &set, NULL), 0);
+        assert_int_equal(cpumgr_assign_container(s, "p1", "init", &set, &err), 0);
+        assert_cpuset(s, "p1", "init", "2,6");
+        assert_pool(s, "0-1,3-5,7");
+        /* the pod's own CPUs may be reused by its next container */
+        assert_int_equal(cpumgr_assign_container(s, "p1", "app", &set, &err), 0);
+        assert_cpuset(s, "p1", "app", "2,6");
+        assert_int_equal(cpumgr_assign_container(s, "p1", "app", &set, &err), -EEXIST);
+        assert_string_equal(err.msg, "container 'app' of pod 'p1' already holds cpus");
+        /* another pod's and reserved CPUs are not free */
+        assert_int_equal(cpumgr_set_parse("0-2", &set, NULL), 0);
+        assert_int_equal(cpumgr_assign_container(s, "p2", "app", &set, &err), -ENOSPC);
+        assert_string_equal(err.msg, "cpus '0,2' are not free");
+        assert_pool(s, "0-1,3-5,7");
+        cpumgr_release_pod(s, "p1");
+        assert_pool(s, "0-7");
+        cpumgr_free(s);
+}
+
 static void test_vm_layout(void **state) {
         CpumgrState *s = state_of(cpus_vm, 4, "0", CPUMGR_POLICY_STATIC);
         Pod *one = pod_of(HDR("u1") "  containers:\n" C("app", GUAR("1")));
@@ -485,6 +511,7 @@ int main(void) {
                 cmocka_unit_test(test_fits_messages),
                 cmocka_unit_test(test_pool_shrinks_and_grows),
                 cmocka_unit_test(test_release_stale),
+                cmocka_unit_test(test_assign_container),
                 cmocka_unit_test(test_clone_is_independent),
                 cmocka_unit_test(test_many_pods_arena),
                 cmocka_unit_test(test_vm_layout),
