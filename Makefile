@@ -151,7 +151,7 @@ $(B)/tests/fuzz/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-main.c $(LIBS)
 	@echo "  FUZZ    $@"
 	@$(CC) $(CFLAGS_ALL) -o $@ tests/fuzz/fuzz-$*.c tests/fuzz/fuzz-main.c $(LIBS) $(PKG_LIBS)
 
-unit-test: $(B)/cubelet $(TEST_BINS) $(IT_BINS) $(FUZZ_REPLAY) images
+unit-test: $(B)/cubelet $(TEST_BINS) $(IT_BINS) $(FUZZ_REPLAY) $(BENCH_BINS) images
 	@IMAGES_DIR=$(IMAGES_DIR) VM_TESTS=$(VM_TESTS) tests/run-tests.sh $(B)
 
 deps:
