@@ -59,7 +59,8 @@ Y
 			[ -n "$d" ] && [ "$(echo "$d" | jq .stoppedBootMs)" != 0 ] && break
 			sleep 0.5
 		done
-		start=$(awk '{printf "%d\n", $1 * 1000}' /var/lib/cubelet/pods/*"$uid"/app/0.log 2>/dev/null | head -n 1)
+		# CRI log lines: <time> <stream> <tag> <text>; the text is /proc/uptime
+		start=$(awk '{printf "%d\n", $4 * 1000}' /var/lib/cubelet/pods/*"$uid"/app/0.log 2>/dev/null | head -n 1)
 		if [ -z "$d" ] || [ -z "$start" ]; then
 			echo "  run $r: no eviction seen (decision '$d', start '$start')"
 		else
