@@ -3,12 +3,15 @@
 # from memory pressure onset to cubelet's eviction decision and to the
 # victim's containers stopped, over BENCH_EVICTIONS runs (default 10), for
 # the default sampling period (1 s, plus PSI triggers) and for 250 ms.
-# Each run starts a BestEffort pod that reads 300 MiB from /dev/zero into one
-# buffer (dd bs=300M); the threshold sits 150 MiB below the baseline, so
-# the crossing happens during that burst. Onset is taken as the burst's
-# start (/proc/uptime printed by the pod just before it), which makes the
-# figures upper bounds; cubelet's own view (decision − the first sample
-# that met the threshold) is printed beside them.
+# Each run starts a BestEffort pod that allocates 1 MiB strings in a tight
+# awk loop and prints, every 2 MiB, its count and /proc/uptime (the guest's
+# boot clock, which cubelet's decision times use too). The threshold sits
+# 150 MiB below the baseline; the onset is bracketed by the two lines around
+# the count at which the pod's allocation reaches memory.available − the
+# threshold (as cubelet read it just before the run): decision − the later
+# line is a lower bound, decision − the earlier line an upper bound.
+# cubelet's own view (decision − the first sample that met the threshold) is
+# printed beside them.
 # vm-timeout: 1800
 # vm-mem: 1024M
 set -u
@@ -39,8 +42,10 @@ cubelet: {stateDir: /var/lib/cubelet, socket: /run/cubelet/cubelet.sock, evictio
 Y
 	systemctl restart cubelet
 	for i in $(seq 60); do status_json >/dev/null && break; sleep 0.5; done
-	: >/tmp/dec.txt; : >/tmp/stop.txt; : >/tmp/own.txt
+	: >/tmp/dec_lo.txt; : >/tmp/dec_hi.txt; : >/tmp/stop.txt; : >/tmp/own.txt
 	for r in $(seq "$N"); do
+		base_run=$(status_json | jq '.eviction.signals["memory.available"].available')
+		need=$(( (base_run - T * MiB) / MiB ))
 		cat >"$M/burst.yaml" <<Y
 apiVersion: v1
 kind: Pod
@@ -51,7 +56,11 @@ spec:
   containers:
   - name: app
     image: localhost/cubelet/busybox:1
-    command: [sh, -c, "sleep 2; cat /proc/uptime; dd if=/dev/zero bs=300M count=1 2>/dev/null | sleep 3600"]
+    command:
+    - sh
+    - -c
+    - |
+      sleep 2; exec awk 'BEGIN{s=sprintf("%1048576s","x"); for(i=1;i<=400;i++){a[i]=s i; if(i%2==0) system("echo " i " \$(cat /proc/uptime)")}; while(1) system("sleep 60")}'
 Y
 		uid=burst-$1-$r
 		for i in $(seq 240); do
@@ -59,14 +68,17 @@ Y
 			[ -n "$d" ] && [ "$(echo "$d" | jq .stoppedBootMs)" != 0 ] && break
 			sleep 0.5
 		done
-		# CRI log lines: <time> <stream> <tag> <text>; the text is /proc/uptime
-		start=$(awk '{printf "%d\n", $4 * 1000}' /var/lib/cubelet/pods/*"$uid"/app/0.log 2>/dev/null | head -n 1)
-		if [ -z "$d" ] || [ -z "$start" ]; then
-			echo "  run $r: no eviction seen (decision '$d', start '$start')"
+		# CRI log lines: <time> <stream> <tag> <count> <uptime> <idle>
+		log=$(ls /var/lib/cubelet/pods/*"$uid"/app/0.log 2>/dev/null | head -n 1)
+		late=$(awk -v n="$need" '$4 >= n { printf "%d\n", $5 * 1000; exit }' "$log" 2>/dev/null)
+		early=$(awk -v n="$need" '$4 >= n { print p; exit } { p = sprintf("%d", $5 * 1000) }' "$log" 2>/dev/null)
+		if [ -z "$d" ] || [ -z "$late" ] || [ -z "$early" ]; then
+			echo "  run $r: no eviction seen (decision '$d', onset '$early'..'$late', need ${need}Mi)"
 		else
 			dec=$(echo "$d" | jq .decidedBootMs); stop=$(echo "$d" | jq .stoppedBootMs); on=$(echo "$d" | jq .onsetBootMs)
-			echo $((dec - start)) >>/tmp/dec.txt
-			echo $((stop - start)) >>/tmp/stop.txt
+			echo $((dec - late)) >>/tmp/dec_lo.txt
+			echo $((dec - early)) >>/tmp/dec_hi.txt
+			echo $((stop - early)) >>/tmp/stop.txt
 			echo $((dec - on)) >>/tmp/own.txt
 		fi
 		rm -f "$M/burst.yaml"
@@ -76,10 +88,10 @@ Y
 			sleep 0.5
 		done
 	done
-	n=$(wc -l </tmp/dec.txt)
+	n=$(wc -l </tmp/dec_hi.txt)
 	echo "evictionSamplePeriod $1 (+ PSI trigger 'some 150000 1000000'), $n of $N runs evicted:"
-	echo "  burst start -> eviction decision:      p50 $(pct /tmp/dec.txt 50) ms, max $(pct /tmp/dec.txt 100) ms"
-	echo "  burst start -> victim's containers stopped: p50 $(pct /tmp/stop.txt 50) ms, max $(pct /tmp/stop.txt 100) ms"
+	echo "  pressure onset -> eviction decision:          p50 $(pct /tmp/dec_lo.txt 50)..$(pct /tmp/dec_hi.txt 50) ms, max $(pct /tmp/dec_lo.txt 100)..$(pct /tmp/dec_hi.txt 100) ms"
+	echo "  pressure onset -> victim's containers stopped: p50 <= $(pct /tmp/stop.txt 50) ms, max <= $(pct /tmp/stop.txt 100) ms"
 	echo "  cubelet's view, first sample over the threshold -> decision: p50 $(pct /tmp/own.txt 50) ms, max $(pct /tmp/own.txt 100) ms"
 }
 
