@@ -7,9 +7,10 @@
 # awk loop and prints, every 2 MiB, its count and /proc/uptime (the guest's
 # boot clock, which cubelet's decision times use too). The threshold sits
 # 150 MiB below the baseline; the onset is bracketed by the two lines around
-# the count at which the pod's allocation reaches memory.available − the
-# threshold (as cubelet read it just before the run): decision − the later
-# line is a lower bound, decision − the earlier line an upper bound.
+# the count at which the pod's usage (count + its overhead, from cubelet's
+# measurement at the decision) reaches memory.available − the threshold (as
+# cubelet read it just before the run): decision − the later line is a
+# lower bound, decision − the earlier line an upper bound.
 # cubelet's own view (decision − the first sample that met the threshold) is
 # printed beside them.
 # vm-timeout: 1800
@@ -68,14 +69,23 @@ Y
 			[ -n "$d" ] && [ "$(echo "$d" | jq .stoppedBootMs)" != 0 ] && break
 			sleep 0.5
 		done
-		# CRI log lines: <time> <stream> <tag> <count> <uptime> <idle>
+		# CRI log lines: <time> <stream> <tag> <count> <uptime> <idle>. The pod uses more
+		# than its count (awk, sh, copies): that overhead is what cubelet measured at the
+		# decision minus the count the pod had printed by then.
 		log=$(ls /var/lib/cubelet/pods/*"$uid"/app/0.log 2>/dev/null | head -n 1)
-		late=$(awk -v n="$need" '$4 >= n { printf "%d\n", $5 * 1000; exit }' "$log" 2>/dev/null)
-		early=$(awk -v n="$need" '$4 >= n { print p; exit } { p = sprintf("%d", $5 * 1000) }' "$log" 2>/dev/null)
+		dec=$(echo "$d" | jq -r '.decidedBootMs // empty')
+		used=$(echo "$d" | jq -r .message | sed -n 's/.*Container app was using \([0-9]*\)Ki.*/\1/p')
+		late="" early=""
+		if [ -n "$dec" ] && [ -n "$used" ] && [ -n "$log" ]; then
+			at=$(awk -v t="$dec" '$5 * 1000 <= t { c = $4 } END { print c + 0 }' "$log")
+			n=$((need - (used / 1024 - at)))
+			late=$(awk -v n="$n" '$4 >= n { printf "%d\n", $5 * 1000; exit }' "$log")
+			early=$(awk -v n="$n" '$4 >= n { print p; exit } { p = sprintf("%d", $5 * 1000) }' "$log")
+		fi
 		if [ -z "$d" ] || [ -z "$late" ] || [ -z "$early" ]; then
 			echo "  run $r: no eviction seen (decision '$d', onset '$early'..'$late', need ${need}Mi)"
 		else
-			dec=$(echo "$d" | jq .decidedBootMs); stop=$(echo "$d" | jq .stoppedBootMs); on=$(echo "$d" | jq .onsetBootMs)
+			stop=$(echo "$d" | jq .stoppedBootMs); on=$(echo "$d" | jq .onsetBootMs)
 			echo $((dec - late)) >>/tmp/dec_lo.txt
 			echo $((dec - early)) >>/tmp/dec_hi.txt
 			echo $((stop - early)) >>/tmp/stop.txt
