@@ -7,9 +7,9 @@
 # awk loop and prints, every 2 MiB, its count and /proc/uptime (the guest's
 # boot clock, which cubelet's decision times use too). The threshold sits
 # 150 MiB below the baseline; the onset is bracketed by the two lines around
-# the count at which the pod's usage (count + its overhead, from cubelet's
-# measurement at the decision) reaches memory.available − the threshold (as
-# cubelet read it just before the run): decision − the later line is a
+# the count at which memory.available crossed the threshold: the count the
+# pod had printed at the decision, less the MiB by which cubelet then saw
+# memory.available below the threshold. Decision − the later line is a
 # lower bound, decision − the earlier line an upper bound.
 # cubelet's own view (decision − the first sample that met the threshold) is
 # printed beside them.
@@ -45,8 +45,6 @@ Y
 	for i in $(seq 60); do status_json >/dev/null && break; sleep 0.5; done
 	: >/tmp/dec_lo.txt; : >/tmp/dec_hi.txt; : >/tmp/stop.txt; : >/tmp/own.txt
 	for r in $(seq "$N"); do
-		base_run=$(status_json | jq '.eviction.signals["memory.available"].available')
-		need=$(( (base_run - T * MiB) / MiB ))
 		cat >"$M/burst.yaml" <<Y
 apiVersion: v1
 kind: Pod
@@ -69,21 +67,21 @@ Y
 			[ -n "$d" ] && [ "$(echo "$d" | jq .stoppedBootMs)" != 0 ] && break
 			sleep 0.5
 		done
-		# CRI log lines: <time> <stream> <tag> <count> <uptime> <idle>. The pod uses more
-		# than its count (awk, sh, copies): that overhead is what cubelet measured at the
-		# decision minus the count the pod had printed by then.
+		# CRI log lines: <time> <stream> <tag> <count> <uptime> <idle>. At the decision
+		# cubelet saw `available` below the threshold by some KiB: the crossing was that
+		# many MiB of the pod's count earlier than the count it had printed by then.
 		log=$(ls /var/lib/cubelet/pods/*"$uid"/app/0.log 2>/dev/null | head -n 1)
 		dec=$(echo "$d" | jq -r '.decidedBootMs // empty')
-		used=$(echo "$d" | jq -r .message | sed -n 's/.*Container app was using \([0-9]*\)Ki.*/\1/p')
+		avail=$(echo "$d" | jq -r .message | sed -n 's/.*available: \([0-9]*\)Ki\..*/\1/p')
 		late="" early=""
-		if [ -n "$dec" ] && [ -n "$used" ] && [ -n "$log" ]; then
+		if [ -n "$dec" ] && [ -n "$avail" ] && [ -n "$log" ]; then
 			at=$(awk -v t="$dec" '$5 * 1000 <= t { c = $4 } END { print c + 0 }' "$log")
-			n=$((need - (used / 1024 - at)))
+			n=$((at - (T * 1024 - avail) / 1024))
 			late=$(awk -v n="$n" '$4 >= n { printf "%d\n", $5 * 1000; exit }' "$log")
 			early=$(awk -v n="$n" '$4 >= n { print p; exit } { p = sprintf("%d", $5 * 1000) }' "$log")
 		fi
 		if [ -z "$d" ] || [ -z "$late" ] || [ -z "$early" ]; then
-			echo "  run $r: no eviction seen (decision '$d', onset '$early'..'$late', need ${need}Mi)"
+			echo "  run $r: no eviction seen (decision '$d', onset '$early'..'$late')"
 		else
 			stop=$(echo "$d" | jq .stoppedBootMs); on=$(echo "$d" | jq .onsetBootMs)
 			echo $((dec - late)) >>/tmp/dec_lo.txt
