@@ -37,9 +37,11 @@ static void print_table(json_t *doc) {
                         json_array_foreach(conds, j, cd) printf(" %s=%s", str(cd, "type"), str(cd, "status"));
                         putchar('\n');
                 }
-                if (cm)
-                        printf("cpu manager %s: reserved '%s', shared pool '%s', free for exclusive use '%s'\n",
-                               str(cm, "policy"), str(cm, "reserved"), str(cm, "sharedPool"), str(cm, "freeExclusive"));
+                if (cm && strcmp(str(cm, "policy"), "static") == 0)
+                        printf("cpu manager static: reserved '%s', shared pool '%s', free for exclusive use '%s'\n",
+                               str(cm, "reserved"), str(cm, "sharedPool"), str(cm, "freeExclusive"));
+                else if (cm)
+                        printf("cpu manager %s\n", str(cm, "policy"));
                 if (ev) {
                         json_t *sig = json_object_get(json_object_get(ev, "signals"), "memory.available");
 
