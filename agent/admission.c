@@ -14,6 +14,7 @@
 #include <sys/utsname.h>
 
 #include "agent-internal.h"
+#include "derive.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -29,48 +30,34 @@ static void save(Agent *a) {
 }
 
 static int add_resource(PodResourceList *l, const char *name, int64_t v, bool cpu) {
-        PodResource *n;
-        char buf[32];
-        CubError err = {};
+        PodResource *n = realloc(l->items, (l->n + 1) * sizeof(*n));
 
-        if (v < 0)
-                v = 0;
-        n = realloc(l->items, (l->n + 1) * sizeof(*n));
         if (!n)
                 return -ENOMEM;
         l->items = n;
-        if (cpu)
-                (void) snprintf(buf, sizeof(buf), "%" PRId64 "m", v);
-        else
-                (void) snprintf(buf, sizeof(buf), "%" PRId64, v);
-        n[l->n].name = strdup(name);
+        if (v < 0)
+                v = 0;
+        n[l->n] = (PodResource){
+                .name = strdup(name),
+                .q = cpu ? (PodQuantity){ .units = v / 1000, .milli = (uint16_t) (v % 1000) }
+                         : (PodQuantity){ .units = v },
+        };
         if (!n[l->n].name)
                 return -ENOMEM;
-        if (pod_quantity_parse(buf, &n[l->n].q, &err) < 0) {
-                free(n[l->n].name);
-                return -EINVAL;
-        }
         l->n++;
         return 0;
 }
 
-/* node allocatable: capacity − kube/system reserved − the hard eviction
- * thresholds (memory.available for memory, nodefs.available for
- * ephemeral-storage), kubelet's GetNodeAllocatableReservation */
+/* node allocatable: what the kubepods group gets (capacity − kube/system
+ * reserved) − the hard eviction thresholds (memory.available for memory,
+ * nodefs.available for ephemeral-storage), kubelet's
+ * GetNodeAllocatableReservation */
 static int node_allocatable(Agent *a, PodResourceList *ret) {
         PodQuantity q;
-        int64_t cpu = a->node.cpu_capacity_milli, mem = (int64_t) a->node.memory_capacity, eph = 0;
+        int64_t mem = a->cg.kubepods_memory, eph = 0;
         struct statvfs sv;
         int r;
 
-        (void) pod_resource_get(&a->kc->kube_reserved, "cpu", &q);
-        cpu -= pod_quantity_milli(q);
-        (void) pod_resource_get(&a->kc->system_reserved, "cpu", &q);
-        cpu -= pod_quantity_milli(q);
-        (void) pod_resource_get(&a->kc->kube_reserved, "memory", &q);
-        mem -= pod_quantity_value(q);
-        (void) pod_resource_get(&a->kc->system_reserved, "memory", &q);
-        mem -= pod_quantity_value(q);
         mem -= (int64_t) agent_pressure_hard_memory(a, a->node.memory_capacity);
         if (statvfs(a->opt.state_dir, &sv) == 0) {
                 uint64_t cap = (uint64_t) sv.f_blocks * sv.f_frsize;
@@ -87,7 +74,7 @@ static int node_allocatable(Agent *a, PodResourceList *ret) {
                 (void) pod_resource_get(&a->kc->system_reserved, "ephemeral-storage", &q);
                 eph -= pod_quantity_value(q);
         }
-        r = add_resource(ret, "cpu", cpu, true);
+        r = add_resource(ret, "cpu", a->cg.kubepods_cpu_milli, true);
         if (r >= 0)
                 r = add_resource(ret, "memory", mem, false);
         if (r >= 0)
@@ -123,40 +110,19 @@ int agent_admission_init(Agent *a, CubError *err) {
         char *label_values[] = { (char *) go_arch(), a->opt.node_name, (char *) "linux" };
         PodStringMap labels = { .keys = label_keys, .values = label_values, .n = ELEMENTSOF(label_keys) };
         AdmitNodeInfo ni;
-        CpumgrSet reserved = {};
-        CpumgrPolicy policy;
-        PodQuantity q;
-        int64_t reserved_milli = 0;
         char note[1024] = "";
         int r;
 
-        policy = cpumgr_policy_from_string(a->kc->cpu_manager_policy ? a->kc->cpu_manager_policy : "none");
-        if (policy < 0)
-                return cub_err_set(err, EINVAL, "cpuManagerPolicy '%s': expected 'none' or 'static'",
-                                   a->kc->cpu_manager_policy);
         r = cpumgr_topology_from_sys("/sys", &a->topo, err);
         if (r < 0)
                 return cub_err_wrap(err, "CPU topology");
-        (void) pod_resource_get(&a->kc->kube_reserved, "cpu", &q);
-        reserved_milli += pod_quantity_milli(q);
-        (void) pod_resource_get(&a->kc->system_reserved, "cpu", &q);
-        reserved_milli += pod_quantity_milli(q);
-        if (policy == CPUMGR_POLICY_STATIC) {
-                if (reserved_milli <= 0 && !(a->kc->reserved_system_cpus && *a->kc->reserved_system_cpus))
-                        return cub_err_set(err, EINVAL,
-                                           "cpuManagerPolicy 'static' requires systemReserved.cpu + kubeReserved.cpu "
-                                           "(or reservedSystemCPUs) to be greater than zero");
-                r = cpumgr_reserved(&a->topo, a->kc->reserved_system_cpus, reserved_milli, &reserved, err);
-                if (r < 0)
-                        return cub_err_wrap(err, "reserved CPUs");
-        }
-        r = cpumgr_new(policy, &a->topo, &reserved, &a->cpu, err);
+        r = agent_cpumgr_new(a->kc, &a->topo, "CPU manager", &a->cpu, err);
         if (r < 0)
                 return r;
         if (asprintf(&a->ledger_path, "%s/admission_ledger", a->opt.state_dir) < 0 ||
             asprintf(&a->cpu_state_path, "%s/cpu_manager_state", a->opt.state_dir) < 0)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        if (policy == CPUMGR_POLICY_STATIC) {
+        if (cpumgr_policy(a->cpu) == CPUMGR_POLICY_STATIC) {
                 r = cpumgr_checkpoint_load(a->cpu, a->cpu_state_path, note, sizeof(note), err);
                 if (r < 0)
                         return r;
@@ -228,9 +194,19 @@ static void add_victim(AgentPod *p, const char *uid) {
                 p->n_victims++;
 }
 
+void agent_admission_probe_host(Agent *a) {
+        _cleanup_free_ AdmitHostPort *ports = NULL;
+        size_t n_ports = 0;
+        CubError err = {};
+
+        if (admit_host_listening_ports(&ports, &n_ports, &err) < 0)
+                cub_log(LOG_WARNING, "host ports: %s; admitting on pod ports only", err.msg);
+        else if (admit_snapshot_set_host_ports(a->snap, ports, n_ports, &err) < 0)
+                cub_log(LOG_WARNING, "host ports: %s", err.msg);
+}
+
 bool agent_admission_admit(Agent *a, AgentPod *p) {
         const Pod *pod = p->spec->pod;
-        _cleanup_free_ AdmitHostPort *ports = NULL;
         AdmitDecision d;
         AdmitConditions cond = {
                 .memory_pressure = a->evict_conditions[EVICT_CONDITION_MEMORY_PRESSURE],
@@ -239,7 +215,6 @@ bool agent_admission_admit(Agent *a, AgentPod *p) {
         };
         CpumgrSet before = *cpumgr_shared_pool(a->cpu);
         CubError err = {};
-        size_t n_ports = 0;
         int r;
 
         if (p->admitted)
@@ -255,20 +230,13 @@ bool agent_admission_admit(Agent *a, AgentPod *p) {
                 if (cpumgr_allocate_pod(a->cpu, pod, p->spec->qos, &err) < 0)
                         cub_log(LOG_WARNING, "pod %s/%s: exclusive CPUs after restart: %s", pod->namespace_, pod->name,
                                 err.msg);
-                p->admitted = p->confirmed = true;
+                p->admitted = true;
                 p->pool_gen = a->pool_gen;
                 pool_changed(a, &before);
                 return true;
         }
 
         admit_snapshot_set_conditions(a->snap, &cond);
-        if (admit_host_listening_ports(&ports, &n_ports, &err) < 0) {
-                cub_log(LOG_WARNING, "host ports: %s; admitting on pod ports only", err.msg);
-                cub_err_clear(&err);
-        } else if (admit_snapshot_set_host_ports(a->snap, ports, n_ports, &err) < 0) {
-                cub_log(LOG_WARNING, "host ports: %s", err.msg);
-                cub_err_clear(&err);
-        }
         r = admit_decide(a->snap, pod, &a->admit_opt, &d, &err);
         if (r < 0) {
                 char msg[CUB_ERR_MSG_MAX + 32];
@@ -335,18 +303,19 @@ void agent_admission_forget(Agent *a, AgentPod *p) {
         before = *cpumgr_shared_pool(a->cpu);
         (void) admit_snapshot_forget(a->snap, p->spec->pod->uid);
         cpumgr_release_pod(a->cpu, p->spec->pod->uid);
-        p->admitted = p->confirmed = false;
+        p->admitted = false;
         save(a);
         pool_changed(a, &before);
 }
 
 void agent_admission_confirm(Agent *a, AgentPod *p) {
-        if (!p->admitted || p->confirmed)
+        AdmitLedgerState st;
+
+        /* the ledger is written once, when the pod first starts */
+        if (!p->admitted || admit_snapshot_state(a->snap, p->spec->pod->uid, &st) < 0 || st != ADMIT_LEDGER_ASSUMED)
                 return;
-        if (admit_snapshot_confirm(a->snap, p->spec->pod->uid) >= 0) {
-                p->confirmed = true;
+        if (admit_snapshot_confirm(a->snap, p->spec->pod->uid) >= 0)
                 save(a);
-        }
 }
 
 void agent_admission_settle(Agent *a) {

@@ -51,10 +51,9 @@ typedef struct AgentPod {
         AgentContainerStatus *statuses; /* same order */
         size_t n;
         /* admission */
-        bool admitted;  /* in the admission snapshot (assumed or confirmed) */
-        bool confirmed; /* a sync succeeded once */
-        bool terminal;  /* Failed: rejected, preempted or evicted; never synced again */
-        bool evicted;   /* terminal by eviction: admitted again once the pressure is gone */
+        bool admitted; /* in the admission snapshot (assumed or confirmed) */
+        bool terminal; /* Failed: rejected, preempted or evicted; never synced again */
+        bool evicted;  /* terminal by eviction: admitted again once the pressure is gone */
         char reason[64];
         char message[CUB_ERR_MSG_MAX];
         int64_t kill_grace; /* grace period of the stop of a terminal pod */
@@ -120,6 +119,7 @@ struct Agent {
         EvictObservations evict_obs;
         bool evict_conditions[_EVICT_CONDITION_MAX];
         uint64_t evict_sample_usec;
+        const char *imagefs_path; /* /var/lib/containerd, else the state dir */
         char *psi_trigger;
         sd_event_source *evict_timer, *psi_node_src, *psi_pods_src, *memevents_src;
         char evicting[128]; /* UID of the victim being stopped ("" when none) */
@@ -145,6 +145,9 @@ void agent_pod_reset(AgentPod *p);
 /* admission.c: the admission snapshot, the ledger and the CPU manager */
 int agent_admission_init(Agent *a, CubError *err);
 void agent_admission_done(Agent *a);
+/* The host's listening sockets into the snapshot: once before a batch of
+ * admissions. */
+void agent_admission_probe_host(Agent *a);
 /* Decides on a new pod (or restores one the previous run had admitted);
  * returns true when its sync may start now. A rejected pod is made
  * terminal; preemption victims are stopped. */
@@ -165,9 +168,9 @@ void agent_admission_node_status(Agent *a, void *json_doc);
 /* pressure.c: signals, node conditions and evictions */
 int agent_pressure_init(Agent *a, CubError *err);
 void agent_pressure_done(Agent *a);
-/* Starts sampling and the PSI/memory.events sources (the loop exists). */
+/* Starts sampling and the PSI/memory.events sources (the loop and
+ * kubepods exist) and takes the first sample. */
 void agent_pressure_attach(Agent *a);
-void agent_pressure_sync(Agent *a, const char *why);
 /* A kill job of uid finished. */
 void agent_pressure_stopped(Agent *a, const char *uid);
 void agent_pressure_status(Agent *a, void *json_doc);

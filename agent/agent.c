@@ -174,7 +174,7 @@ static void notify_status(Agent *a);
 static void rescan(Agent *a) {
         PodsrcSet set = {};
         CubError err = {};
-        bool changed = false;
+        bool changed = false, probed = false;
 
         if (podsrc_dir_scan(a->opt.manifest_dir, a->opt.node_name, &set, &err) < 0) {
                 cub_log(LOG_ERR, "%s", err.msg);
@@ -239,6 +239,10 @@ static void rescan(Agent *a) {
                 changed = true;
                 /* admission before any runtime call; an admitted pod starts at
                  * once: its sync job finds out itself what the runtime has */
+                if (!probed) {
+                        agent_admission_probe_host(a);
+                        probed = true;
+                }
                 if (agent_admission_admit(a, p) && a->pool)
                         agent_submit_sync(a, p, agent_now_usec());
         }
@@ -530,6 +534,14 @@ static void request_relist(Agent *a) {
         worker_pool_submit(a->pool, j);
 }
 
+/* The pod a SYNC or UPDATE job was made for (its spec, not only its UID). */
+static AgentPod *job_pod(Agent *a, const WorkerJob *j) {
+        for (size_t i = 0; i < a->n_pods; i++)
+                if (a->pods[i]->spec == j->spec)
+                        return a->pods[i];
+        return NULL;
+}
+
 /* A preemption victim is gone: pods waiting for it may start. */
 static void victim_stopped(Agent *a, const char *uid) {
         uint64_t now = agent_now_usec();
@@ -567,11 +579,10 @@ static int on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdat
                                 request_relist(a);
                         break;
                 case WORKER_SYNC: {
-                        AgentPod *p = agent_find_pod(a, j->spec->pod->uid);
+                        AgentPod *p = job_pod(a, j);
 
-                        for (size_t i = 0; i < a->n_pods; i++)
-                                if (a->pods[i]->spec == j->spec)
-                                        p = a->pods[i];
+                        if (!p)
+                                p = agent_find_pod(a, j->spec->pod->uid);
                         if (p) {
                                 p->busy = false;
                                 if (j->r >= 0)
@@ -597,11 +608,8 @@ static int on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         request_relist(a);
                         break;
                 case WORKER_UPDATE: {
-                        AgentPod *p = NULL;
+                        AgentPod *p = job_pod(a, j);
 
-                        for (size_t i = 0; i < a->n_pods; i++)
-                                if (a->pods[i]->spec == j->spec)
-                                        p = a->pods[i];
                         if (p) {
                                 p->busy = false;
                                 if (j->r < 0) {

@@ -11,6 +11,7 @@
 #include "admit/admit.h"
 #include "cli.h"
 #include "cpumanager/cpumanager.h"
+#include "derive.h"
 #include "pod/pod.h"
 #include "util/cleanup.h"
 #include "util/fileio.h"
@@ -62,18 +63,9 @@ static int node_allocatable(AdmitInput *in, PodResourceList *ret) {
 }
 
 static int setup_cpumgr(AdmitInput *in, const char *config_path, CubError *err) {
-        PodQuantity kc, sc;
-        CpumgrSet reserved;
-        CpumgrPolicy policy;
         int r;
 
-        if (!in->cfg_loaded || !in->cfg.cpu_manager_policy)
-                return 0;
-        policy = cpumgr_policy_from_string(in->cfg.cpu_manager_policy);
-        if (policy < 0)
-                return cub_err_set(err, EINVAL, "%s: cpuManagerPolicy: Unsupported value: \"%s\"", config_path,
-                                   in->cfg.cpu_manager_policy);
-        if (policy == CPUMGR_POLICY_NONE)
+        if (!in->cfg_loaded || !in->cfg.cpu_manager_policy || strcmp(in->cfg.cpu_manager_policy, "none") == 0)
                 return 0;
         if (in->node->n_topology > 0) {
                 _cleanup_free_ CpumgrCpu *cpus = calloc(in->node->n_topology, sizeof(CpumgrCpu));
@@ -90,15 +82,7 @@ static int setup_cpumgr(AdmitInput *in, const char *config_path, CubError *err) 
                 r = cpumgr_topology_from_sys("/sys", &in->topo, err);
         if (r < 0)
                 return cub_err_wrap(err, "topology");
-        (void) pod_resource_get(&in->cfg.kube_reserved, "cpu", &kc);
-        (void) pod_resource_get(&in->cfg.system_reserved, "cpu", &sc);
-        r = cpumgr_reserved(&in->topo, in->cfg.reserved_system_cpus, pod_quantity_milli(kc) + pod_quantity_milli(sc),
-                            &reserved, err);
-        if (r >= 0)
-                r = cpumgr_new(policy, &in->topo, &reserved, &in->cpumgr, err);
-        if (r < 0)
-                return cub_err_wrap(err, "%s", config_path);
-        return 0;
+        return agent_cpumgr_new(&in->cfg, &in->topo, config_path, &in->cpumgr, err);
 }
 
 static int load_running(AdmitInput *in, const char *path, CubError *err) {

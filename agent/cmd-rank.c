@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "derive.h"
 #include "eviction/eviction.h"
 #include "pod/pod.h"
 #include "util/cleanup.h"
@@ -62,14 +63,6 @@ static int usage_quantity(const char *file, const char *path, json_t *v, uint64_
                 return cub_err_set(err, -r, "%s: %s: %s", file, path, qerr.msg);
         *ret = (uint64_t) pod_quantity_value(q);
         return 0;
-}
-
-static uint64_t request_of(const PodResourceList *l, const char *name) {
-        PodQuantity q;
-
-        if (!pod_resource_get(l, name, &q))
-                return 0;
-        return (uint64_t) pod_quantity_value(q);
 }
 
 static int container_usage(const char *file, const char *base, json_t *containers, RankEntry *e, EvictPod *p,
@@ -147,9 +140,7 @@ static int pod_usage(const char *file, size_t idx, json_t *usage, RankEntry *e, 
 static int rank_entry(const char *file, size_t idx, json_t *item, RankEntry *e, EvictPod *p, CubError *err) {
         _cleanup_free_ char *text = NULL;
         char source[512];
-        PodEffective eff;
         json_t *pod, *usage;
-        const char *prot;
         int r;
 
         if (!json_is_object(item))
@@ -169,38 +160,12 @@ static int rank_entry(const char *file, size_t idx, json_t *item, RankEntry *e, 
                 e->key = NULL;
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
-        r = pod_effective(e->pod, &eff, err);
+        e->containers = calloc(e->pod->n_containers ? e->pod->n_containers : 1, sizeof(EvictContainer));
+        if (!e->containers)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        r = agent_evict_pod(e->pod, e->key, e->containers, p, err);
         if (r < 0)
                 return cub_err_wrap(err, "%s", source);
-        e->containers = calloc(e->pod->n_containers ? e->pod->n_containers : 1, sizeof(EvictContainer));
-        if (!e->containers) {
-                pod_effective_done(&eff);
-                return cub_err_set(err, ENOMEM, "out of memory");
-        }
-        for (size_t i = 0; i < e->pod->n_containers; i++)
-                e->containers[i] = (EvictContainer){
-                        .name = e->pod->containers[i].name,
-                        .memory_request = request_of(&e->pod->containers[i].requests, "memory"),
-                        .ephemeral_request = request_of(&e->pod->containers[i].requests, "ephemeral-storage"),
-                };
-        prot = NULL;
-        for (size_t i = 0; i < e->pod->annotations.n; i++)
-                if (strcmp(e->pod->annotations.keys[i], EVICT_ANNOTATION_PROTECTED) == 0)
-                        prot = e->pod->annotations.values[i];
-        *p = (EvictPod){
-                .key = e->key,
-                .uid = e->pod->uid ? e->pod->uid : "",
-                .qos = (EvictQOS) pod_qos_class(e->pod),
-                .priority = e->pod->priority,
-                .critical = e->pod->priority >= EVICT_CRITICAL_PRIORITY,
-                .protected_ = prot && strcmp(prot, "true") == 0,
-                .memory_request = request_of(&eff.requests, "memory"),
-                .ephemeral_request = request_of(&eff.requests, "ephemeral-storage"),
-                .termination_grace_period_seconds = e->pod->termination_grace_period_seconds,
-                .containers = e->containers,
-                .n_containers = e->pod->n_containers,
-        };
-        pod_effective_done(&eff);
         usage = json_object_get(item, "usage");
         if (usage)
                 return pod_usage(file, idx, usage, e, p, err);

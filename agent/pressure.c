@@ -20,11 +20,14 @@
 #include <unistd.h>
 
 #include "agent-internal.h"
+#include "derive.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
 #define DEFAULT_PSI_TRIGGER "some 150000 1000000"
 #define IMAGEFS_PATH "/var/lib/containerd"
+
+static const char *const psi_names[_EVICT_PSI_MAX] = { "memory", "cpu", "io" };
 
 uint64_t agent_boottime_msec(void) {
         struct timespec ts;
@@ -84,8 +87,6 @@ static void observe(Agent *a) {
         const char *cg = a->opt.cgroup_root;
         EvictFsStats fs;
         CubError err = {};
-        char path[4096];
-        static const char *const psi_names[_EVICT_PSI_MAX] = { "memory", "cpu", "io" };
 
         *o = (EvictObservations){ .time_usec = agent_now_usec() };
         if (evict_read_node_memory("/proc", cg, &o->signals[EVICT_SIGNAL_MEMORY_AVAILABLE], &err) < 0)
@@ -97,33 +98,12 @@ static void observe(Agent *a) {
                 evict_fs_observe(&fs, &o->signals[EVICT_SIGNAL_NODEFS_AVAILABLE],
                                  &o->signals[EVICT_SIGNAL_NODEFS_INODES_FREE]);
         cub_err_clear(&err);
-        if (evict_read_fs(access(IMAGEFS_PATH, F_OK) == 0 ? IMAGEFS_PATH : a->opt.state_dir, &fs, &err) >= 0)
+        if (evict_read_fs(a->imagefs_path, &fs, &err) >= 0)
                 evict_fs_observe(&fs, &o->signals[EVICT_SIGNAL_IMAGEFS_AVAILABLE],
                                  &o->signals[EVICT_SIGNAL_IMAGEFS_INODES_FREE]);
         cub_err_clear(&err);
         if (evict_read_pids("/proc", &o->signals[EVICT_SIGNAL_PID_AVAILABLE], &err) < 0)
                 cub_err_clear(&err);
-        for (int i = 0; i < _EVICT_PSI_MAX; i++) {
-                (void) snprintf(path, sizeof(path), "/proc/pressure/%s", psi_names[i]);
-                if (evict_read_psi(path, &o->node_psi[i], &err) < 0)
-                        cub_err_clear(&err);
-                (void) snprintf(path, sizeof(path), "%s/kubepods/%s.pressure", cg, psi_names[i]);
-                if (evict_read_psi(path, &o->kubepods_psi[i], &err) < 0)
-                        cub_err_clear(&err);
-        }
-}
-
-static EvictQOS qos_of(PodQOSClass q) {
-        return q == POD_QOS_GUARANTEED  ? EVICT_QOS_GUARANTEED
-               : q == POD_QOS_BURSTABLE ? EVICT_QOS_BURSTABLE
-                                        : EVICT_QOS_BESTEFFORT;
-}
-
-static uint64_t request_of(const PodResourceList *l, const char *name) {
-        PodQuantity q;
-
-        (void) pod_resource_get(l, name, &q);
-        return (uint64_t) pod_quantity_value(q);
 }
 
 /* Disk use of a pod's logs (bytes allocated and inodes), for the disk
@@ -180,6 +160,7 @@ static bool disk_signal_active(Agent *a) {
 
 static void readmit_evicted(Agent *a) {
         uint64_t now = agent_now_usec();
+        bool probed = false;
 
         for (size_t i = 0; i < a->n_pods; i++) {
                 AgentPod *p = a->pods[i];
@@ -189,6 +170,10 @@ static void readmit_evicted(Agent *a) {
                 cub_log(LOG_INFO, "pod %s/%s: the pressure is gone, admitting it again", p->spec->pod->namespace_,
                         p->spec->pod->name);
                 agent_pod_reset(p);
+                if (!probed) {
+                        agent_admission_probe_host(a);
+                        probed = true;
+                }
                 if (agent_admission_admit(a, p))
                         agent_submit_sync(a, p, now);
         }
@@ -240,30 +225,12 @@ static void evict(Agent *a) {
                 AgentPod *p = a->pods[i];
                 const Pod *pod = p->spec->pod;
                 EvictPod *e = &pods[n];
-                PodEffective eff;
-                const char *prot = NULL;
 
                 if (!p->admitted || p->terminal || !p->wanted)
                         continue;
-                if (pod_effective(pod, &eff, NULL) < 0)
-                        continue;
-                for (size_t k = 0; k < pod->annotations.n; k++)
-                        if (strcmp(pod->annotations.keys[k], EVICT_ANNOTATION_PROTECTED) == 0)
-                                prot = pod->annotations.values[k];
                 (void) snprintf(keys + n * 320, 320, "%s/%s", pod->namespace_, pod->name);
-                *e = (EvictPod){
-                        .key = keys + n * 320,
-                        .uid = pod->uid,
-                        .qos = qos_of(p->spec->qos),
-                        .priority = pod->priority,
-                        .critical = pod->priority >= EVICT_CRITICAL_PRIORITY,
-                        .protected_ = prot && strcmp(prot, "true") == 0,
-                        .memory_request = request_of(&eff.requests, "memory"),
-                        .ephemeral_request = request_of(&eff.requests, "ephemeral-storage"),
-                        .termination_grace_period_seconds = pod->termination_grace_period_seconds,
-                        .containers = cts + n_ct,
-                };
-                pod_effective_done(&eff);
+                if (agent_evict_pod(pod, keys + n * 320, cts + n_ct, e, NULL) < 0)
+                        continue;
                 r = evict_read_cgroup_working_set(a->opt.cgroup_root, p->spec->cgroup.path, &e->memory_usage, &err);
                 /* a pod whose cgroup is not made yet uses nothing (rather than
                  * "no stats", which would rank it first) */
@@ -275,18 +242,15 @@ static void evict(Agent *a) {
                         log_usage(p->spec->log_dir, &e->ephemeral_usage, &e->inodes_usage);
                 for (size_t k = 0; k < pod->n_containers; k++) {
                         const AgentContainerStatus *st = &p->statuses[pod->n_init_containers + k];
-                        EvictContainer *c = &cts[n_ct++];
 
-                        c->name = pod->containers[k].name;
-                        c->memory_request = request_of(&pod->containers[k].requests, "memory");
-                        c->ephemeral_request = request_of(&pod->containers[k].requests, "ephemeral-storage");
-                        if (st->id[0] && strcmp(st->state, "Running") == 0) {
-                                (void) snprintf(path, sizeof(path), "%s/%s", p->spec->cgroup.path, st->id);
-                                if (evict_read_cgroup_working_set(a->opt.cgroup_root, path, &c->memory_usage, &err) < 0)
-                                        cub_err_clear(&err);
-                        }
-                        e->n_containers++;
+                        if (!st->id[0] || strcmp(st->state, "Running") != 0)
+                                continue;
+                        (void) snprintf(path, sizeof(path), "%s/%s", p->spec->cgroup.path, st->id);
+                        if (evict_read_cgroup_working_set(a->opt.cgroup_root, path, &cts[n_ct + k].memory_usage, &err) <
+                            0)
+                                cub_err_clear(&err);
                 }
+                n_ct += pod->n_containers;
                 owners[n++] = p;
         }
         if (evict_decide(&a->evict_cfg, &a->evict_state, &a->evict_obs, pods, n, &d, &err) < 0) {
@@ -321,8 +285,8 @@ static void evict(Agent *a) {
                 rec->stopped_boot_ms = agent_boottime_msec(); /* nothing of it ran */
 }
 
-void agent_pressure_sync(Agent *a, const char *why) {
-        (void) why;
+/* One round: sample, update the conditions, evict at most one pod. */
+static void pressure_sync(Agent *a) {
         a->evict_rounds++;
         observe(a);
         evict_state_update(&a->evict_state, &a->evict_cfg, &a->evict_obs, a->evict_obs.time_usec);
@@ -341,7 +305,7 @@ void agent_pressure_stopped(Agent *a, const char *uid) {
         if (strcmp(a->evicting, uid) == 0) {
                 a->evicting[0] = '\0';
                 /* re-evaluate at once: the reclaim may not have been enough */
-                agent_pressure_sync(a, "victim stopped");
+                pressure_sync(a);
         }
 }
 
@@ -349,7 +313,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
 
         (void) sd_event_source_set_time(s, usec + a->evict_sample_usec);
-        agent_pressure_sync(a, "sample");
+        pressure_sync(a);
         return 0;
 }
 
@@ -361,14 +325,14 @@ static int on_psi(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 return 0;
         }
-        agent_pressure_sync(userdata, "psi");
+        pressure_sync(userdata);
         return 0;
 }
 
 static int on_memory_events(sd_event_source *s, const struct inotify_event *ev, void *userdata) {
         (void) s;
         (void) ev;
-        agent_pressure_sync(userdata, "memory.events");
+        pressure_sync(userdata);
         return 0;
 }
 
@@ -405,11 +369,11 @@ int agent_pressure_init(Agent *a, CubError *err) {
         r = evict_psi_trigger_validate(a->psi_trigger, err);
         if (r < 0)
                 return cub_err_wrap(err, "cubelet.psiMemoryTrigger");
+        a->imagefs_path = access(IMAGEFS_PATH, F_OK) == 0 ? IMAGEFS_PATH : a->opt.state_dir;
         return 0;
 }
 
-/* Once the event loop and kubepods exist. */
-static void attach(Agent *a) {
+void agent_pressure_attach(Agent *a) {
         char path[4096];
         int r;
 
@@ -429,11 +393,7 @@ static void attach(Agent *a) {
                 cub_log(LOG_WARNING, "inotify on '%s': %s; sampling only", path, strerror(-r));
         else
                 (void) sd_event_source_set_description(a->memevents_src, "kubepods-memory.events");
-}
-
-void agent_pressure_attach(Agent *a) {
-        attach(a);
-        agent_pressure_sync(a, "start");
+        pressure_sync(a);
 }
 
 void agent_pressure_done(Agent *a) {
@@ -455,7 +415,6 @@ static json_t *signal_json(const EvictSignalObservation *o) {
 void agent_pressure_status(Agent *a, void *json_doc) {
         json_t *doc = json_doc, *conds = json_array(), *sig = json_object(), *psi = json_object(), *th = json_array(),
                *ev = json_array();
-        static const char *const psi_names[_EVICT_PSI_MAX] = { "memory", "cpu", "io" };
         EvictMet met[EVICT_THRESHOLDS_MAX];
         size_t n_met, first;
         uint64_t now = agent_now_usec();
@@ -471,8 +430,17 @@ void agent_pressure_status(Agent *a, void *json_doc) {
         for (int s = 0; s < _EVICT_SIGNAL_MAX; s++)
                 json_object_set_new(sig, evict_signal_to_string((EvictSignal) s),
                                     signal_json(&a->evict_obs.signals[s]));
+        /* PSI averages are for display only: read here, not on every round */
         for (int i = 0; i < _EVICT_PSI_MAX; i++) {
-                const EvictPsi *n = &a->evict_obs.node_psi[i], *k = &a->evict_obs.kubepods_psi[i];
+                EvictPsi node_psi = {}, pods_psi = {};
+                const EvictPsi *n = &node_psi, *k = &pods_psi;
+                char path[4096];
+                CubError err = {};
+
+                (void) snprintf(path, sizeof(path), "/proc/pressure/%s", psi_names[i]);
+                (void) evict_read_psi(path, &node_psi, &err);
+                (void) snprintf(path, sizeof(path), "%s/kubepods/%s.pressure", a->opt.cgroup_root, psi_names[i]);
+                (void) evict_read_psi(path, &pods_psi, &err);
 
                 json_object_set_new(psi, psi_names[i],
                                     json_pack("{s:f,s:f,s:f,s:f}", "nodeSomeAvg10", n->some.avg10, "nodeFullAvg10",

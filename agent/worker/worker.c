@@ -142,24 +142,6 @@ WorkerJob *worker_job_free(WorkerJob *j) {
         return NULL;
 }
 
-int worker_job_set_cpusets(WorkerJob *j, const char *const *cpusets, size_t n) {
-        char **l = calloc(n + 1, sizeof(char *));
-
-        if (!l)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                l[i] = strdup(cpusets[i] ? cpusets[i] : "");
-                if (!l[i]) {
-                        for (size_t k = 0; k < i; k++)
-                                free(l[k]);
-                        free(l);
-                        return -ENOMEM;
-                }
-        }
-        j->cpusets = l;
-        return 0;
-}
-
 const WorkerContainer *worker_observed_container(const WorkerObserved *o, const char *name) {
         for (size_t i = 0; o && i < o->n_containers; i++)
                 if (strcmp(o->containers[i].name, name) == 0)
@@ -432,6 +414,18 @@ typedef struct SyncCtx {
         char cgroup_parent[520];
 } SyncCtx;
 
+/* The CRI resources of a container: the spec's, with this cpuset. */
+static CriResources cri_resources(const CgContainerResources *res, const char *cpuset) {
+        return (CriResources){
+                .cpu_period = res->cpu_period,
+                .cpu_quota = res->cpu_quota,
+                .cpu_shares = res->cpu_shares,
+                .memory_limit_in_bytes = res->memory_limit_in_bytes,
+                .oom_score_adj = res->oom_score_adj,
+                .cpuset_cpus = cpuset,
+        };
+}
+
 static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerResources *res, bool init,
                            uint32_t attempt, const char *old_id, CubError *err) {
         const Pod *pod = x->s->pod;
@@ -468,7 +462,7 @@ static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerR
         }
         if (asprintf(&log_path, "%s/%u.log", c->name, attempt) < 0)
                 log_path = NULL;
-        cfg = (CriContainerConfig) {
+        cfg = (CriContainerConfig){
                 .name = c->name,
                 .attempt = attempt,
                 .image = c->image,
@@ -478,14 +472,7 @@ static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerR
                 .envs = envs,
                 .labels = labels,
                 .log_path = log_path,
-                .resources = {
-                        .cpu_period = res->cpu_period,
-                        .cpu_quota = res->cpu_quota,
-                        .cpu_shares = res->cpu_shares,
-                        .memory_limit_in_bytes = res->memory_limit_in_bytes,
-                        .oom_score_adj = res->oom_score_adj,
-                        .cpuset_cpus = cpuset,
-                },
+                .resources = cri_resources(res, cpuset),
         };
         cfg.seccomp = seccomp_of(&c->seccomp, &pod->seccomp, &cfg.seccomp_localhost);
         r = cri_create_container(x->p->cri, x->sandbox_id, &cfg, x->sbc, &id, err);
@@ -665,14 +652,7 @@ static int job_update(WorkerPool *p, WorkerJob *j, CubError *err) {
                 if (!res || !cpuset || !*cpuset)
                         continue;
                 /* containerd keeps the fields left at 0; send them all again anyway */
-                cr = (CriResources){
-                        .cpu_period = res->cpu_period,
-                        .cpu_quota = res->cpu_quota,
-                        .cpu_shares = res->cpu_shares,
-                        .memory_limit_in_bytes = res->memory_limit_in_bytes,
-                        .oom_score_adj = res->oom_score_adj,
-                        .cpuset_cpus = cpuset,
-                };
+                cr = cri_resources(res, cpuset);
                 r = cri_update_container_resources(p->cri, ct[i].id, &cr, err);
                 if (r < 0) {
                         (void) cub_err_wrap(err, "container '%s': update cpuset '%s'", ct[i].name, cpuset);

@@ -104,8 +104,6 @@ typedef struct WorkerJob {
 } WorkerJob;
 
 WorkerJob *worker_job_new(WorkerJobKind kind);
-/* Sets j->cpusets to copies of the n strings; -ENOMEM. */
-int worker_job_set_cpusets(WorkerJob *j, const char *const *cpusets, size_t n);
 WorkerJob *worker_job_free(WorkerJob *j);
 void worker_observed_free(WorkerObserved *o, size_t n);
 const WorkerContainer *worker_observed_container(const WorkerObserved *o, const char *name);

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* What the agent and its operator tools (`cubelet admit`, `cubelet rank`)
+ * derive alike from the pod model and the KubeletConfiguration, so that
+ * the tools show exactly what the agent does. */
+
+#include "../eviction/eviction.h"
+#include "cpumanager/cpumanager.h"
+#include "pod/pod.h"
+#include "util/err.h"
+
+/*
+ * The CPU manager of a configuration (cpuManagerPolicy, reservedSystemCPUs,
+ * kube/system reserved cpu) on a topology; policy none when the field is
+ * absent. source names the configuration in messages.
+ */
+int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, const char *source, CpumgrState **ret,
+                     CubError *err);
+
+/*
+ * The pod-given part of an eviction snapshot entry: key (caller's storage),
+ * QoS, priority, criticality, the EVICT_ANNOTATION_PROTECTED opt-out,
+ * effective memory and ephemeral-storage requests, grace period, and for
+ * each app container its name and requests in containers[pod->n_containers].
+ * Usage fields are left 0 for the caller to fill.
+ */
+int agent_evict_pod(const Pod *pod, const char *key, EvictContainer *containers, EvictPod *ret, CubError *err);
