@@ -11,32 +11,8 @@
 set -u
 CUBELET=${1:?usage: tests/admit/run.sh CUBELET_BINARY}
 DIR=tests/data/admit/cases
-unset JOURNAL_STREAM CUBELET_LOG_LEVEL
-
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-n=0
-failed=0
-
-ok() {
-        n=$((n + 1))
-        echo "ok $n - $1"
-}
-
-not_ok() {
-        n=$((n + 1))
-        failed=$((failed + 1))
-        echo "not ok $n - $1"
-        shift
-        for line in "$@"; do
-                echo "# $line"
-        done
-}
-
-diag() {
-        sed 's/^/# /' "$1"
-}
+# shellcheck disable=SC1091
+. tests/golden-tap.sh
 
 for a in "$DIR"/*.args; do
         [ -f "$a" ] || continue
@@ -102,5 +78,4 @@ else
         not_ok "$name" "exit status $rc, expected 2 and a message on stderr"
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

@@ -17,33 +17,8 @@
 set -u
 CUBELET=${1:?usage: tests/plan/run.sh CUBELET_BINARY}
 NODE=tests/data/nodes/node-16gi.json
-unset JOURNAL_STREAM CUBELET_LOG_LEVEL
-
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-n=0
-failed=0
-
-ok() {
-        n=$((n + 1))
-        echo "ok $n - $1"
-}
-
-not_ok() {
-        n=$((n + 1))
-        failed=$((failed + 1))
-        echo "not ok $n - $1"
-        shift
-        for line in "$@"; do
-                echo "# $line"
-        done
-}
-
-# Prints a file as TAP diagnostics.
-diag() {
-        sed 's/^/# /' "$1"
-}
+# shellcheck disable=SC1091
+. tests/golden-tap.sh
 
 # The computed UID of a plan (32 hex digits), or nothing.
 plan_uid() {
@@ -229,5 +204,4 @@ else
         not_ok "$name" "'$ue' with the comment, '$uc' without"
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

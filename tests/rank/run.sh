@@ -14,32 +14,8 @@
 set -u
 CUBELET=${1:?usage: tests/rank/run.sh CUBELET_BINARY}
 D=tests/data/rank
-unset JOURNAL_STREAM CUBELET_LOG_LEVEL
-
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-n=0
-failed=0
-
-ok() {
-        n=$((n + 1))
-        echo "ok $n - $1"
-}
-
-not_ok() {
-        n=$((n + 1))
-        failed=$((failed + 1))
-        echo "not ok $n - $1"
-        shift
-        for line in "$@"; do
-                echo "# $line"
-        done
-}
-
-diag() {
-        sed 's/^/# /' "$1"
-}
+# shellcheck disable=SC1091
+. tests/golden-tap.sh
 
 # args NAME: the arguments of case NAME
 args() {
@@ -143,5 +119,4 @@ else
         ok "$name # SKIP python3 not installed"
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done
