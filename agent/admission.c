@@ -205,6 +205,14 @@ void agent_admission_probe_host(Agent *a) {
                 cub_log(LOG_WARNING, "host ports: %s", err.msg);
 }
 
+/* kubelet's rejectPod: phase Failed, the reason, "Pod was rejected: " + message */
+static void reject(Agent *a, AgentPod *p, const char *reason, const char *message) {
+        char msg[CUB_ERR_MSG_MAX + 32];
+
+        (void) snprintf(msg, sizeof(msg), "Pod was rejected: %s", message);
+        (void) agent_pod_fail(a, p, reason, msg, 0);
+}
+
 bool agent_admission_admit(Agent *a, AgentPod *p) {
         const Pod *pod = p->spec->pod;
         AdmitDecision d;
@@ -239,19 +247,13 @@ bool agent_admission_admit(Agent *a, AgentPod *p) {
         admit_snapshot_set_conditions(a->snap, &cond);
         r = admit_decide(a->snap, pod, &a->admit_opt, &d, &err);
         if (r < 0) {
-                char msg[CUB_ERR_MSG_MAX + 32];
-
-                (void) snprintf(msg, sizeof(msg), "Pod was rejected: %s", err.msg);
                 cub_log(LOG_ERR, "pod %s/%s: admission: %s", pod->namespace_, pod->name, err.msg);
-                agent_pod_fail(a, p, "UnexpectedAdmissionError", msg, 0);
+                reject(a, p, "UnexpectedAdmissionError", err.msg);
                 return false;
         }
         if (!d.admit) {
-                char msg[ADMIT_MESSAGE_MAX + 32];
-
-                (void) snprintf(msg, sizeof(msg), "Pod was rejected: %s", d.message);
                 cub_log(LOG_WARNING, "pod %s/%s rejected: %s: %s", pod->namespace_, pod->name, d.reason, d.message);
-                agent_pod_fail(a, p, d.reason, msg, 0);
+                reject(a, p, d.reason, d.message);
                 admit_decision_done(&d);
                 return false;
         }
@@ -263,22 +265,17 @@ bool agent_admission_admit(Agent *a, AgentPod *p) {
                 cub_log(LOG_WARNING, "pod %s/%s preempts %s (priority %" PRId32 ")", pod->namespace_, pod->name,
                         d.victims[i].key, d.victims[i].priority);
                 if (v) {
-                        bool running = v->observed;
-
-                        agent_pod_fail(a, v, ADMIT_PREEMPTED_REASON, msg,
-                                       v->spec->pod->termination_grace_period_seconds);
-                        if (running)
+                        /* the sync waits for the victims whose containers are stopping */
+                        if (agent_pod_fail(a, v, ADMIT_PREEMPTED_REASON, msg,
+                                           v->spec->pod->termination_grace_period_seconds))
                                 add_victim(p, d.victims[i].uid);
                 } else
                         (void) admit_snapshot_forget(a->snap, d.victims[i].uid);
         }
         r = admit_snapshot_assume(a->snap, pod, &d.placement, &err);
         if (r < 0) {
-                char msg[CUB_ERR_MSG_MAX + 32];
-
-                (void) snprintf(msg, sizeof(msg), "Pod was rejected: %s", err.msg);
                 cub_log(LOG_ERR, "pod %s/%s: reserving: %s", pod->namespace_, pod->name, err.msg);
-                agent_pod_fail(a, p, "UnexpectedAdmissionError", msg, 0);
+                reject(a, p, "UnexpectedAdmissionError", err.msg);
                 admit_decision_done(&d);
                 return false;
         }
