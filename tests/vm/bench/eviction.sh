@@ -63,7 +63,7 @@ spec:
 Y
 		uid=burst-$1-$r
 		for i in $(seq 240); do
-			d=$(status_json | jq -c --arg u "$uid" '.eviction.decisions[] | select(.uid==$u)')
+			d=$(status_json | jq -c --arg u "$uid" 'first(.eviction.decisions[] | select(.uid==$u))')
 			[ -n "$d" ] && [ "$(echo "$d" | jq .stoppedBootMs)" != 0 ] && break
 			sleep 0.5
 		done
