@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../eviction/eviction.h"
 #include "../util/cleanup.h"
 #include "admit-internal.h"
 
@@ -27,30 +28,25 @@
 
 static void filter_node_pressure(const AdmitCtx *c, AdmitFilterResult *r) {
         const AdmitConditions *cond = &c->s->cond;
-        char list[64] = "";
-        size_t len = 0;
+        const bool conditions[_EVICT_CONDITION_MAX] = {
+                [EVICT_CONDITION_MEMORY_PRESSURE] = cond->memory_pressure,
+                [EVICT_CONDITION_DISK_PRESSURE] = cond->disk_pressure,
+                [EVICT_CONDITION_PID_PRESSURE] = cond->pid_pressure,
+        };
+        char message[EVICT_MESSAGE_MAX];
 
         if (!cond->memory_pressure && !cond->disk_pressure && !cond->pid_pressure)
                 return;
         /* Critical by priority only: unlike kubelet, which treats every static
          * pod as critical, cubelet's manifest pods are this node's workload
-         * and face pressure admission like any other pod. */
-        if (c->pod->priority >= ADMIT_CRITICAL_PRIORITY)
+         * and face pressure admission like any other pod. EvictQOS lists the
+         * classes in PodQOSClass's order (asserted in agent/derive.c). */
+        if (evict_admit(conditions, (EvictQOS) c->qos, c->pod->priority >= ADMIT_CRITICAL_PRIORITY,
+                        admit_tolerates(c->pod->tolerations, c->pod->n_tolerations,
+                                        "node.kubernetes.io/memory-pressure", "", "NoSchedule"),
+                        message))
                 return;
-        if (cond->memory_pressure && !cond->disk_pressure && !cond->pid_pressure) {
-                if (c->qos != POD_QOS_BESTEFFORT)
-                        return;
-                if (admit_tolerates(c->pod->tolerations, c->pod->n_tolerations, "node.kubernetes.io/memory-pressure",
-                                    "", "NoSchedule"))
-                        return;
-        }
-        if (cond->memory_pressure)
-                len += (size_t) snprintf(list + len, sizeof(list) - len, "%sMemoryPressure", len ? " " : "");
-        if (cond->disk_pressure)
-                len += (size_t) snprintf(list + len, sizeof(list) - len, "%sDiskPressure", len ? " " : "");
-        if (cond->pid_pressure)
-                (void) snprintf(list + len, sizeof(list) - len, "%sPIDPressure", len ? " " : "");
-        FAIL(r, "Evicted", "The node had condition: [%s]. ", list);
+        FAIL(r, "Evicted", "%.960s", message);
 }
 
 /* ---- CPUManager (the static policy's Allocate at admission) ------------------ */
