@@ -399,17 +399,6 @@ int evict_read_pids(const char *proc_root, EvictSignalObservation *ret, CubError
 int evict_psi_parse(const char *text, EvictPsi *ret, CubError *err);
 int evict_read_psi(const char *path, EvictPsi *ret, CubError *err);
 
-typedef struct EvictMemoryEvents {
-        uint64_t low;
-        uint64_t high;
-        uint64_t max;
-        uint64_t oom;
-        uint64_t oom_kill;
-} EvictMemoryEvents;
-
-int evict_memory_events_parse(const char *text, EvictMemoryEvents *ret, CubError *err);
-int evict_read_memory_events(const char *path, EvictMemoryEvents *ret, CubError *err);
-
 /* A PSI trigger: "some|full <stall µs> <window µs>", window in
  * 500000..10000000, 0 < stall <= window. */
 int evict_psi_trigger_validate(const char *trigger, CubError *err);

@@ -343,51 +343,6 @@ int evict_read_psi(const char *path, EvictPsi *ret, CubError *err) {
         return 0;
 }
 
-int evict_memory_events_parse(const char *text, EvictMemoryEvents *ret, CubError *err) {
-        static const struct {
-                const char *key;
-                size_t offset;
-        } keys[] = {
-                { "low", offsetof(EvictMemoryEvents, low) },           { "high", offsetof(EvictMemoryEvents, high) },
-                { "max", offsetof(EvictMemoryEvents, max) },           { "oom", offsetof(EvictMemoryEvents, oom) },
-                { "oom_kill", offsetof(EvictMemoryEvents, oom_kill) },
-        };
-        EvictMemoryEvents ev = {};
-
-        for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-                size_t klen = strcspn(line, " \n"), n;
-                const char *v = line + klen;
-                uint64_t x;
-
-                if (klen == 0 && *line == '\n')
-                        continue;
-                if (*v != ' ')
-                        return cub_err_set(err, EINVAL, "malformed line \"%.*s\"", (int) strcspn(line, "\n"), line);
-                v++;
-                n = strcspn(v, "\n");
-                if (parse_u64_token(v, n, &x) < 0)
-                        return cub_err_set(err, EINVAL, "bad value in line \"%.*s\"", (int) strcspn(line, "\n"), line);
-                for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-                        if (strlen(keys[i].key) == klen && memcmp(keys[i].key, line, klen) == 0)
-                                *(uint64_t *) ((char *) &ev + keys[i].offset) = x;
-        }
-        *ret = ev;
-        return 0;
-}
-
-int evict_read_memory_events(const char *path, EvictMemoryEvents *ret, CubError *err) {
-        _cleanup_free_ char *text = NULL;
-        int r;
-
-        r = read_text(path, &text, err);
-        if (r < 0)
-                return r;
-        r = evict_memory_events_parse(text, ret, err);
-        if (r < 0)
-                return cub_err_wrap(err, "'%s'", path);
-        return 0;
-}
-
 #define PSI_WINDOW_MIN_USEC UINT64_C(500000)
 #define PSI_WINDOW_MAX_USEC UINT64_C(10000000)
 

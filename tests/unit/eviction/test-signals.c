@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* eviction/signals.c over fixture /proc and cgroup trees built in a
  * tmpdir: node and kubepods memory, per-cgroup working set and pids,
- * pid.available, statvfs, PSI and memory.events parsing, and PSI trigger
+ * pid.available, statvfs, PSI parsing, and PSI trigger
  * setup against a regular file. */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,7 +79,6 @@ static int setup(void **state) {
         put(f, "cgroup/memory.pressure",
             "some avg10=1.50 avg60=0.75 avg300=0.10 total=123456\n"
             "full avg10=0.50 avg60=0.25 avg300=0.00 total=6543\n");
-        put(f, "cgroup/kubepods/memory.events", "low 0\nhigh 12\nmax 3\noom 2\noom_kill 1\noom_group_kill 0\n");
         put(f, "trigger", "");
         *state = f;
         return 0;
@@ -269,27 +268,6 @@ static void test_psi(void **state) {
         assert_non_null(strstr(err.msg, "/cgroup/bad.pressure': expected a \"some\" or \"full\" line"));
 }
 
-static void test_memory_events(void **state) {
-        Fixture *f = *state;
-        EvictMemoryEvents ev;
-        CubError err = {};
-        char p[256];
-
-        (void) snprintf(p, sizeof(p), "%s/kubepods/memory.events", f->cg);
-        assert_int_equal(evict_read_memory_events(p, &ev, &err), 0);
-        assert_int_equal(ev.low, 0);
-        assert_int_equal(ev.high, 12);
-        assert_int_equal(ev.max, 3);
-        assert_int_equal(ev.oom, 2);
-        assert_int_equal(ev.oom_kill, 1);
-        assert_int_equal(evict_memory_events_parse("oom_kill x\n", &ev, &err), -EINVAL);
-        assert_string_equal(err.msg, "bad value in line \"oom_kill x\"");
-        assert_int_equal(evict_memory_events_parse("oom_kill\n", &ev, &err), -EINVAL);
-        assert_string_equal(err.msg, "malformed line \"oom_kill\"");
-        assert_int_equal(evict_memory_events_parse("", &ev, &err), 0);
-        assert_int_equal(ev.oom_kill, 0);
-}
-
 static void test_psi_trigger_open(void **state) {
         static const char want[] = "some 150000 1000000";
         Fixture *f = *state;
@@ -373,7 +351,6 @@ int main(void) {
                 cmocka_unit_test(test_pid_available),
                 cmocka_unit_test(test_fs),
                 cmocka_unit_test(test_psi),
-                cmocka_unit_test(test_memory_events),
                 cmocka_unit_test(test_psi_trigger_open),
                 cmocka_unit_test(test_psi_trigger_validate),
         };
