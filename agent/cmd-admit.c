@@ -81,7 +81,7 @@ static int setup_cpumgr(AdmitInput *in, const char *config_path, CubError *err) 
         } else
                 r = cpumgr_topology_from_sys("/sys", &in->topo, err);
         if (r < 0)
-                return cub_err_wrap(err, "topology");
+                return cub_err_wrap_errno(err, r, "topology");
         return agent_cpumgr_new(&in->cfg, &in->topo, config_path, &in->cpumgr, err);
 }
 
@@ -118,11 +118,11 @@ static int load_running(AdmitInput *in, const char *path, CubError *err) {
                 in->running[in->n_running++] = pod;
                 r = admit_snapshot_add(in->snap, pod, err);
                 if (r < 0)
-                        return cub_err_wrap(err, "%s", source);
+                        return cub_err_wrap_errno(err, r, "%s", source);
                 if (in->cpumgr) {
                         r = cpumgr_allocate_pod(in->cpumgr, pod, pod_qos_class(pod), err);
                         if (r < 0)
-                                return cub_err_wrap(err, "%s: exclusive cpus", source);
+                                return cub_err_wrap_errno(err, r, "%s: exclusive cpus", source);
                 }
         }
         return 0;

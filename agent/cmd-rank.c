@@ -165,7 +165,7 @@ static int rank_entry(const char *file, size_t idx, json_t *item, RankEntry *e, 
                 return cub_err_set(err, ENOMEM, "out of memory");
         r = agent_evict_pod(e->pod, e->key, e->containers, p, err);
         if (r < 0)
-                return cub_err_wrap(err, "%s", source);
+                return cub_err_wrap_errno(err, r, "%s", source);
         usage = json_object_get(item, "usage");
         if (usage)
                 return pod_usage(file, idx, usage, e, p, err);

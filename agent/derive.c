@@ -36,11 +36,11 @@ int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, con
                 r = cpumgr_reserved(topo, kc->reserved_system_cpus, pod_quantity_milli(kcpu) + pod_quantity_milli(scpu),
                                     &reserved, err);
                 if (r < 0)
-                        return cub_err_wrap(err, "%s", source);
+                        return cub_err_wrap_errno(err, r, "%s", source);
         }
         r = cpumgr_new(policy, topo, &reserved, ret, err);
         if (r < 0)
-                return cub_err_wrap(err, "%s", source);
+                return cub_err_wrap_errno(err, r, "%s", source);
         return 0;
 }
 

@@ -339,7 +339,7 @@ int evict_read_psi(const char *path, EvictPsi *ret, CubError *err) {
                 return r;
         r = evict_psi_parse(text, ret, err);
         if (r < 0)
-                return cub_err_wrap(err, "'%s'", path);
+                return cub_err_wrap_errno(err, r, "'%s'", path);
         return 0;
 }
 

@@ -428,7 +428,7 @@ int evict_config_set_soft_grace_period(EvictConfig *c, const char *signal, const
                 return r;
         r = evict_duration_parse(duration, &usec, err);
         if (r < 0)
-                return cub_err_wrap(err, "evictionSoftGracePeriod[%s]", signal);
+                return cub_err_wrap_errno(err, r, "evictionSoftGracePeriod[%s]", signal);
         c->grace_set[s] = true;
         c->grace_usec[s] = usec;
         c->finished = false;
@@ -471,7 +471,7 @@ int evict_config_set_transition_period(EvictConfig *c, const char *duration, Cub
 
         r = evict_duration_parse(duration, &usec, err);
         if (r < 0)
-                return cub_err_wrap(err, "evictionPressureTransitionPeriod");
+                return cub_err_wrap_errno(err, r, "evictionPressureTransitionPeriod");
         c->transition_usec = usec;
         return 0;
 }

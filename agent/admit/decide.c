@@ -179,7 +179,7 @@ int admit_ctx_init(const AdmitSnapshot *s, const Pod *pod, const AdmitOptions *o
         *c = (AdmitCtx){ .s = s, .pod = pod, .o = o, .qos = pod_qos_class(pod) };
         r = pod_effective(pod, eff, err);
         if (r < 0)
-                return cub_err_wrap(err, "pod %s/%s", pod->namespace_, pod->name);
+                return cub_err_wrap_errno(err, r, "pod %s/%s", pod->namespace_, pod->name);
         if (resolve_requests(s, &eff->requests, &c->reqs, &c->n_reqs) < 0 ||
             admit_pod_ports(pod, &c->ports, &c->n_ports) < 0) {
                 admit_ctx_done(c);

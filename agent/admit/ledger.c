@@ -41,7 +41,7 @@ static int assign_placement(CpumgrState *st, const Pod *pod, const AdmitPlacemen
 
                 if (r < 0) {
                         cpumgr_release_pod(st, pod->uid);
-                        return cub_err_wrap(err, "container '%s'", pl->containers[i].name);
+                        return cub_err_wrap_errno(err, r, "container '%s'", pl->containers[i].name);
                 }
         }
         return 0;
@@ -81,7 +81,7 @@ int admit_snapshot_assume(AdmitSnapshot *s, const Pod *pod, const AdmitPlacement
                         r = cpumgr_allocate_pod(s->cpumgr, pod, c.qos, err);
                 if (r < 0) {
                         admit_ctx_done(&c);
-                        return cub_err_wrap(err, "pod %s/%s", pod->namespace_, pod->name);
+                        return cub_err_wrap_errno(err, r, "pod %s/%s", pod->namespace_, pod->name);
                 }
                 took_cpus = true;
         }

@@ -66,7 +66,7 @@ int admit_seccomp_check(const char *path, const char *name, CubError *err) {
 
         r = cub_read_file(path, PROFILE_MAX, &data, &size, err);
         if (r < 0)
-                return cub_err_wrap(err, "profile '%s'", name);
+                return cub_err_wrap_errno(err, r, "profile '%s'", name);
         root = json_loadb(data, size, 0, &jerr);
         if (!root)
                 return cub_err_set(err, EINVAL, "profile '%s': '%s': line %d: %s", name, path, jerr.line, jerr.text);

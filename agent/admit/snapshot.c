@@ -245,7 +245,7 @@ int admit_snapshot_insert(AdmitSnapshot *s, const Pod *pod, AdmitLedgerState sta
                 return cub_err_set(err, EEXIST, "pod %s/%s: already admitted", pod->namespace_, pod->name);
         r = pod_effective(pod, &eff, err);
         if (r < 0)
-                return cub_err_wrap(err, "pod %s/%s", pod->namespace_, pod->name);
+                return cub_err_wrap_errno(err, r, "pod %s/%s", pod->namespace_, pod->name);
         e = calloc(1, sizeof(*e));
         if (!e)
                 return cub_err_set(err, ENOMEM, "out of memory");

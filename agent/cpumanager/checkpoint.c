@@ -93,7 +93,7 @@ int cpumgr_checkpoint_save(const CpumgrState *s, const char *path, CubError *err
                 return r;
         r = cub_write_file_atomic(path, text, strlen(text), 0644, err);
         if (r < 0)
-                return cub_err_wrap(err, "cpu manager checkpoint '%s'", path);
+                return cub_err_wrap_errno(err, r, "cpu manager checkpoint '%s'", path);
         return 0;
 }
 

@@ -132,7 +132,7 @@ static int read_numa(const char *sys_root, CpumgrCpu *cpus, size_t n, const uint
                         break;
                 r = cpumgr_set_parse(text, &set, err);
                 if (r < 0) {
-                        (void) cub_err_wrap(err, "'%s'", path);
+                        (void) cub_err_wrap_errno(err, r, "'%s'", path);
                         break;
                 }
                 for (unsigned c = 0; c < CPUMGR_MAX_CPUS; c++)
@@ -160,7 +160,7 @@ int cpumgr_topology_from_sys(const char *sys_root, CpumgrTopology *ret, CubError
                 return r;
         r = cpumgr_set_parse(online, &set, err);
         if (r < 0)
-                return cub_err_wrap(err, "'%s'", online_path);
+                return cub_err_wrap_errno(err, r, "'%s'", online_path);
         if (cpumgr_set_is_empty(&set))
                 return cub_err_set(err, EINVAL, "'%s': no online cpus", online_path);
 
@@ -494,7 +494,7 @@ int cpumgr_reserved(const CpumgrTopology *t, const char *reserved_cpus_list, int
 
                 r = cpumgr_set_parse(reserved_cpus_list, &set, err);
                 if (r < 0)
-                        return cub_err_wrap(err, "reservedSystemCPUs");
+                        return cub_err_wrap_errno(err, r, "reservedSystemCPUs");
                 extra = set;
                 cpumgr_set_subtract(&extra, &all);
                 if (!cpumgr_set_is_empty(&extra))
@@ -512,7 +512,7 @@ int cpumgr_reserved(const CpumgrTopology *t, const char *reserved_cpus_list, int
                                    CPUMGR_MAX_CPUS);
         r = cpumgr_take_by_topology(t, &all, (unsigned) ((reserved_milli + 999) / 1000), &set, err);
         if (r < 0)
-                return cub_err_wrap(err, "reserving %" PRId64 "m cpu", reserved_milli);
+                return cub_err_wrap_errno(err, r, "reserving %" PRId64 "m cpu", reserved_milli);
         *ret = set;
         return 0;
 }

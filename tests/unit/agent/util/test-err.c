@@ -92,6 +92,47 @@ static void test_wrap_null_err(void **state) {
         assert_int_equal(cub_err_wrap(NULL, "context %d", 1), -EIO);
 }
 
+static void test_wrap_errno_returns_callers_code(void **state) {
+        CubError err = {};
+
+        (void) state;
+        (void) cub_err_set(&err, EACCES, "write 'memory.max': Permission denied");
+        assert_int_equal(cub_err_wrap_errno(&err, -EACCES, "cgroup %s", "kubepods/podx"), -EACCES);
+        assert_int_equal(err.code, EACCES);
+        assert_string_equal(err.msg, "cgroup kubepods/podx: write 'memory.max': Permission denied");
+}
+
+static void test_wrap_errno_null_err_keeps_errno(void **state) {
+        (void) state;
+        assert_int_equal(cub_err_wrap_errno(NULL, -ENOENT, "context %d", 1), -ENOENT);
+        assert_int_equal(cub_err_wrap_errno(NULL, EPERM, "context"), -EPERM);
+        assert_int_equal(cub_err_wrap_errno(NULL, 0, "context"), -EIO);
+}
+
+static void test_wrap_errno_overrides_stale_code(void **state) {
+        CubError err = {};
+
+        (void) state;
+        /* a callee that returned -ENOENT without filling err: its code wins */
+        (void) cub_err_set(&err, EINVAL, "old");
+        assert_int_equal(cub_err_wrap_errno(&err, -ENOENT, "ctx"), -ENOENT);
+        assert_int_equal(err.code, ENOENT);
+        assert_string_equal(err.msg, "ctx: old");
+}
+
+static void test_wrap_errno_truncation_is_marked(void **state) {
+        CubError err = {};
+        char big[CUB_ERR_MSG_MAX];
+
+        (void) state;
+        memset(big, 'b', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        (void) cub_err_set(&err, ENOSPC, "%s", big);
+        assert_int_equal(cub_err_wrap_errno(&err, ENOSPC, "prefix"), -ENOSPC);
+        assert_int_equal(strlen(err.msg), CUB_ERR_MSG_MAX - 1);
+        assert_string_equal(err.msg + CUB_ERR_MSG_MAX - 4, "...");
+}
+
 static void test_wrap_does_not_reinterpret_old_message(void **state) {
         CubError err = {};
 
@@ -153,6 +194,10 @@ int main(void) {
                 cmocka_unit_test(test_wrap_prepends_context),
                 cmocka_unit_test(test_wrap_without_code_becomes_eio),
                 cmocka_unit_test(test_wrap_null_err),
+                cmocka_unit_test(test_wrap_errno_returns_callers_code),
+                cmocka_unit_test(test_wrap_errno_null_err_keeps_errno),
+                cmocka_unit_test(test_wrap_errno_overrides_stale_code),
+                cmocka_unit_test(test_wrap_errno_truncation_is_marked),
                 cmocka_unit_test(test_wrap_does_not_reinterpret_old_message),
                 cmocka_unit_test(test_wrap_truncation_is_marked),
                 cmocka_unit_test(test_wrap_exact_fit_is_not_marked),
