@@ -8,6 +8,7 @@ _Static_assert((int) EVICT_QOS_GUARANTEED == (int) POD_QOS_GUARANTEED &&
                        (int) EVICT_QOS_BURSTABLE == (int) POD_QOS_BURSTABLE &&
                        (int) EVICT_QOS_BESTEFFORT == (int) POD_QOS_BESTEFFORT,
                "EvictQOS and PodQOSClass list the classes in the same order");
+_Static_assert(EVICT_CRITICAL_PRIORITY == POD_PRIORITY_CRITICAL, "eviction/ and the pod model agree on critical");
 
 static uint64_t request_of(const PodResourceList *l, const char *name) {
         PodQuantity q;
@@ -66,7 +67,7 @@ int agent_evict_pod(const Pod *pod, const char *key, EvictContainer *containers,
                 .uid = pod->uid ? pod->uid : "",
                 .qos = (EvictQOS) pod_qos_class(pod),
                 .priority = pod->priority,
-                .critical = pod->priority >= EVICT_CRITICAL_PRIORITY,
+                .critical = pod->priority >= POD_PRIORITY_CRITICAL,
                 .protected_ = prot && strcmp(prot, "true") == 0,
                 .memory_request = request_of(&eff.requests, "memory"),
                 .ephemeral_request = request_of(&eff.requests, "ephemeral-storage"),

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "../agent/util/err.h"
+#include "../agent/util/time.h"
 
 /* ---- Signals and resources ------------------------------------------------ */
 
@@ -86,8 +87,9 @@ int evict_duration_parse(const char *s, uint64_t *ret_usec, CubError *err);
 
 /* ---- Configuration -------------------------------------------------------------- */
 
-#define EVICT_USEC_PER_SEC UINT64_C(1000000)
-#define EVICT_DEFAULT_TRANSITION_USEC (5 * 60 * EVICT_USEC_PER_SEC)
+#define EVICT_DEFAULT_TRANSITION_USEC (5 * 60 * CUB_USEC_PER_SEC)
+/* kubelet's SystemCriticalPriority. eviction/ is a leaf and does not see
+ * the pod model; agent/derive.c asserts this equals POD_PRIORITY_CRITICAL. */
 #define EVICT_CRITICAL_PRIORITY INT32_C(2000000000)
 /* The per-pod opt-out: a pod annotated with this key and the value "true" is
  * never evicted (the agent sets EvictPod.protected_ from it). */

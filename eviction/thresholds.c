@@ -231,13 +231,13 @@ static const struct {
         uint64_t ns;
 } duration_units[] = {
         { "ns", 1 },
-        { "us", 1000 },
-        { "\xc2\xb5s", 1000 }, /* U+00B5 micro sign */
-        { "\xce\xbcs", 1000 }, /* U+03BC Greek mu */
-        { "ms", 1000000 },
-        { "s", UINT64_C(1000000000) },
-        { "m", UINT64_C(60000000000) },
-        { "h", UINT64_C(3600000000000) },
+        { "us", CUB_NSEC_PER_USEC },
+        { "\xc2\xb5s", CUB_NSEC_PER_USEC }, /* U+00B5 micro sign */
+        { "\xce\xbcs", CUB_NSEC_PER_USEC }, /* U+03BC Greek mu */
+        { "ms", CUB_NSEC_PER_MSEC },
+        { "s", CUB_NSEC_PER_SEC },
+        { "m", 60 * CUB_NSEC_PER_SEC },
+        { "h", 3600 * CUB_NSEC_PER_SEC },
 };
 
 int evict_duration_parse(const char *s, uint64_t *ret_usec, CubError *err) {
@@ -305,7 +305,7 @@ int evict_duration_parse(const char *s, uint64_t *ret_usec, CubError *err) {
         }
         if (negative && total > 0)
                 return cub_err_set(err, ERANGE, "invalid duration \"%s\": must not be negative", s);
-        *ret_usec = total / 1000;
+        *ret_usec = total / CUB_NSEC_PER_USEC;
         return 0;
 }
 

@@ -109,7 +109,6 @@ void admit_ctx_done(AdmitCtx *c);
 typedef void (*AdmitFilterFn)(const AdmitCtx *c, AdmitFilterResult *r);
 extern const AdmitFilterFn admit_filter_table[_ADMIT_FILTER_MAX];
 
-bool admit_node_affinity_matches(const AdmitSnapshot *s, const Pod *pod);
 bool admit_tolerates(const PodToleration *t, size_t n, const char *key, const char *value, const char *effect);
 
 /* preempt.c: a failing dimension to cover; what a victim frees of it. */
@@ -127,8 +126,6 @@ typedef struct AdmitNeed {
  * none is needed, -ENOSPC when no set covers the needs. */
 int admit_preempt_select(const AdmitSnapshot *s, const Pod *pod, const AdmitNeed *needs, size_t n_needs,
                          size_t **ret_idx, CubError *err);
-/* Exclusive CPUs held by an admitted pod in the CPU state. */
-unsigned admit_pod_held_cpus(const CpumgrState *st, const AdmitEntry *e);
 
 /* placement.c */
 typedef struct AdmitCpuCandidate {

@@ -44,11 +44,10 @@
 typedef struct AdmitSnapshot AdmitSnapshot;
 
 #define ADMIT_DEFAULT_MAX_PODS 110
-/* kubelet's SystemCriticalPriority. cubelet calls a pod critical by its
- * priority alone (kubelet also counts every static pod): pods from the
- * manifest directory are this node's workload, for pressure admission and
- * preemption alike. */
-#define ADMIT_CRITICAL_PRIORITY INT32_C(2000000000)
+/* Critical pods: cubelet calls a pod critical by its priority alone
+ * (priority >= POD_PRIORITY_CRITICAL, kubelet's SystemCriticalPriority;
+ * kubelet also counts every static pod): pods from the manifest directory
+ * are this node's workload, for pressure admission and preemption alike. */
 #define ADMIT_DEFAULT_SECCOMP_ROOT "/var/lib/kubelet/seccomp"
 
 typedef struct AdmitNodeInfo {

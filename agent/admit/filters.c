@@ -41,7 +41,7 @@ static void filter_node_pressure(const AdmitCtx *c, AdmitFilterResult *r) {
          * pod as critical, cubelet's manifest pods are this node's workload
          * and face pressure admission like any other pod. EvictQOS lists the
          * classes in PodQOSClass's order (asserted in agent/derive.c). */
-        if (evict_admit(conditions, (EvictQOS) c->qos, c->pod->priority >= ADMIT_CRITICAL_PRIORITY,
+        if (evict_admit(conditions, (EvictQOS) c->qos, c->pod->priority >= POD_PRIORITY_CRITICAL,
                         admit_tolerates(c->pod->tolerations, c->pod->n_tolerations,
                                         "node.kubernetes.io/memory-pressure", "", "NoSchedule"),
                         message))
@@ -172,7 +172,7 @@ static bool term_matches(const AdmitSnapshot *s, const PodNodeSelectorTerm *t) {
         return true;
 }
 
-bool admit_node_affinity_matches(const AdmitSnapshot *s, const Pod *pod) {
+static bool node_affinity_matches(const AdmitSnapshot *s, const Pod *pod) {
         for (size_t i = 0; i < pod->node_selector.n; i++) {
                 const char *v = label_get(&s->labels, pod->node_selector.keys[i]);
 
@@ -188,7 +188,7 @@ bool admit_node_affinity_matches(const AdmitSnapshot *s, const Pod *pod) {
 }
 
 static void filter_node_affinity(const AdmitCtx *c, AdmitFilterResult *r) {
-        if (!admit_node_affinity_matches(c->s, c->pod))
+        if (!node_affinity_matches(c->s, c->pod))
                 PREDICATE(r, "NodeAffinity", "node(s) didn't match Pod's node affinity/selector");
 }
 

@@ -51,7 +51,8 @@ typedef struct Search {
         int64_t best_max, best_sum;
 } Search;
 
-unsigned admit_pod_held_cpus(const CpumgrState *st, const AdmitEntry *e) {
+/* Exclusive CPUs held by an admitted pod in the CPU state. */
+static unsigned pod_held_cpus(const CpumgrState *st, const AdmitEntry *e) {
         CpumgrSet all = {};
 
         if (!st)
@@ -76,7 +77,7 @@ static int64_t gives(const AdmitSnapshot *s, const AdmitEntry *e, const AdmitNee
         if (need->res == ADMIT_NEED_PODS)
                 return 1;
         if (need->res == ADMIT_NEED_CPUS)
-                return admit_pod_held_cpus(s->cpumgr, e);
+                return pod_held_cpus(s->cpumgr, e);
         for (size_t i = 0; i < e->n_reqs; i++)
                 if (e->reqs[i].res == need->res)
                         v += e->reqs[i].value;
@@ -154,7 +155,7 @@ int admit_preempt_select(const AdmitSnapshot *s, const Pod *pod, const AdmitNeed
         _cleanup_free_ size_t *out = NULL;
         _cleanup_free_ bool *in = NULL;
         int64_t deficit[MAX_NEEDS], total[MAX_NEEDS] = {};
-        bool preemptor_critical = pod->priority >= ADMIT_CRITICAL_PRIORITY;
+        bool preemptor_critical = pod->priority >= POD_PRIORITY_CRITICAL;
         size_t n = 0, n_out = 0;
 
         *ret_idx = NULL;

@@ -252,7 +252,7 @@ int admit_snapshot_insert(AdmitSnapshot *s, const Pod *pod, AdmitLedgerState sta
         e->pod = pod;
         e->qos = pod_qos_class(pod);
         e->priority = pod->priority;
-        e->critical = pod->priority >= ADMIT_CRITICAL_PRIORITY;
+        e->critical = pod->priority >= POD_PRIORITY_CRITICAL;
         e->state = state;
         e->uid = strdup(pod->uid);
         if (!e->uid || asprintf(&e->key, "%s/%s", pod->namespace_, pod->name) < 0) {

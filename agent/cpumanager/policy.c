@@ -46,15 +46,12 @@ unsigned cpumgr_guaranteed_cpus(PodQOSClass qos, const PodContainer *c) {
 /* The pod's containers in allocation order: init containers, then app
  * containers, each in the manifest's order. */
 static const PodContainer *pod_nth(const Pod *pod, size_t i, bool *ret_reusable) {
-        if (i < pod->n_init_containers) {
-                const PodContainer *c = &pod->init_containers[i];
+        bool init;
+        const PodContainer *c = pod_container_at(pod, i, &init);
 
-                /* a sidecar runs beside the app containers: never reused */
-                *ret_reusable = !pod_container_is_sidecar(c);
-                return c;
-        }
-        *ret_reusable = false;
-        return &pod->containers[i - pod->n_init_containers];
+        /* a sidecar runs beside the app containers: never reused */
+        *ret_reusable = init && !pod_container_is_sidecar(c);
+        return c;
 }
 
 /*

@@ -215,7 +215,8 @@ int pod_dec_string_map(PodDec *d, json_t *v, void *dst, const PodField *f) {
         return 0;
 }
 
-bool pod_json_quantity_text(const json_t *v, char *buf, size_t size) {
+/* Text of a number or string quantity value; false for other types. */
+static bool json_quantity_text(const json_t *v, char *buf, size_t size) {
         if (json_is_string(v)) {
                 (void) snprintf(buf, size, "%s", json_string_value(v));
                 return true;
@@ -263,7 +264,7 @@ int pod_dec_resources(PodDec *d, json_t *v, void *dst, const PodField *f) {
 
                 if (line > 0)
                         d->line = line;
-                if (!pod_json_quantity_text(e, text, sizeof(text)))
+                if (!json_quantity_text(e, text, sizeof(text)))
                         r = type_error(d, e, "quantity (string or number)");
                 else if (pod_quantity_parse(text, &l->items[l->n].q, &qerr) < 0)
                         r = pod_dec_fail(d, 0, NULL, "%s", qerr.msg);

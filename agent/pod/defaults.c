@@ -51,11 +51,11 @@ bool pod_builtin_priority(const char *class_name, int32_t *ret) {
         if (!class_name)
                 return false;
         if (strcmp(class_name, "system-node-critical") == 0) {
-                *ret = 2000001000;
+                *ret = POD_PRIORITY_CRITICAL + 1000;
                 return true;
         }
         if (strcmp(class_name, "system-cluster-critical") == 0) {
-                *ret = 2000000000;
+                *ret = POD_PRIORITY_CRITICAL;
                 return true;
         }
         return false;
@@ -126,14 +126,11 @@ int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod) {
 
         /* container names are unique across init and app containers */
         for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
-                bool init_i = i < pod->n_init_containers;
-                const PodContainer *ci =
-                        init_i ? &pod->init_containers[i] : &pod->containers[i - pod->n_init_containers];
+                bool init_i;
+                const PodContainer *ci = pod_container_at(pod, i, &init_i);
 
                 for (size_t j = 0; j < i; j++) {
-                        bool init_j = j < pod->n_init_containers;
-                        const PodContainer *cj =
-                                init_j ? &pod->init_containers[j] : &pod->containers[j - pod->n_init_containers];
+                        const PodContainer *cj = pod_container_at(pod, j, NULL);
                         const char *list = init_i ? "initContainers" : "containers";
                         size_t idx = init_i ? i : i - pod->n_init_containers;
                         const char *p[] = { "spec", list, "name" };
@@ -149,8 +146,9 @@ int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod) {
 
         /* hostNetwork: hostPort defaults to containerPort and must match it */
         for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
-                bool init = i < pod->n_init_containers;
-                PodContainer *c = init ? &pod->init_containers[i] : &pod->containers[i - pod->n_init_containers];
+                bool init;
+                /* the pod is ours to change here */
+                PodContainer *c = (PodContainer *) pod_container_at(pod, i, &init);
 
                 for (size_t k = 0; pod->host_network && k < c->n_ports; k++) {
                         PodPort *port = &c->ports[k];

@@ -77,9 +77,6 @@ int pod_dec_inline(PodDec *d, json_t *v, void *dst, const PodField *f);
 int pod_dec_object(PodDec *d, json_t *v, void *dst, const PodField *f);
 int pod_dec_object_array(PodDec *d, json_t *v, void *dst, const PodField *f);
 
-/* Text of a number or string quantity value; false for other types. */
-bool pod_json_quantity_text(const json_t *v, char *buf, size_t size);
-
 void pod_strv_done(PodStrv *v);
 void pod_string_map_done(PodStringMap *m);
 void pod_container_done(PodContainer *c);

@@ -217,11 +217,21 @@ void pod_effective_done(PodEffective *e);
 void pod_resource_list_done(PodResourceList *l);
 
 bool pod_container_is_sidecar(const PodContainer *c);
+/*
+ * The k-th container of the pod, init containers first, each list in the
+ * manifest's order (k < n_init_containers + n_containers); *ret_init (may
+ * be NULL) tells which list it is in.
+ */
+const PodContainer *pod_container_at(const Pod *pod, size_t k, bool *ret_init);
+
+/* The priority of system-cluster-critical (scheduling.SystemCriticalPriority);
+ * a pod at or above it is critical. system-node-critical is 1000 more. */
+#define POD_PRIORITY_CRITICAL INT32_C(2000000000)
 /* Built-in PriorityClass value; false for other names. */
 bool pod_builtin_priority(const char *class_name, int32_t *ret);
 /* kubelet's IsStaticPod: a config.source annotation other than "api". */
 bool pod_is_static(const Pod *pod);
-/* kubelet's IsCriticalPod: static, or priority >= 2000000000. */
+/* kubelet's IsCriticalPod: static, or priority >= POD_PRIORITY_CRITICAL. */
 bool pod_is_critical(const Pod *pod);
 /* IsCriticalPod and priorityClassName system-node-critical. */
 bool pod_is_node_critical(const Pod *pod);

@@ -23,6 +23,14 @@ bool pod_container_is_sidecar(const PodContainer *c) {
         return c->restart_policy && strcmp(c->restart_policy, "Always") == 0;
 }
 
+const PodContainer *pod_container_at(const Pod *pod, size_t k, bool *ret_init) {
+        bool init = k < pod->n_init_containers;
+
+        if (ret_init)
+                *ret_init = init;
+        return init ? &pod->init_containers[k] : &pod->containers[k - pod->n_init_containers];
+}
+
 bool pod_is_static(const Pod *pod) {
         for (size_t i = 0; i < pod->annotations.n; i++)
                 if (strcmp(pod->annotations.keys[i], "kubernetes.io/config.source") == 0)
@@ -31,7 +39,7 @@ bool pod_is_static(const Pod *pod) {
 }
 
 bool pod_is_critical(const Pod *pod) {
-        return pod_is_static(pod) || (pod->priority_set && pod->priority >= 2000000000);
+        return pod_is_static(pod) || (pod->priority_set && pod->priority >= POD_PRIORITY_CRITICAL);
 }
 
 bool pod_is_node_critical(const Pod *pod) {
@@ -59,8 +67,7 @@ PodQOSClass pod_qos_class(const Pod *pod) {
         bool guaranteed = true;
 
         for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
-                const PodContainer *c = i < pod->n_init_containers ? &pod->init_containers[i]
-                                                                   : &pod->containers[i - pod->n_init_containers];
+                const PodContainer *c = pod_container_at(pod, i, NULL);
                 bool found[2] = {};
 
                 for (size_t k = 0; k < 2; k++) {

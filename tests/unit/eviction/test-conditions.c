@@ -17,7 +17,7 @@
 
 #define MI (UINT64_C(1024) * 1024)
 #define GI (1024 * MI)
-#define SEC EVICT_USEC_PER_SEC
+#define SEC CUB_USEC_PER_SEC
 
 static void config(EvictConfig *c, const char *const *hard, const char *const *soft, const char *const *grace,
                    const char *const *min_reclaim) {

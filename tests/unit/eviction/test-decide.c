@@ -17,7 +17,7 @@
 #define KI UINT64_C(1024)
 #define MI (1024 * KI)
 #define GI (1024 * MI)
-#define SEC EVICT_USEC_PER_SEC
+#define SEC CUB_USEC_PER_SEC
 
 static const EvictContainer hog_containers[] = {
         { .name = "app", .memory_usage = 2213804 * KI, .memory_request = 0, .ephemeral_usage = 3 * GI },

@@ -363,6 +363,41 @@ static void test_is_sidecar(void **state) {
         pod_free(pod);
 }
 
+static void test_container_at(void **state) {
+        static const char *const want[] = { "s", "i", "a", "b" };
+        Pod *pod;
+        bool init = false;
+
+        (void) state;
+        pod = pod_of("  initContainers:\n" C("s", SIDECAR) C("i", "") "  containers:\n" C("a", "") C("b", ""));
+        for (size_t k = 0; k < 4; k++) {
+                const PodContainer *c = pod_container_at(pod, k, &init);
+
+                assert_string_equal(c->name, want[k]);
+                assert_int_equal(init, k < 2);
+                assert_ptr_equal(c, k < 2 ? &pod->init_containers[k] : &pod->containers[k - 2]);
+                assert_ptr_equal(pod_container_at(pod, k, NULL), c);
+        }
+        pod_free(pod);
+
+        /* no init containers: k counts the app containers */
+        pod = pod_of("  containers:\n" C("a", ""));
+        assert_ptr_equal(pod_container_at(pod, 0, &init), &pod->containers[0]);
+        assert_false(init);
+        pod_free(pod);
+}
+
+static void test_critical_priority(void **state) {
+        int32_t p = 0;
+
+        (void) state;
+        assert_int_equal(POD_PRIORITY_CRITICAL, 2000000000);
+        assert_true(pod_builtin_priority("system-cluster-critical", &p));
+        assert_int_equal(p, POD_PRIORITY_CRITICAL);
+        assert_true(pod_builtin_priority("system-node-critical", &p));
+        assert_int_equal(p, POD_PRIORITY_CRITICAL + 1000);
+}
+
 static void test_done_on_empty(void **state) {
         PodEffective e = {};
         PodResourceList l = {};
@@ -399,6 +434,8 @@ int main(void) {
                 cmocka_unit_test(test_builtin_priority),
                 cmocka_unit_test(test_critical),
                 cmocka_unit_test(test_is_sidecar),
+                cmocka_unit_test(test_container_at),
+                cmocka_unit_test(test_critical_priority),
                 cmocka_unit_test(test_done_on_empty),
         };
 
