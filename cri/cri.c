@@ -118,29 +118,35 @@ const char *cri_kv_get(char *const *kv, const char *key) {
         return NULL;
 }
 
-/* Copies a protobuf map (array of entries with key/value at the same
- * offsets in every generated entry type) into a flat list. */
-typedef struct MapEntry {
-        ProtobufCMessage base;
-        char *key;
-        char *value;
-} MapEntry;
-
-static char **copy_map(void *const *entries, size_t n) {
-        char **l = calloc(2 * n + 1, sizeof(char *));
-
-        for (size_t i = 0; l && i < n; i++) {
-                const MapEntry *e = entries[i];
-
-                l[2 * i] = strdup(s_or_empty(e->key));
-                l[2 * i + 1] = strdup(s_or_empty(e->value));
-                if (!l[2 * i] || !l[2 * i + 1]) {
-                        cri_strv_free(l);
-                        return NULL;
-                }
-        }
-        return l;
+/* Sets entry i of a flat key/value list; -ENOMEM leaves the list freeable
+ * with cri_strv_free() (it ends at the first NULL). */
+static int kv_set(char **l, size_t i, const char *key, const char *value) {
+        l[2 * i] = strdup(s_or_empty(key));
+        if (!l[2 * i])
+                return -ENOMEM;
+        l[2 * i + 1] = strdup(s_or_empty(value));
+        return l[2 * i + 1] ? 0 : -ENOMEM;
 }
+
+/* A protobuf map of a reply (entries of one generated type) copied into a
+ * flat list; one function per entry type, so the compiler checks that each
+ * has string key and value fields. */
+#define DEFINE_MAP_COPIER(fn, Entry)                                                \
+        static char **fn(Entry *const *entries, size_t n) {                         \
+                char **l = calloc(2 * n + 1, sizeof(char *));                       \
+                                                                                    \
+                for (size_t i = 0; l && i < n; i++)                                 \
+                        if (kv_set(l, i, entries[i]->key, entries[i]->value) < 0) { \
+                                cri_strv_free(l);                                   \
+                                return NULL;                                        \
+                        }                                                           \
+                return l;                                                           \
+        }
+
+DEFINE_MAP_COPIER(copy_sandbox_labels, Runtime__V1__PodSandbox__LabelsEntry)
+DEFINE_MAP_COPIER(copy_sandbox_status_labels, Runtime__V1__PodSandboxStatus__LabelsEntry)
+DEFINE_MAP_COPIER(copy_container_labels, Runtime__V1__Container__LabelsEntry)
+DEFINE_MAP_COPIER(copy_container_status_labels, Runtime__V1__ContainerStatus__LabelsEntry)
 
 static char *dup_or_empty(const char *s) {
         return strdup(s ? s : "");
@@ -276,17 +282,15 @@ int cri_run_pod_sandbox(CriClient *c, const CriSandboxConfig *cfg, char **ret_id
         return *ret_id ? 0 : cub_err_set(err, ENOMEM, "out of memory");
 }
 
-static int by_id(CriClient *c, const char *method, const ProtobufCMessageDescriptor *req_d,
-                 const ProtobufCMessageDescriptor *resp_d, const char *id, bool not_found_ok, CubError *err) {
-        /* every request used here has a single string id as field 1 */
-        Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
+/* The reply of a call whose request carries only an id: NOT_FOUND counts as
+ * success for the idempotent ones, and err stays untouched on success. */
+static int by_id(CriClient *c, const char *method, const ProtobufCMessage *req,
+                 const ProtobufCMessageDescriptor *resp_d, bool not_found_ok, CubError *err) {
         ProtobufCMessage *resp = NULL;
         CubError e = {};
         int r;
 
-        req.base.descriptor = req_d;
-        req.pod_sandbox_id = (char *) id;
-        r = call(c, method, &req, resp_d, 0, &resp, &e);
+        r = call(c, method, req, resp_d, 0, &resp, &e);
         if (r == -ENOENT && not_found_ok)
                 return 0;
         if (r < 0) {
@@ -299,23 +303,35 @@ static int by_id(CriClient *c, const char *method, const ProtobufCMessageDescrip
 }
 
 int cri_stop_pod_sandbox(CriClient *c, const char *id, CubError *err) {
-        return by_id(c, RT "StopPodSandbox", &runtime__v1__stop_pod_sandbox_request__descriptor,
-                     &runtime__v1__stop_pod_sandbox_response__descriptor, id, true, err);
+        Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
+
+        req.pod_sandbox_id = (char *) id;
+        return by_id(c, RT "StopPodSandbox", &req.base, &runtime__v1__stop_pod_sandbox_response__descriptor,
+                     /* not_found_ok= */ true, err);
 }
 
 int cri_remove_pod_sandbox(CriClient *c, const char *id, CubError *err) {
-        return by_id(c, RT "RemovePodSandbox", &runtime__v1__remove_pod_sandbox_request__descriptor,
-                     &runtime__v1__remove_pod_sandbox_response__descriptor, id, true, err);
+        Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
+
+        req.pod_sandbox_id = (char *) id;
+        return by_id(c, RT "RemovePodSandbox", &req.base, &runtime__v1__remove_pod_sandbox_response__descriptor,
+                     /* not_found_ok= */ true, err);
 }
 
 int cri_start_container(CriClient *c, const char *id, CubError *err) {
-        return by_id(c, RT "StartContainer", &runtime__v1__start_container_request__descriptor,
-                     &runtime__v1__start_container_response__descriptor, id, false, err);
+        Runtime__V1__StartContainerRequest req = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
+
+        req.container_id = (char *) id;
+        return by_id(c, RT "StartContainer", &req.base, &runtime__v1__start_container_response__descriptor,
+                     /* not_found_ok= */ false, err);
 }
 
 int cri_remove_container(CriClient *c, const char *id, CubError *err) {
-        return by_id(c, RT "RemoveContainer", &runtime__v1__remove_container_request__descriptor,
-                     &runtime__v1__remove_container_response__descriptor, id, true, err);
+        Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
+
+        req.container_id = (char *) id;
+        return by_id(c, RT "RemoveContainer", &req.base, &runtime__v1__remove_container_response__descriptor,
+                     /* not_found_ok= */ true, err);
 }
 
 void cri_sandbox_done(CriSandbox *s) {
@@ -335,8 +351,9 @@ void cri_sandboxes_free(CriSandbox *s, size_t n) {
         free(s);
 }
 
+/* Takes labels (a flat list from one of the copiers, NULL when that failed). */
 static int fill_sandbox(CriSandbox *s, const char *id, const Runtime__V1__PodSandboxMetadata *md, int state,
-                        int64_t created, void *const *labels, size_t n_labels) {
+                        int64_t created, char **labels) {
         *s = (CriSandbox){
                 .id = dup_or_empty(id),
                 .name = dup_or_empty(md ? md->name : NULL),
@@ -346,7 +363,7 @@ static int fill_sandbox(CriSandbox *s, const char *id, const Runtime__V1__PodSan
                 .state = state == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY ? CRI_SANDBOX_READY
                                                                                 : CRI_SANDBOX_NOTREADY,
                 .created_at = created,
-                .labels = copy_map(labels, n_labels),
+                .labels = labels,
         };
         if (!s->id || !s->name || !s->uid || !s->namespace_ || !s->labels) {
                 cri_sandbox_done(s);
@@ -368,8 +385,8 @@ int cri_pod_sandbox_status(CriClient *c, const char *id, CriSandbox *ret, CubErr
                 r = cub_err_set(err, EBADMSG, "'%s': PodSandboxStatus of '%s': reply has no status",
                                 cri_client_endpoint(c), id);
         else if (fill_sandbox(ret, resp->status->id, resp->status->metadata, resp->status->state,
-                              resp->status->created_at, (void *const *) resp->status->labels,
-                              resp->status->n_labels) < 0)
+                              resp->status->created_at,
+                              copy_sandbox_status_labels(resp->status->labels, resp->status->n_labels)) < 0)
                 r = cub_err_set(err, ENOMEM, "out of memory");
         free_msg(resp);
         return r;
@@ -398,8 +415,8 @@ int cri_list_pod_sandboxes(CriClient *c, const char *const *label_selector, CriS
         for (size_t i = 0; out && i < resp->n_items; i++) {
                 const Runtime__V1__PodSandbox *p = resp->items[i];
 
-                if (fill_sandbox(&out[i], p->id, p->metadata, p->state, p->created_at, (void *const *) p->labels,
-                                 p->n_labels) < 0) {
+                if (fill_sandbox(&out[i], p->id, p->metadata, p->state, p->created_at,
+                                 copy_sandbox_labels(p->labels, p->n_labels)) < 0) {
                         cri_sandboxes_free(out, i);
                         out = NULL;
                 }
@@ -649,7 +666,7 @@ int cri_list_containers(CriClient *c, const char *sandbox_id, const char *const 
                         .image = dup_or_empty(p->image ? p->image->image : NULL),
                         .state = state_from(p->state),
                         .created_at = p->created_at,
-                        .labels = copy_map((void *const *) p->labels, p->n_labels),
+                        .labels = copy_container_labels(p->labels, p->n_labels),
                 };
                 if (!o->id || !o->sandbox_id || !o->name || !o->image || !o->labels) {
                         cri_containers_free(out, i + 1);
@@ -710,7 +727,7 @@ int cri_container_status(CriClient *c, const char *id, CriContainerStatus *ret, 
                 .message = dup_or_empty(s->message),
                 .image = dup_or_empty(s->image ? s->image->image : NULL),
                 .log_path = dup_or_empty(s->log_path),
-                .labels = copy_map((void *const *) s->labels, s->n_labels),
+                .labels = copy_container_status_labels(s->labels, s->n_labels),
         };
         if (s->resources && s->resources->linux) {
                 const Runtime__V1__LinuxContainerResources *lr = s->resources->linux;
@@ -745,90 +762,6 @@ int cri_update_container_resources(CriClient *c, const char *id, const CriResour
         arena_done(&a);
         if (r < 0)
                 return r;
-        free_msg(resp);
-        return 0;
-}
-
-/* ---- stats -------------------------------------------------------------- */
-
-void cri_container_stats_done(CriContainerStats *s) {
-        if (!s)
-                return;
-        free(s->id);
-        free(s->name);
-        *s = (CriContainerStats){};
-}
-
-void cri_container_stats_free(CriContainerStats *s, size_t n) {
-        for (size_t i = 0; s && i < n; i++)
-                cri_container_stats_done(&s[i]);
-        free(s);
-}
-
-static int fill_stats(CriContainerStats *o, const Runtime__V1__ContainerStats *s) {
-        const Runtime__V1__ContainerAttributes *at = s ? s->attributes : NULL;
-
-        *o = (CriContainerStats){
-                .id = dup_or_empty(at ? at->id : NULL),
-                .name = dup_or_empty(at && at->metadata ? at->metadata->name : NULL),
-        };
-        if (s && s->cpu && s->cpu->usage_core_nano_seconds)
-                o->cpu_usage_core_ns = s->cpu->usage_core_nano_seconds->value;
-        if (s && s->memory && s->memory->working_set_bytes)
-                o->memory_working_set_bytes = s->memory->working_set_bytes->value;
-        if (s && s->memory && s->memory->usage_bytes)
-                o->memory_usage_bytes = s->memory->usage_bytes->value;
-        if (s && s->writable_layer && s->writable_layer->used_bytes)
-                o->writable_layer_bytes = s->writable_layer->used_bytes->value;
-        if (!o->id || !o->name) {
-                cri_container_stats_done(o);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-int cri_container_stats(CriClient *c, const char *id, CriContainerStats *ret, CubError *err) {
-        Runtime__V1__ContainerStatsRequest req = RUNTIME__V1__CONTAINER_STATS_REQUEST__INIT;
-        Runtime__V1__ContainerStatsResponse *resp = NULL;
-        int r;
-
-        req.container_id = (char *) id;
-        r = call(c, RT "ContainerStats", &req, &runtime__v1__container_stats_response__descriptor, 0, &resp, err);
-        if (r < 0)
-                return r;
-        r = fill_stats(ret, resp->stats);
-        free_msg(resp);
-        return r < 0 ? cub_err_set(err, ENOMEM, "out of memory") : 0;
-}
-
-int cri_list_container_stats(CriClient *c, const char *sandbox_id, CriContainerStats **ret, size_t *ret_n,
-                             CubError *err) {
-        Runtime__V1__ListContainerStatsRequest req = RUNTIME__V1__LIST_CONTAINER_STATS_REQUEST__INIT;
-        Runtime__V1__ContainerStatsFilter filter = RUNTIME__V1__CONTAINER_STATS_FILTER__INIT;
-        Runtime__V1__ListContainerStatsResponse *resp = NULL;
-        CriContainerStats *out;
-        int r;
-
-        if (sandbox_id) {
-                filter.pod_sandbox_id = (char *) sandbox_id;
-                req.filter = &filter;
-        }
-        r = call(c, RT "ListContainerStats", &req, &runtime__v1__list_container_stats_response__descriptor, 0, &resp,
-                 err);
-        if (r < 0)
-                return r;
-        out = calloc(resp->n_stats + 1, sizeof(CriContainerStats));
-        for (size_t i = 0; out && i < resp->n_stats; i++)
-                if (fill_stats(&out[i], resp->stats[i]) < 0) {
-                        cri_container_stats_free(out, i);
-                        out = NULL;
-                }
-        if (!out) {
-                free_msg(resp);
-                return cub_err_set(err, ENOMEM, "out of memory");
-        }
-        *ret_n = resp->n_stats;
-        *ret = out;
         free_msg(resp);
         return 0;
 }

@@ -195,21 +195,6 @@ void cri_container_done(CriContainer *ct);
 void cri_containers_free(CriContainer *ct, size_t n);
 void cri_container_status_done(CriContainerStatus *s);
 
-typedef struct CriContainerStats {
-        char *id;
-        char *name;
-        uint64_t cpu_usage_core_ns;
-        uint64_t memory_working_set_bytes;
-        uint64_t memory_usage_bytes;
-        uint64_t writable_layer_bytes;
-} CriContainerStats;
-
-int cri_container_stats(CriClient *c, const char *id, CriContainerStats *ret, CubError *err);
-int cri_list_container_stats(CriClient *c, const char *sandbox_id, CriContainerStats **ret, size_t *ret_n,
-                             CubError *err);
-void cri_container_stats_done(CriContainerStats *s);
-void cri_container_stats_free(CriContainerStats *s, size_t n);
-
 /* ---- images ------------------------------------------------------------- */
 
 /* *ret_present tells whether the image is there; ret_id (optional) its ID. */

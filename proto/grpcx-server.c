@@ -12,15 +12,30 @@
  *     serving thread and the reply batch completes there too.
  *   - a streaming call is bound to a pluck queue of its own, created when its
  *     request is armed; its handler runs on a thread of its own, which is the
- *     only one that plucks that queue.
+ *     only one that plucks that queue. At most GRPCX_SERVER_MAX_STREAMS
+ *     handlers run at once; a stream beyond that is answered
+ *     RESOURCE_EXHAUSTED. A stream thread that ends queues itself on
+ *     `finished` and wakes the reaper thread, which joins it at once.
+ *   - a request that cannot be re-armed leaves its method unserved: the server
+ *     turns unhealthy (grpcx_server_check()), and the serving thread retries
+ *     with a backoff (it waits on the queue with a deadline while a request is
+ *     missing) until the method is served again.
+ *   - grpcx_server_post(): handlers queue work for the owner's event loop and
+ *     block until the loop ran it from grpcx_server_dispatch(); an eventfd
+ *     tells the loop that work is queued.
  *
  * Every tag handed to gRPC points at a struct whose first member is a
  * GrpcxTagKind, so one dispatcher serves the whole notification queue.
  *
- * Stop: shutdown_and_notify + cancel_all_calls; the serving thread returns
- * when the shutdown tag arrives, stream handlers see -ECANCELED and return,
- * their threads are joined, then the server and the queue are destroyed and
- * grpc_shutdown() comes last.
+ * Stop: posts are refused (queued ones answered -ECANCELED),
+ * shutdown_and_notify + cancel_all_calls; the serving thread returns when the
+ * shutdown tag arrives, stream handlers see -ECANCELED and return, the reaper
+ * joins their threads and returns, then the server and the queue are
+ * destroyed and grpc_shutdown() comes last.
+ *
+ * s->lock guards the stream counts and lists, the post queue, the loop's
+ * thread and the health report; it is never held across a gRPC call or a
+ * handler.
  */
 #include "grpcx-internal.h"
 #include "grpcx.h"
@@ -37,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -45,6 +61,9 @@
 
 #define GRPCX_DETAILS_MAX 512
 #define GRPCX_MAX_RECV_MESSAGE (16 << 20)
+#define GRPCX_REARM_BACKOFF_MIN_USEC (10 * 1000)
+#define GRPCX_REARM_BACKOFF_MAX_USEC (1000 * 1000)
+#define GRPCX_HEALTH_MAX 512
 
 typedef enum GrpcxTagKind {
         GRPCX_TAG_REQUEST, /* GrpcxSlot: a registered method's call arrived */
@@ -60,6 +79,7 @@ typedef struct GrpcxSlot {
         char *path;
         void *registered;
         bool armed;
+        int arm_error; /* the grpc_call_error of the last failed arm */
         grpc_call *call;
         gpr_timespec deadline;
         grpc_metadata_array md;
@@ -70,6 +90,7 @@ typedef struct GrpcxSlot {
 typedef struct GrpcxUnknownSlot {
         GrpcxTagKind kind;
         bool armed;
+        int arm_error;
         grpc_call *call;
         grpc_call_details details;
         grpc_metadata_array md;
@@ -90,13 +111,23 @@ struct GrpcxStream {
         grpc_completion_queue *cq;
         grpc_byte_buffer *payload;
         int close_cancelled;
-        bool closed;          /* RECV_CLOSE_ON_SERVER completed (or never started) */
-        bool sent_initial_md; /* SEND_INITIAL_METADATA went out with the first message */
-        pthread_t thread;
-        atomic_bool done; /* the thread is about to return: join it */
-        GrpcxStream *next;
+        bool closed;                          /* RECV_CLOSE_ON_SERVER completed (or never started) */
+        bool sent_initial_md;                 /* SEND_INITIAL_METADATA went out with the first message */
+        pthread_t thread;                     /* written by the serving thread, read by the reaper */
+        pthread_t self;                       /* written by the stream's own thread, for its own checks */
+        GrpcxStream *next;                    /* on s->finished */
         char tag_close, tag_send, tag_status; /* their addresses are the pluck tags */
 };
+
+/* A grpcx_server_post() waiting for the loop; lives on the poster's stack
+ * until done is set under s->lock. */
+typedef struct GrpcxPost {
+        int (*fn)(void *userdata, void *arg);
+        void *arg;
+        int r;
+        bool done;
+        struct GrpcxPost *next;
+} GrpcxPost;
 
 struct GrpcxServer {
         char *addr;
@@ -112,7 +143,28 @@ struct GrpcxServer {
         GrpcxSlot *slots;
         size_t n_slots;
         GrpcxUnknownSlot unknown;
-        GrpcxStream *streams; /* touched by the serving thread only, and by stop after joining it */
+        uint64_t rearm_backoff_usec; /* serving thread only: 0 while every request is armed */
+        atomic_uint inject_arm_failures;
+
+        bool lock_initialized;
+        pthread_mutex_t lock;
+        pthread_cond_t reap_cond; /* a stream thread ended, or the reaper may quit */
+        pthread_cond_t post_cond; /* a post was answered */
+        unsigned n_live;          /* stream handlers admitted and not returned */
+        unsigned n_threads;       /* stream threads started and not joined */
+        GrpcxStream *finished;    /* ended stream threads, for the reaper */
+        bool reaper_started;
+        bool reaper_quit;
+        pthread_t reaper;
+
+        int post_fd; /* eventfd: readable while posts may be queued */
+        GrpcxPost *posts, **posts_tail;
+        bool posts_closed;
+        bool loop_thread_set;
+        pthread_t loop_thread; /* the last thread that ran grpcx_server_dispatch() */
+
+        bool unhealthy;
+        char health[GRPCX_HEALTH_MAX];
 };
 
 static gpr_timespec grpcx_forever(void) {
@@ -232,12 +284,21 @@ static bool grpcx_stream_pluck_close(GrpcxStream *st, gpr_timespec deadline) {
         return st->closed;
 }
 
+static bool grpcx_stream_own_thread(const GrpcxStream *st) {
+        return pthread_equal(pthread_self(), st->self);
+}
+
 bool grpcx_stream_cancelled(GrpcxStream *st) {
+        if (!grpcx_stream_own_thread(st))
+                return true;
         return grpcx_stream_pluck_close(st, gpr_inf_past(GPR_CLOCK_MONOTONIC));
 }
 
 int grpcx_stream_wait(GrpcxStream *st, uint64_t timeout_usec) {
         gpr_timespec deadline = grpcx_forever();
+
+        if (!grpcx_stream_own_thread(st))
+                return -EPERM;
 
         if (timeout_usec < (uint64_t) INT64_MAX)
                 deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -250,6 +311,9 @@ int grpcx_stream_send(GrpcxStream *st, const ProtobufCMessage *msg, CubError *er
         grpc_byte_buffer *bb;
         grpc_event ev;
 
+        if (!grpcx_stream_own_thread(st))
+                return cub_err_set(err, EPERM, "stream %s: grpcx_stream_send() called off the stream's own thread",
+                                   st->slot->path);
         if (st->closed)
                 return cub_err_set(err, ECANCELED, "stream %s: the call is over (client went away or server stopping)",
                                    st->slot->path);
@@ -303,12 +367,14 @@ static void grpcx_stream_finish(GrpcxStream *st, grpc_status_code status, const 
 
 static void *grpcx_stream_main(void *arg) {
         GrpcxStream *st = arg;
+        GrpcxServer *s = st->server;
         const GrpcxMethod *m = &st->slot->method;
         char details[GRPCX_DETAILS_MAX] = "";
         grpc_status_code status;
         ProtobufCMessage *req;
         grpc_op op;
 
+        st->self = pthread_self();
         memset(&op, 0, sizeof(op));
         op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
         op.data.recv_close_on_server.cancelled = &st->close_cancelled;
@@ -322,8 +388,8 @@ static void *grpcx_stream_main(void *arg) {
                 grpcx_bad_request(m, !st->payload, details, sizeof(details));
                 status = GRPC_STATUS_INVALID_ARGUMENT;
         } else {
-                status = grpcx_checked_status(m, m->stream(st->server->userdata, req, st, details, sizeof(details)),
-                                              details, sizeof(details));
+                status = grpcx_checked_status(m, m->stream(s->userdata, req, st, details, sizeof(details)), details,
+                                              sizeof(details));
                 details[sizeof(details) - 1] = '\0';
                 protobuf_c_message_free_unpacked(req, NULL);
         }
@@ -331,7 +397,14 @@ static void *grpcx_stream_main(void *arg) {
 
         grpc_call_unref(TAKE_PTR(st->call));
         grpcx_drain_pluck_queue(TAKE_PTR(st->cq));
-        atomic_store(&st->done, true);
+
+        /* Hand this thread to the reaper; st and s are not touched after the unlock. */
+        pthread_mutex_lock(&s->lock);
+        s->n_live--;
+        st->next = s->finished;
+        s->finished = st;
+        pthread_cond_signal(&s->reap_cond);
+        pthread_mutex_unlock(&s->lock);
         return NULL;
 }
 
@@ -344,28 +417,67 @@ static GrpcxStream *grpcx_stream_free(GrpcxStream *st) {
         return NULL;
 }
 
-/* Joins and frees the streams whose thread returned (all of them with all=true). */
-static void grpcx_reap_streams(GrpcxServer *s, bool all) {
-        GrpcxStream **p = &s->streams;
+/* Joins stream threads as soon as they end; returns once told to quit and no
+ * stream thread is left. */
+static void *grpcx_reaper_main(void *arg) {
+        GrpcxServer *s = arg;
 
-        while (*p) {
-                GrpcxStream *st = *p;
+        pthread_mutex_lock(&s->lock);
+        for (;;) {
+                GrpcxStream *list = TAKE_PTR(s->finished);
+                unsigned n = 0;
 
-                if (!all && !atomic_load(&st->done)) {
-                        p = &st->next;
+                if (list) {
+                        pthread_mutex_unlock(&s->lock);
+                        while (list) {
+                                GrpcxStream *st = list;
+
+                                list = st->next;
+                                (void) pthread_join(st->thread, NULL);
+                                grpcx_stream_free(st);
+                                n++;
+                        }
+                        pthread_mutex_lock(&s->lock);
+                        s->n_threads -= n;
                         continue;
                 }
-                *p = st->next;
-                (void) pthread_join(st->thread, NULL);
-                grpcx_stream_free(st);
+                if (s->reaper_quit && s->n_threads == 0)
+                        break;
+                pthread_cond_wait(&s->reap_cond, &s->lock);
         }
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+static void grpcx_refuse_stream(grpc_call *call, grpc_byte_buffer *payload, grpc_completion_queue *cq,
+                                const char *details) {
+        if (payload)
+                grpc_byte_buffer_destroy(payload);
+        (void) grpc_call_cancel_with_status(call, GRPC_STATUS_RESOURCE_EXHAUSTED, details, NULL);
+        grpc_call_unref(call);
+        grpcx_drain_pluck_queue(cq);
 }
 
 static void grpcx_serve_stream(GrpcxServer *s, const GrpcxSlot *slot, grpc_call *call, grpc_byte_buffer *payload,
                                grpc_completion_queue *cq) {
+        char details[GRPCX_DETAILS_MAX];
         GrpcxStream *st;
+        unsigned n_live;
+        int r = ENOMEM;
 
-        grpcx_reap_streams(s, /* all= */ false);
+        pthread_mutex_lock(&s->lock);
+        n_live = s->n_live;
+        if (n_live < GRPCX_SERVER_MAX_STREAMS) {
+                s->n_live++;
+                s->n_threads++;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (n_live >= GRPCX_SERVER_MAX_STREAMS) {
+                (void) snprintf(details, sizeof(details), "%s: too many open streams (%u, the limit is %d)", slot->path,
+                                n_live, GRPCX_SERVER_MAX_STREAMS);
+                grpcx_refuse_stream(call, payload, cq, details);
+                return;
+        }
 
         st = calloc(1, sizeof(*st));
         if (st) {
@@ -374,23 +486,186 @@ static void grpcx_serve_stream(GrpcxServer *s, const GrpcxSlot *slot, grpc_call 
                 st->call = call;
                 st->cq = cq;
                 st->payload = payload;
-                atomic_init(&st->done, false);
-                if (pthread_create(&st->thread, NULL, grpcx_stream_main, st) == 0) {
-                        st->next = s->streams;
-                        s->streams = st;
+                r = pthread_create(&st->thread, NULL, grpcx_stream_main, st);
+                if (r == 0)
                         return;
-                }
                 st->payload = NULL;
                 grpcx_stream_free(st);
         }
-        if (payload)
-                grpc_byte_buffer_destroy(payload);
-        (void) grpc_call_cancel_with_status(call, GRPC_STATUS_RESOURCE_EXHAUSTED, "cannot start a stream", NULL);
-        grpc_call_unref(call);
-        grpcx_drain_pluck_queue(cq);
+        pthread_mutex_lock(&s->lock);
+        s->n_live--;
+        s->n_threads--;
+        pthread_cond_signal(&s->reap_cond);
+        pthread_mutex_unlock(&s->lock);
+        (void) snprintf(details, sizeof(details), "%s: cannot start a stream: %s", slot->path, strerror(r));
+        grpcx_refuse_stream(call, payload, cq, details);
+}
+
+unsigned grpcx_server_n_streams(GrpcxServer *s) {
+        unsigned n;
+
+        pthread_mutex_lock(&s->lock);
+        n = s->n_live;
+        pthread_mutex_unlock(&s->lock);
+        return n;
+}
+
+unsigned grpcx_server_n_stream_threads(GrpcxServer *s) {
+        unsigned n;
+
+        pthread_mutex_lock(&s->lock);
+        n = s->n_threads;
+        pthread_mutex_unlock(&s->lock);
+        return n;
+}
+
+/* ---- posts to the owner's loop --------------------------------------------- */
+
+static void grpcx_wake_loop(GrpcxServer *s) {
+        uint64_t one = 1;
+
+        /* EAGAIN only when the counter is near overflow: the fd is readable then anyway */
+        (void) !write(s->post_fd, &one, sizeof(one));
+}
+
+int grpcx_server_post(GrpcxServer *s, int (*fn)(void *userdata, void *arg), void *arg) {
+        GrpcxPost p = { .fn = fn, .arg = arg };
+
+        if (!fn)
+                return -EINVAL;
+        pthread_mutex_lock(&s->lock);
+        if (s->posts_closed) {
+                pthread_mutex_unlock(&s->lock);
+                return -ECANCELED;
+        }
+        if (s->loop_thread_set && pthread_equal(pthread_self(), s->loop_thread)) {
+                pthread_mutex_unlock(&s->lock);
+                return -EDEADLK;
+        }
+        *s->posts_tail = &p;
+        s->posts_tail = &p.next;
+        grpcx_wake_loop(s);
+        while (!p.done)
+                pthread_cond_wait(&s->post_cond, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+        return p.r;
+}
+
+int grpcx_server_dispatch_fd(const GrpcxServer *s) {
+        return s->post_fd;
+}
+
+int grpcx_server_dispatch(GrpcxServer *s) {
+        GrpcxPost *list;
+        uint64_t v;
+        int n = 0;
+
+        /* non-blocking: EAGAIN when nothing was posted since the last read */
+        (void) !read(s->post_fd, &v, sizeof(v));
+
+        pthread_mutex_lock(&s->lock);
+        s->loop_thread = pthread_self();
+        s->loop_thread_set = true;
+        list = TAKE_PTR(s->posts);
+        s->posts_tail = &s->posts;
+        pthread_mutex_unlock(&s->lock);
+
+        while (list) {
+                GrpcxPost *p = list;
+                int r;
+
+                list = p->next; /* p is gone once done is set */
+                r = p->fn(s->userdata, p->arg);
+                pthread_mutex_lock(&s->lock);
+                p->r = r;
+                p->done = true;
+                pthread_cond_broadcast(&s->post_cond);
+                pthread_mutex_unlock(&s->lock);
+                n++;
+        }
+        return n;
+}
+
+/* Refuses new posts and answers the queued ones -ECANCELED. */
+static void grpcx_close_posts(GrpcxServer *s) {
+        pthread_mutex_lock(&s->lock);
+        s->posts_closed = true;
+        while (s->posts) {
+                GrpcxPost *p = s->posts;
+
+                s->posts = p->next;
+                p->r = -ECANCELED;
+                p->done = true;
+        }
+        s->posts_tail = &s->posts;
+        pthread_cond_broadcast(&s->post_cond);
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- health ------------------------------------------------------------------ */
+
+int grpcx_server_check(GrpcxServer *s, CubError *err) {
+        char msg[GRPCX_HEALTH_MAX];
+        bool unhealthy;
+
+        pthread_mutex_lock(&s->lock);
+        unhealthy = s->unhealthy;
+        if (unhealthy)
+                memcpy(msg, s->health, sizeof(msg));
+        pthread_mutex_unlock(&s->lock);
+        if (unhealthy)
+                return cub_err_set(err, EIO, "%s", msg);
+        return 0;
+}
+
+void grpcx_server_inject_arm_failures(GrpcxServer *s, unsigned n) {
+        atomic_store(&s->inject_arm_failures, n);
+}
+
+/* Called by the serving thread after every arm attempt: records the first
+ * method left unserved (or none) and wakes the loop when that changes. */
+static void grpcx_health_update(GrpcxServer *s) {
+        char msg[GRPCX_HEALTH_MAX] = "";
+        bool unhealthy = false;
+
+        for (size_t i = 0; i < s->n_slots && !unhealthy; i++)
+                if (!s->slots[i].armed) {
+                        unhealthy = true;
+                        (void) snprintf(msg, sizeof(msg),
+                                        "gRPC server '%s': %s is not served: cannot request its calls "
+                                        "(grpc_call_error %d), retrying",
+                                        s->addr, s->slots[i].path, s->slots[i].arm_error);
+                }
+        if (!unhealthy && !s->unknown.armed) {
+                unhealthy = true;
+                (void) snprintf(msg, sizeof(msg),
+                                "gRPC server '%s': calls to unknown methods are not answered: cannot request them "
+                                "(grpc_call_error %d), retrying",
+                                s->addr, s->unknown.arm_error);
+        }
+        s->rearm_backoff_usec =
+                unhealthy ? (s->rearm_backoff_usec ? s->rearm_backoff_usec : GRPCX_REARM_BACKOFF_MIN_USEC) : 0;
+
+        pthread_mutex_lock(&s->lock);
+        if (unhealthy != s->unhealthy || strcmp(msg, s->health) != 0) {
+                s->unhealthy = unhealthy;
+                memcpy(s->health, msg, sizeof(msg));
+                grpcx_wake_loop(s);
+        }
+        pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- requests -------------------------------------------------------------- */
+
+/* The test seam of grpcx_server_inject_arm_failures(). */
+static bool grpcx_arm_fault(GrpcxServer *s) {
+        unsigned n = atomic_load(&s->inject_arm_failures);
+
+        while (n > 0)
+                if (atomic_compare_exchange_weak(&s->inject_arm_failures, &n, n - 1))
+                        return true;
+        return false;
+}
 
 static int grpcx_slot_arm(GrpcxServer *s, GrpcxSlot *slot) {
         grpc_call_error ce;
@@ -399,9 +674,12 @@ static int grpcx_slot_arm(GrpcxServer *s, GrpcxSlot *slot) {
         slot->call = NULL;
         slot->payload = NULL;
         slot->call_cq = slot->method.stream ? grpc_completion_queue_create_for_pluck(NULL) : s->cq;
-        ce = grpc_server_request_registered_call(s->server, slot->registered, &slot->call, &slot->deadline, &slot->md,
-                                                 &slot->payload, slot->call_cq, s->cq, slot);
+        ce = grpcx_arm_fault(s)
+                     ? GRPC_CALL_ERROR
+                     : grpc_server_request_registered_call(s->server, slot->registered, &slot->call, &slot->deadline,
+                                                           &slot->md, &slot->payload, slot->call_cq, s->cq, slot);
         if (ce != GRPC_CALL_OK) {
+                slot->arm_error = (int) ce;
                 grpc_metadata_array_destroy(&slot->md);
                 if (slot->method.stream)
                         grpcx_drain_pluck_queue(slot->call_cq);
@@ -414,12 +692,16 @@ static int grpcx_slot_arm(GrpcxServer *s, GrpcxSlot *slot) {
 
 static int grpcx_unknown_arm(GrpcxServer *s) {
         GrpcxUnknownSlot *u = &s->unknown;
+        grpc_call_error ce;
 
         u->kind = GRPCX_TAG_UNKNOWN;
         u->call = NULL;
         grpc_call_details_init(&u->details);
         grpc_metadata_array_init(&u->md);
-        if (grpc_server_request_call(s->server, &u->call, &u->details, &u->md, s->cq, s->cq, u) != GRPC_CALL_OK) {
+        ce = grpcx_arm_fault(s) ? GRPC_CALL_ERROR
+                                : grpc_server_request_call(s->server, &u->call, &u->details, &u->md, s->cq, s->cq, u);
+        if (ce != GRPC_CALL_OK) {
+                u->arm_error = (int) ce;
                 grpc_call_details_destroy(&u->details);
                 grpc_metadata_array_destroy(&u->md);
                 return -EIO;
@@ -438,6 +720,7 @@ static void grpcx_on_request(GrpcxServer *s, GrpcxSlot *slot, bool success) {
 
         if (success && call && !atomic_load(&s->stopping)) {
                 (void) grpcx_slot_arm(s, slot);
+                grpcx_health_update(s);
                 if (slot->method.stream)
                         grpcx_serve_stream(s, slot, call, payload, cq);
                 else {
@@ -482,6 +765,7 @@ static void grpcx_on_unknown(GrpcxServer *s, bool success) {
                 return;
         }
         (void) grpcx_unknown_arm(s);
+        grpcx_health_update(s);
         grpcx_reply(call, NULL, GRPC_STATUS_UNIMPLEMENTED, details);
 }
 
@@ -505,16 +789,39 @@ static bool grpcx_dispatch(GrpcxServer *s, const grpc_event *ev) {
         return true;
 }
 
+/* Arms every request that is missing (after a failed re-arm). */
+static void grpcx_rearm(GrpcxServer *s) {
+        uint64_t backoff = s->rearm_backoff_usec;
+
+        for (size_t i = 0; i < s->n_slots; i++)
+                if (!s->slots[i].armed)
+                        (void) grpcx_slot_arm(s, &s->slots[i]);
+        if (!s->unknown.armed)
+                (void) grpcx_unknown_arm(s);
+        grpcx_health_update(s);
+        if (s->rearm_backoff_usec)
+                s->rearm_backoff_usec =
+                        backoff * 2 > GRPCX_REARM_BACKOFF_MAX_USEC ? GRPCX_REARM_BACKOFF_MAX_USEC : backoff * 2;
+}
+
 static void *grpcx_serve(void *arg) {
         GrpcxServer *s = arg;
 
         for (;;) {
-                grpc_event ev = grpc_completion_queue_next(s->cq, grpcx_forever(), NULL);
+                /* while a request is missing, wake up to arm it again */
+                gpr_timespec deadline =
+                        s->rearm_backoff_usec && !atomic_load(&s->stopping)
+                                ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                               gpr_time_from_micros((int64_t) s->rearm_backoff_usec, GPR_TIMESPAN))
+                                : grpcx_forever();
+                grpc_event ev = grpc_completion_queue_next(s->cq, deadline, NULL);
 
                 if (ev.type == GRPC_QUEUE_SHUTDOWN)
                         break;
                 if (ev.type == GRPC_OP_COMPLETE && !grpcx_dispatch(s, &ev))
                         break;
+                if (ev.type == GRPC_QUEUE_TIMEOUT && !atomic_load(&s->stopping))
+                        grpcx_rearm(s);
         }
         return NULL;
 }
@@ -526,6 +833,8 @@ GrpcxServer *grpcx_server_stop(GrpcxServer *s) {
                 return NULL;
 
         atomic_store(&s->stopping, true);
+        if (s->lock_initialized)
+                grpcx_close_posts(s);
         if (s->server && s->started) {
                 grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
                 grpc_server_cancel_all_calls(s->server);
@@ -533,8 +842,14 @@ GrpcxServer *grpcx_server_stop(GrpcxServer *s) {
                         (void) pthread_join(s->thread, NULL);
                 else
                         grpcx_serve(s);
-                /* Handlers saw -ECANCELED; their calls are over. */
-                grpcx_reap_streams(s, /* all= */ true);
+        }
+        /* No stream starts any more; handlers saw -ECANCELED and return. */
+        if (s->reaper_started) {
+                pthread_mutex_lock(&s->lock);
+                s->reaper_quit = true;
+                pthread_cond_signal(&s->reap_cond);
+                pthread_mutex_unlock(&s->lock);
+                (void) pthread_join(s->reaper, NULL);
         }
         if (s->server)
                 grpc_server_destroy(s->server);
@@ -554,6 +869,13 @@ GrpcxServer *grpcx_server_stop(GrpcxServer *s) {
                 free(s->slots[i].path);
         free(s->slots);
         free(s->addr);
+        if (s->post_fd >= 0)
+                (void) close(s->post_fd);
+        if (s->lock_initialized) {
+                pthread_mutex_destroy(&s->lock);
+                pthread_cond_destroy(&s->reap_cond);
+                pthread_cond_destroy(&s->post_cond);
+        }
         if (s->grpc_initialized)
                 grpc_shutdown();
         free(s);
@@ -624,8 +946,28 @@ int grpcx_server_start(const char *addr, const GrpcxMethod *methods, size_t n_me
         if (!s)
                 return cub_err_set(err, ENOMEM, "out of memory");
         atomic_init(&s->stopping, false);
+        atomic_init(&s->inject_arm_failures, 0);
         s->shutdown_tag = GRPCX_TAG_SHUTDOWN;
         s->userdata = userdata;
+        s->posts_tail = &s->posts;
+        s->post_fd = -1;
+        if (pthread_mutex_init(&s->lock, NULL) != 0)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        if (pthread_cond_init(&s->reap_cond, NULL) != 0) {
+                pthread_mutex_destroy(&s->lock);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        if (pthread_cond_init(&s->post_cond, NULL) != 0) {
+                pthread_cond_destroy(&s->reap_cond);
+                pthread_mutex_destroy(&s->lock);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        s->lock_initialized = true;
+        s->post_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->post_fd < 0) {
+                r = errno;
+                return cub_err_set(err, r, "gRPC server '%s': cannot create an eventfd: %s", addr, strerror(r));
+        }
         if (addr[0] == '/' ? asprintf(&s->addr, "unix:%s", addr) < 0 : !(s->addr = strdup(addr))) {
                 s->addr = NULL;
                 return cub_err_set(err, ENOMEM, "out of memory");
@@ -682,6 +1024,12 @@ int grpcx_server_start(const char *addr, const GrpcxMethod *methods, size_t n_me
                                            s->slots[i].path);
         if (grpcx_unknown_arm(s) < 0)
                 return cub_err_set(err, EIO, "gRPC server '%s': cannot request calls", s->addr);
+
+        r = pthread_create(&s->reaper, NULL, grpcx_reaper_main, s);
+        if (r != 0)
+                return cub_err_set(err, r, "gRPC server '%s': cannot start the reaper thread: %s", s->addr,
+                                   strerror(r));
+        s->reaper_started = true;
 
         r = pthread_create(&s->thread, NULL, grpcx_serve, s);
         if (r != 0)

@@ -5,7 +5,9 @@
  * proto/grpcx: a small transport over the gRPC core C API (grpc/grpc.h,
  * Debian's 1.51) carrying protobuf-c messages over unix sockets:
  *   - a client channel with unary calls (deadline, optional wait-for-ready),
- *   - a server loop with unary and server-streaming methods.
+ *   - a server with unary and server-streaming methods (a bounded number of
+ *     stream threads, a health check, and a queue that hands work from the
+ *     handlers' threads to the owner's event loop).
  * Only proto/, cri/ and deviceplugin/ include this header; protobuf-c types
  * never reach the rest of the agent.
  *
@@ -32,6 +34,7 @@ enum {
         GRPCX_DEADLINE_EXCEEDED = 4,
         GRPCX_NOT_FOUND = 5,
         GRPCX_ALREADY_EXISTS = 6,
+        GRPCX_RESOURCE_EXHAUSTED = 8,
         GRPCX_FAILED_PRECONDITION = 9,
         GRPCX_UNIMPLEMENTED = 12,
         GRPCX_INTERNAL = 13,
@@ -86,16 +89,85 @@ typedef struct GrpcxMethod {
         void (*free_resp)(void *userdata, ProtobufCMessage *resp);
 } GrpcxMethod;
 
+/* Stream handlers running at once; one more is answered RESOURCE_EXHAUSTED
+ * ("<method>: too many open streams (16, the limit is 16)"). */
+#define GRPCX_SERVER_MAX_STREAMS 16
+
+/*
+ * Threads and the locking rule:
+ *   - unary handlers all run on the server's serving thread, one at a time:
+ *     they never run concurrently with each other, and while one runs no
+ *     other unary call and no new stream is served (keep them short);
+ *   - each stream handler runs on a thread of its own, concurrently with the
+ *     other stream handlers and with the unary handlers;
+ *   - so userdata is shared by up to GRPCX_SERVER_MAX_STREAMS + 1 threads:
+ *     a handler touches only what it owns (its request, its reply, its
+ *     GrpcxStream) and state that is immutable while the server runs, or
+ *     takes a lock of the owner's that it never holds across a grpcx call;
+ *   - state owned by the owner's event loop (sd-event sources, the agent's
+ *     pods) is reached only through grpcx_server_post(), which runs a function
+ *     on the loop's thread;
+ *   - a GrpcxStream is used only by its own handler's thread: the
+ *     grpcx_stream_*() calls refuse any other (send/wait: -EPERM; cancelled:
+ *     true);
+ *   - handlers never call grpcx_server_stop() (it joins their threads).
+ */
+
 /*
  * Binds addr ("unix:/path", "unix:///path" or "/path") and starts serving on
- * a thread of its own. Unary handlers run on that thread one at a time (keep
- * them short); each stream gets a thread. A request that does not decode is
- * answered INVALID_ARGUMENT, an unknown method UNIMPLEMENTED.
+ * a thread of its own, as described above. A request that does not decode is
+ * answered INVALID_ARGUMENT, an unknown method UNIMPLEMENTED. A finished
+ * stream's thread is joined as soon as it ends (by a reaper thread).
  */
 int grpcx_server_start(const char *addr, const GrpcxMethod *methods, size_t n_methods, void *userdata,
                        GrpcxServer **ret, CubError *err);
-/* Cancels every call, waits for handlers to return, frees the server. */
+/* Answers pending grpcx_server_post() calls -ECANCELED, cancels every call,
+ * joins every handler's thread (the stream threads included), frees the server. */
 GrpcxServer *grpcx_server_stop(GrpcxServer *s);
+
+/* Stream handlers running now (at most GRPCX_SERVER_MAX_STREAMS). */
+unsigned grpcx_server_n_streams(GrpcxServer *s);
+
+/*
+ * Health. Every method keeps one request armed in gRPC, armed again as each
+ * call arrives. When gRPC refuses that (grpc_server_request_registered_call
+ * or grpc_server_request_call failing), the method's calls wait in gRPC
+ * unserved until a request is armed: the serving thread retries (10 ms, doubling up to 1 s) and, meanwhile,
+ * grpcx_server_check() fails with -EIO and a message naming the method
+ * ("gRPC server 'unix:/p.sock': /v1beta1.DevicePlugin/Allocate is not
+ * served: ..., retrying"). It returns 0 again once every method is armed.
+ * Each change of that answer also wakes the dispatch fd, so a loop that
+ * calls grpcx_server_check() after grpcx_server_dispatch() sees it at once.
+ */
+int grpcx_server_check(GrpcxServer *s, CubError *err);
+
+/*
+ * Handing work to the owner's event loop (sd-event or any poll loop):
+ *
+ *   sd_event_add_io(e, &src, grpcx_server_dispatch_fd(s), EPOLLIN, on_grpcx, s);
+ *   static int on_grpcx(sd_event_source *src, int fd, uint32_t revents, void *s) {
+ *           (void) grpcx_server_dispatch(s);
+ *           ... grpcx_server_check(s, &err) ...
+ *           return 0;
+ *   }
+ *
+ * A handler calls grpcx_server_post(s, fn, arg): fn(userdata, arg) (userdata:
+ * the server's) then runs on the thread that calls grpcx_server_dispatch(),
+ * and post returns fn's result once it did. Posts run in order, one at a
+ * time. Post fails with -ECANCELED when grpcx_server_stop() comes first
+ * (queued posts are answered then; fn does not run), -EDEADLK on the loop's
+ * own thread (the last one that dispatched), -EINVAL without fn. It blocks
+ * the handler until the loop answers: keep fn short and the loop running.
+ *
+ * grpcx_server_dispatch_fd(): a non-blocking eventfd owned by the server,
+ * readable while posts may be queued. grpcx_server_dispatch() clears it and
+ * runs the queued posts; returns how many ran. fn never calls
+ * grpcx_server_stop(); the owner drops its io source before calling it (stop
+ * closes the fd).
+ */
+int grpcx_server_post(GrpcxServer *s, int (*fn)(void *userdata, void *arg), void *arg);
+int grpcx_server_dispatch_fd(const GrpcxServer *s);
+int grpcx_server_dispatch(GrpcxServer *s);
 
 /*
  * Stream calls, from the handler's own thread only. grpcx_stream_send()

@@ -128,12 +128,15 @@ static void test_pod_lifecycle(void **state) {
         assert_int_equal(cri_list_pod_sandboxes(c, sel, &sb, &n, &err), 0);
         assert_int_equal(n, 1);
         assert_string_equal(sb[0].id, sid);
+        assert_string_equal(cri_kv_get(sb[0].labels, "cubelet.io/pod-uid"), "uid-test-1");
+        assert_string_equal(cri_kv_get(sb[0].labels, "cubelet.io/managed"), "true");
         cri_sandboxes_free(sb, n);
 
         assert_int_equal(cri_create_container(c, sid, &cfg, &sbc, &cid, &err), 0);
         assert_int_equal(cri_start_container(c, cid, &err), 0);
         wait_state(c, cid, CRI_CONTAINER_RUNNING, &cs);
         assert_string_equal(cs.name, "app");
+        assert_string_equal(cri_kv_get(cs.labels, "cubelet.io/container-name"), "app");
         assert_true(cs.has_resources);
         assert_int_equal(cs.memory_limit_in_bytes, 64 << 20);
         assert_int_equal(cs.cpu_quota, 50000);
@@ -180,6 +183,17 @@ static void test_pod_lifecycle(void **state) {
         assert_int_equal(cri_stop_pod_sandbox(c, sid, &err), 0);
         assert_int_equal(cri_remove_pod_sandbox(c, sid, &err), 0);
         assert_int_equal(cri_remove_pod_sandbox(c, sid, &err), 0);
+        {
+                /* NOT_FOUND is success for stop and remove, and leaves err alone; not for start */
+                CubError untouched = {};
+
+                assert_int_equal(cri_stop_pod_sandbox(c, sid, &untouched), 0);
+                assert_int_equal(cri_remove_container(c, cid2, &untouched), 0);
+                assert_int_equal(untouched.code, 0);
+                assert_string_equal(untouched.msg, "");
+                assert_int_equal(cri_start_container(c, cid2, &err), -ENOENT);
+                assert_non_null(strstr(err.msg, "/runtime.v1.RuntimeService/StartContainer: NOT_FOUND (5)"));
+        }
         assert_int_equal(cri_list_pod_sandboxes(c, sel, &sb, &n, &err), 0);
         assert_int_equal(n, 0);
         cri_sandboxes_free(sb, n);

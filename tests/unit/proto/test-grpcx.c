@@ -5,11 +5,14 @@
  * a mkdtemp directory. CRI messages are the payloads.
  *
  * Every test arms alarm(): a hang kills the binary (no handler installed)
- * instead of blocking the suite; no test asserts on elapsed time.
+ * instead of blocking the suite; no test asserts on elapsed time. Where a
+ * test waits for the server to catch up (a thread reaped, a method armed
+ * again), it polls with no time limit of its own.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -28,9 +33,11 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
+#include <systemd/sd-event.h>
 
 #include "agent/util/cleanup.h"
 #include "proto/cri/api.pb-c.h"
+#include "proto/grpcx-internal.h"
 #include "proto/grpcx.h"
 
 #define HANG_GUARD_SEC 60
@@ -42,6 +49,8 @@
 #define M_FLOOD "/test.Stream/Flood"
 #define M_HOLD "/test.Stream/Hold"
 #define M_FAIL "/test.Stream/Fail"
+#define M_POST "/test.Loop/Post"
+#define M_POST_STREAM "/test.Loop/PostStream"
 
 static char tmpdir[] = "/tmp/grpcx-test-XXXXXX";
 
@@ -59,6 +68,14 @@ typedef struct TestState {
         int send_r;
         int wait_r;
         bool cancelled_seen;
+        /* grpcx_server_post() tests */
+        GrpcxServer *server;
+        pthread_t loop;      /* the thread expected to run the posts */
+        atomic_int posts;    /* posts run */
+        atomic_int off_loop; /* posts run on another thread */
+        int nested_r;        /* a post from inside a post */
+        int post_r;          /* the last post's result, seen by the handler */
+        GrpcxStream *stream; /* the hold handler's stream */
 } TestState;
 
 static void state_init(TestState *t) {
@@ -220,6 +237,9 @@ static int hold_stream(void *userdata, const ProtobufCMessage *req, GrpcxStream 
         (void) req;
         (void) details;
         (void) details_size;
+        pthread_mutex_lock(&t->lock);
+        t->stream = s;
+        pthread_mutex_unlock(&t->lock);
         sent = send_version(s, "held", "hold") == 0;
         wait_r = grpcx_stream_wait(s, UINT64_MAX);
         send_r = send_version(s, "late", "hold");
@@ -242,6 +262,75 @@ static int fail_stream(void *userdata, const ProtobufCMessage *req, GrpcxStream 
         return GRPCX_FAILED_PRECONDITION;
 }
 
+/* ---- posts to the loop ---- */
+
+typedef struct PostArg {
+        const char *version;
+        char answer[64];
+} PostArg;
+
+/* Runs on the loop: numbers the posts, answers "loop:<version>#<n>". */
+static int loop_answer(void *userdata, void *arg) {
+        TestState *t = userdata;
+        PostArg *a = arg;
+        int n = atomic_fetch_add(&t->posts, 1) + 1;
+
+        if (!pthread_equal(pthread_self(), t->loop))
+                atomic_fetch_add(&t->off_loop, 1);
+        if (n == 1)
+                t->nested_r = grpcx_server_post(t->server, loop_answer, arg);
+        (void) snprintf(a->answer, sizeof(a->answer), "loop:%s#%d", a->version, n);
+        return n;
+}
+
+static int post_for(TestState *t, const ProtobufCMessage *req, PostArg *a) {
+        int r;
+
+        a->version = ((const Runtime__V1__VersionRequest *) req)->version;
+        r = grpcx_server_post(t->server, loop_answer, a);
+        pthread_mutex_lock(&t->lock);
+        t->post_r = r;
+        pthread_mutex_unlock(&t->lock);
+        return r;
+}
+
+static int post_unary(void *userdata, const ProtobufCMessage *req, ProtobufCMessage **ret_resp, char *details,
+                      size_t details_size) {
+        Runtime__V1__VersionResponse *resp;
+        PostArg a = {};
+        int r;
+
+        r = post_for(userdata, req, &a);
+        if (r < 0) {
+                (void) snprintf(details, details_size, "post: %s", strerror(-r));
+                return GRPCX_UNAVAILABLE;
+        }
+        resp = malloc(sizeof(*resp));
+        if (!resp)
+                return GRPCX_INTERNAL;
+        runtime__v1__version_response__init(resp);
+        resp->version = xstrdup(a.version);
+        resp->runtime_name = xstrdup(a.answer);
+        resp->runtime_version = xstrdup("");
+        resp->runtime_api_version = xstrdup("");
+        *ret_resp = &resp->base;
+        return GRPCX_OK;
+}
+
+static int post_stream(void *userdata, const ProtobufCMessage *req, GrpcxStream *s, char *details,
+                       size_t details_size) {
+        PostArg a = {};
+        int r;
+
+        r = post_for(userdata, req, &a);
+        if (r < 0) {
+                (void) snprintf(details, details_size, "post: %s", strerror(-r));
+                return GRPCX_UNAVAILABLE;
+        }
+        (void) send_version(s, "posted", a.answer);
+        return GRPCX_OK;
+}
+
 static const GrpcxMethod methods[] = {
         { .path = M_VERSION,
           .request = &runtime__v1__version_request__descriptor,
@@ -254,6 +343,11 @@ static const GrpcxMethod methods[] = {
         { .path = M_FLOOD, .request = &runtime__v1__version_request__descriptor, .stream = flood_stream },
         { .path = M_HOLD, .request = &runtime__v1__version_request__descriptor, .stream = hold_stream },
         { .path = M_FAIL, .request = &runtime__v1__version_request__descriptor, .stream = fail_stream },
+        { .path = M_POST,
+          .request = &runtime__v1__version_request__descriptor,
+          .unary = post_unary,
+          .free_resp = version_free },
+        { .path = M_POST_STREAM, .request = &runtime__v1__version_request__descriptor, .stream = post_stream },
 };
 
 /* ---- fixtures -------------------------------------------------------------- */
@@ -1108,6 +1202,431 @@ static void test_restart_on_same_socket(void **state) {
         alarm(0);
 }
 
+/* ---- bounded streams, reaping -------------------------------------------- */
+
+/* Polls until the server's counts reach the wanted values (alarm() guards it). */
+static void wait_streams(GrpcxServer *s, unsigned live, unsigned threads) {
+        while (grpcx_server_n_streams(s) != live || grpcx_server_n_stream_threads(s) != threads)
+                (void) usleep(1000);
+}
+
+static void test_stream_limit(void **state) {
+        _cleanup_free_ char *path = sock_path("limit");
+        Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+        _cleanup_(grpcx_channel_freep) GrpcxChannel *c = NULL;
+        TestStream held[GRPCX_SERVER_MAX_STREAMS], extra;
+        Runtime__V1__VersionResponse *m;
+        ProtobufCMessage *resp = NULL;
+        CubError err = { 0 };
+        char *details = NULL;
+        grpc_channel *ch;
+        GrpcxServer *s;
+        TestState t;
+
+        (void) state;
+        alarm(HANG_GUARD_SEC);
+        state_init(&t);
+        s = start_server(path, &t);
+        ch = raw_channel(path);
+        c = client(path);
+
+        /* each handler has sent its first message: all of them are running */
+        for (size_t i = 0; i < ELEMENTSOF(held); i++) {
+                ts_open(&held[i], ch, M_HOLD, &req.base);
+                read_one_held(&held[i]);
+        }
+        assert_int_equal(grpcx_server_n_streams(s), GRPCX_SERVER_MAX_STREAMS);
+        assert_int_equal(grpcx_server_n_stream_threads(s), GRPCX_SERVER_MAX_STREAMS);
+
+        /* one more is refused, naming the method and the limit */
+        ts_open(&extra, ch, M_EVENTS, &req.base);
+        assert_null(ts_read(&extra));
+        assert_int_equal(ts_finish(&extra, &details), GRPC_STATUS_RESOURCE_EXHAUSTED);
+        assert_string_equal(details, M_EVENTS ": too many open streams (16, the limit is 16)");
+        gpr_free(details);
+        assert_int_equal(grpcx_server_n_streams(s), GRPCX_SERVER_MAX_STREAMS);
+
+        /* unary calls are still served */
+        req.version = (char *) "busy";
+        assert_int_equal(grpcx_unary(c, M_VERSION, &req.base, &runtime__v1__version_response__descriptor,
+                                     5 * 1000 * 1000, false, &resp, NULL, &err),
+                         0);
+        assert_string_equal(((Runtime__V1__VersionResponse *) resp)->version, "busy");
+        protobuf_c_message_free_unpacked(resp, NULL);
+
+        /* one ends: its thread is joined and the next stream is served */
+        assert_int_equal(grpc_call_cancel(held[0].call, NULL), GRPC_CALL_OK);
+        assert_int_equal(ts_finish(&held[0], &details), GRPC_STATUS_CANCELLED);
+        gpr_free(details);
+        wait_streams(s, GRPCX_SERVER_MAX_STREAMS - 1, GRPCX_SERVER_MAX_STREAMS - 1);
+
+        req.version = (char *) "after";
+        ts_open(&extra, ch, M_EVENTS, &req.base);
+        for (int i = 0; i < 3; i++) {
+                m = ts_read(&extra);
+                assert_non_null(m);
+                assert_string_equal(m->runtime_name, "after");
+                runtime__v1__version_response__free_unpacked(m, NULL);
+        }
+        assert_null(ts_read(&extra));
+        assert_int_equal(ts_finish(&extra, &details), GRPC_STATUS_OK);
+        gpr_free(details);
+
+        /* stop wakes and joins the 15 idle handlers */
+        s = grpcx_server_stop(s);
+        assert_int_equal(t.wait_r, -ECANCELED);
+        assert_int_equal(t.send_r, -ECANCELED);
+        for (size_t i = 1; i < ELEMENTSOF(held); i++) {
+                grpc_status_code status = ts_finish(&held[i], &details);
+
+                assert_true(status == GRPC_STATUS_UNAVAILABLE || status == GRPC_STATUS_CANCELLED);
+                gpr_free(details);
+        }
+
+        raw_channel_free(ch);
+        state_done(&t);
+        alarm(0);
+}
+
+static void test_stream_threads_reaped(void **state) {
+        _cleanup_free_ char *path = sock_path("reap");
+        Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+        _cleanup_(grpcx_server_stopp) GrpcxServer *s = NULL;
+        char *details = NULL;
+        grpc_channel *ch;
+        TestStream ts;
+        TestState t;
+
+        (void) state;
+        alarm(HANG_GUARD_SEC);
+        state_init(&t);
+        s = start_server(path, &t);
+        ch = raw_channel(path);
+        assert_int_equal(grpcx_server_n_stream_threads(s), 0);
+
+        for (int i = 0; i < 3; i++) {
+                ts_open(&ts, ch, M_HOLD, &req.base);
+                read_one_held(&ts);
+                assert_int_equal(grpcx_server_n_streams(s), 1);
+                assert_int_equal(grpcx_server_n_stream_threads(s), 1);
+
+                assert_int_equal(grpc_call_cancel(ts.call, NULL), GRPC_CALL_OK);
+                assert_int_equal(ts_finish(&ts, &details), GRPC_STATUS_CANCELLED);
+                gpr_free(details);
+                /* joined while the server waits for calls: no other stream comes */
+                wait_streams(s, 0, 0);
+                assert_int_equal(t.wait_r, -ECANCELED);
+        }
+
+        raw_channel_free(ch);
+        s = grpcx_server_stop(s);
+        state_done(&t);
+        alarm(0);
+}
+
+static void test_stream_calls_from_another_thread(void **state) {
+        _cleanup_free_ char *path = sock_path("otherthread");
+        Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+        Runtime__V1__VersionResponse m = RUNTIME__V1__VERSION_RESPONSE__INIT;
+        _cleanup_(grpcx_server_stopp) GrpcxServer *s = NULL;
+        CubError err = { 0 };
+        char *details = NULL;
+        grpc_channel *ch;
+        TestStream ts;
+        TestState t;
+
+        (void) state;
+        alarm(HANG_GUARD_SEC);
+        state_init(&t);
+        s = start_server(path, &t);
+        ch = raw_channel(path);
+
+        ts_open(&ts, ch, M_HOLD, &req.base);
+        read_one_held(&ts);
+        pthread_mutex_lock(&t.lock);
+        assert_non_null(t.stream);
+        assert_int_equal(grpcx_stream_send(t.stream, &m.base, &err), -EPERM);
+        assert_string_equal(err.msg, "stream " M_HOLD ": grpcx_stream_send() called off the stream's own thread");
+        assert_int_equal(grpcx_stream_wait(t.stream, 0), -EPERM);
+        assert_true(grpcx_stream_cancelled(t.stream));
+        pthread_mutex_unlock(&t.lock);
+
+        /* the stream itself is unharmed */
+        assert_int_equal(grpc_call_cancel(ts.call, NULL), GRPC_CALL_OK);
+        assert_int_equal(ts_finish(&ts, &details), GRPC_STATUS_CANCELLED);
+        gpr_free(details);
+        state_wait(&t);
+        assert_int_equal(t.sent, 1);
+        assert_int_equal(t.wait_r, -ECANCELED);
+
+        raw_channel_free(ch);
+        s = grpcx_server_stop(s);
+        state_done(&t);
+        alarm(0);
+}
+
+/* ---- posts to the owner's loop ------------------------------------------------ */
+
+typedef struct Loop {
+        GrpcxServer *server;
+        int quit_fd;
+        int r;
+} Loop;
+
+static int on_dispatch(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        (void) src;
+        (void) fd;
+        (void) revents;
+        (void) grpcx_server_dispatch(userdata);
+        return 0;
+}
+
+static int on_quit(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        (void) fd;
+        (void) revents;
+        (void) userdata;
+        return sd_event_exit(sd_event_source_get_event(src), 0);
+}
+
+/* An sd-event loop that dispatches the server's posts until quit_fd is written. */
+static void *loop_main(void *arg) {
+        Loop *l = arg;
+        sd_event_source *dispatch = NULL, *quit = NULL;
+        sd_event *e = NULL;
+        int r;
+
+        r = sd_event_new(&e);
+        if (r >= 0)
+                r = sd_event_add_io(e, &dispatch, grpcx_server_dispatch_fd(l->server), EPOLLIN, on_dispatch, l->server);
+        if (r >= 0)
+                r = sd_event_add_io(e, &quit, l->quit_fd, EPOLLIN, on_quit, NULL);
+        if (r >= 0)
+                r = sd_event_loop(e);
+        sd_event_source_unref(dispatch);
+        sd_event_source_unref(quit);
+        sd_event_unref(e);
+        l->r = r;
+        return NULL;
+}
+
+static void test_post_round_trip_sd_event(void **state) {
+        _cleanup_free_ char *path = sock_path("post");
+        Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+        _cleanup_(grpcx_server_stopp) GrpcxServer *s = NULL;
+        _cleanup_(grpcx_channel_freep) GrpcxChannel *c = NULL;
+        Runtime__V1__VersionResponse *m;
+        ProtobufCMessage *resp = NULL;
+        CubError err = { 0 };
+        char *details = NULL;
+        uint64_t one = 1;
+        grpc_channel *ch;
+        TestStream ts;
+        TestState t;
+        Loop l;
+
+        (void) state;
+        alarm(HANG_GUARD_SEC);
+        state_init(&t);
+        s = start_server(path, &t);
+        t.server = s;
+        l = (Loop){ .server = s, .quit_fd = eventfd(0, EFD_CLOEXEC), .r = 1 };
+        assert_true(l.quit_fd >= 0);
+        assert_int_equal(pthread_create(&t.loop, NULL, loop_main, &l), 0);
+        c = client(path);
+        ch = raw_channel(path);
+
+        /* unary: the handler (serving thread) waits for the loop's answer */
+        req.version = (char *) "a";
+        assert_int_equal(grpcx_unary(c, M_POST, &req.base, &runtime__v1__version_response__descriptor, 5 * 1000 * 1000,
+                                     false, &resp, NULL, &err),
+                         0);
+        assert_string_equal(((Runtime__V1__VersionResponse *) resp)->runtime_name, "loop:a#1");
+        protobuf_c_message_free_unpacked(resp, NULL);
+        req.version = (char *) "b";
+        assert_int_equal(grpcx_unary(c, M_POST, &req.base, &runtime__v1__version_response__descriptor, 5 * 1000 * 1000,
+                                     false, &resp, NULL, &err),
+                         0);
+        assert_string_equal(((Runtime__V1__VersionResponse *) resp)->runtime_name, "loop:b#2");
+        protobuf_c_message_free_unpacked(resp, NULL);
+
+        /* a stream handler (its own thread) posts the same way */
+        req.version = (char *) "c";
+        ts_open(&ts, ch, M_POST_STREAM, &req.base);
+        m = ts_read(&ts);
+        assert_non_null(m);
+        assert_string_equal(m->version, "posted");
+        assert_string_equal(m->runtime_name, "loop:c#3");
+        runtime__v1__version_response__free_unpacked(m, NULL);
+        assert_null(ts_read(&ts));
+        assert_int_equal(ts_finish(&ts, &details), GRPC_STATUS_OK);
+        gpr_free(details);
+
+        assert_int_equal(write(l.quit_fd, &one, sizeof(one)), sizeof(one));
+        assert_int_equal(pthread_join(t.loop, NULL), 0);
+        assert_int_equal(l.r, 0);
+        assert_int_equal(atomic_load(&t.posts), 3);
+        assert_int_equal(atomic_load(&t.off_loop), 0);
+        assert_int_equal(t.nested_r, -EDEADLK); /* a post from the loop's own thread */
+        assert_int_equal(t.post_r, 3);
+        assert_int_equal(atomic_load(&t.freed), 2);
+
+        raw_channel_free(ch);
+        (void) close(l.quit_fd);
+        s = grpcx_server_stop(s);
+        state_done(&t);
+        alarm(0);
+}
+
+typedef struct PostCaller {
+        GrpcxChannel *channel;
+        const char *version;
+        int r;
+        int status;
+        char answer[64];
+        CubError err;
+} PostCaller;
+
+static void *post_caller_main(void *arg) {
+        PostCaller *pc = arg;
+        Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+        ProtobufCMessage *resp = NULL;
+
+        req.version = (char *) pc->version;
+        pc->r = grpcx_unary(pc->channel, M_POST, &req.base, &runtime__v1__version_response__descriptor,
+                            30 * 1000 * 1000, false, &resp, &pc->status, &pc->err);
+        if (pc->r == 0) {
+                (void) snprintf(pc->answer, sizeof(pc->answer), "%s",
+                                ((Runtime__V1__VersionResponse *) resp)->runtime_name);
+                protobuf_c_message_free_unpacked(resp, NULL);
+        }
+        return NULL;
+}
+
+/* A plain poll loop; a post still queued at stop is answered -ECANCELED. */
+static void test_post_poll_loop_and_stop(void **state) {
+        _cleanup_free_ char *path = sock_path("poststop");
+        _cleanup_(grpcx_channel_freep) GrpcxChannel *c = NULL;
+        PostCaller pc;
+        pthread_t th;
+        struct pollfd pfd;
+        GrpcxServer *s;
+        TestState t;
+
+        (void) state;
+        alarm(HANG_GUARD_SEC);
+        state_init(&t);
+        s = start_server(path, &t);
+        t.server = s;
+        t.loop = pthread_self();
+        c = client(path);
+        pfd = (struct pollfd){ .fd = grpcx_server_dispatch_fd(s), .events = POLLIN };
+
+        /* nothing queued */
+        assert_int_equal(poll(&pfd, 1, 0), 0);
+        assert_int_equal(grpcx_server_dispatch(s), 0);
+
+        pc = (PostCaller){ .channel = c, .version = "x", .r = 1 };
+        assert_int_equal(pthread_create(&th, NULL, post_caller_main, &pc), 0);
+        assert_int_equal(poll(&pfd, 1, -1), 1);
+        assert_int_equal(grpcx_server_dispatch(s), 1);
+        assert_int_equal(pthread_join(th, NULL), 0);
+        if (pc.r != 0)
+                fail_msg("post call: %s", pc.err.msg);
+        assert_string_equal(pc.answer, "loop:x#1");
+        assert_int_equal(poll(&pfd, 1, 0), 0);
+
+        /* this thread dispatched: it is the loop, and may not post */
+        assert_int_equal(grpcx_server_post(s, loop_answer, NULL), -EDEADLK);
+        assert_int_equal(grpcx_server_post(s, NULL, NULL), -EINVAL);
+
+        /* the next post is queued, the loop does not run it, stop answers it */
+        pc = (PostCaller){ .channel = c, .version = "y", .r = 1 };
+        assert_int_equal(pthread_create(&th, NULL, post_caller_main, &pc), 0);
+        assert_int_equal(poll(&pfd, 1, -1), 1);
+        s = grpcx_server_stop(s);
+        assert_null(s);
+        assert_int_equal(t.post_r, -ECANCELED);
+        assert_int_equal(atomic_load(&t.posts), 1);
+        assert_int_equal(pthread_join(th, NULL), 0);
+        assert_int_not_equal(pc.r, 0);
+        assert_true(pc.status == GRPCX_UNAVAILABLE || pc.status == GRPCX_CANCELLED);
+
+        state_done(&t);
+        alarm(0);
+}
+
+/* ---- a request that cannot be armed again ------------------------------------- */
+
+static void test_rearm_failure_reported_and_retried(void **state) {
+        _cleanup_free_ char *path = sock_path("rearm");
+        _cleanup_free_ char *want = NULL;
+        Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+        Runtime__V1__PodSandboxStatusRequest sreq = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
+        _cleanup_(grpcx_server_stopp) GrpcxServer *s = NULL;
+        _cleanup_(grpcx_channel_freep) GrpcxChannel *c = NULL;
+        ProtobufCMessage *resp = NULL;
+        struct pollfd pfd;
+        CubError err = { 0 };
+        TestState t;
+        int status = -1;
+
+        (void) state;
+        alarm(HANG_GUARD_SEC);
+        state_init(&t);
+        s = start_server(path, &t);
+        c = client(path);
+        pfd = (struct pollfd){ .fd = grpcx_server_dispatch_fd(s), .events = POLLIN };
+        assert_int_equal(grpcx_server_check(s, &err), 0);
+        assert_int_equal(poll(&pfd, 1, 0), 0);
+
+        /* this call is served, but its method cannot be armed again */
+        grpcx_server_inject_arm_failures(s, 1000000);
+        req.version = (char *) "1";
+        assert_int_equal(grpcx_unary(c, M_VERSION, &req.base, &runtime__v1__version_response__descriptor,
+                                     5 * 1000 * 1000, false, &resp, NULL, &err),
+                         0);
+        protobuf_c_message_free_unpacked(resp, NULL);
+
+        assert_true(asprintf(&want,
+                             "gRPC server 'unix:%s': " M_VERSION " is not served: cannot request its calls "
+                             "(grpc_call_error 1), retrying",
+                             path) > 0);
+        assert_int_equal(grpcx_server_check(s, &err), -EIO);
+        assert_int_equal(err.code, EIO);
+        assert_string_equal(err.msg, want);
+        /* the owner's loop is woken to look */
+        assert_int_equal(poll(&pfd, 1, 0), 1);
+        assert_int_equal(grpcx_server_dispatch(s), 0);
+
+        /* the method waits in gRPC's queue: the call times out; the others are served */
+        assert_int_equal(grpcx_unary(c, M_VERSION, &req.base, &runtime__v1__version_response__descriptor, 300 * 1000,
+                                     false, &resp, &status, &err),
+                         -ETIMEDOUT);
+        assert_int_equal(status, GRPCX_DEADLINE_EXCEEDED);
+        sreq.pod_sandbox_id = (char *) "p-2";
+        assert_int_equal(grpcx_unary(c, M_STATUS, &sreq.base, &runtime__v1__pod_sandbox_status_response__descriptor,
+                                     5 * 1000 * 1000, false, &resp, &status, &err),
+                         -ENOENT);
+        assert_non_null(strstr(err.msg, "pod sandbox 'p-2' not found"));
+        assert_int_equal(grpcx_server_check(s, &err), -EIO);
+
+        /* gRPC accepts requests again: the retry arms the method */
+        grpcx_server_inject_arm_failures(s, 0);
+        while (grpcx_server_check(s, &err) < 0)
+                (void) usleep(1000);
+        req.version = (char *) "2";
+        assert_int_equal(grpcx_unary(c, M_VERSION, &req.base, &runtime__v1__version_response__descriptor,
+                                     5 * 1000 * 1000, false, &resp, &status, &err),
+                         0);
+        assert_string_equal(((Runtime__V1__VersionResponse *) resp)->version, "2");
+        protobuf_c_message_free_unpacked(resp, NULL);
+        assert_int_equal(grpcx_server_check(s, &err), 0);
+
+        s = grpcx_server_stop(s);
+        state_done(&t);
+        alarm(0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_unary_version),
@@ -1126,6 +1645,12 @@ int main(void) {
                 cmocka_unit_test(test_concurrent_unary),
                 cmocka_unit_test(test_start_errors),
                 cmocka_unit_test(test_restart_on_same_socket),
+                cmocka_unit_test(test_stream_limit),
+                cmocka_unit_test(test_stream_threads_reaped),
+                cmocka_unit_test(test_stream_calls_from_another_thread),
+                cmocka_unit_test(test_post_round_trip_sd_event),
+                cmocka_unit_test(test_post_poll_loop_and_stop),
+                cmocka_unit_test(test_rearm_failure_reported_and_retried),
         };
 
         return cmocka_run_group_tests_name("grpcx", tests, group_setup, group_teardown);
