@@ -2,6 +2,7 @@
 #include "derive.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 _Static_assert((int) EVICT_QOS_GUARANTEED == (int) POD_QOS_GUARANTEED &&
@@ -16,6 +17,33 @@ static uint64_t request_of(const PodResourceList *l, const char *name) {
         if (!pod_resource_get(l, name, &q))
                 return 0;
         return (uint64_t) pod_quantity_value(q);
+}
+
+/* cap - a - b, at least 0; negative a and b count as 0 */
+static int64_t minus_reserved(int64_t cap, int64_t a, int64_t b) {
+        if (cap <= 0)
+                return 0;
+        a = a > 0 ? a : 0;
+        b = b > 0 ? b : 0;
+        if (a >= cap)
+                return 0;
+        cap -= a;
+        return b >= cap ? 0 : cap - b;
+}
+
+void agent_kubepods_capacity(const PodKubeletConfig *kc, int64_t cpu_capacity_milli, uint64_t memory_capacity,
+                             int64_t *ret_cpu_milli, int64_t *ret_memory) {
+        PodQuantity kcpu = {}, scpu = {}, kmem = {}, smem = {};
+        int64_t mem = memory_capacity > (uint64_t) INT64_MAX ? INT64_MAX : (int64_t) memory_capacity;
+
+        if (kc) {
+                (void) pod_resource_get(&kc->kube_reserved, "cpu", &kcpu);
+                (void) pod_resource_get(&kc->system_reserved, "cpu", &scpu);
+                (void) pod_resource_get(&kc->kube_reserved, "memory", &kmem);
+                (void) pod_resource_get(&kc->system_reserved, "memory", &smem);
+        }
+        *ret_cpu_milli = minus_reserved(cpu_capacity_milli, pod_quantity_milli(kcpu), pod_quantity_milli(scpu));
+        *ret_memory = minus_reserved(mem, pod_quantity_value(kmem), pod_quantity_value(smem));
 }
 
 int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, const char *source, CpumgrState **ret,

@@ -19,6 +19,17 @@ int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, con
                      CubError *err);
 
 /*
+ * What node allocatable leaves the kubepods cgroup: capacity minus
+ * kubeReserved and systemReserved (cpu in millicores, memory in bytes),
+ * each clamped at 0 (a reservation above capacity leaves nothing, never a
+ * negative or wrapped value). Negative reservations count as 0; kc may be
+ * NULL (nothing reserved). `cubelet plan` and the agent both size kubepods
+ * with it.
+ */
+void agent_kubepods_capacity(const PodKubeletConfig *kc, int64_t cpu_capacity_milli, uint64_t memory_capacity,
+                             int64_t *ret_cpu_milli, int64_t *ret_memory);
+
+/*
  * The pod-given part of an eviction snapshot entry: key (caller's storage),
  * QoS, priority, criticality, the EVICT_ANNOTATION_PROTECTED opt-out,
  * effective memory and ephemeral-storage requests, grace period, and for

@@ -14,6 +14,7 @@
 
 #include "cgroup/cgroup.h"
 #include "cli.h"
+#include "derive.h"
 #include "node.h"
 #include "pod/pod.h"
 #include "util/cleanup.h"
@@ -111,7 +112,6 @@ static int plan_pod(const Pod *pod, const CgOptions *o, json_t **ret, int64_t *r
 }
 
 static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, const AgentNode *node, CubError *err) {
-        PodQuantity kc, sc, km, sm;
         int r;
 
         if (path) {
@@ -125,18 +125,10 @@ static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, co
                 o->enforce_cpu_limits = cfg->cpu_cfs_quota;
                 o->pod_pids_limit = cfg->pod_pids_limit;
         }
-        (void) pod_resource_get(&cfg->kube_reserved, "cpu", &kc);
-        (void) pod_resource_get(&cfg->system_reserved, "cpu", &sc);
-        (void) pod_resource_get(&cfg->kube_reserved, "memory", &km);
-        (void) pod_resource_get(&cfg->system_reserved, "memory", &sm);
         o->memory_capacity = node->memory_capacity;
         o->cpu_capacity_milli = node->cpu_capacity_milli;
-        o->kubepods_cpu_milli = node->cpu_capacity_milli - pod_quantity_milli(kc) - pod_quantity_milli(sc);
-        if (o->kubepods_cpu_milli < 0)
-                o->kubepods_cpu_milli = 0;
-        o->kubepods_memory = (int64_t) node->memory_capacity - pod_quantity_value(km) - pod_quantity_value(sm);
-        if (o->kubepods_memory < 0)
-                o->kubepods_memory = 0;
+        agent_kubepods_capacity(cfg, node->cpu_capacity_milli, node->memory_capacity, &o->kubepods_cpu_milli,
+                                &o->kubepods_memory);
         return 0;
 }
 

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * agent/derive.c: agent_kubepods_capacity(). derive.c belongs to no
+ * library (it is linked into the cubelet binary with the rest of agent/),
+ * so the test compiles it in.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent/derive.c"
+
+#define GI (INT64_C(1) << 30)
+
+static void with_config(const char *yaml, int64_t cpu_cap, uint64_t mem_cap, int64_t *ret_cpu, int64_t *ret_mem) {
+        PodKubeletConfig c;
+        CubError err = {};
+
+        pod_kubelet_config_init(&c);
+        if (pod_kubelet_config_decode(yaml, strlen(yaml), "kubelet.yaml", &c, &err) < 0)
+                fail_msg("decode: %s", err.msg);
+        agent_kubepods_capacity(&c, cpu_cap, mem_cap, ret_cpu, ret_mem);
+        pod_kubelet_config_done(&c);
+}
+
+static void test_capacity_minus_reserved(void **state) {
+        int64_t cpu = -1, mem = -1;
+
+        (void) state;
+        with_config("kubeReserved:\n  cpu: 100m\n  memory: 1Gi\nsystemReserved:\n  cpu: 250m\n  memory: 512Mi\n", 4000,
+                    (uint64_t) (8 * GI), &cpu, &mem);
+        assert_int_equal(cpu, 3650);
+        assert_int_equal(mem, 8 * GI - GI - GI / 2);
+}
+
+static void test_nothing_reserved(void **state) {
+        int64_t cpu = -1, mem = -1;
+
+        (void) state;
+        with_config("{}", 2000, (uint64_t) GI, &cpu, &mem);
+        assert_int_equal(cpu, 2000);
+        assert_int_equal(mem, GI);
+        agent_kubepods_capacity(NULL, 2000, (uint64_t) GI, &cpu, &mem);
+        assert_int_equal(cpu, 2000);
+        assert_int_equal(mem, GI);
+}
+
+static void test_clamped_at_zero(void **state) {
+        int64_t cpu = -1, mem = -1;
+
+        (void) state;
+        /* each reservation alone, and both together, above capacity */
+        with_config("kubeReserved:\n  cpu: '8'\n  memory: 2Gi\n", 4000, (uint64_t) GI, &cpu, &mem);
+        assert_int_equal(cpu, 0);
+        assert_int_equal(mem, 0);
+        with_config("kubeReserved:\n  cpu: '3'\n  memory: 768Mi\nsystemReserved:\n  cpu: '3'\n  memory: 768Mi\n", 4000,
+                    (uint64_t) GI, &cpu, &mem);
+        assert_int_equal(cpu, 0);
+        assert_int_equal(mem, 0);
+        /* exactly the capacity */
+        with_config("systemReserved:\n  cpu: '4'\n  memory: 1Gi\n", 4000, (uint64_t) GI, &cpu, &mem);
+        assert_int_equal(cpu, 0);
+        assert_int_equal(mem, 0);
+}
+
+static void test_extremes(void **state) {
+        int64_t cpu = -1, mem = -1;
+
+        (void) state;
+        /* unknown capacity (0) and a capacity beyond int64 */
+        with_config("kubeReserved:\n  memory: 1Gi\n", 0, UINT64_MAX, &cpu, &mem);
+        assert_int_equal(cpu, 0);
+        assert_int_equal(mem, INT64_MAX - GI);
+        /* reservations near the quantity limit do not wrap */
+        with_config("kubeReserved:\n  memory: 8E\nsystemReserved:\n  memory: 8E\n", 1000, (uint64_t) GI, &cpu, &mem);
+        assert_int_equal(cpu, 1000);
+        assert_int_equal(mem, 0);
+        agent_kubepods_capacity(NULL, -5, 0, &cpu, &mem);
+        assert_int_equal(cpu, 0);
+        assert_int_equal(mem, 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_capacity_minus_reserved),
+                cmocka_unit_test(test_nothing_reserved),
+                cmocka_unit_test(test_clamped_at_zero),
+                cmocka_unit_test(test_extremes),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
