@@ -49,6 +49,8 @@ CG_SRCS   := $(wildcard agent/cgroup/*.c)
 AGENT_SRCS := $(wildcard agent/*.c)
 CONFIG_SRCS := $(wildcard agent/config/*.c)
 WORKER_SRCS := $(wildcard agent/worker/*.c)
+LC_SRCS     := $(wildcard agent/lifecycle/*.c)
+MGR_SRCS    := $(wildcard agent/managers/*.c)
 API_SRCS    := $(wildcard agent/api/*.c)
 CPUMGR_SRCS := $(wildcard agent/cpumanager/*.c)
 ADMIT_SRCS  := $(wildcard agent/admit/*.c)
@@ -59,13 +61,13 @@ PROTOS     := proto/cri/api.proto
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
+LIBS := $(B)/liblc.a $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
 	$(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: all deps test unit-test check-clang demo demo-plan bench bench-host fuzz fuzz-build lint format format-check clean install
+.PHONY: all deps test unit-test check-clang demo demo-plan bench bench-vm bench-host fuzz fuzz-build lint format format-check clean install
 all: $(B)/cubelet
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -99,6 +101,8 @@ $(B)/libpodsrc.a: $(call obj,$(CONFIG_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libworker.a: $(call obj,$(WORKER_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/liblc.a: $(call obj,$(LC_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libapi.a: $(call obj,$(API_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libcpumgr.a: $(call obj,$(CPUMGR_SRCS))
@@ -108,7 +112,7 @@ $(B)/libadmit.a: $(call obj,$(ADMIT_SRCS))
 $(B)/libevict.a: $(call obj,$(EVICT_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 
-$(B)/cubelet: $(call obj,$(AGENT_SRCS)) $(LIBS)
+$(B)/cubelet: $(call obj,$(AGENT_SRCS) $(MGR_SRCS)) $(LIBS)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
 
@@ -195,19 +199,38 @@ demo-plan: $(B)/cubelet
 	@tests/demo.sh $(B)/cubelet
 
 # Figures, printed, not asserted: pod start latencies and cubelet's footprint
-# with BENCH_PODS pause pods, in the VM.
+# with BENCH_PODS pause pods (a list: one VM a count), in the VM, beside the
+# raw-CRI and raw-cgroup baselines (tests/vm/bench/*.c). The guest runs
+# $(B)/cubelet and the helpers: their directory reaches it in
+# /etc/cubelet-bench/env (the host's / is the guest's lower root).
+# `make bench-vm` runs the VM part alone.
 BENCH_PODS ?= 110
+BENCH_VM_BINS := $(patsubst tests/vm/bench/%.c,$(B)/tests/vm/bench/%,$(wildcard tests/vm/bench/*.c))
+
+$(B)/tests/vm/bench/%: tests/vm/bench/%.c $(LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  BENCH   $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(PKG_LIBS)
+
 bench: deps
 	@$(MAKE) --no-print-directory bench-host
-	@$(MAKE) --no-print-directory all images vm-image
-	@VM_IMAGES=$(abspath $(IMAGES_DIR)) BENCH_PODS=$(BENCH_PODS) tests/vm/run-vm.sh tests/vm/bench/bench.sh
+	@$(MAKE) --no-print-directory bench-vm
 	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh tests/vm/bench/eviction.sh
+
+bench-vm: $(B)/cubelet $(BENCH_VM_BINS) images vm-image
+	@for n in $(BENCH_PODS); do \
+		f=$(abspath $(B))/vm/bench-files/$$n; rm -rf $$f; mkdir -p $$f/etc/cubelet-bench; \
+		printf 'BENCH_BIN=%s\nBENCH_PODS=%s\n' $(abspath $(B)) $$n >$$f/etc/cubelet-bench/env; \
+		VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh -f $$f -o $(abspath $(B))/vm/runs/bench-$$n \
+			$$(test $$n -gt 150 && echo "-m 6144M -t 7200") tests/vm/bench/bench.sh || exit 1; \
+	done
 
 # ---- lint -------------------------------------------------------------------
 lint: $(LIBS)
 	@tests/lint.sh $(B)
 
 FORMAT_FILES = $(UTIL_SRCS) $(POD_SRCS) $(CG_SRCS) $(AGENT_SRCS) $(CONFIG_SRCS) $(WORKER_SRCS) $(API_SRCS) \
+	$(LC_SRCS) $(MGR_SRCS) \
 	$(CPUMGR_SRCS) $(ADMIT_SRCS) $(EVICT_SRCS) \
 	$(CRI_SRCS) $(PROTO_SRCS) $(wildcard agent/*/*.h agent/*.h cri/*.h proto/*.h eviction/*.h)
 format:

@@ -1,84 +1,35 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* The agent's state, shared by the files of agent/ that the loop runs
- * (agent.c: pods and jobs; admission.c: admission and CPUs; pressure.c:
- * eviction). Only the loop touches it. */
+/* The loop's state, shared by the loop's files: agent.c (lifecycle, event
+ * sources, workers, relist), actions.c (the decisions of managers), pods.c (the pod
+ * table), source-dir.c (the manifest directory), status-json.c (the status
+ * document). Only the loop touches it. Managers never see it: they get an
+ * LcEnv (agent/lifecycle) and return decisions. */
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
 #include "../cri/cri.h"
-#include "../eviction/eviction.h"
-#include "admit/admit.h"
 #include "agent.h"
 #include "api/api.h"
 #include "cgroup/cgroup.h"
-#include "cpumanager/cpumanager.h"
+#include "lifecycle/lifecycle.h"
 #include "node.h"
+#include "util/time.h"
 #include "worker/worker.h"
-
-#define USEC_PER_SEC 1000000ULL
-#define BACKOFF_BASE_USEC (10 * USEC_PER_SEC)
-#define BACKOFF_MAX_USEC (300 * USEC_PER_SEC)
-#define BACKOFF_RESET_NSEC (600LL * 1000000000LL)
-
-typedef struct AgentBackoff {
-        int64_t seen_finished; /* finished_at of the last termination counted */
-        unsigned crashes;
-        uint64_t next_usec; /* the container may start again from here */
-} AgentBackoff;
-
-typedef struct AgentContainerStatus {
-        char id[80];
-        char state[16];
-        uint32_t restarts;
-        int32_t exit_code;
-        char reason[32];
-        bool terminated_before;
-        bool waiting_backoff;
-} AgentContainerStatus;
-
-typedef struct AgentPod {
-        WorkerSpec *spec;
-        bool busy;
-        bool wanted;
-        bool observed;
-        char phase[16];
-        char last_error[CUB_ERR_MSG_MAX];
-        AgentBackoff *backoff;          /* init containers first, then app containers */
-        AgentContainerStatus *statuses; /* same order */
-        size_t n;
-        /* admission */
-        bool admitted; /* in the admission snapshot (assumed or confirmed) */
-        bool terminal; /* Failed: rejected, preempted or evicted; never synced again */
-        bool evicted;  /* terminal by eviction: admitted again once the pressure is gone */
-        char reason[64];
-        char message[CUB_ERR_MSG_MAX];
-        int64_t kill_grace; /* grace period of the stop of a terminal pod */
-        char **victims;     /* preemption victims still stopping; the sync waits for them */
-        size_t n_victims;
-        unsigned pool_gen; /* the shared-pool generation its running containers have */
-} AgentPod;
-
-#define AGENT_EVICTIONS_KEPT 16
-
-typedef struct AgentEviction {
-        char key[320];
-        char uid[128];
-        char signal[40];
-        char message[EVICT_MESSAGE_MAX];
-        int64_t grace;
-        uint64_t onset_boot_ms;   /* CLOCK_BOOTTIME: the first sample that met the threshold */
-        uint64_t decided_boot_ms; /* the decision */
-        uint64_t stopped_boot_ms; /* the victim's containers were stopped (0 while stopping) */
-} AgentEviction;
 
 typedef struct AgentError {
         char *source;
         char *message;
 } AgentError;
+
+/* A manifest file whose IN_CREATE/IN_MODIFY burst is being coalesced. */
+typedef struct AgentPendingFile {
+        char *name;
+        uint64_t event_usec; /* the first event of the burst */
+} AgentPendingFile;
 
 struct Agent {
         AgentOptions opt;
@@ -90,11 +41,13 @@ struct Agent {
         CgWriter *writer;
         WorkerPool *pool;
         ApiServer *api;
-        sd_event_source *worker_src, *inotify_src, *relist_timer, *rescan_timer, *debounce_timer;
-        AgentPod **pods;
+        sd_event_source *worker_src, *inotify_src, *relist_timer, *rescan_timer, *debounce_timer, *actions_src;
+        LcPod **pods;
         size_t n_pods;
         AgentError *errors;
         size_t n_errors;
+        AgentPendingFile *pending;
+        size_t n_pending;
         char **killing; /* UIDs with a kill job in flight */
         size_t n_killing;
         bool relist_busy, relist_again;
@@ -103,76 +56,53 @@ struct Agent {
         char runtime_version[256];
         bool notified_ready;
         char *log_root;
-        /* admission and the CPU manager (admission.c) */
-        CpumgrTopology topo;
-        CpumgrState *cpu;
-        AdmitSnapshot *snap;
-        AdmitOptions admit_opt;
-        char *ledger_path;
-        char *cpu_state_path;
-        AdmitLedgerEntry *ledger; /* what the previous run had admitted */
-        size_t n_ledger;
-        unsigned pool_gen;
-        /* eviction (pressure.c) */
-        EvictConfig evict_cfg;
-        EvictState evict_state;
-        EvictObservations evict_obs;
-        bool evict_conditions[_EVICT_CONDITION_MAX];
-        uint64_t evict_sample_usec;
-        const char *imagefs_path; /* /var/lib/containerd, else the state dir */
-        char *psi_trigger;
-        sd_event_source *evict_timer, *psi_node_src, *psi_pods_src, *memevents_src;
-        char evicting[128]; /* UID of the victim being stopped ("" when none) */
-        AgentEviction evictions[AGENT_EVICTIONS_KEPT];
-        size_t n_evictions; /* total decisions; the last AGENT_EVICTIONS_KEPT are kept */
-        uint64_t evict_rounds;
+        /* the manager table */
+        LcEnv env;
+        const LcManagerVtable *const *mgr;
+        size_t n_mgr;
+        void **mgr_state;
+        LcActions actions; /* queued by managers, applied by agent_apply_actions() */
+        bool conditions[_LC_CONDITION_MAX];
+        unsigned resources_gen;
 };
 
 uint64_t agent_now_usec(void);
-uint64_t agent_realtime_msec(void);
-uint64_t agent_boottime_msec(void);
 
 /* agent.c */
-AgentPod *agent_find_pod(Agent *a, const char *uid);
-void agent_submit_sync(Agent *a, AgentPod *p, uint64_t now);
+void agent_request_relist(Agent *a);
+void agent_notify_status(Agent *a);
+
+/* actions.c */
+/* Applies what the managers queued. */
+void agent_apply_actions(Agent *a);
+/* The containers of uid are stopped (or nothing of it ran). */
+void agent_pod_stopped(Agent *a, const char *uid);
+
+/* pods.c */
+LcPod *agent_find_pod(Agent *a, const char *uid);
+/* A new pod from a source (takes spec's reference): admitted, its pod cgroup
+ * written and its sync queued; event_usec is when the source saw it. */
+void agent_pod_add(Agent *a, WorkerSpec *spec, uint64_t event_usec);
+/* Admits (again) a pod of the table; returns whether its sync may start. */
+bool agent_pod_admit(Agent *a, LcPod *p);
+void agent_pod_forget(Agent *a, LcPod *p);
+void agent_submit_sync(Agent *a, LcPod *p, uint64_t now);
+void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace);
+bool agent_is_killing(Agent *a, const char *uid);
+void agent_drop_killing(Agent *a, const char *uid);
 /* Makes p terminal (phase Failed with reason and message) and stops its
- * containers with the grace period. Returns whether a stop is under way
- * (false: nothing of the pod runs). */
-bool agent_pod_fail(Agent *a, AgentPod *p, const char *reason, const char *message, int64_t grace);
-/* A terminal pod becomes a new attempt: statuses and back-off reset. */
-void agent_pod_reset(AgentPod *p);
+ * containers with the grace period. Returns whether a stop is under way. */
+bool agent_pod_fail(Agent *a, LcPod *p, const char *reason, const char *message, int64_t grace);
+void agent_remove_unwanted(Agent *a);
+void agent_apply_qos_groups(Agent *a);
+/* Running pods whose containers lag behind the resources generation. */
+void agent_update_resources(Agent *a);
+/* Pods waiting for the preemption victim uid may start. */
+void agent_victim_stopped(Agent *a, const char *uid);
+void agent_pods_free(Agent *a);
 
-/* admission.c: the admission snapshot, the ledger and the CPU manager */
-int agent_admission_init(Agent *a, CubError *err);
-void agent_admission_done(Agent *a);
-/* The host's listening sockets into the snapshot: once before a batch of
- * admissions. */
-void agent_admission_probe_host(Agent *a);
-/* Decides on a new pod (or restores one the previous run had admitted);
- * returns true when its sync may start now. A rejected pod is made
- * terminal; preemption victims are stopped. */
-bool agent_admission_admit(Agent *a, AgentPod *p);
-/* Releases what an admitted pod holds (it ended, went away or failed). */
-void agent_admission_forget(Agent *a, AgentPod *p);
-void agent_admission_confirm(Agent *a, AgentPod *p);
-/* After the first scan: drops CPU assignments of pods that are gone. */
-void agent_admission_settle(Agent *a);
-/* Each container's cpuset, init containers first (malloc'd strings). */
-char **agent_admission_cpusets(Agent *a, const AgentPod *p);
-void agent_admission_cpusets_free(char **l, size_t n);
-/* Running pods whose shared containers lag behind the pool get an update. */
-void agent_admission_reconcile(Agent *a);
-void agent_admission_status(Agent *a, void *json_pod, const AgentPod *p);
-void agent_admission_node_status(Agent *a, void *json_doc);
-
-/* pressure.c: signals, node conditions and evictions */
-int agent_pressure_init(Agent *a, CubError *err);
-void agent_pressure_done(Agent *a);
-/* Starts sampling and the PSI/memory.events sources (the loop and
- * kubepods exist) and takes the first sample. */
-void agent_pressure_attach(Agent *a);
-/* A kill job of uid finished. */
-void agent_pressure_stopped(Agent *a, const char *uid);
-void agent_pressure_status(Agent *a, void *json_doc);
-/* The allocatable memory after the hard memory.available threshold. */
-uint64_t agent_pressure_hard_memory(Agent *a, uint64_t capacity);
+/* source-dir.c */
+void agent_rescan(Agent *a);
+int agent_source_dir_attach(Agent *a);
+void agent_source_dir_done(Agent *a);
+void agent_errors_free(Agent *a);

@@ -19,6 +19,7 @@ check_prefix libpod.a pod_
 check_prefix libcg.a cg_
 check_prefix libcri.a cri_
 check_prefix libworker.a worker_
+check_prefix liblc.a lc_
 check_prefix libpodsrc.a podsrc_
 check_prefix libapi.a api_
 check_prefix libcpumgr.a cpumgr_

@@ -27,13 +27,54 @@ bool podsrc_ignored_name(const char *name) {
 }
 
 void podsrc_set_done(PodsrcSet *s) {
-        for (size_t i = 0; i < s->n; i++) {
-                free(s->items[i].path);
-                pod_free(s->items[i].pod);
-                free(s->items[i].error);
-        }
+        for (size_t i = 0; i < s->n; i++)
+                podsrc_entry_done(&s->items[i]);
         free(s->items);
         *s = (PodsrcSet){};
+}
+
+/* Reads one manifest; -ENOENT (nothing to read) for an ignored name, a
+ * file that is gone, not a regular file, or empty (still being written). */
+static int read_entry(const char *dir, const char *name, const char *node_name, PodsrcEntry *e) {
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        CubError perr = {};
+        struct stat st;
+        size_t len;
+        int r;
+
+        if (podsrc_ignored_name(name))
+                return -ENOENT;
+        if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        /* an empty file is one being written (the rescan of another event can race with the
+         * writer): it is read once its close or rename arrives */
+        if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+                return -ENOENT;
+        *e = (PodsrcEntry){ .path = TAKE_PTR(path) };
+        r = cub_read_file(e->path, MANIFEST_MAX, &buf, &len, &perr);
+        if (r >= 0)
+                r = pod_decode_static(buf, len, e->path, POD_FORMAT_AUTO, node_name, POD_SOURCE_FILE, e->path, &e->pod,
+                                      &perr);
+        if (r < 0) {
+                e->error = strdup(perr.msg);
+                if (!e->error) {
+                        free(e->path);
+                        *e = (PodsrcEntry){};
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+int podsrc_file_read(const char *dir, const char *name, const char *node_name, PodsrcEntry *ret) {
+        return read_entry(dir, name, node_name, ret);
+}
+
+void podsrc_entry_done(PodsrcEntry *e) {
+        free(e->path);
+        pod_free(e->pod);
+        free(e->error);
+        *e = (PodsrcEntry){};
 }
 
 int podsrc_dir_scan(const char *dir, const char *node_name, PodsrcSet *ret, CubError *err) {
@@ -46,40 +87,25 @@ int podsrc_dir_scan(const char *dir, const char *node_name, PodsrcSet *ret, CubE
                 return cub_err_set(err, errno, "manifest directory '%s': %s", dir, strerror(errno));
         set.items = calloc((size_t) n + 1, sizeof(PodsrcEntry));
         for (int i = 0; i < n; i++) {
-                _cleanup_free_ char *path = NULL, *buf = NULL;
                 PodsrcEntry *e;
-                CubError perr = {};
-                struct stat st;
-                size_t len;
-                int r;
 
-                if (!set.items || podsrc_ignored_name(names[i]->d_name) ||
-                    asprintf(&path, "%s/%s", dir, names[i]->d_name) < 0)
-                        continue;
-                /* an empty file is one being written (the rescan of another event can race with the
-                 * writer): it is read once its close or rename arrives */
-                if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+                if (!set.items || read_entry(dir, names[i]->d_name, node_name, &set.items[set.n]) < 0)
                         continue;
                 e = &set.items[set.n++];
-                e->path = TAKE_PTR(path);
-                r = cub_read_file(e->path, MANIFEST_MAX, &buf, &len, &perr);
-                if (r >= 0)
-                        r = pod_decode_static(buf, len, e->path, POD_FORMAT_AUTO, node_name, POD_SOURCE_FILE, e->path,
-                                              &e->pod, &perr);
-                if (r >= 0)
+                if (e->pod)
                         for (size_t j = 0; j + 1 < set.n; j++) {
                                 const Pod *o = set.items[j].pod;
+                                CubError perr = {};
 
                                 if (o && strcmp(o->name, e->pod->name) == 0 &&
                                     strcmp(o->namespace_, e->pod->namespace_) == 0) {
-                                        r = cub_err_set(&perr, EEXIST, "%s: pod %s/%s is already defined by '%s'",
-                                                        e->path, o->namespace_, o->name, set.items[j].path);
+                                        (void) cub_err_set(&perr, EEXIST, "%s: pod %s/%s is already defined by '%s'",
+                                                           e->path, o->namespace_, o->name, set.items[j].path);
                                         e->pod = pod_free(e->pod);
+                                        e->error = strdup(perr.msg);
                                         break;
                                 }
                         }
-                if (r < 0)
-                        e->error = strdup(perr.msg);
         }
         for (int i = 0; i < n; i++)
                 free(names[i]);

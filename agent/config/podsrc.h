@@ -35,3 +35,9 @@ bool podsrc_ignored_name(const char *name);
  * error naming the earlier. */
 int podsrc_dir_scan(const char *dir, const char *node_name, PodsrcSet *ret, CubError *err);
 void podsrc_set_done(PodsrcSet *s);
+
+/* Reads one manifest of dir (the inotify fast path): 0 with ret's pod or
+ * error filled; -ENOENT when there is nothing to read (an ignored name, a
+ * file that is gone, not a regular file or still empty); -ENOMEM. */
+int podsrc_file_read(const char *dir, const char *name, const char *node_name, PodsrcEntry *ret);
+void podsrc_entry_done(PodsrcEntry *e);

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The decisions of managers, applied by the loop: pods made terminal
+ * (evictions, preemption victims), node conditions (evicted pods are
+ * admitted again once none is left), changed container resources. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent-internal.h"
+#include "util/log.h"
+
+void agent_pod_stopped(Agent *a, const char *uid) {
+        agent_victim_stopped(a, uid);
+        for (size_t i = 0; i < a->n_mgr; i++)
+                if (a->mgr[i]->pod_stopped)
+                        a->mgr[i]->pod_stopped(a->mgr_state[i], uid);
+}
+
+static void readmit_evicted(Agent *a) {
+        uint64_t now = agent_now_usec();
+        bool batch = false;
+
+        for (size_t i = 0; i < a->n_pods; i++) {
+                LcPod *p = a->pods[i];
+
+                if (!p->evicted || !p->wanted || p->busy || agent_is_killing(a, p->spec->pod->uid))
+                        continue;
+                cub_log(LOG_INFO, "pod %s/%s: the pressure is gone, admitting it again", p->spec->pod->namespace_,
+                        p->spec->pod->name);
+                lc_pod_reset(p);
+                if (!batch) {
+                        for (size_t k = 0; k < a->n_mgr; k++)
+                                if (a->mgr[k]->admit_batch)
+                                        a->mgr[k]->admit_batch(a->mgr_state[k]);
+                        batch = true;
+                }
+                if (agent_pod_admit(a, p))
+                        agent_submit_sync(a, p, now);
+        }
+}
+
+static void apply_fail(Agent *a, const LcAction *act) {
+        LcPod *p = agent_find_pod(a, act->uid), *waiter;
+        int64_t grace;
+
+        if (!p || p->terminal) {
+                agent_pod_stopped(a, act->uid);
+                return;
+        }
+        grace = act->grace >= 0 ? act->grace : p->spec->pod->termination_grace_period_seconds;
+        p->evicted = act->evicted;
+        if (!agent_pod_fail(a, p, act->reason, act->message, grace)) {
+                /* nothing of it runs */
+                agent_pod_stopped(a, act->uid);
+                return;
+        }
+        waiter = act->waiter[0] ? agent_find_pod(a, act->waiter) : NULL;
+        if (waiter && lc_pod_add_victim(waiter, act->uid) < 0)
+                cub_log(LOG_ERR, "out of memory recording a preemption victim");
+}
+
+void agent_apply_actions(Agent *a) {
+        /* actions may queue more actions: take the list first */
+        while (a->actions.n > 0) {
+                LcActions l = a->actions;
+
+                a->actions = (LcActions){};
+                for (size_t i = 0; i < l.n; i++) {
+                        const LcAction *act = &l.items[i];
+                        bool any = false;
+
+                        switch (act->kind) {
+                        case LC_ACTION_FAIL:
+                                apply_fail(a, act);
+                                break;
+                        case LC_ACTION_CONDITIONS:
+                                for (int c = 0; c < _LC_CONDITION_MAX; c++) {
+                                        a->conditions[c] = act->conditions[c];
+                                        any = any || act->conditions[c];
+                                }
+                                if (!any)
+                                        readmit_evicted(a);
+                                break;
+                        case LC_ACTION_RESOURCES_CHANGED:
+                                a->resources_gen++;
+                                agent_update_resources(a);
+                                break;
+                        default:
+                                break;
+                        }
+                }
+                lc_actions_done(&l);
+        }
+}
+

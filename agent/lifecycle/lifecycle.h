@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * agent/lifecycle: what the loop and the managers share about a pod's life.
+ *
+ *  - The pod table entry (LcPod) with typed phases and container states,
+ *    and the pure status computation from what the runtime holds
+ *    (lc_pod_observe: restart back-off, init/sidecar gating, phase).
+ *  - The manager table: every per-pod manager (CPU manager and admission
+ *    ledger, pressure/eviction; later devices, volumes, probes) is one
+ *    LcManagerVtable. The loop calls the managers; a manager never calls the
+ *    loop: it returns decisions (LcAction) that the loop applies, either as
+ *    the result of a hook or queued through LcEnv.act for the decisions it
+ *    takes on its own (a timer, a PSI trigger). The loop applies queued
+ *    actions from a deferred event, never inside the manager's call.
+ *
+ * Hook order for one pod: admit → prepare_container (each sync job) →
+ * pod_started (first successful sync) → pod_removed (it ended, was rejected,
+ * evicted or preempted, or went away) → pod_stopped (its containers are
+ * stopped). After a restart, admit sees the pods of the previous run first
+ * and restore runs once after the first scan of the sources.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "../pod/pod.h"
+#include "../util/err.h"
+#include "../worker/worker.h"
+
+typedef enum LcPhase {
+        LC_PHASE_PENDING,
+        LC_PHASE_RUNNING,
+        LC_PHASE_SUCCEEDED,
+        LC_PHASE_FAILED,
+        _LC_PHASE_MAX,
+        _LC_PHASE_INVALID = -22,
+} LcPhase;
+
+typedef enum LcContainerState {
+        LC_CONTAINER_WAITING,
+        LC_CONTAINER_CREATED,
+        LC_CONTAINER_RUNNING,
+        LC_CONTAINER_TERMINATED,
+        LC_CONTAINER_TERMINATING,
+        _LC_CONTAINER_STATE_MAX,
+        _LC_CONTAINER_STATE_INVALID = -22,
+} LcContainerState;
+
+const char *lc_phase_to_string(LcPhase p);
+const char *lc_container_state_to_string(LcContainerState s);
+
+/* room for a pod's reason message (kubelet's eviction messages name every container) */
+#define LC_MESSAGE_MAX 2048
+#define LC_REASON_MAX 320
+
+#define LC_BACKOFF_BASE_USEC (10ULL * 1000000ULL)
+#define LC_BACKOFF_MAX_USEC (300ULL * 1000000ULL)
+#define LC_BACKOFF_RESET_NSEC (600LL * 1000000000LL)
+
+typedef struct LcBackoff {
+        int64_t seen_finished; /* finished_at of the last termination counted */
+        unsigned crashes;
+        uint64_t next_usec; /* the container may start again from here */
+} LcBackoff;
+
+typedef struct LcContainerStatus {
+        char id[80];
+        LcContainerState state;
+        uint32_t restarts;
+        int32_t exit_code;
+        char reason[32];
+        bool terminated_before;
+        bool waiting_backoff;
+        bool oom_killed_now; /* this observation saw a new OOM kill */
+} LcContainerStatus;
+
+/* Latencies of the pod's start, CLOCK_MONOTONIC µs; 0 = not (yet) seen. */
+typedef struct LcLatency {
+        uint64_t event;     /* the source event that brought the pod (inotify) */
+        uint64_t cgroup;    /* its pod cgroup was written */
+        uint64_t sandbox;   /* RunPodSandbox was sent */
+        uint64_t started;   /* its containers were started */
+} LcLatency;
+
+typedef struct LcPod {
+        WorkerSpec *spec;
+        bool busy;     /* a job of it is in flight */
+        bool wanted;   /* a source still defines it */
+        bool observed; /* the runtime holds something of it */
+        LcPhase phase;
+        char last_error[CUB_ERR_MSG_MAX];
+        LcBackoff *backoff;          /* init containers first, then app containers */
+        LcContainerStatus *statuses; /* same order */
+        size_t n;
+        bool admitted; /* admitted by every manager (assumed or confirmed) */
+        bool started;  /* pod_started was sent */
+        bool terminal; /* Failed: rejected, preempted or evicted; never synced again */
+        bool evicted;  /* terminal by eviction: admitted again once the pressure is gone */
+        char reason[LC_REASON_MAX];
+        char message[LC_MESSAGE_MAX];
+        int64_t kill_grace; /* grace period of the stop of a terminal pod */
+        char **victims;     /* preemption victims still stopping; the sync waits for them */
+        size_t n_victims;
+        unsigned resources_gen; /* the container-resources generation its running containers have */
+        LcLatency latency;
+} LcPod;
+
+/* Takes a reference on spec. */
+int lc_pod_new(WorkerSpec *spec, LcPod **ret);
+LcPod *lc_pod_free(LcPod *p);
+/* A terminal pod becomes a new attempt: statuses and back-off reset. */
+void lc_pod_reset(LcPod *p);
+/* Phase Failed with reason and message; running containers are Terminating. */
+void lc_pod_set_failed(LcPod *p, const char *reason, const char *message, int64_t grace);
+int lc_pod_add_victim(LcPod *p, const char *uid);
+/* Drops uid from the victims; returns whether it was one. */
+bool lc_pod_drop_victim(LcPod *p, const char *uid);
+size_t lc_pod_restarts(const LcPod *p);
+
+/*
+ * Updates statuses, back-off and phase from what the runtime holds for the
+ * pod (o: NULL when nothing); now is CLOCK_MONOTONIC µs. Returns whether
+ * the pod needs a sync job now. Pure: no I/O.
+ */
+bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now);
+
+/* ---- the manager table ---------------------------------------------------- */
+
+typedef enum LcActionKind {
+        LC_ACTION_FAIL,              /* make the pod terminal and stop it (reason, message, grace) */
+        LC_ACTION_CONDITIONS,        /* node conditions changed (conditions[]) */
+        LC_ACTION_RESOURCES_CHANGED, /* running containers' resources changed: update them */
+        _LC_ACTION_MAX,
+        _LC_ACTION_INVALID = -22,
+} LcActionKind;
+
+typedef enum LcCondition {
+        LC_CONDITION_MEMORY_PRESSURE,
+        LC_CONDITION_DISK_PRESSURE,
+        LC_CONDITION_PID_PRESSURE,
+        _LC_CONDITION_MAX,
+        _LC_CONDITION_INVALID = -22,
+} LcCondition;
+
+typedef struct LcAction {
+        LcActionKind kind;
+        char uid[128];
+        char reason[LC_REASON_MAX];
+        char message[LC_MESSAGE_MAX];
+        int64_t grace; /* -1: the pod's own terminationGracePeriodSeconds */
+        bool evicted;     /* FAIL: by eviction (admitted again once the pressure is gone) */
+        char waiter[128]; /* FAIL by preemption: the admitted pod that waits for this victim */
+        bool conditions[_LC_CONDITION_MAX];
+} LcAction;
+
+typedef struct LcActions {
+        LcAction *items;
+        size_t n;
+} LcActions;
+
+int lc_actions_push(LcActions *l, const LcAction *a);
+void lc_actions_done(LcActions *l);
+
+/* What the loop gives every manager; the pointers stay valid for the
+ * manager's life. */
+typedef struct LcEnv {
+        sd_event *event;
+        const char *cgroup_root;
+        const char *state_dir;
+        const char *node_name;
+        const PodKubeletConfig *kc;
+        const CgOptions *cg;
+        uint64_t memory_capacity;
+        int64_t cpu_capacity_milli;
+        /* node conditions as the loop last applied them */
+        const bool *conditions;
+        /* the pod table, read-only */
+        LcPod *const *(*pods)(void *loop, size_t *ret_n);
+        /* queues a decision the manager took on its own; applied by the loop
+         * after the manager's call has returned */
+        void (*act)(void *loop, const LcAction *a);
+        void *loop;
+} LcEnv;
+
+/* A container's share of the CRI container config, filled by the managers
+ * (each sets what it owns). */
+typedef struct LcContainerConfig {
+        char *cpuset; /* NULL: the spec's */
+} LcContainerConfig;
+
+void lc_container_config_done(LcContainerConfig *c);
+
+typedef struct LcAdmitResult {
+        bool admit;
+        char reason[LC_REASON_MAX];
+        char message[LC_MESSAGE_MAX];
+} LcAdmitResult;
+
+typedef struct LcManagerVtable {
+        const char *name;
+        int (*new)(const LcEnv *env, void **ret, CubError *err);
+        void (*free)(void *m);
+        /* the loop's sources exist: start timers and triggers */
+        void (*attach)(void *m);
+        /* once before a batch of admissions */
+        void (*admit_batch)(void *m);
+        /* a new pod: admit (may reserve) or reject; victims to stop first are
+         * queued as FAIL actions naming the pod as their waiter */
+        int (*admit)(void *m, const LcPod *p, LcAdmitResult *ret, CubError *err);
+        /* container k (init containers first) of an admitted pod */
+        int (*prepare_container)(void *m, const LcPod *p, size_t k, LcContainerConfig *cfg, CubError *err);
+        void (*pod_started)(void *m, const LcPod *p);
+        void (*pod_removed)(void *m, const LcPod *p);
+        void (*pod_stopped)(void *m, const char *uid);
+        /* after the first scan: drop what belongs to pods that are gone */
+        void (*restore)(void *m);
+        /* its part of a pod's status (json_t *) and of the node's */
+        void (*pod_status)(void *m, const LcPod *p, void *json_pod);
+        void (*node_status)(void *m, void *json_doc);
+} LcManagerVtable;

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The pod table entry and its pure status computation. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lifecycle.h"
+
+static const char *const phase_names[_LC_PHASE_MAX] = {
+        [LC_PHASE_PENDING] = "Pending",
+        [LC_PHASE_RUNNING] = "Running",
+        [LC_PHASE_SUCCEEDED] = "Succeeded",
+        [LC_PHASE_FAILED] = "Failed",
+};
+
+static const char *const state_names[_LC_CONTAINER_STATE_MAX] = {
+        [LC_CONTAINER_WAITING] = "Waiting",
+        [LC_CONTAINER_CREATED] = "Created",
+        [LC_CONTAINER_RUNNING] = "Running",
+        [LC_CONTAINER_TERMINATED] = "Terminated",
+        [LC_CONTAINER_TERMINATING] = "Terminating",
+};
+
+const char *lc_phase_to_string(LcPhase p) {
+        return p >= 0 && p < _LC_PHASE_MAX ? phase_names[p] : NULL;
+}
+
+const char *lc_container_state_to_string(LcContainerState s) {
+        return s >= 0 && s < _LC_CONTAINER_STATE_MAX ? state_names[s] : NULL;
+}
+
+int lc_pod_new(WorkerSpec *spec, LcPod **ret) {
+        LcPod *p = calloc(1, sizeof(*p));
+
+        if (!p)
+                return -ENOMEM;
+        p->n = spec->pod->n_init_containers + spec->pod->n_containers;
+        p->backoff = calloc(p->n + 1, sizeof(LcBackoff));
+        p->statuses = calloc(p->n + 1, sizeof(LcContainerStatus));
+        if (!p->backoff || !p->statuses) {
+                lc_pod_free(p);
+                return -ENOMEM;
+        }
+        p->spec = worker_spec_ref(spec);
+        p->phase = LC_PHASE_PENDING;
+        *ret = p;
+        return 0;
+}
+
+LcPod *lc_pod_free(LcPod *p) {
+        if (!p)
+                return NULL;
+        worker_spec_unref(p->spec);
+        for (size_t i = 0; i < p->n_victims; i++)
+                free(p->victims[i]);
+        free(p->victims);
+        free(p->backoff);
+        free(p->statuses);
+        free(p);
+        return NULL;
+}
+
+void lc_pod_reset(LcPod *p) {
+        p->terminal = p->evicted = false;
+        p->reason[0] = p->message[0] = '\0';
+        p->phase = LC_PHASE_PENDING;
+        memset(p->backoff, 0, p->n * sizeof(LcBackoff));
+        memset(p->statuses, 0, p->n * sizeof(LcContainerStatus));
+}
+
+void lc_pod_set_failed(LcPod *p, const char *reason, const char *message, int64_t grace) {
+        p->terminal = true;
+        p->kill_grace = grace;
+        p->phase = LC_PHASE_FAILED;
+        (void) snprintf(p->reason, sizeof(p->reason), "%s", reason);
+        (void) snprintf(p->message, sizeof(p->message), "%s", message);
+        for (size_t k = 0; k < p->n; k++)
+                if (p->statuses[k].state == LC_CONTAINER_RUNNING || p->statuses[k].state == LC_CONTAINER_CREATED)
+                        p->statuses[k].state = LC_CONTAINER_TERMINATING;
+}
+
+int lc_pod_add_victim(LcPod *p, const char *uid) {
+        char **n = realloc(p->victims, (p->n_victims + 1) * sizeof(char *));
+
+        if (!n)
+                return -ENOMEM;
+        p->victims = n;
+        p->victims[p->n_victims] = strdup(uid);
+        if (!p->victims[p->n_victims])
+                return -ENOMEM;
+        p->n_victims++;
+        return 0;
+}
+
+bool lc_pod_drop_victim(LcPod *p, const char *uid) {
+        for (size_t k = 0; k < p->n_victims; k++)
+                if (strcmp(p->victims[k], uid) == 0) {
+                        free(p->victims[k]);
+                        p->victims[k] = p->victims[--p->n_victims];
+                        return true;
+                }
+        return false;
+}
+
+size_t lc_pod_restarts(const LcPod *p) {
+        size_t r = 0;
+
+        for (size_t k = 0; k < p->n; k++)
+                r += p->statuses[k].restarts;
+        return r;
+}
+
+static const PodContainer *container_at(const Pod *pod, size_t k, bool *ret_init) {
+        *ret_init = k < pod->n_init_containers;
+        return *ret_init ? &pod->init_containers[k] : &pod->containers[k - pod->n_init_containers];
+}
+
+/* kubelet's back-off: 0 s for the first termination, then 10 s, 20 s, ...
+ * up to 300 s; a container that ran for 10 min starts over. */
+static void count_termination(LcBackoff *bo, const WorkerContainer *wc, uint64_t now) {
+        bool long_run = wc->finished_at - wc->started_at > LC_BACKOFF_RESET_NSEC;
+        uint64_t delay;
+
+        bo->seen_finished = wc->finished_at;
+        bo->crashes = long_run ? 1 : bo->crashes + 1;
+        delay = bo->crashes <= 1 ? 0 : LC_BACKOFF_BASE_USEC << (bo->crashes - 2 > 5 ? 5 : bo->crashes - 2);
+        if (delay > LC_BACKOFF_MAX_USEC)
+                delay = LC_BACKOFF_MAX_USEC;
+        bo->next_usec = now + delay;
+}
+
+bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
+        const Pod *pod = p->spec->pod;
+        bool need = false, init_pending = false, init_failed = false;
+        size_t running = 0, succeeded = 0, failed = 0, app = 0;
+
+        p->observed = o != NULL;
+        for (size_t k = 0; k < p->n; k++)
+                p->statuses[k].oom_killed_now = false;
+        if (!o || !o->ready || strcmp(o->config_hash, pod->config_hash) != 0) {
+                p->phase = LC_PHASE_PENDING;
+                for (size_t k = 0; k < p->n; k++)
+                        p->statuses[k].state = LC_CONTAINER_WAITING;
+                return true;
+        }
+        for (size_t k = 0; k < p->n; k++) {
+                bool init;
+                const PodContainer *c = container_at(pod, k, &init);
+                const WorkerContainer *wc = worker_observed_container(o, c->name);
+                LcContainerStatus *st = &p->statuses[k];
+                LcBackoff *bo = &p->backoff[k];
+                bool sidecar = init && pod_container_is_sidecar(c);
+                bool restartable;
+
+                if (!init)
+                        app++;
+                if (init_pending && !init) {
+                        st->state = LC_CONTAINER_WAITING;
+                        continue;
+                }
+                if (!wc) {
+                        st->state = LC_CONTAINER_WAITING;
+                        need = true;
+                        if (init && !sidecar)
+                                init_pending = true;
+                        continue;
+                }
+                st->restarts = wc->attempt;
+                st->waiting_backoff = false;
+                (void) snprintf(st->id, sizeof(st->id), "%s", wc->id);
+                if (wc->state == CRI_CONTAINER_RUNNING || wc->state == CRI_CONTAINER_CREATED) {
+                        st->state = wc->state == CRI_CONTAINER_RUNNING ? LC_CONTAINER_RUNNING : LC_CONTAINER_CREATED;
+                        if (init && !sidecar)
+                                init_pending = true;
+                        if (!init)
+                                running++;
+                        continue;
+                }
+                /* ended */
+                st->state = LC_CONTAINER_TERMINATED;
+                st->exit_code = wc->exit_code;
+                (void) snprintf(st->reason, sizeof(st->reason), "%s", wc->reason ? wc->reason : "");
+                st->terminated_before = true;
+                if (wc->finished_at != bo->seen_finished) {
+                        count_termination(bo, wc, now);
+                        st->oom_killed_now = wc->reason && strcmp(wc->reason, "OOMKilled") == 0;
+                }
+                if (init && !sidecar && wc->exit_code == 0)
+                        continue;
+                restartable = sidecar || worker_should_restart(pod->restart_policy, wc->exit_code);
+                if (init && !sidecar) {
+                        init_pending = true;
+                        if (!restartable)
+                                init_failed = true;
+                }
+                if (!init) {
+                        if (wc->exit_code == 0)
+                                succeeded++;
+                        else
+                                failed++;
+                }
+                if (restartable) {
+                        if (now >= bo->next_usec)
+                                need = true;
+                        else {
+                                st->waiting_backoff = true;
+                                st->state = LC_CONTAINER_WAITING;
+                        }
+                        if (!init)
+                                running++; /* restarting counts as running, as kubelet's phase does */
+                }
+        }
+        if (init_failed)
+                p->phase = LC_PHASE_FAILED;
+        else if (init_pending)
+                p->phase = LC_PHASE_PENDING;
+        else if (running > 0)
+                p->phase = LC_PHASE_RUNNING;
+        else if (app > 0 && succeeded == app)
+                p->phase = LC_PHASE_SUCCEEDED;
+        else if (failed > 0)
+                p->phase = LC_PHASE_FAILED;
+        else
+                p->phase = LC_PHASE_PENDING;
+        return need;
+}
+
+int lc_actions_push(LcActions *l, const LcAction *a) {
+        LcAction *n = realloc(l->items, (l->n + 1) * sizeof(*n));
+
+        if (!n)
+                return -ENOMEM;
+        l->items = n;
+        l->items[l->n++] = *a;
+        return 0;
+}
+
+void lc_actions_done(LcActions *l) {
+        free(l->items);
+        *l = (LcActions){};
+}
+
+void lc_container_config_done(LcContainerConfig *c) {
+        free(c->cpuset);
+        *c = (LcContainerConfig){};
+}

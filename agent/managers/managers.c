@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "managers.h"
+
+#include "../util/cleanup.h"
+
+/* Admission first: a pod is admitted (and its CPUs taken) before the
+ * other managers see it. */
+static const LcManagerVtable *const table[] = {
+        &mgr_admission,
+        &mgr_pressure,
+};
+
+const LcManagerVtable *const *mgr_table(size_t *ret_n) {
+        *ret_n = ELEMENTSOF(table);
+        return table;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * agent/managers: the entries of the manager table (agent/lifecycle's
+ * LcManagerVtable), each an adapter between the loop's hooks and a pure
+ * module: admission.c (agent/admit + agent/cpumanager: the admission ledger
+ * and the static CPU manager), pressure.c (eviction/: signals, node
+ * conditions, evictions). A new manager is one file here, its logic in its
+ * own folder, and one line in mgr_table (managers.c); the loop does not
+ * change.
+ */
+
+#include "../../eviction/eviction.h"
+#include "../lifecycle/lifecycle.h"
+
+extern const LcManagerVtable mgr_admission;
+extern const LcManagerVtable mgr_pressure;
+
+/* The table, in the order the loop calls the hooks. */
+const LcManagerVtable *const *mgr_table(size_t *ret_n);
+
+/* The eviction configuration of a KubeletConfiguration (the pressure
+ * manager runs it; admission sizes allocatable with its hard thresholds). */
+int mgr_eviction_config(const PodKubeletConfig *kc, EvictConfig *ret, uint64_t *ret_sample_usec, CubError *err);

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The pod table: pods come from the sources, go through the managers'
+ * admission, get their sync, update and kill jobs, and leave. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent-internal.h"
+#include "util/log.h"
+
+LcPod *agent_find_pod(Agent *a, const char *uid) {
+        for (size_t i = 0; i < a->n_pods; i++)
+                if (strcmp(a->pods[i]->spec->pod->uid, uid) == 0)
+                        return a->pods[i];
+        return NULL;
+}
+
+bool agent_is_killing(Agent *a, const char *uid) {
+        for (size_t i = 0; i < a->n_killing; i++)
+                if (strcmp(a->killing[i], uid) == 0)
+                        return true;
+        return false;
+}
+
+void agent_drop_killing(Agent *a, const char *uid) {
+        for (size_t i = 0; i < a->n_killing; i++)
+                if (strcmp(a->killing[i], uid) == 0) {
+                        free(a->killing[i]);
+                        a->killing[i] = a->killing[--a->n_killing];
+                        return;
+                }
+}
+
+/* Every manager lets go of what the pod holds. */
+void agent_pod_forget(Agent *a, LcPod *p) {
+        if (!p->admitted)
+                return;
+        p->admitted = false;
+        for (size_t i = 0; i < a->n_mgr; i++)
+                if (a->mgr[i]->pod_removed)
+                        a->mgr[i]->pod_removed(a->mgr_state[i], p);
+}
+
+void agent_remove_unwanted(Agent *a) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < a->n_pods; i++) {
+                if (!a->pods[i]->wanted && !a->pods[i]->busy) {
+                        agent_pod_forget(a, a->pods[i]);
+                        lc_pod_free(a->pods[i]);
+                } else
+                        a->pods[k++] = a->pods[i];
+        }
+        a->n_pods = k;
+}
+
+void agent_pods_free(Agent *a) {
+        for (size_t i = 0; i < a->n_pods; i++)
+                lc_pod_free(a->pods[i]);
+        free(a->pods);
+        a->pods = NULL;
+        a->n_pods = 0;
+        for (size_t i = 0; i < a->n_killing; i++)
+                free(a->killing[i]);
+        free(a->killing);
+        a->killing = NULL;
+        a->n_killing = 0;
+}
+
+void agent_apply_qos_groups(Agent *a) {
+        CgGroupValues g[3];
+        int64_t burstable = 0;
+        CubError err = {};
+
+        if (!a->writer)
+                return;
+        for (size_t i = 0; i < a->n_pods; i++) {
+                PodEffective eff;
+                PodQuantity cpu;
+
+                if (!a->pods[i]->wanted || a->pods[i]->spec->qos != POD_QOS_BURSTABLE)
+                        continue;
+                if (pod_effective(a->pods[i]->spec->pod, &eff, NULL) < 0)
+                        continue;
+                (void) pod_resource_get(&eff.requests, "cpu", &cpu);
+                burstable += pod_quantity_milli(cpu);
+                pod_effective_done(&eff);
+        }
+        cg_qos_values(burstable, &a->cg, g);
+        for (int i = 0; i < 3; i++)
+                if (cg_writer_apply(a->writer, &g[i], &err) < 0) {
+                        cub_log(LOG_ERR, "%s", err.msg);
+                        cub_err_clear(&err);
+                }
+}
+
+/* kubelet's rejectPod: phase Failed, the reason, "Pod was rejected: " + message */
+static void reject(Agent *a, LcPod *p, const char *reason, const char *message) {
+        char msg[LC_MESSAGE_MAX + 32];
+
+        cub_log(LOG_WARNING, "pod %s/%s rejected: %s: %s", p->spec->pod->namespace_, p->spec->pod->name, reason,
+                message);
+        (void) snprintf(msg, sizeof(msg), "Pod was rejected: %s", message);
+        (void) agent_pod_fail(a, p, reason, msg, 0);
+}
+
+bool agent_pod_admit(Agent *a, LcPod *p) {
+        const Pod *pod = p->spec->pod;
+        size_t admitted_by = 0;
+
+        if (p->admitted)
+                return true;
+        for (size_t i = 0; i < a->n_mgr; i++) {
+                LcAdmitResult res = { .admit = true };
+                CubError err = {};
+
+                if (!a->mgr[i]->admit) {
+                        admitted_by++;
+                        continue;
+                }
+                if (a->mgr[i]->admit(a->mgr_state[i], p, &res, &err) < 0) {
+                        cub_log(LOG_ERR, "pod %s/%s: %s: %s", pod->namespace_, pod->name, a->mgr[i]->name, err.msg);
+                        (void) snprintf(res.reason, sizeof(res.reason), "UnexpectedAdmissionError");
+                        (void) snprintf(res.message, sizeof(res.message), "%s", err.msg);
+                        res.admit = false;
+                }
+                if (!res.admit) {
+                        /* the managers that admitted it let go again */
+                        p->admitted = true;
+                        for (size_t k = 0; k < admitted_by; k++)
+                                if (a->mgr[k]->pod_removed)
+                                        a->mgr[k]->pod_removed(a->mgr_state[k], p);
+                        p->admitted = false;
+                        reject(a, p, res.reason, res.message);
+                        return false;
+                }
+                admitted_by++;
+        }
+        p->admitted = true;
+        p->resources_gen = a->resources_gen;
+        /* preemption victims: the sync waits for those whose stop is under way */
+        agent_apply_actions(a);
+        return p->n_victims == 0;
+}
+
+void agent_pod_add(Agent *a, WorkerSpec *spec, uint64_t event_usec) {
+        LcPod *p, **np;
+        CubError err = {};
+
+        if (lc_pod_new(spec, &p) < 0) {
+                worker_spec_unref(spec);
+                return;
+        }
+        worker_spec_unref(spec);
+        np = realloc(a->pods, (a->n_pods + 1) * sizeof(*np));
+        if (!np) {
+                lc_pod_free(p);
+                return;
+        }
+        a->pods = np;
+        a->pods[a->n_pods++] = p;
+        p->wanted = true;
+        p->latency.event = event_usec;
+        cub_log(LOG_INFO, "pod %s/%s (uid %s) from '%s'", spec->pod->namespace_, spec->pod->name, spec->pod->uid,
+                spec->source);
+        /* admission before any runtime call; an admitted pod gets its cgroup
+         * here and its sync at once: the sync job finds out itself what the
+         * runtime has */
+        if (!agent_pod_admit(a, p))
+                return;
+        if (a->writer) {
+                if (cg_writer_apply(a->writer, &p->spec->cgroup, &err) < 0)
+                        cub_log(LOG_ERR, "pod %s/%s: %s", spec->pod->namespace_, spec->pod->name, err.msg);
+                else
+                        p->latency.cgroup = agent_now_usec();
+        }
+        if (a->pool)
+                agent_submit_sync(a, p, agent_now_usec());
+}
+
+/* Each container's cpuset, init containers first, from the managers. */
+static char **container_cpusets(Agent *a, const LcPod *p) {
+        char **l = calloc(p->n + 1, sizeof(char *));
+
+        if (!l)
+                return NULL;
+        for (size_t k = 0; k < p->n; k++) {
+                LcContainerConfig cfg = {};
+                CubError err = {};
+
+                for (size_t i = 0; i < a->n_mgr; i++)
+                        if (a->mgr[i]->prepare_container &&
+                            a->mgr[i]->prepare_container(a->mgr_state[i], p, k, &cfg, &err) < 0) {
+                                cub_log(LOG_ERR, "pod %s/%s: %s: %s", p->spec->pod->namespace_, p->spec->pod->name,
+                                        a->mgr[i]->name, err.msg);
+                                cub_err_clear(&err);
+                        }
+                l[k] = cfg.cpuset ? cfg.cpuset : strdup(k < p->spec->pod->n_init_containers
+                                                                ? p->spec->init_res[k].cpuset_cpus
+                                                                : p->spec->app_res[k - p->spec->pod->n_init_containers]
+                                                                          .cpuset_cpus);
+                cfg.cpuset = NULL;
+                lc_container_config_done(&cfg);
+                if (!l[k]) {
+                        for (size_t i = 0; i < k; i++)
+                                free(l[i]);
+                        free(l);
+                        return NULL;
+                }
+        }
+        return l;
+}
+
+static void free_cpusets(char **l, size_t n) {
+        if (!l)
+                return;
+        for (size_t i = 0; i < n; i++)
+                free(l[i]);
+        free(l);
+}
+
+void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
+        WorkerJob *j;
+
+        if (!p->admitted || p->terminal || p->n_victims > 0 || p->busy)
+                return;
+        j = worker_job_new(WORKER_SYNC);
+        if (!j)
+                return;
+        j->spec = worker_spec_ref(p->spec);
+        j->cpusets = container_cpusets(a, p);
+        p->resources_gen = a->resources_gen;
+        j->may_start = calloc(p->n + 1, sizeof(bool));
+        for (size_t k = 0; j->may_start && k < p->n; k++)
+                j->may_start[k] = now >= p->backoff[k].next_usec;
+        p->busy = true;
+        worker_pool_submit(a->pool, j);
+}
+
+void agent_update_resources(Agent *a) {
+        for (size_t i = 0; i < a->n_pods; i++) {
+                LcPod *p = a->pods[i];
+                char **sets;
+                WorkerJob *j;
+
+                if (!p->admitted || p->terminal || p->busy || !p->observed || p->resources_gen == a->resources_gen)
+                        continue;
+                sets = container_cpusets(a, p);
+                j = worker_job_new(WORKER_UPDATE);
+                if (!sets || !j) {
+                        free_cpusets(sets, p->n);
+                        worker_job_free(j);
+                        continue;
+                }
+                j->spec = worker_spec_ref(p->spec);
+                j->cpusets = sets;
+                p->resources_gen = a->resources_gen;
+                p->busy = true;
+                worker_pool_submit(a->pool, j);
+        }
+}
+
+void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup,
+                       int64_t grace) {
+        WorkerJob *j;
+        char **nk;
+
+        if (agent_is_killing(a, uid))
+                return;
+        j = worker_job_new(WORKER_KILL);
+        if (!j)
+                return;
+        j->uid = strdup(uid);
+        j->cgroup = cgroup ? strdup(cgroup) : NULL;
+        j->grace = grace;
+        nk = realloc(a->killing, (a->n_killing + 1) * sizeof(char *));
+        if (!j->uid || (cgroup && !j->cgroup) || !nk || !(nk[a->n_killing] = strdup(uid))) {
+                if (nk)
+                        a->killing = nk;
+                worker_job_free(j);
+                return;
+        }
+        a->killing = nk;
+        a->n_killing++;
+        cub_log(LOG_INFO, "stopping pod %s/%s (uid %s), grace period %" PRId64 "s", ns, name, uid, grace);
+        worker_pool_submit(a->pool, j);
+}
+
+bool agent_pod_fail(Agent *a, LcPod *p, const char *reason, const char *message, int64_t grace) {
+        const Pod *pod = p->spec->pod;
+
+        lc_pod_set_failed(p, reason, message, grace);
+        agent_pod_forget(a, p);
+        /* the pod's containers stop even while a sync job still runs: the
+         * relist stops whatever that job started */
+        if (a->pool && p->observed)
+                agent_submit_kill(a, pod->uid, pod->namespace_, pod->name, p->spec->cgroup.path, grace);
+        agent_notify_status(a);
+        return agent_is_killing(a, pod->uid);
+}
+
+void agent_victim_stopped(Agent *a, const char *uid) {
+        uint64_t now = agent_now_usec();
+
+        for (size_t i = 0; i < a->n_pods; i++) {
+                LcPod *p = a->pods[i];
+
+                if (lc_pod_drop_victim(p, uid) && p->n_victims == 0)
+                        agent_submit_sync(a, p, now);
+        }
+}

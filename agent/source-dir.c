@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The manifest directory as a pod source. A file that is complete
+ * (IN_CLOSE_WRITE, IN_MOVED_TO) is handled at once, alone: read, decode,
+ * admit, pod cgroup, sync job. IN_CREATE/IN_MODIFY/IN_ATTRIB bursts from
+ * editors are coalesced per file (100 ms after the last event); a removed
+ * or renamed-away file removes its pod at once. The periodic rescan
+ * (20 s) is the backstop. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "agent-internal.h"
+#include "config/podsrc.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#define DEBOUNCE_USEC (100 * 1000)
+
+void agent_errors_free(Agent *a) {
+        for (size_t k = 0; k < a->n_errors; k++) {
+                free(a->errors[k].source);
+                free(a->errors[k].message);
+        }
+        free(a->errors);
+        a->errors = NULL;
+        a->n_errors = 0;
+}
+
+static bool error_known(Agent *a, const char *message) {
+        for (size_t k = 0; k < a->n_errors; k++)
+                if (strcmp(a->errors[k].message, message) == 0)
+                        return true;
+        return false;
+}
+
+static void set_errors(Agent *a, const PodsrcSet *set) {
+        AgentError *ne = calloc(set->n + 1, sizeof(AgentError));
+        size_t n = 0;
+
+        if (!ne)
+                return;
+        for (size_t i = 0; i < set->n; i++) {
+                if (!set->items[i].error)
+                        continue;
+                if (!error_known(a, set->items[i].error))
+                        cub_log(LOG_ERR, "%s, skipping this manifest", set->items[i].error);
+                ne[n].source = strdup(set->items[i].path);
+                ne[n].message = strdup(set->items[i].error);
+                n++;
+        }
+        agent_errors_free(a);
+        a->errors = ne;
+        a->n_errors = n;
+}
+
+/* The error of one file: replaced, or dropped when message is NULL. */
+static void set_file_error(Agent *a, const char *path, const char *message) {
+        AgentError *ne;
+
+        for (size_t k = 0; k < a->n_errors; k++)
+                if (strcmp(a->errors[k].source, path) == 0) {
+                        if (message && strcmp(a->errors[k].message, message) == 0)
+                                return;
+                        free(a->errors[k].source);
+                        free(a->errors[k].message);
+                        a->errors[k] = a->errors[--a->n_errors];
+                        break;
+                }
+        if (!message)
+                return;
+        cub_log(LOG_ERR, "%s, skipping this manifest", message);
+        ne = realloc(a->errors, (a->n_errors + 1) * sizeof(*ne));
+        if (!ne)
+                return;
+        a->errors = ne;
+        ne[a->n_errors].source = strdup(path);
+        ne[a->n_errors].message = strdup(message);
+        if (!ne[a->n_errors].source || !ne[a->n_errors].message) {
+                free(ne[a->n_errors].source);
+                free(ne[a->n_errors].message);
+                return;
+        }
+        a->n_errors++;
+}
+
+static void pod_gone(Agent *a, LcPod *p) {
+        cub_log(LOG_INFO, "pod %s/%s (uid %s) is no longer wanted", p->spec->pod->namespace_, p->spec->pod->name,
+                p->spec->pod->uid);
+        p->wanted = false;
+        agent_pod_forget(a, p);
+}
+
+/* A new pod of an entry; false when it could not be made. */
+static bool add_entry(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
+        WorkerSpec *spec;
+        CubError err = {};
+
+        if (worker_spec_new(TAKE_PTR(e->pod), e->path, &a->cg, a->log_root, &spec, &err) < 0) {
+                cub_log(LOG_ERR, "%s: %s, skipping this manifest", e->path, err.msg);
+                return false;
+        }
+        agent_pod_add(a, spec, event_usec);
+        return true;
+}
+
+static void changed(Agent *a) {
+        agent_remove_unwanted(a);
+        agent_apply_qos_groups(a);
+        agent_request_relist(a);
+        agent_notify_status(a);
+}
+
+void agent_rescan(Agent *a) {
+        PodsrcSet set = {};
+        CubError err = {};
+        bool any = false, batch = false;
+        uint64_t now = agent_now_usec();
+
+        if (podsrc_dir_scan(a->opt.manifest_dir, a->opt.node_name, &set, &err) < 0) {
+                cub_log(LOG_ERR, "%s", err.msg);
+                return;
+        }
+        for (size_t i = 0; i < a->n_pods; i++)
+                a->pods[i]->wanted = false;
+        /* pods that stay are known first, so that what left frees its
+         * resources before new pods are admitted */
+        for (size_t i = 0; i < set.n; i++) {
+                LcPod *p = set.items[i].pod ? agent_find_pod(a, set.items[i].pod->uid) : NULL;
+
+                if (p && strcmp(p->spec->pod->config_hash, set.items[i].pod->config_hash) == 0)
+                        p->wanted = true;
+        }
+        for (size_t i = 0; i < a->n_pods; i++)
+                if (!a->pods[i]->wanted) {
+                        pod_gone(a, a->pods[i]);
+                        any = true;
+                }
+        for (size_t i = 0; i < set.n; i++) {
+                PodsrcEntry *e = &set.items[i];
+                LcPod *p;
+
+                if (!e->pod)
+                        continue;
+                p = agent_find_pod(a, e->pod->uid);
+                if (p && p->wanted)
+                        continue; /* the same pod, or a duplicate UID in two files: the first wins */
+                if (!batch) {
+                        for (size_t k = 0; k < a->n_mgr; k++)
+                                if (a->mgr[k]->admit_batch)
+                                        a->mgr[k]->admit_batch(a->mgr_state[k]);
+                        batch = true;
+                }
+                any = add_entry(a, e, now) || any;
+        }
+        set_errors(a, &set);
+        podsrc_set_done(&set);
+        if (any)
+                changed(a);
+}
+
+/* One complete file: its pod is added, replaced, or removed. */
+static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
+        _cleanup_free_ char *path = NULL;
+        PodsrcEntry e = {};
+        bool any = false;
+        int r;
+
+        if (asprintf(&path, "%s/%s", a->opt.manifest_dir, name) < 0)
+                return;
+        r = podsrc_file_read(a->opt.manifest_dir, name, a->opt.node_name, &e);
+        if (r == -ENOENT) {
+                /* empty: still being written; its close comes */
+                if (access(path, F_OK) == 0)
+                        return;
+        } else if (r < 0)
+                return;
+        if (e.pod) {
+                for (size_t i = 0; i < a->n_pods; i++) {
+                        const LcPod *o = a->pods[i];
+
+                        if (o->wanted && strcmp(o->spec->source, path) != 0 &&
+                            strcmp(o->spec->pod->name, e.pod->name) == 0 &&
+                            strcmp(o->spec->pod->namespace_, e.pod->namespace_) == 0) {
+                                CubError err = {};
+
+                                (void) cub_err_set(&err, EEXIST, "%s: pod %s/%s is already defined by '%s'", path,
+                                                   o->spec->pod->namespace_, o->spec->pod->name, o->spec->source);
+                                e.pod = pod_free(e.pod);
+                                e.error = strdup(err.msg);
+                                break;
+                        }
+                }
+        }
+        set_file_error(a, path, e.error);
+        /* the pods this file defined before go, unless it is the very same pod */
+        for (size_t i = 0; i < a->n_pods; i++) {
+                LcPod *p = a->pods[i];
+
+                if (!p->wanted || strcmp(p->spec->source, path) != 0)
+                        continue;
+                if (e.pod && strcmp(p->spec->pod->uid, e.pod->uid) == 0 &&
+                    strcmp(p->spec->pod->config_hash, e.pod->config_hash) == 0) {
+                        podsrc_entry_done(&e);
+                        return;
+                }
+                pod_gone(a, p);
+                any = true;
+        }
+        if (e.pod && !(agent_find_pod(a, e.pod->uid) && agent_find_pod(a, e.pod->uid)->wanted)) {
+                for (size_t k = 0; k < a->n_mgr; k++)
+                        if (a->mgr[k]->admit_batch)
+                                a->mgr[k]->admit_batch(a->mgr_state[k]);
+                any = add_entry(a, &e, event_usec) || any;
+        }
+        podsrc_entry_done(&e);
+        if (any)
+                changed(a);
+        else
+                agent_notify_status(a);
+}
+
+static ssize_t pending_find(Agent *a, const char *name) {
+        for (size_t i = 0; i < a->n_pending; i++)
+                if (strcmp(a->pending[i].name, name) == 0)
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void pending_drop(Agent *a, size_t i) {
+        free(a->pending[i].name);
+        a->pending[i] = a->pending[--a->n_pending];
+}
+
+static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
+        Agent *a = userdata;
+
+        (void) s;
+        (void) usec;
+        while (a->n_pending > 0) {
+                _cleanup_free_ char *name = a->pending[a->n_pending - 1].name;
+                uint64_t t = a->pending[a->n_pending - 1].event_usec;
+
+                a->n_pending--;
+                handle_file(a, name, t);
+        }
+        return 0;
+}
+
+static void pending_add(Agent *a, const char *name, uint64_t now) {
+        AgentPendingFile *n;
+
+        if (pending_find(a, name) < 0) {
+                n = realloc(a->pending, (a->n_pending + 1) * sizeof(*n));
+                if (!n)
+                        return;
+                a->pending = n;
+                n[a->n_pending].name = strdup(name);
+                n[a->n_pending].event_usec = now;
+                if (!n[a->n_pending].name)
+                        return;
+                a->n_pending++;
+        }
+        (void) sd_event_source_set_time_relative(a->debounce_timer, DEBOUNCE_USEC);
+        (void) sd_event_source_set_enabled(a->debounce_timer, SD_EVENT_ONESHOT);
+}
+
+static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *userdata) {
+        Agent *a = userdata;
+        uint64_t now = agent_now_usec();
+        ssize_t i;
+
+        (void) s;
+        if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_Q_OVERFLOW)) {
+                /* the directory itself changed, or events were lost: read it all */
+                agent_rescan(a);
+                return 0;
+        }
+        if (ev->len == 0 || podsrc_ignored_name(ev->name))
+                return 0;
+        if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)) {
+                uint64_t t = now;
+
+                /* complete, or gone: at once, for this file alone */
+                i = pending_find(a, ev->name);
+                if (i >= 0) {
+                        t = a->pending[i].event_usec;
+                        pending_drop(a, (size_t) i);
+                }
+                handle_file(a, ev->name, t);
+                return 0;
+        }
+        pending_add(a, ev->name, now);
+        return 0;
+}
+
+static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Agent *a = userdata;
+
+        (void) sd_event_source_set_time(s, usec + a->opt.rescan_usec);
+        agent_rescan(a);
+        return 0;
+}
+
+int agent_source_dir_attach(Agent *a) {
+        int r;
+
+        r = sd_event_add_inotify(a->event, &a->inotify_src, a->opt.manifest_dir,
+                                 IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_MODIFY |
+                                         IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF,
+                                 on_inotify, a);
+        if (r >= 0)
+                r = sd_event_add_time_relative(a->event, &a->rescan_timer, CLOCK_MONOTONIC, a->opt.rescan_usec, 0,
+                                               on_rescan_timer, a);
+        if (r >= 0)
+                r = sd_event_add_time_relative(a->event, &a->debounce_timer, CLOCK_MONOTONIC, DEBOUNCE_USEC, 0,
+                                               on_debounce, a);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(a->inotify_src, "manifest-dir");
+        (void) sd_event_source_set_description(a->rescan_timer, "rescan");
+        (void) sd_event_source_set_description(a->debounce_timer, "manifest-debounce");
+        (void) sd_event_source_set_enabled(a->rescan_timer, SD_EVENT_ON);
+        (void) sd_event_source_set_enabled(a->debounce_timer, SD_EVENT_OFF);
+        return 0;
+}
+
+void agent_source_dir_done(Agent *a) {
+        a->inotify_src = sd_event_source_disable_unref(a->inotify_src);
+        a->rescan_timer = sd_event_source_disable_unref(a->rescan_timer);
+        a->debounce_timer = sd_event_source_disable_unref(a->debounce_timer);
+        for (size_t i = 0; i < a->n_pending; i++)
+                free(a->pending[i].name);
+        free(a->pending);
+        a->pending = NULL;
+        a->n_pending = 0;
+        agent_errors_free(a);
+}

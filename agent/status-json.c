@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The status document served on the socket: the loop's pods and runtime,
+ * then each manager's part. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../cri/cri.h"
+#include "agent-internal.h"
+
+static json_int_t since(uint64_t from, uint64_t to) {
+        return from && to >= from ? (json_int_t) (to - from) : 0;
+}
+
+static json_t *containers_json(const LcPod *p) {
+        const Pod *pod = p->spec->pod;
+        json_t *cs = json_array();
+
+        for (size_t k = 0; k < p->n; k++) {
+                bool init;
+                const PodContainer *c = pod_container_at(pod, k, &init);
+                const LcContainerStatus *st = &p->statuses[k];
+                json_t *cj = json_pack("{s:s,s:s,s:b,s:s,s:i}", "name", c->name, "id", st->id, "init", init, "state",
+                                       lc_container_state_to_string(st->state), "restarts", (int) st->restarts);
+
+                if (st->terminated_before)
+                        json_object_set_new(cj, "lastTermination",
+                                            json_pack("{s:i,s:s}", "exitCode", (int) st->exit_code, "reason",
+                                                      st->reason));
+                if (st->waiting_backoff)
+                        json_object_set_new(cj, "waitingReason", json_string("CrashLoopBackOff"));
+                json_array_append_new(cs, cj);
+        }
+        return cs;
+}
+
+static json_t *pod_json(Agent *a, const LcPod *p) {
+        const Pod *pod = p->spec->pod;
+        const LcLatency *l = &p->latency;
+        json_t *pj = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:o,s:s,s:s,s:b,s:{s:I,s:I,s:I}}", "namespace",
+                               pod->namespace_, "name", pod->name, "uid", pod->uid, "source", p->spec->source, "phase",
+                               lc_phase_to_string(p->phase), "qosClass", pod_qos_to_string(p->spec->qos), "cgroup",
+                               p->spec->cgroup.path, "restarts", (int) lc_pod_restarts(p), "lastError", p->last_error,
+                               "containers", containers_json(p), "reason", p->reason, "message", p->message,
+                               "admitted", p->admitted, "latency", "eventToCgroupUs", since(l->event, l->cgroup),
+                               "eventToSandboxUs", since(l->event, l->sandbox), "eventToStartedUs",
+                               since(l->event, l->started));
+
+        if (!pj)
+                return NULL;
+        for (size_t i = 0; i < a->n_mgr; i++)
+                if (a->mgr[i]->pod_status)
+                        a->mgr[i]->pod_status(a->mgr_state[i], p, pj);
+        return pj;
+}
+
+char *agent_status_json(Agent *a) {
+        json_t *doc, *pods = json_array(), *errors = json_array();
+        char *text;
+
+        for (size_t i = 0; i < a->n_pods; i++)
+                json_array_append_new(pods, pod_json(a, a->pods[i]));
+        for (size_t i = 0; i < a->n_errors; i++)
+                json_array_append_new(
+                        errors, json_pack("{s:s,s:s}", "source", a->errors[i].source, "message", a->errors[i].message));
+        doc = json_pack("{s:s,s:{s:s,s:b,s:s,s:s},s:s,s:o,s:o}", "node", a->opt.node_name, "runtime", "endpoint",
+                        cri_client_endpoint(a->cri), "ready", a->runtime_ready, "version", a->runtime_version, "error",
+                        a->runtime_error, "manifestDir", a->opt.manifest_dir, "pods", pods, "errors", errors);
+        if (!doc)
+                return NULL;
+        for (size_t i = 0; i < a->n_mgr; i++)
+                if (a->mgr[i]->node_status)
+                        a->mgr[i]->node_status(a->mgr_state[i], doc);
+        text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(doc);
+        return text;
+}
