@@ -4,16 +4,30 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
+
+/* At most this many replies are being written at once; a client that
+ * reads nothing for REPLY_TIMEOUT_USEC is dropped. */
+#define REPLIES_MAX 16
+#define REPLY_TIMEOUT_USEC (5ULL * 1000000ULL)
+
+/* One reply being written: the loop never blocks on a client, each
+ * reply goes out as the socket drains. */
+typedef struct ApiReply {
+        struct ApiServer *server;
+        sd_event_source *io, *timer;
+        char *doc;
+        size_t len, off;
+} ApiReply;
 
 struct ApiServer {
         sd_event_source *src;
@@ -21,6 +35,7 @@ struct ApiServer {
         char *path;
         ApiRenderFn render;
         void *userdata;
+        ApiReply *replies[REPLIES_MAX];
 };
 
 static int make_addr(const char *path, struct sockaddr_un *sa, CubError *err) {
@@ -37,35 +52,92 @@ static int mkdir_parents(const char *path) {
         return copy ? cub_mkdir_p(dirname(copy), 0755) : -ENOMEM;
 }
 
-static void write_all(int fd, const char *s, size_t n) {
-        while (n > 0) {
-                ssize_t w = write(fd, s, n);
+static void reply_free(ApiReply *r) {
+        if (!r)
+                return;
+        for (size_t i = 0; i < REPLIES_MAX; i++)
+                if (r->server->replies[i] == r)
+                        r->server->replies[i] = NULL;
+        sd_event_source_disable_unref(r->io); /* closes the fd it owns */
+        sd_event_source_disable_unref(r->timer);
+        free(r->doc);
+        free(r);
+}
+
+static int on_reply_writable(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        ApiReply *r = userdata;
+
+        (void) src;
+        if (revents & (EPOLLERR | EPOLLHUP)) {
+                reply_free(r);
+                return 0;
+        }
+        while (r->off < r->len) {
+                ssize_t w = send(fd, r->doc + r->off, r->len - r->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
                 if (w < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return;
+                        if (errno == EAGAIN)
+                                return 0; /* the rest when it drains */
+                        break;
                 }
-                s += w;
-                n -= (size_t) w;
+                r->off += (size_t) w;
         }
+        reply_free(r);
+        return 0;
+}
+
+static int on_reply_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
+        (void) src;
+        (void) usec;
+        reply_free(userdata);
+        return 0;
 }
 
 static int on_connection(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         ApiServer *s = userdata;
         _cleanup_close_ int cfd = -EBADF;
-        _cleanup_free_ char *doc = NULL;
-        struct timeval tv = { .tv_sec = 2 };
+        ApiReply *r;
+        size_t slot = REPLIES_MAX;
 
         (void) src;
         (void) revents;
-        cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+        cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (cfd < 0)
                 return 0;
-        /* a stuck client must not stall the loop for long */
-        (void) setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        doc = s->render(s->userdata);
-        if (doc)
-                write_all(cfd, doc, strlen(doc));
+        for (size_t i = 0; i < REPLIES_MAX; i++)
+                if (!s->replies[i]) {
+                        slot = i;
+                        break;
+                }
+        if (slot == REPLIES_MAX)
+                return 0; /* too many slow clients: this one is closed at once */
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return 0;
+        r->server = s;
+        r->doc = s->render(s->userdata);
+        if (!r->doc) {
+                free(r);
+                return 0;
+        }
+        r->len = strlen(r->doc);
+        if (sd_event_add_io(sd_event_source_get_event(s->src), &r->io, cfd, EPOLLOUT, on_reply_writable, r) < 0) {
+                free(r->doc);
+                free(r);
+                return 0;
+        }
+        (void) sd_event_source_set_io_fd_own(r->io, true);
+        TAKE_FD(cfd);
+        s->replies[slot] = r;
+        (void) sd_event_source_set_description(r->io, "status-reply");
+        if (sd_event_add_time_relative(sd_event_source_get_event(s->src), &r->timer, CLOCK_MONOTONIC,
+                                       REPLY_TIMEOUT_USEC, 0, on_reply_timeout, r) < 0) {
+                reply_free(r);
+                return 0;
+        }
+        (void) sd_event_source_set_description(r->timer, "status-reply-timeout");
         return 0;
 }
 
@@ -117,6 +189,8 @@ fail:
 ApiServer *api_server_free(ApiServer *s) {
         if (!s)
                 return NULL;
+        for (size_t i = 0; i < REPLIES_MAX; i++)
+                reply_free(s->replies[i]);
         sd_event_source_disable_unref(s->src);
         if (s->fd >= 0) {
                 close(s->fd);

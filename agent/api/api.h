@@ -4,7 +4,9 @@
 /*
  * agent/api: the status API on a root-only unix socket (mode 0600). A
  * client connects and reads one JSON document; the server closes the
- * connection after writing it.
+ * connection after writing it. The document is rendered at once and written
+ * without blocking the loop, as the client reads it (at most 16 replies at
+ * a time, each dropped after 5 s).
  */
 
 #include <systemd/sd-event.h>
