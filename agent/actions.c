@@ -92,4 +92,3 @@ void agent_apply_actions(Agent *a) {
                 lc_actions_done(&l);
         }
 }
-

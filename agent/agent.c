@@ -312,7 +312,7 @@ static int managers_new(Agent *a, CubError *err) {
         if (!a->mgr_state)
                 return cub_err_set(err, ENOMEM, "out of memory");
         for (size_t i = 0; i < a->n_mgr; i++) {
-                int r = a->mgr[i]->new(&a->env, &a->mgr_state[i], err);
+                int r = a->mgr[i]->new (&a->env, &a->mgr_state[i], err);
 
                 if (r < 0)
                         return r;

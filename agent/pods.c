@@ -197,10 +197,10 @@ static char **container_cpusets(Agent *a, const LcPod *p) {
                                         a->mgr[i]->name, err.msg);
                                 cub_err_clear(&err);
                         }
-                l[k] = cfg.cpuset ? cfg.cpuset : strdup(k < p->spec->pod->n_init_containers
-                                                                ? p->spec->init_res[k].cpuset_cpus
-                                                                : p->spec->app_res[k - p->spec->pod->n_init_containers]
-                                                                          .cpuset_cpus);
+                l[k] = cfg.cpuset ? cfg.cpuset
+                                  : strdup(k < p->spec->pod->n_init_containers
+                                                   ? p->spec->init_res[k].cpuset_cpus
+                                                   : p->spec->app_res[k - p->spec->pod->n_init_containers].cpuset_cpus);
                 cfg.cpuset = NULL;
                 lc_container_config_done(&cfg);
                 if (!l[k]) {
@@ -262,8 +262,7 @@ void agent_update_resources(Agent *a) {
         }
 }
 
-void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup,
-                       int64_t grace) {
+void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace) {
         WorkerJob *j;
         char **nk;
 

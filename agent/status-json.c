@@ -24,9 +24,9 @@ static json_t *containers_json(const LcPod *p) {
                                        lc_container_state_to_string(st->state), "restarts", (int) st->restarts);
 
                 if (st->terminated_before)
-                        json_object_set_new(cj, "lastTermination",
-                                            json_pack("{s:i,s:s}", "exitCode", (int) st->exit_code, "reason",
-                                                      st->reason));
+                        json_object_set_new(
+                                cj, "lastTermination",
+                                json_pack("{s:i,s:s}", "exitCode", (int) st->exit_code, "reason", st->reason));
                 if (st->waiting_backoff)
                         json_object_set_new(cj, "waitingReason", json_string("CrashLoopBackOff"));
                 json_array_append_new(cs, cj);
@@ -37,14 +37,14 @@ static json_t *containers_json(const LcPod *p) {
 static json_t *pod_json(Agent *a, const LcPod *p) {
         const Pod *pod = p->spec->pod;
         const LcLatency *l = &p->latency;
-        json_t *pj = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:o,s:s,s:s,s:b,s:{s:I,s:I,s:I}}", "namespace",
-                               pod->namespace_, "name", pod->name, "uid", pod->uid, "source", p->spec->source, "phase",
-                               lc_phase_to_string(p->phase), "qosClass", pod_qos_to_string(p->spec->qos), "cgroup",
-                               p->spec->cgroup.path, "restarts", (int) lc_pod_restarts(p), "lastError", p->last_error,
-                               "containers", containers_json(p), "reason", p->reason, "message", p->message,
-                               "admitted", p->admitted, "latency", "eventToCgroupUs", since(l->event, l->cgroup),
-                               "eventToSandboxUs", since(l->event, l->sandbox), "eventToStartedUs",
-                               since(l->event, l->started));
+        json_t *pj =
+                json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:o,s:s,s:s,s:b,s:{s:I,s:I,s:I}}", "namespace",
+                          pod->namespace_, "name", pod->name, "uid", pod->uid, "source", p->spec->source, "phase",
+                          lc_phase_to_string(p->phase), "qosClass", pod_qos_to_string(p->spec->qos), "cgroup",
+                          p->spec->cgroup.path, "restarts", (int) lc_pod_restarts(p), "lastError", p->last_error,
+                          "containers", containers_json(p), "reason", p->reason, "message", p->message, "admitted",
+                          p->admitted, "latency", "eventToCgroupUs", since(l->event, l->cgroup), "eventToSandboxUs",
+                          since(l->event, l->sandbox), "eventToStartedUs", since(l->event, l->started));
 
         if (!pj)
                 return NULL;

@@ -80,10 +80,10 @@ typedef struct LcContainerStatus {
 
 /* Latencies of the pod's start, CLOCK_MONOTONIC µs; 0 = not (yet) seen. */
 typedef struct LcLatency {
-        uint64_t event;     /* the source event that brought the pod (inotify) */
-        uint64_t cgroup;    /* its pod cgroup was written */
-        uint64_t sandbox;   /* RunPodSandbox was sent */
-        uint64_t started;   /* its containers were started */
+        uint64_t event;   /* the source event that brought the pod (inotify) */
+        uint64_t cgroup;  /* its pod cgroup was written */
+        uint64_t sandbox; /* RunPodSandbox was sent */
+        uint64_t started; /* its containers were started */
 } LcLatency;
 
 typedef struct LcPod {
@@ -151,7 +151,7 @@ typedef struct LcAction {
         char uid[128];
         char reason[LC_REASON_MAX];
         char message[LC_MESSAGE_MAX];
-        int64_t grace; /* -1: the pod's own terminationGracePeriodSeconds */
+        int64_t grace;    /* -1: the pod's own terminationGracePeriodSeconds */
         bool evicted;     /* FAIL: by eviction (admitted again once the pressure is gone) */
         char waiter[128]; /* FAIL by preemption: the admitted pod that waits for this victim */
         bool conditions[_LC_CONDITION_MAX];

@@ -15,10 +15,8 @@ static const char *const phase_names[_LC_PHASE_MAX] = {
 };
 
 static const char *const state_names[_LC_CONTAINER_STATE_MAX] = {
-        [LC_CONTAINER_WAITING] = "Waiting",
-        [LC_CONTAINER_CREATED] = "Created",
-        [LC_CONTAINER_RUNNING] = "Running",
-        [LC_CONTAINER_TERMINATED] = "Terminated",
+        [LC_CONTAINER_WAITING] = "Waiting",         [LC_CONTAINER_CREATED] = "Created",
+        [LC_CONTAINER_RUNNING] = "Running",         [LC_CONTAINER_TERMINATED] = "Terminated",
         [LC_CONTAINER_TERMINATING] = "Terminating",
 };
 

@@ -366,8 +366,8 @@ static void admission_restore(void *userdata) {
 static int admission_prepare(void *userdata, const LcPod *p, size_t k, LcContainerConfig *cfg, CubError *err) {
         Admission *m = userdata;
         const Pod *pod = p->spec->pod;
-        const PodContainer *c = k < pod->n_init_containers ? &pod->init_containers[k]
-                                                           : &pod->containers[k - pod->n_init_containers];
+        const PodContainer *c =
+                k < pod->n_init_containers ? &pod->init_containers[k] : &pod->containers[k - pod->n_init_containers];
         char buf[CPUMGR_SET_STR_MAX];
 
         free(cfg->cpuset);
@@ -411,7 +411,8 @@ static void admission_node_status(void *userdata, void *json_doc) {
         cpumgr_free_exclusive(m->cpu, &freex);
         json_object_set_new(doc, "cpuManager",
                             json_pack("{s:s,s:s,s:s,s:s}", "policy", cpumgr_policy_to_string(cpumgr_policy(m->cpu)),
-                                      "reserved", cpumgr_set_format(cpumgr_reserved_set(m->cpu), reserved, sizeof(reserved)),
+                                      "reserved",
+                                      cpumgr_set_format(cpumgr_reserved_set(m->cpu), reserved, sizeof(reserved)),
                                       "sharedPool", cpumgr_set_format(cpumgr_shared_pool(m->cpu), pool, sizeof(pool)),
                                       "freeExclusive", cpumgr_set_format(&freex, fx, sizeof(fx))));
         json_object_set_new(doc, "allocated",

@@ -54,6 +54,12 @@ typedef struct Pressure {
         uint64_t rounds;
 } Pressure;
 
+/* Whether snprintf's result fits; a longer path is skipped (the cgroup
+ * root comes from the configuration). */
+static bool path_ok(int n, size_t size) {
+        return n >= 0 && (size_t) n < size;
+}
+
 static uint64_t now_usec(void) {
         return cub_now_usec(CLOCK_MONOTONIC);
 }
@@ -120,7 +126,8 @@ static void observe(Pressure *m) {
         *o = (EvictObservations){ .time_usec = now_usec() };
         if (evict_read_node_memory("/proc", cg, &o->signals[EVICT_SIGNAL_MEMORY_AVAILABLE], &err) < 0)
                 cub_err_clear(&err);
-        if (evict_read_group_memory(cg, "kubepods", (uint64_t) (m->env->cg->kubepods_memory > 0 ? m->env->cg->kubepods_memory : 0),
+        if (evict_read_group_memory(cg, "kubepods",
+                                    (uint64_t) (m->env->cg->kubepods_memory > 0 ? m->env->cg->kubepods_memory : 0),
                                     &o->signals[EVICT_SIGNAL_ALLOCATABLE_MEMORY_AVAILABLE], &err) < 0)
                 cub_err_clear(&err);
         if (evict_read_fs(m->env->state_dir, &fs, &err) >= 0)
@@ -261,9 +268,10 @@ static void evict(Pressure *m) {
 
                         if (!st->id[0] || st->state != LC_CONTAINER_RUNNING)
                                 continue;
-                        (void) snprintf(path, sizeof(path), "%s/%s", p->spec->cgroup.path, st->id);
-                        if (evict_read_cgroup_working_set(m->env->cgroup_root, path, &cts[n_ct + k].memory_usage, &err) <
-                            0)
+                        if (!path_ok(snprintf(path, sizeof(path), "%s/%s", p->spec->cgroup.path, st->id), sizeof(path)))
+                                continue;
+                        if (evict_read_cgroup_working_set(m->env->cgroup_root, path, &cts[n_ct + k].memory_usage,
+                                                          &err) < 0)
                                 cub_err_clear(&err);
                 }
                 n_ct += pod->n_containers;
@@ -424,18 +432,18 @@ static void pressure_attach(void *userdata) {
         char path[4096];
         int r;
 
-        r = sd_event_add_time_relative(m->env->event, &m->timer, CLOCK_MONOTONIC, m->sample_usec, 0, on_timer,
-                                       m);
+        r = sd_event_add_time_relative(m->env->event, &m->timer, CLOCK_MONOTONIC, m->sample_usec, 0, on_timer, m);
         if (r >= 0) {
                 (void) sd_event_source_set_description(m->timer, "eviction-sample");
                 (void) sd_event_source_set_enabled(m->timer, SD_EVENT_ON);
         } else
                 cub_log(LOG_ERR, "eviction timer: %s", strerror(-r));
         add_psi(m, "/proc/pressure/memory", &m->psi_node_src);
-        (void) snprintf(path, sizeof(path), "%s/kubepods/memory.pressure", m->env->cgroup_root);
-        add_psi(m, path, &m->psi_pods_src);
-        (void) snprintf(path, sizeof(path), "%s/kubepods/memory.events", m->env->cgroup_root);
-        r = sd_event_add_inotify(m->env->event, &m->memevents_src, path, IN_MODIFY, on_memory_events, m);
+        if (path_ok(snprintf(path, sizeof(path), "%s/kubepods/memory.pressure", m->env->cgroup_root), sizeof(path)))
+                add_psi(m, path, &m->psi_pods_src);
+        r = -ENAMETOOLONG;
+        if (path_ok(snprintf(path, sizeof(path), "%s/kubepods/memory.events", m->env->cgroup_root), sizeof(path)))
+                r = sd_event_add_inotify(m->env->event, &m->memevents_src, path, IN_MODIFY, on_memory_events, m);
         if (r < 0)
                 cub_log(LOG_WARNING, "inotify on '%s': %s; sampling only", path, strerror(-r));
         else
@@ -466,8 +474,7 @@ static void pressure_node_status(void *userdata, void *json_doc) {
                                                        ci.message));
         }
         for (int s = 0; s < _EVICT_SIGNAL_MAX; s++)
-                json_object_set_new(sig, evict_signal_to_string((EvictSignal) s),
-                                    signal_json(&m->obs.signals[s]));
+                json_object_set_new(sig, evict_signal_to_string((EvictSignal) s), signal_json(&m->obs.signals[s]));
         /* PSI averages are for display only: read here, not on every round */
         for (int i = 0; i < _EVICT_PSI_MAX; i++) {
                 EvictPsi node_psi = {}, pods_psi = {};
@@ -475,10 +482,11 @@ static void pressure_node_status(void *userdata, void *json_doc) {
                 char path[4096];
                 CubError err = {};
 
-                (void) snprintf(path, sizeof(path), "/proc/pressure/%s", psi_names[i]);
-                (void) evict_read_psi(path, &node_psi, &err);
-                (void) snprintf(path, sizeof(path), "%s/kubepods/%s.pressure", m->env->cgroup_root, psi_names[i]);
-                (void) evict_read_psi(path, &pods_psi, &err);
+                if (path_ok(snprintf(path, sizeof(path), "/proc/pressure/%s", psi_names[i]), sizeof(path)))
+                        (void) evict_read_psi(path, &node_psi, &err);
+                if (path_ok(snprintf(path, sizeof(path), "%s/kubepods/%s.pressure", m->env->cgroup_root, psi_names[i]),
+                            sizeof(path)))
+                        (void) evict_read_psi(path, &pods_psi, &err);
 
                 json_object_set_new(psi, psi_names[i],
                                     json_pack("{s:f,s:f,s:f,s:f}", "nodeSomeAvg10", n->some.avg10, "nodeFullAvg10",
