@@ -17,6 +17,7 @@
 #include "cgroup/cgroup.h"
 #include "lifecycle/lifecycle.h"
 #include "node.h"
+#include "util/hashmap.h"
 #include "util/time.h"
 #include "worker/worker.h"
 
@@ -44,6 +45,9 @@ struct Agent {
         sd_event_source *worker_src, *inotify_src, *relist_timer, *rescan_timer, *debounce_timer, *actions_src;
         LcPod **pods;
         size_t n_pods;
+        CubHashmap *by_uid;          /* the newest pod of each UID */
+        size_t n_running;            /* as of the last relist */
+        int64_t qos_burstable_milli; /* what the burstable QoS group was last given (-1: nothing) */
         AgentError *errors;
         size_t n_errors;
         AgentPendingFile *pending;

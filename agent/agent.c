@@ -47,12 +47,7 @@ void agent_options_done(AgentOptions *o) {
 }
 
 void agent_notify_status(Agent *a) {
-        size_t running = 0;
-
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (a->pods[i]->phase == LC_PHASE_RUNNING)
-                        running++;
-        (void) sd_notifyf(false, "STATUS=%zu pods (%zu running), %zu manifest errors%s", a->n_pods, running,
+        (void) sd_notifyf(false, "STATUS=%zu pods (%zu running), %zu manifest errors%s", a->n_pods, a->n_running,
                           a->n_errors, a->runtime_ready ? "" : ", runtime unavailable");
 }
 
@@ -85,6 +80,7 @@ static int on_actions(sd_event_source *s, void *userdata) {
 
 static void on_relist(Agent *a, WorkerJob *j) {
         uint64_t now = agent_now_usec();
+        CubHashmap *observed = NULL;
 
         if (j->r < 0) {
                 if (a->runtime_ready || !a->runtime_known || strcmp(a->runtime_error, j->error) != 0)
@@ -100,13 +96,19 @@ static void on_relist(Agent *a, WorkerJob *j) {
         a->runtime_ready = a->runtime_known = true;
         a->runtime_error[0] = '\0';
 
+        /* what the runtime holds, by pod UID: O(pods) per relist */
+        if (cub_hashmap_new(&observed) < 0)
+                return;
+        for (size_t k = 0; k < j->n_observed; k++)
+                if (cub_hashmap_put(observed, j->observed[k].uid, &j->observed[k]) < 0) {
+                        cub_hashmap_free(observed);
+                        return;
+                }
+        a->n_running = 0;
         for (size_t i = 0; i < a->n_pods; i++) {
                 LcPod *p = a->pods[i];
-                const WorkerObserved *o = NULL;
+                const WorkerObserved *o = cub_hashmap_get(observed, p->spec->pod->uid);
 
-                for (size_t k = 0; k < j->n_observed; k++)
-                        if (strcmp(j->observed[k].uid, p->spec->pod->uid) == 0)
-                                o = &j->observed[k];
                 if (p->busy || !p->wanted)
                         continue;
                 if (p->terminal) {
@@ -134,6 +136,9 @@ static void on_relist(Agent *a, WorkerJob *j) {
                         continue;
                 agent_submit_kill(a, o->uid, o->namespace_, o->name, o->cgroup, o->grace);
         }
+        cub_hashmap_free(observed);
+        for (size_t i = 0; i < a->n_pods; i++)
+                a->n_running += a->pods[i]->phase == LC_PHASE_RUNNING;
         agent_update_resources(a);
         if (!a->notified_ready) {
                 (void) sd_notify(false, "READY=1");
@@ -161,6 +166,11 @@ void agent_request_relist(Agent *a) {
 
 /* The pod a SYNC or UPDATE job was made for (its spec, not only its UID). */
 static LcPod *job_pod(Agent *a, const WorkerJob *j) {
+        LcPod *p = agent_find_pod(a, j->spec->pod->uid);
+
+        if (p && p->spec == j->spec)
+                return p;
+        /* an older copy of an edited pod */
         for (size_t i = 0; i < a->n_pods; i++)
                 if (a->pods[i]->spec == j->spec)
                         return a->pods[i];
@@ -392,6 +402,11 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 r = cub_err_set(err, -r, "'%s' or '%s': %s", a->opt.manifest_dir, a->log_root, strerror(-r));
                 goto fail;
         }
+        r = cub_hashmap_new(&a->by_uid);
+        if (r < 0) {
+                r = cub_err_set(err, -r, "out of memory");
+                goto fail;
+        }
         r = cg_writer_new(a->opt.cgroup_root, &a->writer, err);
         if (r < 0)
                 goto fail;
@@ -422,6 +437,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 goto fail;
 
         a->resources_gen = 1;
+        a->qos_burstable_milli = -1;
         agent_apply_qos_groups(a);
         agent_rescan(a);
         for (size_t i = 0; i < a->n_mgr; i++)

@@ -8,13 +8,25 @@
 #include <string.h>
 
 #include "agent-internal.h"
+#include "util/hashmap.h"
 #include "util/log.h"
 
 LcPod *agent_find_pod(Agent *a, const char *uid) {
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (strcmp(a->pods[i]->spec->pod->uid, uid) == 0)
-                        return a->pods[i];
-        return NULL;
+        return cub_hashmap_get(a->by_uid, uid);
+}
+
+/* p leaves the table: the index points to another pod of its UID, if any
+ * (an edited pod whose old copy was still stopping). */
+static void unindex(Agent *a, LcPod *p) {
+        const char *uid = p->spec->pod->uid;
+
+        if (!cub_hashmap_remove(a->by_uid, uid, p))
+                return;
+        for (size_t i = a->n_pods; i > 0; i--)
+                if (a->pods[i - 1] != p && strcmp(a->pods[i - 1]->spec->pod->uid, uid) == 0) {
+                        (void) cub_hashmap_put(a->by_uid, a->pods[i - 1]->spec->pod->uid, a->pods[i - 1]);
+                        return;
+                }
 }
 
 bool agent_is_killing(Agent *a, const char *uid) {
@@ -49,6 +61,7 @@ void agent_remove_unwanted(Agent *a) {
         for (size_t i = 0; i < a->n_pods; i++) {
                 if (!a->pods[i]->wanted && !a->pods[i]->busy) {
                         agent_pod_forget(a, a->pods[i]);
+                        unindex(a, a->pods[i]);
                         lc_pod_free(a->pods[i]);
                 } else
                         a->pods[k++] = a->pods[i];
@@ -59,6 +72,7 @@ void agent_remove_unwanted(Agent *a) {
 void agent_pods_free(Agent *a) {
         for (size_t i = 0; i < a->n_pods; i++)
                 lc_pod_free(a->pods[i]);
+        a->by_uid = cub_hashmap_free(a->by_uid);
         free(a->pods);
         a->pods = NULL;
         a->n_pods = 0;
@@ -76,23 +90,18 @@ void agent_apply_qos_groups(Agent *a) {
 
         if (!a->writer)
                 return;
-        for (size_t i = 0; i < a->n_pods; i++) {
-                PodEffective eff;
-                PodQuantity cpu;
-
-                if (!a->pods[i]->wanted || a->pods[i]->spec->qos != POD_QOS_BURSTABLE)
-                        continue;
-                if (pod_effective(a->pods[i]->spec->pod, &eff, NULL) < 0)
-                        continue;
-                (void) pod_resource_get(&eff.requests, "cpu", &cpu);
-                burstable += pod_quantity_milli(cpu);
-                pod_effective_done(&eff);
-        }
+        for (size_t i = 0; i < a->n_pods; i++)
+                if (a->pods[i]->wanted && a->pods[i]->spec->qos == POD_QOS_BURSTABLE)
+                        burstable += a->pods[i]->cpu_request_milli;
+        if (burstable == a->qos_burstable_milli)
+                return; /* the QoS groups have these values */
+        a->qos_burstable_milli = burstable;
         cg_qos_values(burstable, &a->cg, g);
         for (int i = 0; i < 3; i++)
                 if (cg_writer_apply(a->writer, &g[i], &err) < 0) {
                         cub_log(LOG_ERR, "%s", err.msg);
                         cub_err_clear(&err);
+                        a->qos_burstable_milli = -1; /* written again next time */
                 }
 }
 
@@ -156,6 +165,10 @@ void agent_pod_add(Agent *a, WorkerSpec *spec, uint64_t event_usec) {
         worker_spec_unref(spec);
         np = realloc(a->pods, (a->n_pods + 1) * sizeof(*np));
         if (!np) {
+                lc_pod_free(p);
+                return;
+        }
+        if (cub_hashmap_put(a->by_uid, spec->pod->uid, p) < 0) {
                 lc_pod_free(p);
                 return;
         }

@@ -105,7 +105,8 @@ typedef struct LcPod {
         int64_t kill_grace; /* grace period of the stop of a terminal pod */
         char **victims;     /* preemption victims still stopping; the sync waits for them */
         size_t n_victims;
-        unsigned resources_gen; /* the container-resources generation its running containers have */
+        unsigned resources_gen;    /* the container-resources generation its running containers have */
+        int64_t cpu_request_milli; /* the pod's effective cpu request */
         LcLatency latency;
 } LcPod;
 

@@ -30,6 +30,8 @@ const char *lc_container_state_to_string(LcContainerState s) {
 
 int lc_pod_new(WorkerSpec *spec, LcPod **ret) {
         LcPod *p = calloc(1, sizeof(*p));
+        PodEffective eff;
+        PodQuantity cpu;
 
         if (!p)
                 return -ENOMEM;
@@ -42,6 +44,11 @@ int lc_pod_new(WorkerSpec *spec, LcPod **ret) {
         }
         p->spec = worker_spec_ref(spec);
         p->phase = LC_PHASE_PENDING;
+        if (pod_effective(spec->pod, &eff, NULL) >= 0) {
+                (void) pod_resource_get(&eff.requests, "cpu", &cpu);
+                p->cpu_request_milli = pod_quantity_milli(cpu);
+                pod_effective_done(&eff);
+        }
         *ret = p;
         return 0;
 }

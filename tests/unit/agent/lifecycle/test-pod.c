@@ -287,6 +287,21 @@ static void test_victims(void **state) {
         lc_pod_free(p);
 }
 
+static void test_cpu_request(void **state) {
+        LcPod *p = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n"
+                            "  initContainers:\n  - {name: i, image: x, resources: {requests: {cpu: 500m}}}\n"
+                            "  containers:\n  - {name: a, image: x, resources: {requests: {cpu: 250m}}}\n"
+                            "  - {name: b, image: x, resources: {requests: {cpu: 100m}}}\n");
+        LcPod *q = make_pod(ONE);
+
+        (void) state;
+        /* kubelet's effective request: max(sum of apps, largest init) */
+        assert_int_equal(p->cpu_request_milli, 500);
+        assert_int_equal(q->cpu_request_milli, 0);
+        lc_pod_free(p);
+        lc_pod_free(q);
+}
+
 static void test_actions(void **state) {
         LcActions l = {};
         LcAction a = { .kind = LC_ACTION_FAIL, .uid = "x", .grace = -1 };
@@ -316,6 +331,7 @@ int main(void) {
                 cmocka_unit_test(test_sidecar_does_not_gate),
                 cmocka_unit_test(test_set_failed_and_reset),
                 cmocka_unit_test(test_victims),
+                cmocka_unit_test(test_cpu_request),
                 cmocka_unit_test(test_actions),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
