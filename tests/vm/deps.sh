@@ -6,8 +6,10 @@
 #   cpio             to pack the initramfs
 #   busybox-static   the initramfs userland
 #   containerd runc  the runtime under test (the guest runs the host's copies)
+#   jq gdb           `make bench` reads `cubelet status -o json`, `cubelet plan`
+#                    with jq, and calls malloc_trim(0) in cubelet through gdb
 set -eu
-PKGS="qemu-system-x86 kmod cpio busybox-static containerd runc"
+PKGS="qemu-system-x86 kmod cpio busybox-static containerd runc jq gdb"
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

@@ -1,57 +1,224 @@
 #!/bin/bash
-# `make bench`, inside the VM (figures printed, nothing asserted):
-#   - manifest written -> pod cgroup configured (p50/p99),
-#   - manifest written -> the pod's container running (p50/p99),
-#   - cubelet's RSS and CPU with BENCH_PODS pause pods (default 110, kubelet's maxPods).
-# Pods are added one at a time; each latency is measured from the rename of
-# its manifest into the directory.
-# vm-timeout: 2400
+# `make bench`, inside the VM (figures printed, nothing asserted), for
+# BENCH_PODS pause pods (default 110, kubelet's maxPods; more raises cubelet's
+# maxPods), each added one at a time while the earlier ones keep running:
+#   1. raw CRI: cri-baseline starts the pods through cri/ with only
+#      RunPodSandbox, CreateContainer, StartContainer (then removes them);
+#   2. raw cgroup: cg-baseline does mkdir + the plan's 4 writes per pod cgroup;
+#   3. cubelet: pod-driver renames each manifest in and times
+#      manifest -> pod cgroup configured and -> container running; cubelet's
+#      own latencies from `cubelet status -o json` when it reports them;
+#   4. cubelet's footprint: RSS with 0 and N pods, an RSS breakdown from
+#      /proc/PID/smaps, threads, CPU over 60 s idle; glibc's malloc defaults
+#      (MALLOC_ARENA_MAX=8 x CPUs, which turns off cubelet's own mallopt)
+#      against cubelet's settings, after a restart over the same N pods; what
+#      malloc_trim(0) would give back (called through gdb when there is one).
+# The binaries come from BENCH_BIN (/etc/cubelet-bench/env, written by
+# `make bench-vm`), else $VM_REPO/build.
+# vm-timeout: 4800
 # vm-mem: 4096M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
+# shellcheck disable=SC1091
+[ -f /etc/cubelet-bench/env ] && . /etc/cubelet-bench/env
+BIN=${BENCH_BIN:-$VM_REPO/build}
 N=${BENCH_PODS:-110}
+CGROOT=/sys/fs/cgroup
+PARENT=kubepods/burstable
+DEFAULT_ARENAS=$((8 * $(nproc)))
+say() { echo "$*"; log "$*"; }
 
-cubelet_setup
-sleep 2
-pid=$(systemctl show -p MainPID --value cubelet)
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-: >/tmp/cg.txt
-: >/tmp/run.txt
-for i in $(seq "$N"); do
-	f="$M/.b$i.yaml"
-	cat >"$f" <<Y
+bench_setup() { # cubelet_setup with $BIN/cubelet and maxPods N, cubelet not started
+	images=${VM_IMAGES:-}
+	if [ -z "$images" ] || [ ! -f "$images/pause.tar" ]; then
+		images=/tmp/images
+		"$VM_REPO/packaging/images/build-images.sh" "$images" >>"$VM_OUT/scenario.log" 2>&1
+	fi
+	install -D -m 0644 "$VM_REPO/packaging/containerd/config.toml" /etc/containerd/config.toml
+	systemctl restart containerd
+	for _ in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+	for img in pause busybox; do
+		ctr -n k8s.io images import "$images/$img.tar" >>"$VM_OUT/scenario.log" 2>&1
+	done
+	install -D -m 0755 "$BIN/cubelet" "$CUBELET"
+	install -D -m 0644 "$VM_REPO/packaging/systemd/cubelet.service" /etc/systemd/system/cubelet.service
+	install -D -m 0644 "$VM_REPO/packaging/cubelet.yaml" /etc/cubelet/config.yaml
+	[ "$N" -gt 110 ] && echo "maxPods: $N" >>/etc/cubelet/config.yaml
+	mkdir -p "$M"
+	# no watchdog: gdb's malloc_trim(0) call stops cubelet for a while under TCG
+	mkdir -p /etc/systemd/system/cubelet.service.d
+	printf '[Service]\nWatchdogSec=0\n' >/etc/systemd/system/cubelet.service.d/bench-watchdog.conf
+	systemctl daemon-reload
+}
+
+# malloc_mode defaults|cubelet: a drop-in with glibc's own arena count, or none
+malloc_mode() {
+	d=/etc/systemd/system/cubelet.service.d
+	if [ "$1" = defaults ]; then
+		mkdir -p "$d"
+		printf '[Service]\nEnvironment=MALLOC_ARENA_MAX=%s\n' "$DEFAULT_ARENAS" >"$d/bench-malloc.conf"
+	else
+		rm -f "$d/bench-malloc.conf"
+	fi
+	systemctl daemon-reload
+}
+
+cubelet_pid() { systemctl show -p MainPID --value cubelet; }
+
+# ms: percentile P of column C of FILE (microseconds in, milliseconds out)
+pct() {
+	awk -v c="$3" '$1 !~ /^#/ { print $c }' "$1" | sort -n |
+		awk -v p="$2" '{ a[NR] = $1 } END { i = int((NR * p + 99) / 100); if (i < 1) i = 1; printf "%.1f", a[i] / 1000 }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+# footprint LABEL: RSS, breakdown, threads of the running cubelet
+footprint() {
+	pid=$(cubelet_pid)
+	say "cubelet $1: VmRSS $(awk '/VmRSS/ {print $2}' "/proc/$pid/status") kB, VmHWM $(awk '/VmHWM/ {print $2}' "/proc/$pid/status") kB, threads $(ls "/proc/$pid/task" | wc -l)"
+	# Rss by kind: heap; anonymous: 64 MiB-aligned malloc arenas, 8 MiB
+	# thread stacks, other; file-backed (cubelet's text, libraries); the rest
+	awk '
+		/^[0-9a-f]+-[0-9a-f]+ / {
+			split($1, r, "-"); lo = r[1]; perm = $2; path = $6; k = ""
+			next
+		}
+		/^Size:/ {
+			sz = $2
+			# 64 MiB-aligned: the last 6 hex digits 0, the 7th one of 0 4 8 c
+			al = length(lo) >= 7 && substr(lo, length(lo) - 5) == "000000" && index("048c", substr(lo, length(lo) - 6, 1)) > 0
+			if (path == "[heap]") k = "heap"
+			else if (path == "[stack]") k = "main stack"
+			else if (path ~ /^\//) k = (path ~ /cubelet$/ ? "cubelet binary" : "libraries and files")
+			else if (path != "") k = "other " path
+			else if (al && perm ~ /^rw/) k = "malloc arenas"
+			else if (sz == 8192 || sz == 8188) k = "thread stacks"
+			else k = "other anonymous"
+			next
+		}
+		/^Rss:/ { rss[k] += $2; tot += $2 }
+		END { for (k in rss) if (rss[k] > 0) printf "  %-22s %7d kB\n", k, rss[k]; printf "  %-22s %7d kB\n", "total (smaps Rss)", tot }
+	' "/proc/$pid/smaps" | sort -k1,1 | tee -a "$VM_OUT/scenario.log"
+	awk '/^Rss:/ { } /^(Anonymous|Private_Dirty|Shared_Clean|Private_Clean):/ { s[$1] += $2 } END { printf "  (Anonymous %d kB, Private_Dirty %d kB, Private_Clean %d kB, Shared_Clean %d kB)\n", s["Anonymous:"], s["Private_Dirty:"], s["Private_Clean:"], s["Shared_Clean:"] }' "/proc/$pid/smaps" | tee -a "$VM_OUT/scenario.log"
+}
+
+# idle_cpu SECONDS: cubelet's CPU time over that many seconds
+idle_cpu() {
+	pid=$(cubelet_pid)
+	ticks=$(getconf CLK_TCK)
+	c0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+	sleep "$1"
+	c1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+	echo "$(((c1 - c0) * 1000 / ticks)) ms over $1 s idle ($(awk -v c=$((c1 - c0)) -v t="$ticks" -v s="$1" 'BEGIN { printf "%.2f", c * 100 / t / s }')% of one CPU)"
+}
+
+# trim_probe: RSS before and after malloc_trim(0) called in cubelet through gdb
+trim_probe() {
+	command -v gdb >/dev/null || { say "  malloc_trim(0): no gdb in the guest"; return; }
+	pid=$(cubelet_pid)
+	r0=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+	timeout 120 gdb -p "$pid" -batch -nx -ex 'call (int) malloc_trim(0)' >>"$VM_OUT/scenario.log" 2>&1
+	r1=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+	say "  malloc_trim(0) through gdb: VmRSS $r0 -> $r1 kB"
+}
+
+running_pods() { status_json | jq '[.pods[]? | select(.phase == "Running")] | length' 2>/dev/null || echo 0; }
+wait_running() { # wait_running COUNT SECONDS
+	for _ in $(seq "$2"); do
+		[ "$(running_pods)" -ge "$1" ] && return 0
+		sleep 1
+	done
+	return 1
+}
+
+bench_setup
+say "pods: $N (pause image, added one at a time), guest: $(nproc) vCPUs under qemu TCG, $(awk '/MemTotal/ {printf "%d MiB", $2/1024}' /proc/meminfo), cubelet $("$CUBELET" --version 2>/dev/null | jq -r .version)"
+
+# ---- 1. raw CRI baseline -------------------------------------------------------
+"$BIN/tests/vm/bench/cri-baseline" -p base "$N" >/tmp/cri.txt 2>>"$VM_OUT/scenario.log" ||
+	say "cri-baseline failed: $(tail -n 3 "$VM_OUT/scenario.log")"
+cp /tmp/cri.txt "$VM_OUT/cri-baseline.txt"
+find "$CGROOT/kubepods" -depth -mindepth 1 -type d -name 'podbase-*' -exec rmdir {} + 2>/dev/null
+
+# ---- 2. raw cgroup baseline ----------------------------------------------------
+sample=/tmp/bench-sample.yaml
+cat >"$sample" <<'Y'
 apiVersion: v1
 kind: Pod
-metadata: {name: b$i, uid: bench-$i}
+metadata: {name: b1, uid: bench-1}
 spec:
   containers:
   - name: p
     image: localhost/cubelet/pause:1
     resources: {requests: {cpu: 10m, memory: 8Mi}}
 Y
-	cg=/sys/fs/cgroup/kubepods/burstable/podbench-$i
-	t0=$(now_ms)
-	mv "$f" "$M/b$i.yaml"
-	until [ -e "$cg/cpu.weight" ]; do sleep 0.01; done
-	t1=$(now_ms)
-	# running: the pod cgroup holds the sandbox and the container
-	until [ "$(find "$cg" -mindepth 1 -maxdepth 1 -type d | wc -l)" -ge 2 ] &&
-		[ -n "$(cat "$cg"/*/cgroup.procs 2>/dev/null | sort -u | sed -n 2p)" ]; do sleep 0.02; done
-	t2=$(now_ms)
-	echo $((t1 - t0)) >>/tmp/cg.txt
-	echo $((t2 - t0)) >>/tmp/run.txt
-done
-pct() { sort -n "$1" | awk -v p="$2" '{ a[NR] = $1 } END { i = int((NR * p + 99) / 100); if (i < 1) i = 1; print a[i] }'; }
-echo "pods: $N (pause image, added one at a time), guest: $(nproc) vCPUs under qemu TCG, $(awk '/MemTotal/ {print $2/1024 " MiB"}' /proc/meminfo)"
-echo "manifest -> pod cgroup configured: p50 $(pct /tmp/cg.txt 50) ms, p99 $(pct /tmp/cg.txt 99) ms, max $(pct /tmp/cg.txt 100) ms"
-echo "manifest -> container running:     p50 $(pct /tmp/run.txt 50) ms, p99 $(pct /tmp/run.txt 99) ms, max $(pct /tmp/run.txt 100) ms"
+mapfile -t files < <("$CUBELET" plan "$sample" | jq -r '.pods[0].cgroup.files | to_entries[] | "\(.key)=\(.value)"')
+weight=$("$CUBELET" plan "$sample" | jq -r '.pods[0].cgroup.files["cpu.weight"]')
+log "plan: ${files[*]}"
+"$BIN/tests/vm/bench/cg-baseline" "$PARENT" cgb "$N" "${files[@]}" >/tmp/cgb.txt 2>>"$VM_OUT/scenario.log" ||
+	say "cg-baseline failed: $(tail -n 3 "$VM_OUT/scenario.log")"
+cp /tmp/cgb.txt "$VM_OUT/cg-baseline.txt"
+# cubelet starts from no kubepods tree, as on a fresh node
+rmdir "$CGROOT/kubepods/burstable" "$CGROOT/kubepods/besteffort" "$CGROOT/kubepods" 2>/dev/null
+
+# ---- 3. footprint with 0 pods: glibc defaults, then cubelet's settings -----------
+malloc_mode defaults
+systemctl start cubelet
+sleep 10
+footprint "0 pods, glibc malloc defaults (MALLOC_ARENA_MAX=$DEFAULT_ARENAS)"
+malloc_mode cubelet
+systemctl restart cubelet
+sleep 10
+footprint "0 pods, cubelet's mallopt"
+say "cubelet 0 pods idle CPU: $(idle_cpu 20)"
+
+# ---- 4. cubelet: N pods one at a time ------------------------------------------
+"$BIN/tests/vm/bench/pod-driver" "$M" "$CGROOT/$PARENT" "$weight" 1 "$N" >/tmp/cub.txt 2>>"$VM_OUT/scenario.log" ||
+	say "pod-driver failed: $(tail -n 3 "$VM_OUT/scenario.log")"
+cp /tmp/cub.txt "$VM_OUT/cubelet.txt"
+status_json >"$VM_OUT/status.json"
+jq -r '.pods[]? | select(.latency != null) | "\(.latency.eventToCgroupUs // 0) \(.latency.eventToSandboxUs // 0) \(.latency.eventToStartedUs // 0)"' \
+	"$VM_OUT/status.json" 2>/dev/null | awk '$1 > 0 || $3 > 0 { print NR, $0 }' >/tmp/own.txt
+
+say ""
+say "latencies over $(grep -vc '^#' /tmp/cub.txt) cubelet pods, $(grep -vc '^#' /tmp/cri.txt) raw-CRI pods, $(grep -vc '^#' /tmp/cgb.txt) raw cgroups (ms):"
+c50=$(pct /tmp/cub.txt 50 3) c99=$(pct /tmp/cub.txt 99 3)
+b50=$(pct /tmp/cri.txt 50 5) b99=$(pct /tmp/cri.txt 99 5)
+say "  manifest -> container running (cubelet): p50 $c50, p99 $c99, max $(pct /tmp/cub.txt 100 3)"
+say "  raw CRI Run+Create+StartContainer:       p50 $b50, p99 $b99, max $(pct /tmp/cri.txt 100 5) (RunPodSandbox p50 $(pct /tmp/cri.txt 50 2))"
+say "  ratio cubelet / raw CRI:                 p50 $(ratio "$c50" "$b50"), p99 $(ratio "$c99" "$b99") (goal <= 1.05)"
+g50=$(pct /tmp/cub.txt 50 2) g99=$(pct /tmp/cub.txt 99 2)
+a50=$(pct /tmp/cgb.txt 50 2) a99=$(pct /tmp/cgb.txt 99 2)
+say "  manifest -> pod cgroup configured (cubelet): p50 $g50, p99 $g99, max $(pct /tmp/cub.txt 100 2)"
+say "  raw mkdir + ${#files[@]} writes:                 p50 $a50, p99 $a99, max $(pct /tmp/cgb.txt 100 2)"
+say "  ratio cubelet / raw cgroup:                  p50 $(ratio "$g50" "$a50"), p99 $(ratio "$g99" "$a99") (goal <= 2)"
+if [ -s /tmp/own.txt ]; then
+	say "  cubelet's own (status latency, from the inotify event, $(wc -l </tmp/own.txt) pods):" \
+		"cgroup p50 $(pct /tmp/own.txt 50 2) p99 $(pct /tmp/own.txt 99 2)," \
+		"sandbox p50 $(pct /tmp/own.txt 50 3) p99 $(pct /tmp/own.txt 99 3)," \
+		"started p50 $(pct /tmp/own.txt 50 4) p99 $(pct /tmp/own.txt 99 4)"
+else
+	say "  cubelet's own latencies: not in 'cubelet status -o json' (no pods[].latency)"
+fi
+say "  (cubelet's side polled every 2 ms from the rename; raw CRI timed to StartContainer's return)"
+
+# ---- 5. footprint with N pods --------------------------------------------------
+say ""
 sleep 5
-ticks=$(getconf CLK_TCK)
-c0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
-sleep 60
-c1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
-echo "cubelet with $N pods: VmRSS $(awk '/VmRSS/ {print $2 " kB"}' "/proc/$pid/status"), VmHWM $(awk '/VmHWM/ {print $2 " kB"}' "/proc/$pid/status")," \
-	"CPU $(((c1 - c0) * 1000 / ticks)) ms over 60 s idle ($(((c1 - c0) * 100000 / ticks / 60000))% of one CPU, relist every 1 s)"
-echo "containerd-shims: $(pgrep -c containerd-shim), tasks running: $(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)"
+say "cubelet with $N pods, idle CPU: $(idle_cpu 60) (relist every 1 s)"
+footprint "$N pods, cubelet's mallopt, after adding them one at a time"
+trim_probe
+say "containerd-shims: $(pgrep -c containerd-shim), tasks running: $(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)"
+
+# the same N pods after a restart: glibc defaults, then cubelet's settings
+for mode in defaults cubelet; do
+	malloc_mode "$mode"
+	systemctl restart cubelet
+	wait_running "$N" 600 || say "  (only $(running_pods) pods Running after the restart)"
+	sleep 10
+	footprint "$N pods, $mode malloc settings, after a restart"
+	say "  idle CPU: $(idle_cpu 30)"
+	trim_probe
+done
 cubelet_teardown
