@@ -85,8 +85,38 @@ static int setup_cpumgr(AdmitInput *in, const char *config_path, CubError *err) 
         return agent_cpumgr_new(&in->cfg, &in->topo, config_path, &in->cpumgr, err);
 }
 
+/*
+ * A running pod without metadata.uid (a hand-written PodList) gets the UID
+ * kubelet gives a static pod without one: md5 of the item's canonical
+ * content, the node name and "file:<absolute PodList path>"
+ * (pod_static_uid()). It is stable across runs and across reordering of
+ * the items; two identical items get the same UID and are reported as a
+ * duplicate, like two items with the same metadata.uid.
+ */
+static int running_uid(AdmitInput *in, json_t *item, const char *abs_path, Pod *pod, bool *ret_derived, CubError *err) {
+        _cleanup_free_ char *canonical = NULL;
+        char uid[POD_UID_DERIVED_MAX];
+        int r;
+
+        *ret_derived = false;
+        if (pod->uid)
+                return 0;
+        canonical = json_dumps(item, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+        if (!canonical)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        r = pod_static_uid(canonical, in->node->name, POD_SOURCE_FILE, abs_path, uid, err);
+        if (r < 0)
+                return r;
+        pod->uid = strdup(uid);
+        if (!pod->uid)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        *ret_derived = true;
+        return 0;
+}
+
 static int load_running(AdmitInput *in, const char *path, CubError *err) {
-        _cleanup_free_ char *data = NULL;
+        _cleanup_free_ char *data = NULL, *abs = NULL;
+        _cleanup_free_ bool *derived = NULL;
         _cleanup_(json_decrefp) json_t *root = NULL;
         json_error_t jerr;
         json_t *items, *item;
@@ -103,8 +133,10 @@ static int load_running(AdmitInput *in, const char *path, CubError *err) {
         if (!json_is_object(root) || !json_is_array(items))
                 return cub_err_set(err, EINVAL, "%s: items: Required value: a v1 PodList", path);
         in->running = calloc(json_array_size(items) + 1, sizeof(Pod *));
-        if (!in->running)
+        derived = calloc(json_array_size(items) + 1, sizeof(bool));
+        if (!in->running || !derived)
                 return cub_err_set(err, ENOMEM, "out of memory");
+        abs = realpath(path, NULL);
         json_array_foreach(items, i, item) {
                 _cleanup_free_ char *text = json_dumps(item, JSON_COMPACT | JSON_PRESERVE_ORDER);
                 _cleanup_free_ char *source = NULL;
@@ -116,6 +148,27 @@ static int load_running(AdmitInput *in, const char *path, CubError *err) {
                 if (r < 0)
                         return r;
                 in->running[in->n_running++] = pod;
+                r = running_uid(in, item, abs ? abs : path, pod, &derived[i], err);
+                if (r < 0)
+                        return r;
+                for (size_t k = 0; k < i; k++) {
+                        const Pod *other = in->running[k];
+
+                        if (strcmp(other->uid, pod->uid) != 0)
+                                continue;
+                        /* a derived UID depends on the PodList's path: not worth printing */
+                        if (derived[i])
+                                return cub_err_set(err, EEXIST,
+                                                   "%s: pod %s/%s: duplicate of items[%zu] (pod %s/%s): the same "
+                                                   "content and no metadata.uid",
+                                                   source, pod->namespace_, pod->name, k, other->namespace_,
+                                                   other->name);
+                        return cub_err_set(err, EEXIST,
+                                           "%s: pod %s/%s: metadata.uid: Duplicate value: \"%s\": items[%zu] (pod "
+                                           "%s/%s) has it",
+                                           source, pod->namespace_, pod->name, pod->uid, k, other->namespace_,
+                                           other->name);
+                }
                 r = admit_snapshot_add(in->snap, pod, err);
                 if (r < 0)
                         return cub_err_wrap_errno(err, r, "%s", source);
@@ -172,7 +225,9 @@ static void admit_usage(FILE *f) {
               "  --node FILE          a v1 Node (status.allocatable or status.capacity,\n"
               "                       metadata.labels, spec.taints, status.conditions, and an\n"
               "                       optional top-level \"topology\" [{cpu,core,socket,numa}])\n"
-              "  --running FILE       a v1 PodList of the pods already admitted, in order\n"
+              "  --running FILE       a v1 PodList of the pods already admitted, in order;\n"
+              "                       an item without metadata.uid gets one derived as for a\n"
+              "                       static pod (content, node, the PodList's path)\n"
               "  --config FILE        KubeletConfiguration (cpuManagerPolicy, reservedSystemCPUs,\n"
               "                       kubeReserved/systemReserved cpu, maxPods)\n"
               "  --api                MANIFEST is an API pod (default: a static pod of the node)\n"

@@ -241,8 +241,11 @@ int admit_snapshot_insert(AdmitSnapshot *s, const Pod *pod, AdmitLedgerState sta
         AdmitEntry *e, **np;
         int r;
 
-        if (!pod->uid || admit_snapshot_find_pod(s, pod->uid) >= 0)
-                return cub_err_set(err, EEXIST, "pod %s/%s: already admitted", pod->namespace_, pod->name);
+        if (!pod->uid)
+                return cub_err_set(err, EINVAL, "pod %s/%s: metadata.uid: Required value", pod->namespace_, pod->name);
+        if (admit_snapshot_find_pod(s, pod->uid) >= 0)
+                return cub_err_set(err, EEXIST, "pod %s/%s: already admitted (uid \"%s\")", pod->namespace_, pod->name,
+                                   pod->uid);
         r = pod_effective(pod, &eff, err);
         if (r < 0)
                 return cub_err_wrap_errno(err, r, "pod %s/%s", pod->namespace_, pod->name);

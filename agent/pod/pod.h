@@ -242,7 +242,8 @@ bool pod_is_node_critical(const Pod *pod);
  * kubernetes.io/config.source/hash are added, and — when the manifest has
  * no metadata.uid — the UID becomes 32 hex digits of
  * md5(canonical content || "host:<node>" || "file:<source>") (or
- * "url:<source>" for http). `canonical` is pod_canonical_content()'s text.
+ * "url:<source>" for http). `canonical` is the sorted compact JSON of the
+ * manifest (see pod_decode_static()).
  */
 typedef enum PodSourceKind {
         POD_SOURCE_FILE,
@@ -251,6 +252,11 @@ typedef enum PodSourceKind {
         _POD_SOURCE_INVALID = -22,
 } PodSourceKind;
 
+/* The UID of a static pod without metadata.uid: the 32 hex digits of the
+ * md5 above, NUL-terminated. */
+#define POD_UID_DERIVED_MAX 33
+int pod_static_uid(const char *canonical, const char *node_name, PodSourceKind kind, const char *source,
+                   char ret_uid[static POD_UID_DERIVED_MAX], CubError *err);
 int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, PodSourceKind kind, const char *source,
                      CubError *err);
 /* Decodes like pod_decode(), then applies pod_apply_static() with the

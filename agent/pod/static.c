@@ -9,7 +9,7 @@
 
 #include "pod-internal.h"
 
-static int md5_hex(const char *a, const char *b, const char *c, char out[33]) {
+static int md5_hex(const char *a, const char *b, const char *c, char out[static POD_UID_DERIVED_MAX]) {
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned int mdlen = 0;
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -60,10 +60,27 @@ static int map_set(PodStringMap *m, const char *k, const char *v) {
         return 0;
 }
 
+int pod_static_uid(const char *canonical, const char *node_name, PodSourceKind kind, const char *source,
+                   char ret_uid[static POD_UID_DERIVED_MAX], CubError *err) {
+        _cleanup_free_ char *src = NULL, *host = NULL;
+        int r;
+
+        if (asprintf(&src, "%s:%s", kind == POD_SOURCE_HTTP ? "url" : "file", source) < 0 ||
+            asprintf(&host, "host:%s", node_name) < 0) {
+                src = NULL;
+                host = NULL;
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        r = md5_hex(canonical ? canonical : "", kind == POD_SOURCE_HTTP ? "" : host, src, ret_uid);
+        if (r < 0)
+                return cub_err_set(err, -r, "%s: computing the pod UID failed", source);
+        return 0;
+}
+
 int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, PodSourceKind kind, const char *source,
                      CubError *err) {
-        _cleanup_free_ char *name = NULL, *lower = NULL, *src = NULL;
-        char uid[33];
+        _cleanup_free_ char *name = NULL, *lower = NULL;
+        char uid[POD_UID_DERIVED_MAX];
         int r;
 
         lower = strdup(node_name);
@@ -81,19 +98,9 @@ int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, Pod
                                    "lowercase RFC 1123 subdomain of at most 253 characters",
                                    source, name);
 
-        {
-                _cleanup_free_ char *host = NULL;
-
-                if (asprintf(&src, "%s:%s", kind == POD_SOURCE_HTTP ? "url" : "file", source) < 0 ||
-                    asprintf(&host, "host:%s", node_name) < 0) {
-                        src = NULL;
-                        host = NULL;
-                        return cub_err_set(err, ENOMEM, "out of memory");
-                }
-                r = md5_hex(canonical ? canonical : "", kind == POD_SOURCE_HTTP ? "" : host, src, uid);
-                if (r < 0)
-                        return cub_err_set(err, -r, "%s: computing the pod UID failed", source);
-        }
+        r = pod_static_uid(canonical, node_name, kind, source, uid, err);
+        if (r < 0)
+                return r;
         free(pod->config_hash);
         pod->config_hash = strdup(uid);
         if (!pod->config_hash || (!pod->uid && !(pod->uid = strdup(uid))))

@@ -622,9 +622,22 @@ static void test_kubelet_config_errors(void **state) {
                 "kubelet.yaml: systemReserved[memory]: invalid quantity \"-1Gi\": must be greater than or equal to 0");
 }
 
+static void test_static_uid(void **state) {
+        char uid[POD_UID_DERIVED_MAX];
+        CubError err = {};
+
+        (void) state;
+        /* md5('{"a":1}' "host:node-1" "file:/etc/pods/a.yaml"), and for http no host part */
+        assert_int_equal(pod_static_uid("{\"a\":1}", "node-1", POD_SOURCE_FILE, "/etc/pods/a.yaml", uid, &err), 0);
+        assert_string_equal(uid, "6f122647177848f754b399ed6c88b494");
+        assert_int_equal(pod_static_uid("{\"a\":1}", "node-1", POD_SOURCE_HTTP, "http://x/p", uid, &err), 0);
+        assert_string_equal(uid, "4c532801fd24ffca2aa8735a8ff66472");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_t55_file_pod),
+                cmocka_unit_test(test_static_uid),
                 cmocka_unit_test(test_uid_is_md5_of_content_host_and_file),
                 cmocka_unit_test(test_uid_http_is_md5_of_content_and_url),
                 cmocka_unit_test(test_http_pod),
