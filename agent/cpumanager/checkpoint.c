@@ -4,17 +4,134 @@
  * reconciliation on restore (a lenient validateState: never fatal).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
 #include "cpumanager-internal.h"
 
 #define CHECKPOINT_MAX (16 * 1024 * 1024)
+
+/* ---- checksum ------------------------------------------------------------ */
+
+/*
+ * kubelet's checksum.New(cp): FNV-32a over hashutil.DeepHashObject's text,
+ * go-spew's %#v of *CPUManagerCheckpoint (SortKeys, DisableMethods) with
+ * Checksum 0:
+ *
+ *   (*state.CPUManagerCheckpoint){PolicyName:(string)static
+ *   DefaultCPUSet:(string)0,3,7 Entries:(map[string]map[string]string)map[
+ *   pod-b:map[x:4 y:2,6] pod-z:map[app:1,5]] Checksum:(checksum.Checksum)0}
+ *
+ * (one line; strings raw, map keys sorted bytewise, an empty map "map[]", a
+ * nil one "<nil>"). A v1 file (entries keyed by container ID) hashes with
+ * Entries:(map[string]string) and the type name CPUManagerCheckpoint (v1's
+ * VerifyChecksum renames it). Checked against kubelet's test vectors
+ * (state_checkpoint_test.go: 354655845, 3610638499; v1: 1694838852,
+ * 2026311253) and a real node's file (1552716370).
+ */
+#define FNV32_OFFSET UINT32_C(2166136261)
+#define FNV32_PRIME UINT32_C(16777619)
+
+static uint32_t fnv_mem(uint32_t h, const char *p, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                h ^= (unsigned char) p[i];
+                h *= FNV32_PRIME;
+        }
+        return h;
+}
+
+static uint32_t fnv_str(uint32_t h, const char *s) {
+        return fnv_mem(h, s, strlen(s));
+}
+
+static uint32_t fnv_json_string(uint32_t h, const json_t *v) {
+        return fnv_mem(h, json_string_value(v), json_string_length(v));
+}
+
+static int cmp_key(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The keys of an object, sorted (malloc'd array of borrowed strings). */
+static const char **sorted_keys(const json_t *o) {
+        const char **keys = calloc(json_object_size(o) + 1, sizeof(char *));
+        const char *key;
+        json_t *v;
+        size_t n = 0;
+
+        if (!keys)
+                return NULL;
+        json_object_foreach((json_t *) o, key, v) {
+                (void) v;
+                keys[n++] = key;
+        }
+        qsort(keys, n, sizeof(*keys), cmp_key);
+        return keys;
+}
+
+/* spew's map[k:v k:v] of a JSON object, nested one level for v2; -EINVAL
+ * when a value has the wrong type for the format, -ENOMEM. */
+static int fnv_map(uint32_t *h, const json_t *o, bool nested) {
+        _cleanup_free_ const char **keys = NULL;
+
+        if (!o) {
+                *h = fnv_str(*h, "<nil>");
+                return 0;
+        }
+        keys = sorted_keys(o);
+        if (!keys)
+                return -ENOMEM;
+        *h = fnv_str(*h, "map[");
+        for (size_t i = 0; i < json_object_size(o); i++) {
+                const json_t *v = json_object_get(o, keys[i]);
+                int r;
+
+                if (i > 0)
+                        *h = fnv_str(*h, " ");
+                *h = fnv_str(fnv_str(*h, keys[i]), ":");
+                if (nested) {
+                        if (!json_is_object(v))
+                                return -EINVAL;
+                        r = fnv_map(h, v, false);
+                        if (r < 0)
+                                return r;
+                } else {
+                        if (!json_is_string(v))
+                                return -EINVAL;
+                        *h = fnv_json_string(*h, v);
+                }
+        }
+        *h = fnv_str(*h, "]");
+        return 0;
+}
+
+/* The checksum of policyName, defaultCpuSet and entries (NULL = nil map)
+ * as a v2 (v1 = false) or v1 checkpoint; -EINVAL when the entries do not
+ * have that version's shape. */
+static int checkpoint_checksum(const char *policy, const json_t *def, const json_t *entries, bool v1, uint32_t *ret) {
+        uint32_t h = FNV32_OFFSET;
+        int r;
+
+        h = fnv_str(h, "(*state.CPUManagerCheckpoint){PolicyName:(string)");
+        h = fnv_str(h, policy);
+        h = fnv_str(h, " DefaultCPUSet:(string)");
+        h = def ? fnv_json_string(h, def) : h;
+        h = fnv_str(h, v1 ? " Entries:(map[string]string)" : " Entries:(map[string]map[string]string)");
+        r = fnv_map(&h, entries, !v1);
+        if (r < 0)
+                return r;
+        *ret = fnv_str(h, " Checksum:(checksum.Checksum)0}");
+        return 0;
+}
 
 /* ---- format -------------------------------------------------------------- */
 
@@ -57,8 +174,11 @@ static int entries_to_json(const CpumgrState *s, json_t *entries) {
 
 int cpumgr_checkpoint_format(const CpumgrState *s, char **ret_text, CubError *err) {
         _cleanup_(json_decrefp) json_t *root = NULL;
+        _cleanup_(json_decrefp) json_t *empty = NULL;
         char buf[CPUMGR_SET_STR_MAX];
+        uint32_t sum;
         char *text;
+        int r;
 
         root = json_object();
         if (!root)
@@ -75,7 +195,15 @@ int cpumgr_checkpoint_format(const CpumgrState *s, char **ret_text, CubError *er
                 if (!entries || json_object_set_new(root, "entries", entries) < 0 || entries_to_json(s, entries) < 0)
                         return cub_err_set(err, ENOMEM, "out of memory");
         }
-        if (json_object_set_new(root, "checksum", json_integer(0)) < 0)
+        /* kubelet's Entries is an empty map, not nil, when nothing is assigned */
+        empty = json_object();
+        if (!empty)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        r = checkpoint_checksum(cpumgr_policy_to_string(s->policy), json_object_get(root, "defaultCpuSet"),
+                                s->n_entries > 0 ? json_object_get(root, "entries") : empty, /* v1= */ false, &sum);
+        if (r < 0)
+                return cub_err_set(err, -r, "cpu manager checkpoint checksum: %s", strerror(-r));
+        if (json_object_set_new(root, "checksum", json_integer((json_int_t) sum)) < 0)
                 return cub_err_set(err, ENOMEM, "out of memory");
         text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (!text)
@@ -248,10 +376,60 @@ static int restore_static(CpumgrState *s, Note *note, const json_t *entries, con
         return 0;
 }
 
+/* Go's encoding/json: a key matches a field case-insensitively, the last
+ * matching key of the document wins. */
+static json_t *get_field(const json_t *root, const char *name) {
+        const char *key;
+        json_t *v, *found = NULL;
+
+        json_object_foreach((json_t *) root, key, v) if (strcasecmp(key, name) == 0) found = v;
+        return found;
+}
+
+/*
+ * kubelet's VerifyChecksum: 0 (or none) is accepted, for files of the old
+ * file backend (and of cubelet before it wrote checksums); otherwise the
+ * checksum must be that of the v2 or (entries keyed by container ID) the
+ * v1 rendering. Returns 1 when it matches or is absent, 0 with a note
+ * when not.
+ */
+static int verify_checksum(Note *note, const json_t *checksum, const json_t *policy, const json_t *def,
+                           const json_t *entries) {
+        _cleanup_(json_decrefp) json_t *empty = NULL;
+        json_int_t found;
+        uint32_t v2 = 0, v1 = 0;
+        bool have_v2, have_v1;
+
+        if (!checksum || json_is_null(checksum))
+                return 1;
+        if (!json_is_integer(checksum) || json_integer_value(checksum) < 0) {
+                note_add(note, "corrupt checkpoint ('checksum' is not an unsigned integer), starting with an empty "
+                               "state");
+                return 0;
+        }
+        found = json_integer_value(checksum);
+        if (found == 0)
+                return 1;
+        /* a missing "entries" leaves kubelet's preset empty map, null a nil one */
+        if (json_is_null(entries))
+                entries = NULL;
+        else if (!entries && !(entries = empty = json_object()))
+                return 1; /* out of memory: cannot tell, do not drop state for it */
+        have_v2 = checkpoint_checksum(policy ? json_string_value(policy) : "", def, entries, false, &v2) >= 0;
+        have_v1 = checkpoint_checksum(policy ? json_string_value(policy) : "", def, entries, true, &v1) >= 0;
+        if ((have_v2 && (json_int_t) v2 == found) || (have_v1 && (json_int_t) v1 == found))
+                return 1;
+        note_add(note,
+                 "corrupt checkpoint (checksum %" JSON_INTEGER_FORMAT " in the file, %" PRIu32
+                 " computed), starting with an empty state",
+                 found, have_v2 ? v2 : v1);
+        return 0;
+}
+
 int cpumgr_checkpoint_restore(CpumgrState *s, const char *text, size_t len, char *ret_note, size_t note_size,
                               CubError *err) {
         _cleanup_(json_decrefp) json_t *root = NULL;
-        const json_t *policy, *def, *entries;
+        const json_t *policy, *def, *entries, *raw_entries, *checksum;
         const char *want = cpumgr_policy_to_string(s->policy), *have;
         json_error_t jerr;
         Note note;
@@ -276,9 +454,10 @@ int cpumgr_checkpoint_restore(CpumgrState *s, const char *text, size_t len, char
                 note_add(&note, "corrupt checkpoint (not a JSON object), starting with an empty state");
                 return 1;
         }
-        policy = json_object_get(root, "policyName");
-        def = json_object_get(root, "defaultCpuSet");
-        entries = json_object_get(root, "entries");
+        policy = get_field(root, "policyName");
+        def = get_field(root, "defaultCpuSet");
+        entries = raw_entries = get_field(root, "entries");
+        checksum = get_field(root, "checksum");
         if (json_is_null(entries))
                 entries = NULL;
         if ((policy && !json_is_string(policy)) || (def && !json_is_string(def)) ||
@@ -289,6 +468,8 @@ int cpumgr_checkpoint_restore(CpumgrState *s, const char *text, size_t len, char
                                                            : "entries");
                 return 1;
         }
+        if (!verify_checksum(&note, checksum, policy, def, raw_entries))
+                return 1;
 
         have = policy ? json_string_value(policy) : "";
         if (strcmp(have, want) != 0) {

@@ -172,9 +172,9 @@ const char *cpumgr_container_cpuset(const CpumgrState *s, const char *pod_uid, c
 /*
  * kubelet's cpu_manager_state (v2):
  *   {"policyName":"static","defaultCpuSet":"0,3-7",
- *    "entries":{"<podUID>":{"<container>":"1-2"}},"checksum":0}
- * entries omitted when empty; cubelet writes checksum 0 (accepted on load
- * by kubelet). Text is malloc'd.
+ *    "entries":{"<podUID>":{"<container>":"1-2"}},"checksum":N}
+ * entries omitted when empty; checksum is kubelet's (FNV-32a of go-spew's
+ * rendering, see checkpoint.c). Text is malloc'd.
  */
 int cpumgr_checkpoint_format(const CpumgrState *s, char **ret_text, CubError *err);
 int cpumgr_checkpoint_save(const CpumgrState *s, const char *path, CubError *err);
@@ -183,7 +183,8 @@ int cpumgr_checkpoint_save(const CpumgrState *s, const char *path, CubError *err
  * Restores the assignments of a checkpoint into a fresh state. Never fatal
  * for the agent: a missing file is a fresh start (returns 0); a policy
  * change, CPUs that no longer exist, overlapping entries or a corrupt file
- * are reconciled — the offending entries are dropped, the pool rebuilt —
+ * (a checksum other than 0 that is not kubelet's for the content counts as
+ * corrupt) are reconciled — the offending entries are dropped, the pool rebuilt —
  * and described in ret_note (returns 1). Returns < 0 only for I/O errors
  * other than ENOENT.
  */

@@ -68,7 +68,7 @@ static CpumgrState *state_two_pods(void) {
 
 #define TWO_PODS                                                                         \
         "{\"policyName\":\"static\",\"defaultCpuSet\":\"0,3,7\",\"entries\":{\"pod-b\":" \
-        "{\"x\":\"4\",\"y\":\"2,6\"},\"pod-z\":{\"app\":\"1,5\"}},\"checksum\":0}"
+        "{\"x\":\"4\",\"y\":\"2,6\"},\"pod-z\":{\"app\":\"1,5\"}},\"checksum\":748151424}"
 
 static void assert_format(const CpumgrState *s, const char *want) {
         char *text = NULL;
@@ -108,8 +108,8 @@ static void test_format_fresh(void **state) {
 
         (void) state;
         /* entries omitted when empty */
-        assert_format(s, "{\"policyName\":\"static\",\"defaultCpuSet\":\"0-7\",\"checksum\":0}");
-        assert_format(n, "{\"policyName\":\"none\",\"defaultCpuSet\":\"\",\"checksum\":0}");
+        assert_format(s, "{\"policyName\":\"static\",\"defaultCpuSet\":\"0-7\",\"checksum\":14413152}");
+        assert_format(n, "{\"policyName\":\"none\",\"defaultCpuSet\":\"\",\"checksum\":1353318690}");
         cpumgr_free(s);
         cpumgr_free(n);
 }
@@ -122,7 +122,7 @@ static void test_format_sorted_entries(void **state) {
         assert_format(s, TWO_PODS);
         cpumgr_release_pod(s, "pod-b");
         assert_format(s, "{\"policyName\":\"static\",\"defaultCpuSet\":\"0,2-4,6-7\",\"entries\":{\"pod-z\":"
-                         "{\"app\":\"1,5\"}},\"checksum\":0}");
+                         "{\"app\":\"1,5\"}},\"checksum\":4185238414}");
         cpumgr_free(s);
 }
 
@@ -145,12 +145,111 @@ static void test_restore_round_trip(void **state) {
 static void test_restore_fresh_kubelet_file(void **state) {
         char note[NOTE_MAX];
         /* kubelet's first checkpoint: empty default set, no entries, a real checksum */
-        CpumgrState *s = restore("{\"policyName\":\"static\",\"defaultCpuSet\":\"\",\"checksum\":1353318690}", 0, note);
+        CpumgrState *s = restore("{\"policyName\":\"static\",\"defaultCpuSet\":\"\",\"checksum\":3083571066}", 0, note);
 
         (void) state;
         assert_string_equal(note, "");
         assert_string_equal(pool_of(s), "0-7");
         cpumgr_free(s);
+}
+
+/* ---- checksum ------------------------------------------------------------ */
+
+static int restore_into(CpumgrPolicy policy, const char *text, char *note) {
+        CpumgrState *s = state_new(policy);
+        CubError err = {};
+        int r = cpumgr_checkpoint_restore(s, text, strlen(text), note, NOTE_MAX, &err);
+
+        cpumgr_free(s);
+        return r;
+}
+
+static void test_checksum_kubelet_vectors(void **state) {
+        char note[NOTE_MAX];
+
+        (void) state;
+        /* pkg/kubelet/cm/cpumanager/state/state_checkpoint_test.go, v2 (keys as spelled there) */
+        assert_int_equal(restore_into(CPUMGR_POLICY_NONE,
+                                      "{\"policyName\": \"none\", \"defaultCPUSet\": \"4-6\", \"entries\": {}, "
+                                      "\"checksum\": 354655845}",
+                                      note),
+                         0);
+        assert_string_equal(note, "");
+        assert_int_equal(restore_into(CPUMGR_POLICY_NONE,
+                                      "{\"policyName\": \"none\", \"defaultCPUSet\": \"1-3\", \"entries\": {\"pod\": "
+                                      "{\"container1\": \"4-6\", \"container2\": \"1-3\"}}, \"checksum\": 3610638499}",
+                                      note),
+                         1);
+        assert_string_equal(note, "policy \"none\" holds no assignments: dropped 2");
+        /* v1 files: the same test file's v1 checksums */
+        assert_int_equal(
+                restore_into(CPUMGR_POLICY_NONE,
+                             "{\"policyName\": \"none\", \"defaultCPUSet\": \"1-3\", \"checksum\": 1694838852}", note),
+                0);
+        assert_string_equal(note, "");
+        assert_int_equal(
+                restore_into(CPUMGR_POLICY_STATIC,
+                             "{\"policyName\": \"static\", \"defaultCPUSet\": \"7-9\", \"entries\": "
+                             "{\"containerID1\": \"4-6\", \"containerID2\": \"1-3\"}, \"checksum\": 2026311253}",
+                             note),
+                1);
+        assert_null(strstr(note, "checksum"));
+        assert_non_null(strstr(note, "a v1 entry keyed by container ID, dropped"));
+        /* a real node's file (24 cpus: its assignment is not on this node, but the checksum holds) */
+        assert_int_equal(restore_into(CPUMGR_POLICY_STATIC,
+                                      "{\"policyName\":\"static\",\"defaultCpuSet\":\"0,2-12,14-23\",\"entries\":"
+                                      "{\"235148fe-393f-47a8-a17d-bd55bc1a836b\":{\"cgroup1-0\":\"1,13\"}},"
+                                      "\"checksum\":1552716370}",
+                                      note),
+                         1);
+        assert_null(strstr(note, "checksum"));
+}
+
+static void test_checksum_written_is_verified(void **state) {
+        CpumgrState *s = state_two_pods(), *t = state_new(CPUMGR_POLICY_STATIC);
+        char *text = NULL, note[NOTE_MAX];
+        CubError err = {};
+
+        (void) state;
+        assert_int_equal(cpumgr_checkpoint_format(s, &text, &err), 0);
+        assert_int_equal(cpumgr_checkpoint_restore(t, text, strlen(text), note, NOTE_MAX, &err), 0);
+        assert_string_equal(note, "");
+        assert_string_equal(cpus_of(t, "pod-b", "y"), "2,6");
+        free(text);
+        cpumgr_free(s);
+        cpumgr_free(t);
+}
+
+static void test_checksum_mismatch_is_corrupt(void **state) {
+        char note[NOTE_MAX];
+        CpumgrState *s = restore("{\"policyName\":\"static\",\"defaultCpuSet\":\"0,3,7\",\"entries\":{\"pod-b\":"
+                                 "{\"x\":\"4\",\"y\":\"2,6\"},\"pod-z\":{\"app\":\"1,5\"}},\"checksum\":748151425}",
+                                 1, note);
+
+        (void) state;
+        assert_string_equal(note, "corrupt checkpoint (checksum 748151425 in the file, 748151424 computed), starting "
+                                  "with an empty state");
+        assert_string_equal(pool_of(s), "0-7");
+        assert_null(cpumgr_container_cpus(s, "pod-z", "app"));
+        cpumgr_free(s);
+
+        /* an edited cpuset breaks the checksum too */
+        assert_int_equal(restore_into(CPUMGR_POLICY_STATIC,
+                                      "{\"policyName\":\"static\",\"defaultCpuSet\":\"0,3,7\",\"entries\":{\"pod-b\":"
+                                      "{\"x\":\"4\",\"y\":\"2,6\"},\"pod-z\":{\"app\":\"1\"}},\"checksum\":748151424}",
+                                      note),
+                         1);
+        assert_non_null(strstr(note, "corrupt checkpoint (checksum 748151424 in the file, "));
+        /* not a number */
+        assert_int_equal(restore_into(CPUMGR_POLICY_NONE,
+                                      "{\"policyName\":\"none\",\"defaultCpuSet\":\"\",\"checksum\":\"1353318690\"}",
+                                      note),
+                         1);
+        assert_string_equal(note,
+                            "corrupt checkpoint ('checksum' is not an unsigned integer), starting with an empty state");
+        /* 0 and absent are accepted (kubelet: compatibility with the old file backend) */
+        assert_int_equal(restore_into(CPUMGR_POLICY_NONE, "{\"policyName\":\"none\",\"defaultCpuSet\":\"\"}", note), 0);
+        assert_string_equal(note, "");
 }
 
 static void test_restore_init_reuse_overlap_allowed(void **state) {
@@ -234,7 +333,7 @@ static void test_restore_reserved_and_bad_entries(void **state) {
                                   "pod 'p2': entry is not an object, dropped; "
                                   "entry 'abc123': a v1 entry keyed by container ID, dropped");
         assert_string_equal(pool_of(s), "0-7");
-        assert_format(s, "{\"policyName\":\"static\",\"defaultCpuSet\":\"0-7\",\"checksum\":0}");
+        assert_format(s, "{\"policyName\":\"static\",\"defaultCpuSet\":\"0-7\",\"checksum\":14413152}");
         cpumgr_free(s);
 }
 
@@ -376,6 +475,9 @@ int main(void) {
                 cmocka_unit_test(test_format_sorted_entries),
                 cmocka_unit_test(test_restore_round_trip),
                 cmocka_unit_test(test_restore_fresh_kubelet_file),
+                cmocka_unit_test(test_checksum_kubelet_vectors),
+                cmocka_unit_test(test_checksum_written_is_verified),
+                cmocka_unit_test(test_checksum_mismatch_is_corrupt),
                 cmocka_unit_test(test_restore_init_reuse_overlap_allowed),
                 cmocka_unit_test(test_restore_policy_change),
                 cmocka_unit_test(test_restore_unknown_cpu),
