@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,24 @@ static int usage_quantity(const char *file, const char *path, json_t *v, uint64_
         return 0;
 }
 
+/* Formats a JSON path (or a source name) into buf; one that does not fit
+ * is -ENAMETOOLONG naming its start, never a silently cut path. */
+__attribute__((format(printf, 5, 6))) static int path_printf(char *buf, size_t size, const char *file, CubError *err,
+                                                             const char *fmt, ...) {
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return cub_err_set(err, EINVAL, "%s: formatting a JSON path failed", file);
+        if ((size_t) n >= size)
+                return cub_err_set(err, ENAMETOOLONG, "%s: JSON path '%.200s...' is longer than %zu bytes", file, buf,
+                                   size - 1);
+        return 0;
+}
+
 static int container_usage(const char *file, const char *base, json_t *containers, RankEntry *e, EvictPod *p,
                            CubError *err) {
         const char *name;
@@ -82,7 +101,9 @@ static int container_usage(const char *file, const char *base, json_t *container
                 for (size_t i = 0; i < p->n_containers; i++)
                         if (strcmp(e->containers[i].name, name) == 0)
                                 c = &e->containers[i];
-                (void) snprintf(path, sizeof(path), "%s.%s", base, name);
+                r = path_printf(path, sizeof(path), file, err, "%s.%s", base, name);
+                if (r < 0)
+                        return r;
                 if (!c)
                         return cub_err_set(err, EINVAL, "%s: %s: the pod has no container \"%s\"", file, path, name);
                 if (!json_is_object(v))
@@ -90,7 +111,9 @@ static int container_usage(const char *file, const char *base, json_t *container
                 json_object_foreach(v, res, q) {
                         char qpath[600];
 
-                        (void) snprintf(qpath, sizeof(qpath), "%s.%s", path, res);
+                        r = path_printf(qpath, sizeof(qpath), file, err, "%s.%s", path, res);
+                        if (r < 0)
+                                return r;
                         if (strcmp(res, "memory") == 0)
                                 r = usage_quantity(file, qpath, q, &c->memory_usage, err);
                         else if (strcmp(res, "ephemeral-storage") == 0)
@@ -116,7 +139,9 @@ static int pod_usage(const char *file, size_t idx, json_t *usage, RankEntry *e, 
         json_object_foreach(usage, key, v) {
                 char path[300];
 
-                (void) snprintf(path, sizeof(path), "pods[%zu].usage.%s", idx, key);
+                r = path_printf(path, sizeof(path), file, err, "pods[%zu].usage.%s", idx, key);
+                if (r < 0)
+                        return r;
                 if (strcmp(key, "memory") == 0)
                         r = usage_quantity(file, path, v, &p->memory_usage, err);
                 else if (strcmp(key, "ephemeral-storage") == 0)
@@ -152,7 +177,9 @@ static int rank_entry(const char *file, size_t idx, json_t *item, RankEntry *e, 
         text = json_dumps(pod, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (!text)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        (void) snprintf(source, sizeof(source), "%s: pods[%zu].pod", file, idx);
+        r = path_printf(source, sizeof(source), file, err, "%s: pods[%zu].pod", file, idx);
+        if (r < 0)
+                return r;
         r = pod_decode(text, strlen(text), source, POD_FORMAT_JSON, &e->pod, err);
         if (r < 0)
                 return r;

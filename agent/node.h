@@ -8,8 +8,12 @@
 
 #include "util/err.h"
 
+/* A node name is a DNS subdomain: at most 253 bytes (a hostname fits). */
+#define AGENT_NODE_NAME_MAX 253
+_Static_assert(AGENT_NODE_NAME_MAX >= HOST_NAME_MAX, "a hostname fits a node name");
+
 typedef struct AgentNode {
-        char name[HOST_NAME_MAX + 1];
+        char name[AGENT_NODE_NAME_MAX + 1];
         uint64_t memory_capacity;   /* MemTotal, bytes */
         int64_t cpu_capacity_milli; /* online CPUs × 1000 */
 } AgentNode;

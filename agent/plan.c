@@ -31,7 +31,9 @@ static int file_node(const char *path, AgentNode *n, CubError *err) {
         r = pod_node_load_file(path, &node, err);
         if (r < 0)
                 return r;
-        (void) snprintf(n->name, sizeof(n->name), "%s", node->name);
+        if ((size_t) snprintf(n->name, sizeof(n->name), "%s", node->name) >= sizeof(n->name))
+                return cub_err_set(err, ENAMETOOLONG, "%s: metadata.name '%.64s...' is longer than %zu bytes", path,
+                                   node->name, sizeof(n->name) - 1);
         if (!pod_resource_get(&node->capacity, "memory", &q))
                 return cub_err_set(err, EINVAL, "%s: status.capacity[memory]: Required value", path);
         n->memory_capacity = (uint64_t) pod_quantity_value(q);
