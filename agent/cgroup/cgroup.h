@@ -88,22 +88,57 @@ void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer 
  * burstable_cpu_milli is the sum of the Burstable pods' cpu requests. */
 void cg_qos_values(int64_t burstable_cpu_milli, const CgOptions *o, CgGroupValues ret[3]);
 
-/* ---- the writer (impure): cgroupfs driver through libcgroup ------------- */
+/* "cgroupfs", "systemd"; NULL for an invalid kind. */
+const char *cg_driver_to_string(CgDriverKind d);
+/* _CG_DRIVER_INVALID for an unknown name. */
+CgDriverKind cg_driver_from_string(const char *s);
+
+/* ---- the writer (impure): a driver table, cgroupfs now ------------------- */
+
+/*
+ * Every operation works below the root given to cg_writer_new*() and only
+ * there: the root is opened once (O_PATH|O_DIRECTORY) and each group and
+ * file is reached relative to it, so --cgroup-root is honoured for writes,
+ * reads, waits and removal alike. Group paths are relative to the root
+ * ("kubepods/burstable/pod<uid>").
+ *
+ * Write order: a group's files are written in the order of
+ * CgGroupValues.files, which values.c keeps fixed: cpu.weight, cpu.max,
+ * memory.max, pids.max (the QoS groups: cpu.weight, memory.max). Each file
+ * is opened O_WRONLY (never created) and written once; the first failure
+ * stops the group and names the group, the file and the value:
+ *   cgroup 'kubepods/burstable/podX': write 'memory.max' = '1048576': Device or resource busy
+ * A controller file that does not exist reads
+ *   ... controller 'cpuset' not enabled in 'kubepods/burstable/cgroup.subtree_control'
+ */
 
 typedef struct CgWriter CgWriter;
 
-/* cgroup_root must be a cgroup v2 mount (statfs CGROUP2_SUPER_MAGIC), the
- * one libcgroup sees (normally /sys/fs/cgroup). */
+/* The cgroupfs driver on cgroup_root, which must be a cgroup v2 mount
+ * (statfs CGROUP2_SUPER_MAGIC), normally /sys/fs/cgroup. */
 int cg_writer_new(const char *cgroup_root, CgWriter **ret, CubError *err);
+/* Same with a driver of the table; CG_DRIVER_SYSTEMD is not implemented yet
+ * and fails with -EOPNOTSUPP. */
+int cg_writer_new_driver(const char *cgroup_root, CgDriverKind driver, CgWriter **ret, CubError *err);
 CgWriter *cg_writer_free(CgWriter *w);
 static inline void cg_writer_freep(CgWriter **w) {
         if (*w)
                 cg_writer_free(*w);
 }
+CgDriverKind cg_writer_driver(const CgWriter *w);
 /* Creates the group (enabling its controllers in the parents'
- * cgroup.subtree_control) or updates it, writing the files in their order. */
+ * cgroup.subtree_control) or updates it, writing the files in their order,
+ * then reads every file back (memory.* may read back rounded down to a page). */
 int cg_writer_apply(CgWriter *w, const CgGroupValues *g, CubError *err);
-/* Removes an empty group; a missing one is fine. */
+/* Removes an empty group (and empty child groups left in it); a missing one
+ * is fine. */
 int cg_writer_remove(CgWriter *w, const char *path, CubError *err);
-/* Reads one file of a group back (trailing newline stripped). */
+/* Waits until the group's cgroup.events says 'populated 0' (inotify, no
+ * polling), at most timeout_usec: -ETIMEDOUT then. A missing group is empty. */
+int cg_writer_wait_unpopulated(CgWriter *w, const char *path, uint64_t timeout_usec, CubError *err);
+/* cg_writer_wait_unpopulated() then cg_writer_remove(). After a timeout the
+ * removal is still tried once; it fails with the timeout's message. */
+int cg_writer_remove_wait(CgWriter *w, const char *path, uint64_t timeout_usec, CubError *err);
+/* Reads one file of a group back (trailing newline stripped); -ERANGE when
+ * it does not fit in buf. */
 int cg_writer_read(CgWriter *w, const char *path, const char *file, char *buf, size_t size, CubError *err);

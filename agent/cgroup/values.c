@@ -10,6 +10,22 @@ void cg_options_init(CgOptions *o) {
         *o = (CgOptions){ .driver = CG_DRIVER_CGROUPFS, .enforce_cpu_limits = true, .pod_pids_limit = -1 };
 }
 
+static const char *const driver_names[_CG_DRIVER_MAX] = {
+        [CG_DRIVER_CGROUPFS] = "cgroupfs",
+        [CG_DRIVER_SYSTEMD] = "systemd",
+};
+
+const char *cg_driver_to_string(CgDriverKind d) {
+        return d >= 0 && d < _CG_DRIVER_MAX ? driver_names[d] : NULL;
+}
+
+CgDriverKind cg_driver_from_string(const char *s) {
+        for (int i = 0; s && i < _CG_DRIVER_MAX; i++)
+                if (strcmp(driver_names[i], s) == 0)
+                        return (CgDriverKind) i;
+        return _CG_DRIVER_INVALID;
+}
+
 uint64_t cg_shares_to_weight(uint64_t shares) {
         if (shares < CG_MIN_SHARES)
                 shares = CG_MIN_SHARES;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,11 @@
 #include <unistd.h>
 
 #include "../util/cleanup.h"
+#include "../util/parse.h"
+#include "../util/time.h"
+
+/* the pod's group must be empty before its rmdir: at most this long */
+#define WORKER_CGROUP_EMPTY_TIMEOUT_USEC (5 * CUB_USEC_PER_SEC)
 
 struct WorkerPool {
         pthread_mutex_t lock;
@@ -28,10 +34,7 @@ struct WorkerPool {
 };
 
 static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+        return cub_now_usec(CLOCK_MONOTONIC);
 }
 
 /* ---- specs ---------------------------------------------------------------- */
@@ -161,15 +164,61 @@ static char *xstrdup(const char *s) {
         return strdup(s ? s : "");
 }
 
-static int64_t label_int(char *const *labels, const char *key, int64_t dflt) {
+int64_t worker_label_int(char *const *labels, const char *key, int64_t dflt) {
         const char *v = cri_kv_get(labels, key);
-        char *end;
-        long long x;
+        int64_t x;
 
-        if (!v || !*v)
+        if (!v || cub_safe_atoi64(v, &x) < 0)
                 return dflt;
-        x = strtoll(v, &end, 10);
-        return *end ? dflt : (int64_t) x;
+        return x;
+}
+
+int worker_labels_add(WorkerLabels *l, const char *key, const char *value) {
+        if (l->n + 2 >= ELEMENTSOF(l->kv))
+                return -E2BIG;
+        l->kv[l->n++] = key;
+        l->kv[l->n++] = value;
+        l->kv[l->n] = NULL;
+        return 0;
+}
+
+/* Adds the NULL-terminated key/value pairs after l; -E2BIG (and err set)
+ * when they do not fit. */
+__attribute__((sentinel)) static int labels_set(WorkerLabels *l, CubError *err, ...) {
+        const char *k;
+        va_list ap;
+        int r = 0;
+
+        va_start(ap, err);
+        while (r >= 0 && (k = va_arg(ap, const char *))) {
+                const char *v = va_arg(ap, const char *);
+
+                r = worker_labels_add(l, k, v);
+                if (r < 0)
+                        r = cub_err_set(err, E2BIG, "label '%s': more than %d labels", k, WORKER_LABELS_MAX);
+        }
+        va_end(ap);
+        return r;
+}
+
+WorkerAction worker_container_action(bool init, bool sidecar, const char *restart_policy, bool may_start, bool exists,
+                                     CriContainerState state, int32_t exit_code, bool *ret_blocks) {
+        /* an init container that is not a sidecar holds the rest back until it succeeded */
+        bool gate = init && !sidecar;
+
+        *ret_blocks = gate;
+        if (!exists)
+                return WORKER_ACTION_START;
+        if (state == CRI_CONTAINER_RUNNING || state == CRI_CONTAINER_CREATED)
+                return WORKER_ACTION_NONE;
+        if (gate && exit_code == 0) {
+                *ret_blocks = false;
+                return WORKER_ACTION_NONE;
+        }
+        /* a failed init container follows the pod's policy; a sidecar always restarts */
+        if (may_start && ((init && sidecar) || worker_should_restart(restart_policy, exit_code)))
+                return WORKER_ACTION_RESTART;
+        return WORKER_ACTION_NONE;
 }
 
 /* RELIST: every sandbox and container carrying cubelet's label, grouped by
@@ -221,7 +270,7 @@ static int job_relist(WorkerPool *p, WorkerJob *j, CubError *err) {
                         o->namespace_ = xstrdup(cri_kv_get(sb[i].labels, WORKER_LABEL_NAMESPACE));
                         o->config_hash = xstrdup(cri_kv_get(sb[i].labels, WORKER_LABEL_HASH));
                         o->cgroup = xstrdup(cri_kv_get(sb[i].labels, WORKER_LABEL_CGROUP));
-                        o->grace = label_int(sb[i].labels, WORKER_LABEL_GRACE, 30);
+                        o->grace = worker_label_int(sb[i].labels, WORKER_LABEL_GRACE, 30);
                         o->attempt = sb[i].attempt;
                 }
         }
@@ -361,15 +410,10 @@ static int job_kill(WorkerPool *p, WorkerJob *j, CubError *err) {
         r = kill_uid(p, j->uid, NULL, j->grace, NULL, NULL, NULL, err);
         if (r < 0)
                 return r;
-        if (j->cgroup && *j->cgroup && p->cg) {
-                /* runc removes the container groups as the tasks go; give it a moment */
-                for (int i = 0; i < 50; i++) {
-                        r = cg_writer_remove(p->cg, j->cgroup, err);
-                        if (r != -EBUSY)
-                                break;
-                        (void) usleep(100 * 1000);
-                }
-        }
+        /* the last tasks may still be exiting: wait for the kernel's
+         * 'populated 0' in cgroup.events, then rmdir */
+        if (j->cgroup && *j->cgroup && p->cg)
+                r = cg_writer_remove_wait(p->cg, j->cgroup, WORKER_CGROUP_EMPTY_TIMEOUT_USEC, err);
         return r;
 }
 
@@ -382,12 +426,6 @@ static int ensure_image(WorkerPool *p, const char *image, CubError *err) {
                 return r;
         /* PullImage always contacts the registry: only when the image is missing */
         return cri_pull_image(p->cri, image, NULL, err);
-}
-
-static void kv_set(const char **kv, size_t *n, const char *k, const char *v) {
-        kv[(*n)++] = k;
-        kv[(*n)++] = v;
-        kv[*n] = NULL;
 }
 
 static CriSeccompType seccomp_of(const PodSeccomp *c, const PodSeccomp *pod, const char **ret_local) {
@@ -410,8 +448,9 @@ typedef struct SyncCtx {
         char *const *cpusets; /* per container, init first; NULL = the spec's */
         const char *sandbox_id;
         const CriSandboxConfig *sbc;
-        char grace[24];
-        char cgroup_parent[520];
+        char grace[DECIMAL_STR_MAX(int64_t)];
+        char cgroup_parent[sizeof(((CgGroupValues *) NULL)->path) + 1];
+        uint64_t containers_started_usec; /* the last StartContainer that returned OK */
 } SyncCtx;
 
 /* The CRI resources of a container: the spec's, with this cpuset. */
@@ -426,17 +465,22 @@ static CriResources cri_resources(const CgContainerResources *res, const char *c
         };
 }
 
-static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerResources *res, bool init,
-                           uint32_t attempt, const char *old_id, CubError *err) {
+/* The resources of the pod's container idx, in pod_container_at()'s order. */
+static const CgContainerResources *resources_at(const WorkerSpec *s, size_t idx) {
+        return idx < s->pod->n_init_containers ? &s->init_res[idx] : &s->app_res[idx - s->pod->n_init_containers];
+}
+
+/* Creates and starts container idx (attempt), removing old_id first. */
+static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char *old_id, CubError *err) {
         const Pod *pod = x->s->pod;
-        size_t idx =
-                init ? (size_t) (c - pod->init_containers) : pod->n_init_containers + (size_t) (c - pod->containers);
+        bool init;
+        const PodContainer *c = pod_container_at(pod, idx, &init);
+        const CgContainerResources *res = resources_at(x->s, idx);
         const char *cpuset = x->cpusets ? x->cpusets[idx] : res->cpuset_cpus;
-        const char *labels[16];
+        WorkerLabels labels = {};
         const char **envs;
         _cleanup_free_ char *log_path = NULL, *id = NULL;
         CriContainerConfig cfg;
-        size_t nl = 0;
         int r;
 
         if (old_id) {
@@ -447,12 +491,11 @@ static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerR
         r = ensure_image(x->p, c->image, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': image '%s'", c->name, c->image);
-        kv_set(labels, &nl, WORKER_LABEL_MANAGED, "true");
-        kv_set(labels, &nl, WORKER_LABEL_UID, pod->uid);
-        kv_set(labels, &nl, WORKER_LABEL_NAME, pod->name);
-        kv_set(labels, &nl, WORKER_LABEL_NAMESPACE, pod->namespace_);
-        kv_set(labels, &nl, WORKER_LABEL_CONTAINER, c->name);
-        kv_set(labels, &nl, WORKER_LABEL_INIT, init ? "true" : "false");
+        r = labels_set(&labels, err, WORKER_LABEL_MANAGED, "true", WORKER_LABEL_UID, pod->uid, WORKER_LABEL_NAME,
+                       pod->name, WORKER_LABEL_NAMESPACE, pod->namespace_, WORKER_LABEL_CONTAINER, c->name,
+                       WORKER_LABEL_INIT, init ? "true" : "false", NULL);
+        if (r < 0)
+                return cub_err_wrap(err, "container '%s'", c->name);
         envs = calloc(2 * c->n_env + 1, sizeof(char *));
         if (!envs)
                 return cub_err_set(err, ENOMEM, "out of memory");
@@ -470,7 +513,7 @@ static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerR
                 .args = (const char *const *) c->args.items,
                 .working_dir = c->working_dir,
                 .envs = envs,
-                .labels = labels,
+                .labels = labels.kv,
                 .log_path = log_path,
                 .resources = cri_resources(res, cpuset),
         };
@@ -482,23 +525,60 @@ static int start_container(SyncCtx *x, const PodContainer *c, const CgContainerR
         r = cri_start_container(x->p->cri, id, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': start", c->name);
+        x->containers_started_usec = now_usec();
+        return 0;
+}
+
+/* One container of the pod: started when it never ran, restarted when it
+ * ended and may; *ret_blocks as worker_container_action() says. */
+static int sync_container(SyncCtx *x, const CriContainer *ct, size_t n_ct, size_t idx, bool may_start, bool *ret_blocks,
+                          CubError *err) {
+        const Pod *pod = x->s->pod;
+        bool init;
+        const PodContainer *c = pod_container_at(pod, idx, &init);
+        bool sidecar = init && pod_container_is_sidecar(c);
+        const CriContainer *latest = NULL;
+        CriContainerStatus st = {};
+        WorkerAction a;
+        int r;
+
+        for (size_t k = 0; k < n_ct; k++)
+                if (strcmp(ct[k].name, c->name) == 0 && (!latest || ct[k].attempt > latest->attempt))
+                        latest = &ct[k];
+        if (!latest || latest->state == CRI_CONTAINER_RUNNING || latest->state == CRI_CONTAINER_CREATED) {
+                a = worker_container_action(init, sidecar, pod->restart_policy, may_start, latest != NULL,
+                                            latest ? latest->state : CRI_CONTAINER_UNKNOWN, 0, ret_blocks);
+                return a == WORKER_ACTION_START ? start_container(x, idx, 0, NULL, err) : 0;
+        }
+        /* it ended: its exit code decides */
+        r = cri_container_status(x->p->cri, latest->id, &st, err);
+        if (r < 0)
+                return r;
+        a = worker_container_action(init, sidecar, pod->restart_policy, may_start, true, latest->state, st.exit_code,
+                                    ret_blocks);
+        cri_container_status_done(&st);
+        if (a == WORKER_ACTION_RESTART)
+                return start_container(x, idx, latest->attempt + 1, latest->id, err);
         return 0;
 }
 
 static int job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         const WorkerSpec *s = j->spec;
         const Pod *pod = s->pod;
-        const char *labels[20];
+        const char *hash = pod->config_hash ? pod->config_hash : pod->uid;
+        WorkerLabels labels = {};
         _cleanup_free_ char *sandbox_id = NULL;
         CriContainer *ct = NULL;
         CriSandboxConfig sbc;
         SyncCtx x = { .p = p, .s = s, .cpusets = j->cpusets };
         uint32_t attempt = 0;
-        bool have_ready = false, init_done = true;
-        size_t nl = 0, n_ct = 0;
+        bool have_ready = false, blocked = false;
+        size_t n_ct = 0;
         const char *local;
         int r;
 
+        j->sandbox_requested_usec = 0;
+        j->containers_started_usec = 0;
         if (p->cg) {
                 r = cg_writer_apply(p->cg, &s->cgroup, err);
                 if (r < 0)
@@ -506,17 +586,14 @@ static int job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         }
         (void) snprintf(x.grace, sizeof(x.grace), "%" PRId64, pod->termination_grace_period_seconds);
         (void) snprintf(x.cgroup_parent, sizeof(x.cgroup_parent), "/%s", s->cgroup.path);
-        kv_set(labels, &nl, WORKER_LABEL_MANAGED, "true");
-        kv_set(labels, &nl, WORKER_LABEL_UID, pod->uid);
-        kv_set(labels, &nl, WORKER_LABEL_NAME, pod->name);
-        kv_set(labels, &nl, WORKER_LABEL_NAMESPACE, pod->namespace_);
-        kv_set(labels, &nl, WORKER_LABEL_HASH, pod->config_hash ? pod->config_hash : pod->uid);
-        kv_set(labels, &nl, WORKER_LABEL_CGROUP, s->cgroup.path);
-        kv_set(labels, &nl, WORKER_LABEL_GRACE, x.grace);
+        r = labels_set(&labels, err, WORKER_LABEL_MANAGED, "true", WORKER_LABEL_UID, pod->uid, WORKER_LABEL_NAME,
+                       pod->name, WORKER_LABEL_NAMESPACE, pod->namespace_, WORKER_LABEL_HASH, hash, WORKER_LABEL_CGROUP,
+                       s->cgroup.path, WORKER_LABEL_GRACE, x.grace, NULL);
+        if (r < 0)
+                return cub_err_wrap(err, "sandbox");
 
         /* keep the ready sandbox of this spec; tear down stale ones (spec changed, not ready) */
-        r = kill_uid(p, pod->uid, pod->config_hash ? pod->config_hash : pod->uid, pod->termination_grace_period_seconds,
-                     &attempt, &have_ready, &sandbox_id, err);
+        r = kill_uid(p, pod->uid, hash, pod->termination_grace_period_seconds, &attempt, &have_ready, &sandbox_id, err);
         if (r < 0)
                 return r;
         sbc = (CriSandboxConfig){
@@ -526,7 +603,7 @@ static int job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
                 .attempt = attempt,
                 .hostname = pod->name,
                 .log_directory = s->log_dir,
-                .labels = labels,
+                .labels = labels.kv,
                 .annotations = NULL,
                 .cgroup_parent = x.cgroup_parent,
                 /* CNI arrives later: every pod shares the node's network for now */
@@ -535,9 +612,12 @@ static int job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         sbc.seccomp = seccomp_of(NULL, &pod->seccomp, &local);
         sbc.seccomp_localhost = local;
         if (!have_ready) {
+                uint64_t sent = now_usec();
+
                 r = cri_run_pod_sandbox(p->cri, &sbc, &sandbox_id, err);
                 if (r < 0)
                         return cub_err_wrap(err, "sandbox");
+                j->sandbox_requested_usec = sent;
         }
         x.sandbox_id = sandbox_id;
         x.sbc = &sbc;
@@ -545,76 +625,17 @@ static int job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         r = cri_list_containers(p->cri, sandbox_id, NULL, &ct, &n_ct, err);
         if (r < 0)
                 return r;
-
-        /* init containers in order; sidecars keep running beside the rest */
-        for (size_t i = 0; i < pod->n_init_containers && init_done; i++) {
-                const PodContainer *c = &pod->init_containers[i];
-                const CriContainer *latest = NULL;
-                bool may = !j->may_start || j->may_start[i];
-                CriContainerStatus st = {};
-
-                for (size_t k = 0; k < n_ct; k++)
-                        if (strcmp(ct[k].name, c->name) == 0 && (!latest || ct[k].attempt > latest->attempt))
-                                latest = &ct[k];
-                if (!latest) {
-                        r = start_container(&x, c, &s->init_res[i], true, 0, NULL, err);
-                        if (r < 0 || !pod_container_is_sidecar(c))
-                                init_done = false;
-                        if (r < 0)
-                                goto out;
-                        continue;
-                }
-                if (latest->state == CRI_CONTAINER_RUNNING || latest->state == CRI_CONTAINER_CREATED) {
-                        if (!pod_container_is_sidecar(c))
-                                init_done = false;
-                        continue;
-                }
-                r = cri_container_status(p->cri, latest->id, &st, err);
+        /* init containers in order, then the app containers; an init container
+         * that has not succeeded yet holds back the ones after it, sidecars keep
+         * running beside the rest */
+        for (size_t i = 0; i < pod->n_init_containers + pod->n_containers && !blocked; i++) {
+                r = sync_container(&x, ct, n_ct, i, !j->may_start || j->may_start[i], &blocked, err);
                 if (r < 0)
-                        goto out;
-                if (!pod_container_is_sidecar(c) && st.exit_code == 0) {
-                        cri_container_status_done(&st);
-                        continue;
-                }
-                if (!pod_container_is_sidecar(c))
-                        init_done = false;
-                /* a failed init container follows the pod's policy; a sidecar always restarts */
-                if (may && (pod_container_is_sidecar(c) || worker_should_restart(pod->restart_policy, st.exit_code)))
-                        r = start_container(&x, c, &s->init_res[i], true, latest->attempt + 1, latest->id, err);
-                cri_container_status_done(&st);
-                if (r < 0)
-                        goto out;
+                        break;
         }
-        for (size_t i = 0; i < pod->n_containers && init_done; i++) {
-                const PodContainer *c = &pod->containers[i];
-                const CriContainer *latest = NULL;
-                bool may = !j->may_start || j->may_start[pod->n_init_containers + i];
-                CriContainerStatus st = {};
-
-                for (size_t k = 0; k < n_ct; k++)
-                        if (strcmp(ct[k].name, c->name) == 0 && (!latest || ct[k].attempt > latest->attempt))
-                                latest = &ct[k];
-                if (!latest) {
-                        r = start_container(&x, c, &s->app_res[i], false, 0, NULL, err);
-                        if (r < 0)
-                                goto out;
-                        continue;
-                }
-                if (latest->state != CRI_CONTAINER_EXITED && latest->state != CRI_CONTAINER_UNKNOWN)
-                        continue;
-                r = cri_container_status(p->cri, latest->id, &st, err);
-                if (r < 0)
-                        goto out;
-                if (may && worker_should_restart(pod->restart_policy, st.exit_code))
-                        r = start_container(&x, c, &s->app_res[i], false, latest->attempt + 1, latest->id, err);
-                cri_container_status_done(&st);
-                if (r < 0)
-                        goto out;
-        }
-        r = 0;
-out:
         cri_containers_free(ct, n_ct);
-        return r;
+        j->containers_started_usec = x.containers_started_usec;
+        return r < 0 ? r : 0;
 }
 
 /* The CPU manager's reconcile: running containers of the pod get their
@@ -639,15 +660,10 @@ static int job_update(WorkerPool *p, WorkerJob *j, CubError *err) {
 
                 if (ct[i].state != CRI_CONTAINER_RUNNING && ct[i].state != CRI_CONTAINER_CREATED)
                         continue;
-                for (size_t k = 0; k < pod->n_init_containers; k++)
-                        if (strcmp(pod->init_containers[k].name, ct[i].name) == 0) {
-                                res = &s->init_res[k];
+                for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++)
+                        if (strcmp(pod_container_at(pod, k, NULL)->name, ct[i].name) == 0) {
+                                res = resources_at(s, k);
                                 cpuset = j->cpusets[k];
-                        }
-                for (size_t k = 0; k < pod->n_containers; k++)
-                        if (strcmp(pod->containers[k].name, ct[i].name) == 0) {
-                                res = &s->app_res[k];
-                                cpuset = j->cpusets[pod->n_init_containers + k];
                         }
                 if (!res || !cpuset || !*cpuset)
                         continue;

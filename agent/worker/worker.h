@@ -100,6 +100,12 @@ typedef struct WorkerJob {
         WorkerObserved *observed; /* RELIST */
         size_t n_observed;
         uint64_t started_usec, finished_usec;
+        /* SYNC latencies, CLOCK_MONOTONIC µs like started_usec: when this job
+         * sent RunPodSandbox (0 when it created no sandbox: a ready one was
+         * kept, or RunPodSandbox failed), and when its last StartContainer
+         * returned OK (0 when it started no container). */
+        uint64_t sandbox_requested_usec;
+        uint64_t containers_started_usec;
         struct WorkerJob *next;
 } WorkerJob;
 
@@ -120,3 +126,36 @@ WorkerPool *worker_pool_free(WorkerPool *p);
 
 /* Whether a container that ended this way is started again. */
 bool worker_should_restart(const char *restart_policy, int32_t exit_code);
+
+/* ---- pure helpers of the sync (unit-tested) -------------------------------- */
+
+/* What a SYNC does with one container, given its latest attempt. */
+typedef enum WorkerAction {
+        WORKER_ACTION_NONE,    /* leave it: running, succeeded, or ended and not restarted */
+        WORKER_ACTION_START,   /* never ran: attempt 0 */
+        WORKER_ACTION_RESTART, /* ended: remove it, start the next attempt */
+        _WORKER_ACTION_MAX,
+        _WORKER_ACTION_INVALID = -22,
+} WorkerAction;
+
+/* init: an init container (sidecar: one with restartPolicy Always);
+ * may_start: the restart back-off allows it now; exists: an attempt was
+ * seen, with state and exit_code (the exit code only counts once it ended).
+ * *ret_blocks says whether the containers after it must wait: an init
+ * container that is not a sidecar and has not succeeded yet. */
+WorkerAction worker_container_action(bool init, bool sidecar, const char *restart_policy, bool may_start, bool exists,
+                                     CriContainerState state, int32_t exit_code, bool *ret_blocks);
+
+/* The integer value of a label; dflt when it is missing, empty, not a
+ * number or out of range. */
+int64_t worker_label_int(char *const *labels, const char *key, int64_t dflt);
+
+/* A bounded, NULL-terminated flat key/value list for CRI labels. */
+#define WORKER_LABELS_MAX 12
+typedef struct WorkerLabels {
+        const char *kv[2 * WORKER_LABELS_MAX + 1];
+        size_t n; /* entries used in kv (2 per label) */
+} WorkerLabels;
+
+/* -E2BIG when the list is full (it is left as it was). */
+int worker_labels_add(WorkerLabels *l, const char *key, const char *value);
