@@ -430,13 +430,34 @@ static bool is_extended_resource(const char *name) {
         return strchr(name, '/') && strncmp(name, "kubernetes.io/", 14) != 0 && strncmp(name, "requests.", 9) != 0;
 }
 
+/* A qualified resource name is at most 253 + 1 + 63 bytes: its path fits. */
+#define RESOURCE_PATH_MAX 400
+
+/* ".resources.<list>[<name>]" into buf; a name too long for it (and for a
+ * qualified name) is refused naming the list, never cut. */
+static int resource_path(PodDec *d, int line, const char *list, const char *name, char buf[static RESOURCE_PATH_MAX]) {
+        int n = snprintf(buf, RESOURCE_PATH_MAX, ".resources.%s[%s]", list, name);
+
+        if (n < 0 || n >= RESOURCE_PATH_MAX) {
+                char where[64];
+
+                (void) snprintf(where, sizeof(where), ".resources.%s", list);
+                return pod_dec_fail(d, line, where, "Invalid value: \"%.64s...\": a resource name of %zu bytes", name,
+                                    strlen(name));
+        }
+        return 0;
+}
+
 static int check_resource_name(PodDec *d, json_t *obj, const char *list, const char *name) {
         json_t *l = json_object_get(obj, "resources");
         json_t *m = l ? json_object_get(l, list) : NULL;
         int line = field_line(d, m, name);
-        char suffix[300];
+        char suffix[RESOURCE_PATH_MAX];
+        int r;
 
-        (void) snprintf(suffix, sizeof(suffix), ".resources.%s[%s]", list, name);
+        r = resource_path(d, line, list, name, suffix);
+        if (r < 0)
+                return r;
         if (!is_standard_resource(name) && !strchr(name, '/'))
                 return pod_dec_fail(d, line, suffix,
                                     "Invalid value: \"%s\": must be a standard resource type or fully qualified", name);
@@ -464,12 +485,14 @@ static int container_resources(PodDec *d, json_t *obj, PodContainer *c) {
         for (size_t i = 0; i < c->limits.n; i++) {
                 const PodResource *lim = &c->limits.items[i];
                 json_t *res = json_object_get(obj, "resources");
-                char suffix[300], lq[POD_QUANTITY_STR_MAX];
+                char suffix[RESOURCE_PATH_MAX], lq[POD_QUANTITY_STR_MAX];
 
                 if (lim->q.milli == 0 ||
                     !(is_extended_resource(lim->name) || strncmp(lim->name, "hugepages-", 10) == 0))
                         continue;
-                (void) snprintf(suffix, sizeof(suffix), ".resources.limits[%s]", lim->name);
+                r = resource_path(d, 0, "limits", lim->name, suffix);
+                if (r < 0)
+                        return r;
                 return pod_dec_fail(d, field_line(d, res ? json_object_get(res, "limits") : NULL, lim->name), suffix,
                                     "Invalid value: \"%s\": must be an integer", pod_quantity_format(lim->q, true, lq));
         }
@@ -493,12 +516,14 @@ static int container_resources(PodDec *d, json_t *obj, PodContainer *c) {
                 const PodResource *req = &c->requests.items[i];
                 json_t *res = json_object_get(obj, "resources");
                 int line = field_line(d, res ? json_object_get(res, "requests") : NULL, req->name);
-                char suffix[300], rq[POD_QUANTITY_STR_MAX], lq[POD_QUANTITY_STR_MAX];
+                char suffix[RESOURCE_PATH_MAX], rq[POD_QUANTITY_STR_MAX], lq[POD_QUANTITY_STR_MAX];
                 bool is_cpu = strcmp(req->name, "cpu") == 0;
                 PodQuantity lim;
                 bool has_lim = pod_resource_get(&c->limits, req->name, &lim);
 
-                (void) snprintf(suffix, sizeof(suffix), ".resources.requests[%s]", req->name);
+                r = resource_path(d, line, "requests", req->name, suffix);
+                if (r < 0)
+                        return r;
                 if (is_extended_resource(req->name) || strncmp(req->name, "hugepages-", 10) == 0) {
                         if (req->q.milli != 0)
                                 return pod_dec_fail(d, line, suffix, "Invalid value: \"%s\": must be an integer",

@@ -1016,6 +1016,22 @@ static void test_err_resource_names(void **state) {
                    "resource type or fully qualified");
 }
 
+static void test_err_resource_name_too_long(void **state) {
+        char text[2048], name[401];
+
+        (void) state;
+        /* longer than any qualified name: refused naming the list, not a cut path */
+        memset(name, 'g', sizeof(name) - 1);
+        name[sizeof(name) - 1] = '\0';
+        assert_true((size_t) snprintf(text, sizeof(text),
+                                      MIN "    resources:\n      limits:\n        example.com/%s: 1\n",
+                                      name) < sizeof(text));
+        DECODE_ERR("x.yaml", text, EINVAL,
+                   "x.yaml:11: spec.containers[0].resources.limits: Invalid value: "
+                   "\"example.com/gggggggggggggggggggggggggggggggggggggggggggggggggggg...\": a resource name of 412 "
+                   "bytes");
+}
+
 static void test_err_container_only_resource_names(void **state) {
         (void) state;
         /* validateContainerResourceName: "pods" and "storage" are standard
@@ -1212,6 +1228,7 @@ int main(void) {
                 cmocka_unit_test(test_err_request_above_limit),
                 cmocka_unit_test(test_err_extended_resources),
                 cmocka_unit_test(test_err_resource_names),
+                cmocka_unit_test(test_err_resource_name_too_long),
                 cmocka_unit_test(test_err_container_only_resource_names),
                 cmocka_unit_test(test_err_ports),
                 cmocka_unit_test(test_err_host_network_port_mismatch),
