@@ -71,6 +71,12 @@ int pod_dec_fail(PodDec *d, int line, const char *suffix, const char *fmt, ...) 
         return cub_err_set(d->err, EINVAL, "%s: %s%s: %s", d->tree->source, path, suffix, what);
 }
 
+int pod_dec_field_line(PodDec *d, json_t *obj, const char *name) {
+        json_t *v = obj ? json_object_get(obj, name) : NULL;
+        int l = pod_tree_line(d->tree, v);
+        return l > 0 ? l : d->line;
+}
+
 static int type_error(PodDec *d, json_t *v, const char *expected) {
         return pod_dec_fail(d, 0, NULL, "Invalid type: expected %s, got %s", expected, pod_json_type_name(v));
 }

@@ -64,6 +64,8 @@ int pod_dec_fields(PodDec *d, json_t *obj, void *base, const PodField *fields, P
 size_t pod_dec_push(PodDec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pod_dec_pop(PodDec *d, size_t len);
 const char *pod_json_type_name(const json_t *v);
+/* Line of obj's member name, or the current object's line when unknown. */
+int pod_dec_field_line(PodDec *d, json_t *obj, const char *name);
 
 /* Generic field decoders. */
 int pod_dec_string(PodDec *d, json_t *v, void *dst, const PodField *f);
@@ -76,6 +78,23 @@ int pod_dec_resources(PodDec *d, json_t *v, void *dst, const PodField *f);
 int pod_dec_inline(PodDec *d, json_t *v, void *dst, const PodField *f);
 int pod_dec_object(PodDec *d, json_t *v, void *dst, const PodField *f);
 int pod_dec_object_array(PodDec *d, json_t *v, void *dst, const PodField *f);
+
+/* Field table entries for plain and enum strings. */
+#define POD_STR(n, T, m) \
+        { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m) }
+#define POD_STR_REQ(n, T, m) \
+        { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m), .flags = POD_FIELD_REQUIRED }
+#define POD_ENUM(n, T, m, a) \
+        { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m), .allowed = a }
+
+/* The Container tables and their checks (decode-containers.c), for the
+ * Pod tables of decode.c. */
+extern const PodField pod_seccomp_fields[];
+extern const PodField pod_container_fields[];
+extern const PodField pod_init_container_fields[];
+int pod_seccomp_post(PodDec *d, json_t *obj, void *base);
+int pod_container_post(PodDec *d, json_t *obj, void *base);
+int pod_init_container_post(PodDec *d, json_t *obj, void *base);
 
 void pod_strv_done(PodStrv *v);
 void pod_string_map_done(PodStringMap *m);

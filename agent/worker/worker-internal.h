@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Shared between the agent/worker sources (worker.c, relist.c, sync.c,
+ * kill.c) and their unit tests only. */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "../util/time.h"
+#include "worker.h"
+
+struct WorkerPool {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        WorkerJob *queue_head, *queue_tail;
+        WorkerJob *done_head, *done_tail;
+        bool stopping;
+        pthread_t *threads;
+        unsigned n_threads;
+        int efd;
+        CriClient *cri;
+        CgWriter *cg;
+};
+
+static inline uint64_t worker_now_usec(void) {
+        return cub_now_usec(CLOCK_MONOTONIC);
+}
+
+void worker_container_done(WorkerContainer *c);
+
+/* The jobs, run on a pool thread: 0 or -errno with err filled. */
+int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err);
+int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err);
+int worker_job_kill(WorkerPool *p, WorkerJob *j, CubError *err);
+int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err);
+
+/* Tears down the sandboxes of pod uid; with keep_hash, the first ready one
+ * of that config hash is kept and its id returned in *ret_ready_id, and
+ * *ret_attempt is set past every attempt seen. */
+int worker_kill_uid(WorkerPool *p, const char *uid, const char *keep_hash, int64_t grace, uint32_t *ret_attempt,
+                    bool *ret_have_ready, char **ret_ready_id, CubError *err);
