@@ -77,7 +77,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 footprint() {
 	pid=$(cubelet_pid)
 	say "cubelet $1: VmRSS $(awk '/VmRSS/ {print $2}' "/proc/$pid/status") kB, VmHWM $(awk '/VmHWM/ {print $2}' "/proc/$pid/status") kB, threads $(ls "/proc/$pid/task" | wc -l)"
-	say "  threads by name: $(cat "/proc/$pid"/task/*/comm | sort | uniq -c | awk '{ printf "%s%s x%d", NR > 1 ? ", " : "", $2, $1 }')"
+	say "  threads by name: $(cat "/proc/$pid"/task/*/comm | sort | uniq -c | awk '{ printf "%s%s x%d", (NR > 1 ? ", " : ""), $2, $1 }')"
 	# Rss by kind: heap; anonymous: 64 MiB-aligned malloc arenas, 8 MiB
 	# thread stacks, other; file-backed (cubelet's text, libraries); the rest
 	awk '
