@@ -55,6 +55,7 @@ struct Agent {
         char **killing; /* UIDs with a kill job in flight */
         size_t n_killing;
         bool relist_busy, relist_again;
+        bool trim_pending; /* pods came or went: give freed memory back once things are quiet */
         bool runtime_ready, runtime_known;
         char runtime_error[CUB_ERR_MSG_MAX];
         char runtime_version[256];

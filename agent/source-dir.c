@@ -108,6 +108,7 @@ static bool add_entry(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
 }
 
 static void changed(Agent *a) {
+        a->trim_pending = true;
         agent_remove_unwanted(a);
         agent_apply_qos_groups(a);
         agent_request_relist(a);
