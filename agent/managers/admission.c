@@ -293,10 +293,12 @@ static int admission_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, C
                 (void) admit_preempted_message(pod, msg);
                 cub_log(LOG_WARNING, "pod %s/%s preempts %s (priority %" PRId32 ")", pod->namespace_, pod->name,
                         d.victims[i].key, d.victims[i].priority);
-                if (!pod_known(m, d.victims[i].uid)) {
-                        (void) admit_snapshot_forget(m->snap, d.victims[i].uid);
+                /* the victims leave the snapshot before the preemptor is
+                 * assumed in their place; the loop stops them */
+                (void) admit_snapshot_forget(m->snap, d.victims[i].uid);
+                cpumgr_release_pod(m->cpu, d.victims[i].uid);
+                if (!pod_known(m, d.victims[i].uid))
                         continue;
-                }
                 (void) snprintf(a.uid, sizeof(a.uid), "%s", d.victims[i].uid);
                 (void) snprintf(a.reason, sizeof(a.reason), "%s", ADMIT_PREEMPTED_REASON);
                 (void) snprintf(a.message, sizeof(a.message), "%s", msg);
