@@ -116,11 +116,6 @@ size_t lc_pod_restarts(const LcPod *p) {
         return r;
 }
 
-static const PodContainer *container_at(const Pod *pod, size_t k, bool *ret_init) {
-        *ret_init = k < pod->n_init_containers;
-        return *ret_init ? &pod->init_containers[k] : &pod->containers[k - pod->n_init_containers];
-}
-
 /* kubelet's back-off: 0 s for the first termination, then 10 s, 20 s, ...
  * up to 300 s; a container that ran for 10 min starts over. */
 static void count_termination(LcBackoff *bo, const WorkerContainer *wc, uint64_t now) {
@@ -151,7 +146,7 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
         }
         for (size_t k = 0; k < p->n; k++) {
                 bool init;
-                const PodContainer *c = container_at(pod, k, &init);
+                const PodContainer *c = pod_container_at(pod, k, &init);
                 const WorkerContainer *wc = worker_observed_container(o, c->name);
                 LcContainerStatus *st = &p->statuses[k];
                 LcBackoff *bo = &p->backoff[k];

@@ -368,8 +368,7 @@ static void admission_restore(void *userdata) {
 static int admission_prepare(void *userdata, const LcPod *p, size_t k, LcContainerConfig *cfg, CubError *err) {
         Admission *m = userdata;
         const Pod *pod = p->spec->pod;
-        const PodContainer *c =
-                k < pod->n_init_containers ? &pod->init_containers[k] : &pod->containers[k - pod->n_init_containers];
+        const PodContainer *c = pod_container_at(pod, k, NULL);
         char buf[CPUMGR_SET_STR_MAX];
 
         free(cfg->cpuset);
