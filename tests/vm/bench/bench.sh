@@ -29,23 +29,9 @@ PARENT=kubepods/burstable
 DEFAULT_ARENAS=$((8 * $(nproc)))
 say() { echo "$*"; log "$*"; }
 
-bench_setup() { # cubelet_setup with $BIN/cubelet and maxPods N, cubelet not started
-	images=${VM_IMAGES:-}
-	if [ -z "$images" ] || [ ! -f "$images/pause.tar" ]; then
-		images=/tmp/images
-		"$VM_REPO/packaging/images/build-images.sh" "$images" >>"$VM_OUT/scenario.log" 2>&1
-	fi
-	install -D -m 0644 "$VM_REPO/packaging/containerd/config.toml" /etc/containerd/config.toml
-	systemctl restart containerd
-	for _ in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
-	for img in pause busybox; do
-		ctr -n k8s.io images import "$images/$img.tar" >>"$VM_OUT/scenario.log" 2>&1
-	done
-	install -D -m 0755 "$BIN/cubelet" "$CUBELET"
-	install -D -m 0644 "$VM_REPO/packaging/systemd/cubelet.service" /etc/systemd/system/cubelet.service
-	install -D -m 0644 "$VM_REPO/packaging/cubelet.yaml" /etc/cubelet/config.yaml
+bench_setup() { # cubelet_install with $BIN/cubelet and maxPods N, cubelet not started
+	cubelet_install "$BIN/cubelet"
 	[ "$N" -gt 110 ] && echo "maxPods: $N" >>/etc/cubelet/config.yaml
-	mkdir -p "$M"
 	# no watchdog: gdb's malloc_trim(0) call stops cubelet for a while under TCG
 	mkdir -p /etc/systemd/system/cubelet.service.d
 	printf '[Service]\nWatchdogSec=0\n' >/etc/systemd/system/cubelet.service.d/bench-watchdog.conf

@@ -1,7 +1,8 @@
 # Helpers for scenarios that run cubelet as a real systemd unit beside
 # containerd in the guest. Source after tap.sh:
 #   . "$VM_LIB/cubelet.sh"
-#   cubelet_setup            images, containerd config, cubelet unit; starts cubelet
+#   cubelet_install [BIN]    images, containerd config, cubelet unit and config
+#   cubelet_setup            cubelet_install, then starts cubelet
 #   pod_field NAME FIELD     a field of pod NAME in `cubelet status -o json`
 #   wait_phase NAME PHASE [SECONDS]
 #   plan_value MANIFEST FILE the value `cubelet plan` gives for a pod cgroup file
@@ -12,7 +13,9 @@ CUBELET=/usr/local/bin/cubelet
 
 log() { printf '%s\n' "$*" >>"$VM_OUT/scenario.log"; }
 
-cubelet_setup() {
+# cubelet_install [BINARY]: images, containerd config, the cubelet unit and
+# its config (BINARY defaults to the repo's build/cubelet); nothing started
+cubelet_install() {
 	images=${VM_IMAGES:-}
 	if [ -z "$images" ] || [ ! -f "$images/pause.tar" ]; then
 		images=/tmp/images
@@ -24,10 +27,14 @@ cubelet_setup() {
 	for img in pause busybox; do
 		ctr -n k8s.io images import "$images/$img.tar" >>"$VM_OUT/scenario.log" 2>&1
 	done
-	install -D -m 0755 "$VM_REPO/build/cubelet" "$CUBELET"
+	install -D -m 0755 "${1:-$VM_REPO/build/cubelet}" "$CUBELET"
 	install -D -m 0644 "$VM_REPO/packaging/systemd/cubelet.service" /etc/systemd/system/cubelet.service
 	install -D -m 0644 "$VM_REPO/packaging/cubelet.yaml" /etc/cubelet/config.yaml
 	mkdir -p "$M"
+}
+
+cubelet_setup() {
+	cubelet_install
 	systemctl daemon-reload
 	systemctl start cubelet
 }
