@@ -29,9 +29,7 @@ static void readmit_evicted(Agent *a) {
                         p->spec->pod->name);
                 lc_pod_reset(p);
                 if (!batch) {
-                        for (size_t k = 0; k < a->n_mgr; k++)
-                                if (a->mgr[k]->admit_batch)
-                                        a->mgr[k]->admit_batch(a->mgr_state[k]);
+                        agent_admit_batch(a);
                         batch = true;
                 }
                 if (agent_pod_admit(a, p))

@@ -115,9 +115,14 @@ static void reject(Agent *a, LcPod *p, const char *reason, const char *message) 
         (void) agent_pod_fail(a, p, reason, msg, 0);
 }
 
+void agent_admit_batch(Agent *a) {
+        for (size_t i = 0; i < a->n_mgr; i++)
+                if (a->mgr[i]->admit_batch)
+                        a->mgr[i]->admit_batch(a->mgr_state[i]);
+}
+
 bool agent_pod_admit(Agent *a, LcPod *p) {
         const Pod *pod = p->spec->pod;
-        size_t admitted_by = 0;
 
         if (p->admitted)
                 return true;
@@ -125,10 +130,8 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
                 LcAdmitResult res = { .admit = true };
                 CubError err = {};
 
-                if (!a->mgr[i]->admit) {
-                        admitted_by++;
+                if (!a->mgr[i]->admit)
                         continue;
-                }
                 if (a->mgr[i]->admit(a->mgr_state[i], p, &res, &err) < 0) {
                         cub_log(LOG_ERR, "pod %s/%s: %s: %s", pod->namespace_, pod->name, a->mgr[i]->name, err.msg);
                         (void) snprintf(res.reason, sizeof(res.reason), "UnexpectedAdmissionError");
@@ -136,16 +139,13 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
                         res.admit = false;
                 }
                 if (!res.admit) {
-                        /* the managers that admitted it let go again */
-                        p->admitted = true;
-                        for (size_t k = 0; k < admitted_by; k++)
+                        /* the managers before this one admitted it: they let go again */
+                        for (size_t k = 0; k < i; k++)
                                 if (a->mgr[k]->pod_removed)
                                         a->mgr[k]->pod_removed(a->mgr_state[k], p);
-                        p->admitted = false;
                         reject(a, p, res.reason, res.message);
                         return false;
                 }
-                admitted_by++;
         }
         p->admitted = true;
         p->resources_gen = a->resources_gen;

@@ -150,9 +150,7 @@ void agent_rescan(Agent *a) {
                 if (p && p->wanted)
                         continue; /* the same pod, or a duplicate UID in two files: the first wins */
                 if (!batch) {
-                        for (size_t k = 0; k < a->n_mgr; k++)
-                                if (a->mgr[k]->admit_batch)
-                                        a->mgr[k]->admit_batch(a->mgr_state[k]);
+                        agent_admit_batch(a);
                         batch = true;
                 }
                 any = add_entry(a, e, now) || any;
@@ -211,11 +209,13 @@ static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
                 pod_gone(a, p);
                 any = true;
         }
-        if (e.pod && !(agent_find_pod(a, e.pod->uid) && agent_find_pod(a, e.pod->uid)->wanted)) {
-                for (size_t k = 0; k < a->n_mgr; k++)
-                        if (a->mgr[k]->admit_batch)
-                                a->mgr[k]->admit_batch(a->mgr_state[k]);
-                any = add_entry(a, &e, event_usec) || any;
+        if (e.pod) {
+                const LcPod *known = agent_find_pod(a, e.pod->uid);
+
+                if (!known || !known->wanted) {
+                        agent_admit_batch(a);
+                        any = add_entry(a, &e, event_usec) || any;
+                }
         }
         podsrc_entry_done(&e);
         if (any)
