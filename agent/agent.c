@@ -320,8 +320,6 @@ static int managers_new(Agent *a, CubError *err) {
                 .node_name = a->opt.node_name,
                 .kc = a->kc,
                 .cg = &a->cg,
-                .memory_capacity = a->node.memory_capacity,
-                .cpu_capacity_milli = a->node.cpu_capacity_milli,
                 .conditions = a->conditions,
                 .pods = env_pods,
                 .act = env_act,

@@ -174,9 +174,7 @@ typedef struct LcEnv {
         const char *state_dir;
         const char *node_name;
         const PodKubeletConfig *kc;
-        const CgOptions *cg;
-        uint64_t memory_capacity;
-        int64_t cpu_capacity_milli;
+        const CgOptions *cg; /* the node's capacity and the kubepods values */
         /* node conditions as the loop last applied them */
         const bool *conditions;
         /* the pod table, read-only */

@@ -83,7 +83,7 @@ static int node_allocatable(Admission *m, PodResourceList *ret, CubError *err) {
                 const EvictThreshold *t = &ec.thresholds[i];
 
                 if (!t->soft && t->signal == EVICT_SIGNAL_MEMORY_AVAILABLE)
-                        mem -= (int64_t) evict_value_quantity(&t->value, env->memory_capacity);
+                        mem -= (int64_t) evict_value_quantity(&t->value, env->cg->memory_capacity);
         }
         if (statvfs(env->state_dir, &sv) == 0) {
                 uint64_t cap = (uint64_t) sv.f_blocks * sv.f_frsize;
