@@ -57,18 +57,20 @@ ADMIT_SRCS  := $(wildcard agent/admit/*.c)
 EVICT_SRCS  := $(wildcard eviction/*.c)
 PROTO_SRCS := $(wildcard proto/*.c)
 CRI_SRCS   := $(wildcard cri/*.c)
-PROTOS     := proto/cri/api.proto
+DP_SRCS    := $(wildcard deviceplugin/*.c)
+GPU_SRCS   := $(wildcard deviceplugin/gpu/*.c)
+PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
 LIBS := $(B)/liblc.a $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
-	$(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
+	$(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
 .PHONY: all deps test unit-test check-clang demo demo-plan bench bench-vm bench-host fuzz fuzz-build lint format format-check clean install
-all: $(B)/cubelet
+all: $(B)/cubelet $(B)/cubelet-gpu-plugin
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
 # compiled with relaxed flags of its own.
@@ -97,6 +99,8 @@ $(B)/libproto.a: $(call obj,$(PROTO_SRCS)) $(patsubst $(B)/gen/%.c,$(B)/obj/gen/
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libcri.a: $(call obj,$(CRI_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libdp.a: $(call obj,$(DP_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libpodsrc.a: $(call obj,$(CONFIG_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libworker.a: $(call obj,$(WORKER_SRCS))
@@ -115,6 +119,11 @@ $(B)/libevict.a: $(call obj,$(EVICT_SRCS))
 $(B)/cubelet: $(call obj,$(AGENT_SRCS) $(MGR_SRCS)) $(LIBS)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
+
+# The GPU device plugin daemon (deviceplugin/gpu/): NVML through dlopen.
+$(B)/cubelet-gpu-plugin: $(call obj,$(GPU_SRCS)) $(LIBS)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -ldl
 
 # ---- unit tests (cmocka, TAP) ----------------------------------------------
 TEST_SRCS := $(shell find tests/unit -name 'test-*.c' 2>/dev/null | sort)
@@ -232,14 +241,15 @@ lint: $(LIBS)
 FORMAT_FILES = $(UTIL_SRCS) $(POD_SRCS) $(CG_SRCS) $(AGENT_SRCS) $(CONFIG_SRCS) $(WORKER_SRCS) $(API_SRCS) \
 	$(LC_SRCS) $(MGR_SRCS) \
 	$(CPUMGR_SRCS) $(ADMIT_SRCS) $(EVICT_SRCS) \
-	$(CRI_SRCS) $(PROTO_SRCS) $(wildcard agent/*/*.h agent/*.h cri/*.h proto/*.h eviction/*.h)
+	$(CRI_SRCS) $(PROTO_SRCS) $(DP_SRCS) $(GPU_SRCS) \
+	$(wildcard agent/*/*.h agent/*.h cri/*.h proto/*.h eviction/*.h deviceplugin/*.h deviceplugin/gpu/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
 	@clang-format --dry-run -Werror $(FORMAT_FILES)
 
 PREFIX ?= /usr/local
-install: $(B)/cubelet
+install: $(B)/cubelet $(B)/cubelet-gpu-plugin
 	install -D -m 0755 $(B)/cubelet $(DESTDIR)$(PREFIX)/bin/cubelet
 	install -D -m 0644 packaging/systemd/cubelet.service $(DESTDIR)/etc/systemd/system/cubelet.service
 	test -e $(DESTDIR)/etc/cubelet/config.yaml || \

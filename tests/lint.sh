@@ -25,31 +25,32 @@ check_prefix libapi.a api_
 check_prefix libcpumgr.a cpumgr_
 check_prefix libadmit.a admit_
 check_prefix libevict.a evict_
+check_prefix libdp.a dp_
 # libproto.a also holds protoc-c's output (runtime__v1__*), named by the .proto package
-bad=$(nm -g --defined-only "$B/libproto.a" 2>/dev/null | awk 'NF==3 && $2 ~ /[TDBR]/ {print $3}' | grep -v '^__odr_asan' | grep -v '^grpcx_' | grep -v '^runtime__v1__' || true)
+bad=$(nm -g --defined-only "$B/libproto.a" 2>/dev/null | awk 'NF==3 && $2 ~ /[TDBR]/ {print $3}' | grep -v '^__odr_asan' | grep -v '^grpcx_' | grep -v '^runtime__v1__' | grep -v '^v1beta1__' || true)
 if [ -n "$bad" ]; then
         echo "lint: libproto.a exports symbols without the 'grpcx_' prefix:" $bad
         rc=1
 fi
 
-SRCS=$(find agent cri proto eviction tests/unit tests/integration tests/fuzz -name '*.[ch]' | sort)
+SRCS=$(find agent cri proto eviction deviceplugin tests/unit tests/integration tests/fuzz -name '*.[ch]' | sort)
 # shellcheck disable=SC2086
 hits=$(grep -nE '\b(sprintf|strcpy|strcat|atoi|atol|gets|system|inotify_init|dup)\(' $SRCS | grep -v 'snprintf\|vsnprintf' || true)
 if [ -n "$hits" ]; then
         echo "lint: banned calls:"; echo "$hits"; rc=1
 fi
 # shellcheck disable=SC2086
-hits=$(grep -nE '(^|[^:"/])//' $(find agent cri proto eviction -name '*.[ch]') || true)
+hits=$(grep -nE '(^|[^:"/])//' $(find agent cri proto eviction deviceplugin -name '*.[ch]') || true)
 if [ -n "$hits" ]; then
         echo "lint: use /* */ comments:"; echo "$hits"; rc=1
 fi
 # shellcheck disable=SC2086
-hits=$(grep -nE '\bexit\(' $(find agent cri proto eviction -name '*.c' ! -name main.c) || true)
+hits=$(grep -nE '\bexit\(' $(find agent cri proto eviction deviceplugin -name '*.c' ! -name main.c) || true)
 if [ -n "$hits" ]; then
         echo "lint: exit() outside agent/main.c:"; echo "$hits"; rc=1
 fi
 # shellcheck disable=SC2086
-hits=$(grep -nE '[^_a-z]open(at)?\(' $(find agent cri proto eviction -name '*.c') | grep -v O_CLOEXEC || true)
+hits=$(grep -nE '[^_a-z]open(at)?\(' $(find agent cri proto eviction deviceplugin -name '*.c') | grep -v O_CLOEXEC || true)
 if [ -n "$hits" ]; then
         echo "lint: open() without O_CLOEXEC:"; echo "$hits"; rc=1
 fi
