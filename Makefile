@@ -164,6 +164,15 @@ $(B)/tests/fuzz/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-main.c $(LIBS)
 	@echo "  FUZZ    $@"
 	@$(CC) $(CFLAGS_ALL) -o $@ tests/fuzz/fuzz-$*.c tests/fuzz/fuzz-main.c $(LIBS) $(PKG_LIBS)
 
+# A fake libnvidia-ml.so.1 (tests/fakes/nvml/) for cubelet-gpu-plugin's interop
+# suite: GPUs and XID events come from the file $FAKE_NVML_CONFIG names.
+$(B)/tests/fakes/libnvidia-ml.so.1: tests/fakes/nvml/fake-nvml.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) -std=c17 -D_GNU_SOURCE $(OPT) $(WARN) -Wno-missing-prototypes -Wno-missing-declarations \
+		-shared -fPIC -o $@ $< -lpthread
+unit-test: $(B)/cubelet-gpu-plugin $(B)/tests/fakes/libnvidia-ml.so.1
+
 unit-test: $(B)/cubelet $(TEST_BINS) $(IT_BINS) $(FUZZ_REPLAY) $(BENCH_BINS) images
 	@IMAGES_DIR=$(IMAGES_DIR) VM_TESTS=$(VM_TESTS) tests/run-tests.sh $(B)
 

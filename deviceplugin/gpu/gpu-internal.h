@@ -126,8 +126,17 @@ void gpu_state_done(GpuState *st);
 int gpu_state_set_devices(GpuState *st, const GpuDevice *devs, size_t n);
 /* marks the GPU with this uuid ("" = all) unhealthy; 1 if something changed */
 int gpu_state_mark_unhealthy(GpuState *st, const char *uuid);
-/* wakes every ListAndWatch handler so that it returns */
-void gpu_state_stop(GpuState *st);
+/* stopping: wakes every ListAndWatch handler so that it returns (before
+ * grpcx_server_stop(), which joins them); false again once it returned */
+void gpu_state_stop(GpuState *st, bool stopping);
 
 /* the five v1beta1.DevicePlugin methods, userdata: GpuState */
 const GrpcxMethod *gpu_server_methods(size_t *ret_n);
+
+/* ---- nvml.c: the health thread ---------------------------------------------- */
+
+typedef struct GpuHealth GpuHealth;
+/* Waits for NVML events (5 s at a time) and marks GPUs unhealthy on
+ * critical XIDs. nv's event set must be open; nv and st outlive it. */
+int gpu_health_start(GpuNvml *nv, GpuState *st, GpuHealth **ret, CubError *err);
+GpuHealth *gpu_health_stop(GpuHealth *h);
