@@ -151,6 +151,10 @@ typedef struct DpManagerOptions {
         uint64_t rpc_timeout_usec; /* 0: 10 s; each Allocate/GetPreferredAllocation/PreStartContainer */
         DpChangeFn on_change;      /* may be NULL */
         void *userdata;
+        /* load the checkpoint but never write it nor move a corrupt one
+         * aside: for `cubelet devices`, which must leave the agent's file as
+         * it is (its allocations live in memory only) */
+        bool checkpoint_read_only;
 } DpManagerOptions;
 
 /*

@@ -19,6 +19,8 @@
 grpc_byte_buffer *grpcx_pack(const ProtobufCMessage *m);
 /* bb decoded as d; NULL when bb is missing or does not decode. */
 ProtobufCMessage *grpcx_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *d);
+/* The channel's gRPC core channel (grpcx-client-stream.c). */
+grpc_channel *grpcx_channel_core(GrpcxChannel *c);
 
 /* Stream threads started and not joined yet (0 once the reaper caught up). */
 unsigned grpcx_server_n_stream_threads(GrpcxServer *s);

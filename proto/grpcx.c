@@ -113,6 +113,10 @@ const char *grpcx_channel_target(const GrpcxChannel *c) {
         return c->target;
 }
 
+grpc_channel *grpcx_channel_core(GrpcxChannel *c) {
+        return c->channel;
+}
+
 grpc_byte_buffer *grpcx_pack(const ProtobufCMessage *m) {
         size_t n = protobuf_c_message_get_packed_size(m);
         grpc_slice s = grpc_slice_malloc(n);

@@ -68,6 +68,32 @@ int grpcx_unary(GrpcxChannel *c, const char *method, const ProtobufCMessage *req
                 const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, bool wait_for_ready,
                 ProtobufCMessage **ret, int *ret_status, CubError *err);
 
+/*
+ * A client-side server-streaming call (proto/grpcx-client-stream.c): one
+ * request, then messages read one at a time until the server ends the call.
+ * timeout_usec: the call's deadline (UINT64_MAX: none, as for ListAndWatch);
+ * wait_for_ready: wait (until the deadline) for the socket to accept.
+ * grpcx_stream_call_read() blocks until the next message: 1 with *ret (free
+ * with protobuf_c_message_free_unpacked(*ret, NULL)), 0 when the server ended
+ * the call with OK, or a negative errno for the call's status (as
+ * grpcx_unary()). A unary method can be called this way too (one message,
+ * then 0), which makes it cancellable. One thread reads; any thread may call
+ * grpcx_stream_call_cancel() (the read then ends with -ECANCELED);
+ * grpcx_stream_call_free() cancels a call still running and frees it.
+ */
+typedef struct GrpcxClientStream GrpcxClientStream;
+
+int grpcx_stream_call_start(GrpcxChannel *c, const char *method, const ProtobufCMessage *req,
+                            uint64_t timeout_usec, bool wait_for_ready, GrpcxClientStream **ret, CubError *err);
+int grpcx_stream_call_read(GrpcxClientStream *s, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
+                           CubError *err);
+void grpcx_stream_call_cancel(GrpcxClientStream *s);
+GrpcxClientStream *grpcx_stream_call_free(GrpcxClientStream *s);
+static inline void grpcx_stream_call_freep(GrpcxClientStream **s) {
+        if (*s)
+                grpcx_stream_call_free(*s);
+}
+
 /* ---- server ------------------------------------------------------------- */
 
 typedef struct GrpcxServer GrpcxServer;
