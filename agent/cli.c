@@ -28,6 +28,8 @@ static void usage(FILE *f) {
               "                    placement (exclusive CPUs), scores and preemption victims\n"
               "  rank --input SNAPSHOT [--policy cubelet|kubelet]\n"
               "                    The eviction order of pods for one pressure signal\n"
+              "  devices [--device-plugin-dir DIR] [--wait SECONDS] [--allocate RESOURCE=N]...\n"
+              "                    Device plugins that register in DIR, and an allocation\n"
               "  version           Print the version as JSON\n"
               "\n"
               "Run 'cubelet COMMAND --help' for a command's options.\n",
@@ -51,6 +53,7 @@ int cli_main(int argc, char **argv) {
         } commands[] = {
                 { "run", cli_run },     { "status", cli_status }, { "plan", cli_plan },
                 { "admit", cli_admit }, { "rank", cli_rank },     { "version", cli_version },
+                { "devices", cli_devices },
         };
 
         if (argc < 2) {

@@ -11,5 +11,6 @@ int cli_run(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_admit(int argc, char **argv);
 int cli_rank(int argc, char **argv);
+int cli_devices(int argc, char **argv);
 
 #define CLI_EXIT_BAD_INPUT 2
