@@ -106,7 +106,7 @@ static void msg_freep(void *p) {
         free_msg(NULL, *(ProtobufCMessage **) p);
 }
 
-static int fail(char *details, size_t size, int code, const char *msg) {
+static int reply_error(char *details, size_t size, int code, const char *msg) {
         (void) snprintf(details, size, "%s", msg);
         return code;
 }
@@ -186,21 +186,21 @@ static int on_list_and_watch(void *userdata, const ProtobufCMessage *req, GrpcxS
                         if (pthread_cond_timedwait(&st->changed, &st->lock, &deadline) == ETIMEDOUT) {
                                 (void) pthread_mutex_unlock(&st->lock);
                                 if (grpcx_stream_cancelled(s))
-                                        return fail(details, details_size, GRPCX_CANCELLED, "client went away");
+                                        return reply_error(details, details_size, GRPCX_CANCELLED, "client went away");
                                 (void) pthread_mutex_lock(&st->lock);
                         }
                 }
                 if (st->stopping) {
                         (void) pthread_mutex_unlock(&st->lock);
-                        return fail(details, details_size, GRPCX_UNAVAILABLE, "the plugin is stopping");
+                        return reply_error(details, details_size, GRPCX_UNAVAILABLE, "the plugin is stopping");
                 }
                 gen = st->generation;
                 r = build_list(st, &m);
                 (void) pthread_mutex_unlock(&st->lock);
                 if (r < 0)
-                        return fail(details, details_size, GRPCX_INTERNAL, strerror(-r));
+                        return reply_error(details, details_size, GRPCX_INTERNAL, strerror(-r));
                 if (grpcx_stream_send(s, &m->base, &err) < 0)
-                        return fail(details, details_size, GRPCX_CANCELLED, err.msg);
+                        return reply_error(details, details_size, GRPCX_CANCELLED, err.msg);
                 sent = gen;
                 first = false;
         }
@@ -213,7 +213,7 @@ static int on_options(void *userdata, const ProtobufCMessage *req, ProtobufCMess
         (void) userdata;
         (void) req;
         if (!o)
-                return fail(details, details_size, GRPCX_INTERNAL, "out of memory");
+                return reply_error(details, details_size, GRPCX_INTERNAL, "out of memory");
         *o = (V1beta1__DevicePluginOptions) V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
         o->get_preferred_allocation_available = true;
         o->pre_start_required = false;
@@ -228,7 +228,7 @@ static int on_pre_start(void *userdata, const ProtobufCMessage *req, ProtobufCMe
         (void) userdata;
         (void) req;
         if (!o)
-                return fail(details, details_size, GRPCX_INTERNAL, "out of memory");
+                return reply_error(details, details_size, GRPCX_INTERNAL, "out of memory");
         *o = (V1beta1__PreStartContainerResponse) V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
         *ret_resp = &o->base;
         return GRPCX_OK;
@@ -294,12 +294,12 @@ static int on_allocate(void *userdata, const ProtobufCMessage *req_, ProtobufCMe
         control_nodes_present(st->dev_root, present);
         resp = malloc(sizeof(*resp));
         if (!resp)
-                return fail(details, details_size, GRPCX_INTERNAL, "out of memory");
+                return reply_error(details, details_size, GRPCX_INTERNAL, "out of memory");
         *resp = (V1beta1__AllocateResponse) V1BETA1__ALLOCATE_RESPONSE__INIT;
         resp->container_responses =
                 calloc(req->n_container_requests ? req->n_container_requests : 1, sizeof(*resp->container_responses));
         if (!resp->container_responses)
-                return fail(details, details_size, GRPCX_INTERNAL, "out of memory");
+                return reply_error(details, details_size, GRPCX_INTERNAL, "out of memory");
         for (size_t i = 0; i < req->n_container_requests; i++) {
                 const V1beta1__ContainerAllocateRequest *c = req->container_requests[i];
                 _cleanup_(gpu_alloc_done) GpuAlloc a = { 0 };
@@ -310,11 +310,11 @@ static int on_allocate(void *userdata, const ProtobufCMessage *req_, ProtobufCMe
                                         c->n_devices_ids, present, &a, &err);
                 (void) pthread_mutex_unlock(&st->lock);
                 if (r < 0)
-                        return fail(details, details_size, r == -EINVAL ? GRPCX_INVALID_ARGUMENT : GRPCX_INTERNAL,
-                                    err.msg);
+                        return reply_error(details, details_size,
+                                           r == -EINVAL ? GRPCX_INVALID_ARGUMENT : GRPCX_INTERNAL, err.msg);
                 r = container_response(&a, &resp->container_responses[resp->n_container_responses]);
                 if (r < 0)
-                        return fail(details, details_size, GRPCX_INTERNAL, strerror(-r));
+                        return reply_error(details, details_size, GRPCX_INTERNAL, strerror(-r));
                 resp->n_container_responses++;
         }
         *ret_resp = &TAKE_PTR(resp)->base;
@@ -329,12 +329,12 @@ static int on_preferred(void *userdata, const ProtobufCMessage *req_, ProtobufCM
 
         resp = malloc(sizeof(*resp));
         if (!resp)
-                return fail(details, details_size, GRPCX_INTERNAL, "out of memory");
+                return reply_error(details, details_size, GRPCX_INTERNAL, "out of memory");
         *resp = (V1beta1__PreferredAllocationResponse) V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
         resp->container_responses =
                 calloc(req->n_container_requests ? req->n_container_requests : 1, sizeof(*resp->container_responses));
         if (!resp->container_responses)
-                return fail(details, details_size, GRPCX_INTERNAL, "out of memory");
+                return reply_error(details, details_size, GRPCX_INTERNAL, "out of memory");
         for (size_t i = 0; i < req->n_container_requests; i++) {
                 const V1beta1__ContainerPreferredAllocationRequest *c = req->container_requests[i];
                 V1beta1__ContainerPreferredAllocationResponse *out;
@@ -348,21 +348,21 @@ static int on_preferred(void *userdata, const ProtobufCMessage *req_, ProtobufCM
                                   c->n_must_include_deviceids, c->allocation_size, &ids, &err);
                 (void) pthread_mutex_unlock(&st->lock);
                 if (r < 0)
-                        return fail(details, details_size, r == -EINVAL ? GRPCX_INVALID_ARGUMENT : GRPCX_INTERNAL,
-                                    err.msg);
+                        return reply_error(details, details_size,
+                                           r == -EINVAL ? GRPCX_INVALID_ARGUMENT : GRPCX_INTERNAL, err.msg);
                 out = malloc(sizeof(*out));
                 if (!out)
-                        return fail(details, details_size, GRPCX_INTERNAL, "out of memory");
+                        return reply_error(details, details_size, GRPCX_INTERNAL, "out of memory");
                 *out = (V1beta1__ContainerPreferredAllocationResponse)
                         V1BETA1__CONTAINER_PREFERRED_ALLOCATION_RESPONSE__INIT;
                 resp->container_responses[resp->n_container_responses++] = out;
                 out->deviceids = calloc((size_t) c->allocation_size, sizeof(*out->deviceids));
                 if (!out->deviceids)
-                        return fail(details, details_size, GRPCX_INTERNAL, "out of memory");
+                        return reply_error(details, details_size, GRPCX_INTERNAL, "out of memory");
                 for (int k = 0; k < c->allocation_size; k++) {
                         out->deviceids[k] = strdup(ids[k]);
                         if (!out->deviceids[k])
-                                return fail(details, details_size, GRPCX_INTERNAL, "out of memory");
+                                return reply_error(details, details_size, GRPCX_INTERNAL, "out of memory");
                         out->n_deviceids++;
                 }
         }
