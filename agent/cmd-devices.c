@@ -85,8 +85,7 @@ static int parse_args(int argc, char **argv, DevicesCli *c) {
                         errno = 0;
                         secs = strtod(optarg, &end);
                         if (errno || end == optarg || *end || secs < 0 || secs > 86400) {
-                                fprintf(stderr, "cubelet devices: --wait '%s': expected seconds (0..86400)\n",
-                                        optarg);
+                                fprintf(stderr, "cubelet devices: --wait '%s': expected seconds (0..86400)\n", optarg);
                                 return -EINVAL;
                         }
                         c->wait_usec = (uint64_t) (secs * 1e6);
@@ -152,15 +151,13 @@ static json_t *response_json(const DpContainerResponse *r) {
         json_t *mounts = json_array(), *devs = json_array();
 
         for (size_t i = 0; i < r->n_mounts; i++)
-                (void) json_array_append_new(mounts, json_pack("{s:s,s:s,s:b}", "containerPath",
-                                                               r->mounts[i].container_path, "hostPath",
-                                                               r->mounts[i].host_path, "readOnly",
-                                                               r->mounts[i].read_only));
+                (void) json_array_append_new(
+                        mounts, json_pack("{s:s,s:s,s:b}", "containerPath", r->mounts[i].container_path, "hostPath",
+                                          r->mounts[i].host_path, "readOnly", r->mounts[i].read_only));
         for (size_t i = 0; i < r->n_devices; i++)
-                (void) json_array_append_new(devs, json_pack("{s:s,s:s,s:s}", "containerPath",
-                                                             r->devices[i].container_path, "hostPath",
-                                                             r->devices[i].host_path, "permissions",
-                                                             r->devices[i].permissions));
+                (void) json_array_append_new(
+                        devs, json_pack("{s:s,s:s,s:s}", "containerPath", r->devices[i].container_path, "hostPath",
+                                        r->devices[i].host_path, "permissions", r->devices[i].permissions));
         return json_pack("{s:o,s:o,s:o,s:o}", "envs", kv_json(r->envs, r->n_envs), "mounts", mounts, "devices", devs,
                          "annotations", kv_json(r->annotations, r->n_annotations));
 }
@@ -293,8 +290,8 @@ int cli_devices(int argc, char **argv) {
                 req.counts = counts;
                 r = dp_manager_allocate_pod(m, pod_uid, &req, 1, &err);
                 if (r < 0) {
-                        fprintf(stderr, "cubelet devices: --allocate after %.1f s: %s\n",
-                                (double) c.wait_usec / 1e6, err.msg);
+                        fprintf(stderr, "cubelet devices: --allocate after %.1f s: %s\n", (double) c.wait_usec / 1e6,
+                                err.msg);
                         ret = 1;
                         goto out;
                 }

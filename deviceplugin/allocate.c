@@ -165,8 +165,10 @@ static int choose_for(DpManager *m, DpRes *res, const char *const *reuse, size_t
                                 free_devs[n_free++] = *d;
                 }
         if (n_free < need)
-                return cub_err_set(err, ENOSPC, "Requested number of devices unavailable for %s. Requested: %zu, "
-                                   "Available: %zu", res->pub.name, need, n_free);
+                return cub_err_set(err, ENOSPC,
+                                   "Requested number of devices unavailable for %s. Requested: %zu, "
+                                   "Available: %zu",
+                                   res->pub.name, need, n_free);
         for (size_t i = 0; i < n_reuse; i++)
                 ids[k++] = reuse[i];
         if (need == 0)
@@ -278,8 +280,7 @@ int dp_manager_allocate_pod(DpManager *m, const char *pod_uid, const DpContainer
                                 break;
                         }
                         if (!a) {
-                                r = allocate_one(m, pod_uid, c, resource, (size_t) c->counts[k], &pool, &n_made,
-                                                 err);
+                                r = allocate_one(m, pod_uid, c, resource, (size_t) c->counts[k], &pool, &n_made, err);
                                 if (r < 0)
                                         break;
                                 a = m->allocs[m->n_allocs - 1];
@@ -341,12 +342,11 @@ int dp_manager_container_allocations(DpManager *m, const char *pod_uid, const ch
                 if (!a->resp.raw && res && res->pub.connected) {
                         DpContainerResponse resp = {};
                         CubError aerr = {};
-                        int r = m->ops->allocate(m->ops_ud, m, &res->pub, (const char *const *) a->ids, a->n_ids,
-                                                 &resp, &aerr);
+                        int r = m->ops->allocate(m->ops_ud, m, &res->pub, (const char *const *) a->ids, a->n_ids, &resp,
+                                                 &aerr);
 
                         if (r < 0)
-                                return cub_err_set(err, -r, "Allocate failed due to %s, which is unexpected",
-                                                   aerr.msg);
+                                return cub_err_set(err, -r, "Allocate failed due to %s, which is unexpected", aerr.msg);
                         dp_container_response_done(&a->resp);
                         a->resp = resp;
                         changed = true;

@@ -197,8 +197,10 @@ static int parse_entry(const json_t *o, size_t i, DpCheckpointEntry *e, CubError
         int r = 0;
 
         if (!json_is_string(uid) || !json_is_string(cn) || !json_is_string(rn))
-                return cub_err_set(err, EBADMSG, "Data.PodDeviceEntries[%zu]: PodUID, ContainerName and ResourceName "
-                                   "must be strings", i);
+                return cub_err_set(err, EBADMSG,
+                                   "Data.PodDeviceEntries[%zu]: PodUID, ContainerName and ResourceName "
+                                   "must be strings",
+                                   i);
         if (!(e->pod_uid = strdup(json_string_value(uid))) || !(e->container = strdup(json_string_value(cn))) ||
             !(e->resource = strdup(json_string_value(rn))))
                 return cub_err_set(err, ENOMEM, "out of memory");
@@ -233,8 +235,7 @@ static int parse_entry(const json_t *o, size_t i, DpCheckpointEntry *e, CubError
                         return cub_err_set(err, -r, "Data.PodDeviceEntries[%zu].AllocResp: %s", i,
                                            r == -ENOMEM ? "out of memory" : "not base64");
         } else if (resp && !json_is_null(resp))
-                return cub_err_set(err, EBADMSG, "Data.PodDeviceEntries[%zu].AllocResp: expected a base64 string",
-                                   i);
+                return cub_err_set(err, EBADMSG, "Data.PodDeviceEntries[%zu].AllocResp: expected a base64 string", i);
         return 0;
 }
 
@@ -398,8 +399,9 @@ int dp_manager_load_checkpoint(DpManager *m, CubError *err) {
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
         if (rename(m->checkpoint_path, aside) < 0)
-                (void) snprintf(m->note, sizeof(m->note), "checkpoint '%s': %.512s; not used (cannot keep it aside: %s)",
-                                m->checkpoint_path, lerr.msg, strerror(errno));
+                (void) snprintf(m->note, sizeof(m->note),
+                                "checkpoint '%s': %.512s; not used (cannot keep it aside: %s)", m->checkpoint_path,
+                                lerr.msg, strerror(errno));
         else
                 (void) snprintf(m->note, sizeof(m->note), "checkpoint '%s': %.512s; kept aside as '%s', starting empty",
                                 m->checkpoint_path, lerr.msg, aside);

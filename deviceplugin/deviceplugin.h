@@ -104,8 +104,8 @@ typedef struct DpResource {
         bool preferred_allocation_available;
         DpDevice *devices; /* the last ListAndWatch snapshot, in the plugin's order */
         size_t n_devices;
-        uint64_t registered_usec;   /* CLOCK_MONOTONIC µs of the last Register, 0 never */
-        uint64_t disconnected_usec; /* when its stream ended, 0 while connected */
+        uint64_t registered_usec;         /* CLOCK_MONOTONIC µs of the last Register, 0 never */
+        uint64_t disconnected_usec;       /* when its stream ended, 0 while connected */
         char last_error[CUB_ERR_MSG_MAX]; /* the plugin's last failure ("" none) */
 } DpResource;
 

@@ -53,8 +53,7 @@ typedef struct DpPluginOps {
                          CubError *err);
         int (*allocate)(void *ud, DpManager *m, const DpResource *r, const char *const *ids, size_t n,
                         DpContainerResponse *ret, CubError *err);
-        int (*pre_start)(void *ud, DpManager *m, const DpResource *r, const char *const *ids, size_t n,
-                         CubError *err);
+        int (*pre_start)(void *ud, DpManager *m, const DpResource *r, const char *const *ids, size_t n, CubError *err);
 } DpPluginOps;
 
 extern const DpPluginOps dp_grpc_ops;

@@ -155,8 +155,7 @@ static void *plugin_main(void *arg) {
         }
         protobuf_c_message_free_unpacked(msg, NULL);
 
-        r = plugin_call_start(p, DP_METHOD_LIST_AND_WATCH, &empty.base, UINT64_MAX, /* wait_for_ready= */ false,
-                              &err);
+        r = plugin_call_start(p, DP_METHOD_LIST_AND_WATCH, &empty.base, UINT64_MAX, /* wait_for_ready= */ false, &err);
         if (r < 0) {
                 post_ended(p, err.msg);
                 return NULL;
@@ -385,8 +384,8 @@ static int grpc_allocate(void *ud, DpManager *m, const DpResource *r, const char
         creq.devices_ids = (char **) ids;
         req.n_container_requests = 1;
         req.container_requests = creqs;
-        rr = grpcx_unary(c, DP_METHOD_ALLOCATE, &req.base, &v1beta1__allocate_response__descriptor,
-                         m->rpc_timeout_usec, false, (ProtobufCMessage **) &resp, NULL, err);
+        rr = grpcx_unary(c, DP_METHOD_ALLOCATE, &req.base, &v1beta1__allocate_response__descriptor, m->rpc_timeout_usec,
+                         false, (ProtobufCMessage **) &resp, NULL, err);
         if (rr < 0)
                 return rr;
         if (resp->n_container_responses != 1)

@@ -72,8 +72,8 @@ int dp_container_response_from_pb(const void *pb_response, DpContainerResponse *
 
         r.envs = copy_map(pb->envs, pb->n_envs, &oom);
         r.n_envs = pb->n_envs;
-        r.annotations = copy_map((V1beta1__ContainerAllocateResponse__EnvsEntry **) pb->annotations,
-                                 pb->n_annotations, &oom);
+        r.annotations =
+                copy_map((V1beta1__ContainerAllocateResponse__EnvsEntry **) pb->annotations, pb->n_annotations, &oom);
         r.n_annotations = pb->n_annotations;
         r.mounts = calloc(pb->n_mounts + 1, sizeof(DpMount));
         if (r.mounts) {

@@ -159,8 +159,9 @@ static void test_init_reuse(void **state) {
         assert_int_equal(t->fake.n_allocate, 3);
 
         /* a changed count is refused */
-        DpContainerRequest changed = { .name = "app", .resources = RES1, .counts = (const int64_t[]){ 2 },
-                                       .n_resources = 1 };
+        DpContainerRequest changed = {
+                .name = "app", .resources = RES1, .counts = (const int64_t[]){ 2 }, .n_resources = 1
+        };
         assert_int_equal(dp_manager_allocate_pod(t->m, "pod-a", &changed, 1, &err), -EINVAL);
         assert_non_null(strstr(err.msg, "changed request for resource x.com/gpu from 1 to 2"));
 
@@ -173,8 +174,12 @@ static void test_sidecar_keeps(void **state) {
         T *t = *state;
         CubError err = {};
         DpContainerRequest cs[] = {
-                { .name = "sidecar", .init = true, .restartable = true, .resources = RES1,
-                  .counts = (const int64_t[]){ 1 }, .n_resources = 1 },
+                { .name = "sidecar",
+                  .init = true,
+                  .restartable = true,
+                  .resources = RES1,
+                  .counts = (const int64_t[]){ 1 },
+                  .n_resources = 1 },
                 { .name = "app", .resources = RES1, .counts = (const int64_t[]){ 1 }, .n_resources = 1 },
         };
 
@@ -207,7 +212,9 @@ static void test_allocate_failure_rolls_back(void **state) {
         DpDevice nics[] = { dev("n0", -1, true) };
         DpContainerRequest cs[] = {
                 { .name = "a", .resources = RES1, .counts = (const int64_t[]){ 1 }, .n_resources = 1 },
-                { .name = "b", .resources = (const char *const[]){ "y.com/nic" }, .counts = (const int64_t[]){ 1 },
+                { .name = "b",
+                  .resources = (const char *const[]){ "y.com/nic" },
+                  .counts = (const int64_t[]){ 1 },
                   .n_resources = 1 },
         };
 
@@ -217,8 +224,10 @@ static void test_allocate_failure_rolls_back(void **state) {
         assert_string_equal(err.msg, "Allocate failed due to boom from y.com/nic, which is unexpected");
         assert_int_equal(dp_manager_n_allocations(t->m), 0);
 
-        DpContainerRequest unknown = { .name = "c", .resources = (const char *const[]){ "z.com/none" },
-                                       .counts = (const int64_t[]){ 1 }, .n_resources = 1 };
+        DpContainerRequest unknown = { .name = "c",
+                                       .resources = (const char *const[]){ "z.com/none" },
+                                       .counts = (const int64_t[]){ 1 },
+                                       .n_resources = 1 };
         assert_int_equal(dp_manager_allocate_pod(t->m, "pod-f", &unknown, 1, &err), -ENODEV);
         assert_string_equal(err.msg, "Resource z.com/none has no registered device plugin");
 }

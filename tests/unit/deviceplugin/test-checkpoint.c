@@ -69,8 +69,14 @@ static void test_format_parse(void **state) {
         char *ids[] = { a, b, c };
         int numa[] = { 0, 1, 0 };
         char *reg_ids[] = { a, b };
-        DpCheckpointEntry e = { .pod_uid = uid, .container = c1, .resource = gpu, .ids = ids,
-                                .numa = numa, .n_ids = 3, .raw = raw, .raw_len = sizeof(raw) };
+        DpCheckpointEntry e = { .pod_uid = uid,
+                                .container = c1,
+                                .resource = gpu,
+                                .ids = ids,
+                                .numa = numa,
+                                .n_ids = 3,
+                                .raw = raw,
+                                .raw_len = sizeof(raw) };
         DpCheckpointRes r = { .name = gpu, .ids = reg_ids, .n_ids = 2 };
         DpCheckpoint cp = { .entries = &e, .n_entries = 1, .res = &r, .n_res = 1 }, back = {};
         CubError err = {};
@@ -141,8 +147,7 @@ static void test_manager_round_trip(void **state) {
 
         assert_int_equal(dp_manager_new(&(DpManagerOptions){ .dir = t->dir }, &m, &err), 0);
         assert_int_equal(dp_manager_set_devices(m, "x.com/gpu", d, 2, true), 1);
-        assert_int_equal(dp_manager_adopt(m, "pod", "c", "x.com/gpu", (const char *const[]){ "g1", "g0" }, 2, &err),
-                         0);
+        assert_int_equal(dp_manager_adopt(m, "pod", "c", "x.com/gpu", (const char *const[]){ "g1", "g0" }, 2, &err), 0);
         dp_manager_free(m);
 
         assert_int_equal(dp_manager_new(&(DpManagerOptions){ .dir = t->dir }, &m, &err), 0);
