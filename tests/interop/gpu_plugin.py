@@ -358,6 +358,12 @@ def main():
     cl.close()
 
     # ---- --replicas --------------------------------------------------------------------------
+    # a fresh config: the fake returns every xid line of its file to a new plugin
+    conf = os.path.join(tmp, "nvml2.conf")
+    with open(conf, "w") as f:
+        f.write(f"gpu {U1} 1 0000:AF:00.0 NVIDIA Fake H100\n")
+        f.write(f"gpu {U0} 0 0000:3b:00.0 NVIDIA Fake H100\n")
+    env = dict(env, FAKE_NVML_CONFIG=conf)
     plugin = Plugin(tmp, "replicas", dp, base + ["--replicas", "2"], env)
     r = get(reg.registrations, 15)
     check(r is not None, "--replicas 2: registers", plugin.stderr())
@@ -376,6 +382,12 @@ def main():
     e = rpc_error(lambda: cl.allocate([U0]))
     check(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT,
           "--replicas 2: a bare UUID is unknown", e)
+    with open(conf, "a") as f:
+        f.write("xid GPU-not-known-to-nvml 79\n")
+    m = get(q, 5)
+    check(isinstance(m, api_pb2.ListAndWatchResponse) and len(m.devices) == 4
+          and all(d.health == "Unhealthy" for d in m.devices),
+          "a critical XID on a device NVML cannot name: every replica of every GPU Unhealthy", m)
     check(plugin.term() == 0, "--replicas 2: SIGTERM, exit 0")
     cl.close()
 
@@ -418,11 +430,14 @@ def main():
     check(p.term() == 0, "--fail-on-init-error=false: SIGTERM, exit 0")
     cl.close()
 
-    p = Plugin(tmp, "no-events", dp, base, dict(env, FAKE_NVML_NO_EVENTS="1"))
+    p = Plugin(tmp, "no-events", dp, base, dict(env, FAKE_NVML_NO_EVENTS="1", FAKE_NVML_MIG="1"))
     r = get(reg.registrations, 15)
     warn = [ln for ln in p.stderr().splitlines() if "health checks are off" in ln]
     check(r is not None and len(warn) == 1 and "nvmlEventSetCreate: Not Supported" in warn[0],
           "without the event API: one warning, health checking off, still registers", p.stderr())
+    mig = [ln for ln in p.stderr().splitlines() if "has MIG enabled" in ln]
+    check(len(mig) == 2 and "the whole GPU" in mig[0], "MIG enabled: logged per GPU, the whole GPU advertised",
+          p.stderr())
     check(p.term() == 0, "without the event API: SIGTERM, exit 0")
     reg.stop()
 
