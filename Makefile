@@ -184,7 +184,7 @@ deps:
 # (the release build runs as a systemd unit in the VM). VM_TESTS=0 skips the VM.
 VM_TESTS ?= 1
 test: deps
-	@$(MAKE) --no-print-directory all images
+	@$(MAKE) --no-print-directory all images $(B)/tests/fakes/libnvidia-ml.so.1
 	@if [ "$(VM_TESTS)" = 1 ]; then $(MAKE) --no-print-directory vm-image; fi
 	@$(MAKE) --no-print-directory VARIANT=asan VM_TESTS=$(VM_TESTS) unit-test
 

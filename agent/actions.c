@@ -83,6 +83,11 @@ void agent_apply_actions(Agent *a) {
                                 a->resources_gen++;
                                 agent_update_resources(a);
                                 break;
+                        case LC_ACTION_NODE_RESOURCE:
+                                for (size_t m = 0; m < a->n_mgr; m++)
+                                        if (a->mgr[m]->node_resource)
+                                                a->mgr[m]->node_resource(a->mgr_state[m], act->resource, act->quantity);
+                                break;
                         default:
                                 break;
                         }

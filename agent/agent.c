@@ -320,6 +320,7 @@ static int managers_new(Agent *a, CubError *err) {
                 .node_name = a->opt.node_name,
                 .kc = a->kc,
                 .cg = &a->cg,
+                .cri = a->cri,
                 .conditions = a->conditions,
                 .pods = env_pods,
                 .act = env_act,
@@ -423,10 +424,10 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));
                 goto fail;
         }
-        r = managers_new(a, err);
+        r = cri_client_new(a->opt.runtime_endpoint, 0, &a->cri, err);
         if (r < 0)
                 goto fail;
-        r = cri_client_new(a->opt.runtime_endpoint, 0, &a->cri, err);
+        r = managers_new(a, err);
         if (r < 0)
                 goto fail;
         if (cri_version(a->cri, &v, NULL) >= 0)

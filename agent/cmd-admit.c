@@ -216,7 +216,7 @@ static json_t *decision_json(const AdmitDecision *d) {
 
 static void admit_usage(FILE *f) {
         fputs("Usage: cubelet admit --node NODE.json [--running PODLIST.json] [--config FILE] [--api]\n"
-              "                     [--seccomp-root DIR] MANIFEST\n"
+              "                     [--seccomp-root DIR] [--devices RESOURCE=ID,...]... MANIFEST\n"
               "\n"
               "Prints, as one JSON document, the admission decision for MANIFEST on the node:\n"
               "every filter's result with kubelet's reason and message, the exclusive CPUs it\n"
@@ -233,13 +233,50 @@ static void admit_usage(FILE *f) {
               "  --api                MANIFEST is an API pod (default: a static pod of the node)\n"
               "  --seccomp-root DIR   where Localhost seccomp profiles live\n"
               "                       (default " ADMIT_DEFAULT_SECCOMP_ROOT ")\n"
+              "  --devices RES=IDS    the free devices of a device-plugin resource\n"
+              "                       (e.g. nvidia.com/gpu=GPU-a,GPU-b): the placement names\n"
+              "                       the ones the pod would get (placement.devices)\n"
               "\n"
               "Exit status: 0 on a decision, 2 on bad input.\n",
               f);
 }
 
+/* --devices RESOURCE=ID,ID: the free devices of a device-plugin resource;
+ * a resource the node does not list gets them (plus what the running pods
+ * use) as its allocatable. */
+static int set_devices(AdmitInput *in, char *const *devices, size_t n_devices, CubError *err) {
+        for (size_t i = 0; i < n_devices; i++) {
+                _cleanup_free_ char *copy = strdup(devices[i]);
+                _cleanup_free_ const char **ids = NULL;
+                char *eq, *save = NULL;
+                size_t n = 0;
+                PodQuantity q;
+                int r;
+
+                if (!copy)
+                        return cub_err_set(err, ENOMEM, "out of memory");
+                eq = strchr(copy, '=');
+                if (!eq || eq == copy)
+                        return cub_err_set(err, EINVAL, "--devices '%s': expected RESOURCE=ID[,ID...]", devices[i]);
+                *eq = '\0';
+                ids = calloc(strlen(eq + 1) + 1, sizeof(char *));
+                if (!ids)
+                        return cub_err_set(err, ENOMEM, "out of memory");
+                for (char *id = strtok_r(eq + 1, ",", &save); id; id = strtok_r(NULL, ",", &save))
+                        ids[n++] = id;
+                r = admit_snapshot_set_devices(in->snap, copy, ids, n, err);
+                if (r >= 0 && !pod_resource_get(&in->node->allocatable, copy, &q) &&
+                    !pod_resource_get(&in->node->capacity, copy, &q))
+                        r = admit_snapshot_set_allocatable(in->snap, copy,
+                                                           (int64_t) n + admit_snapshot_used(in->snap, copy), err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int run(const char *node_path, const char *running_path, const char *config_path, bool api,
-               const char *seccomp_root, const char *manifest, CubError *err) {
+               const char *seccomp_root, char *const *devices, size_t n_devices, const char *manifest, CubError *err) {
         _cleanup_(input_done) AdmitInput in = {};
         _cleanup_(json_decrefp) json_t *out = NULL;
         AdmitDecision d;
@@ -282,6 +319,9 @@ static int run(const char *node_path, const char *running_path, const char *conf
                 if (r < 0)
                         return r;
         }
+        r = set_devices(&in, devices, n_devices, err);
+        if (r < 0)
+                return r;
         if (api)
                 r = pod_load_file(manifest, &in.pod, err);
         else {
@@ -318,14 +358,19 @@ int cli_admit(int argc, char **argv) {
                 { "config", required_argument, NULL, 'c' },
                 { "api", no_argument, NULL, 'a' },
                 { "seccomp-root", required_argument, NULL, 's' },
+                { "devices", required_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *node_path = NULL, *running_path = NULL, *config_path = NULL, *seccomp_root = NULL;
+        _cleanup_free_ char **devices = calloc((size_t) argc + 1, sizeof(char *));
+        size_t n_devices = 0;
         CubError err = {};
         bool api = false;
         int c, r;
 
+        if (!devices)
+                return CLI_EXIT_BAD_INPUT;
         optind = 1;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 switch (c) {
@@ -344,6 +389,9 @@ int cli_admit(int argc, char **argv) {
                 case 's':
                         seccomp_root = optarg;
                         break;
+                case 'd':
+                        devices[n_devices++] = optarg;
+                        break;
                 case 'h':
                         admit_usage(stdout);
                         return 0;
@@ -360,7 +408,7 @@ int cli_admit(int argc, char **argv) {
                 cub_log(LOG_ERR, "admit: exactly one manifest expected (try 'cubelet admit --help')");
                 return CLI_EXIT_BAD_INPUT;
         }
-        r = run(node_path, running_path, config_path, api, seccomp_root, argv[optind], &err);
+        r = run(node_path, running_path, config_path, api, seccomp_root, devices, n_devices, argv[optind], &err);
         if (r < 0) {
                 cub_log(LOG_ERR, "%s", err.msg);
                 return CLI_EXIT_BAD_INPUT;

@@ -146,6 +146,9 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
                         reject(a, p, res.reason, res.message);
                         return false;
                 }
+                /* what it decided (preemption victims) is in place before
+                 * the next manager looks at the pod */
+                agent_apply_actions(a);
         }
         p->admitted = true;
         p->resources_gen = a->resources_gen;
@@ -193,45 +196,35 @@ void agent_pod_add(Agent *a, WorkerSpec *spec, uint64_t event_usec) {
                 agent_submit_sync(a, p, agent_now_usec());
 }
 
-/* Each container's cpuset, init containers first, from the managers. */
-static char **container_cpusets(Agent *a, const LcPod *p) {
-        char **l = calloc(p->n + 1, sizeof(char *));
+/* Each container's config, init containers first, from the managers; the
+ * cpuset is always set (the spec's when no manager set one). */
+static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p) {
+        WorkerContainerConfig *l = calloc(p->n + 1, sizeof(WorkerContainerConfig));
 
         if (!l)
                 return NULL;
         for (size_t k = 0; k < p->n; k++) {
-                LcContainerConfig cfg = {};
+                LcContainerConfig *cfg = &l[k];
                 CubError err = {};
 
                 for (size_t i = 0; i < a->n_mgr; i++)
                         if (a->mgr[i]->prepare_container &&
-                            a->mgr[i]->prepare_container(a->mgr_state[i], p, k, &cfg, &err) < 0) {
+                            a->mgr[i]->prepare_container(a->mgr_state[i], p, k, cfg, &err) < 0) {
                                 cub_log(LOG_ERR, "pod %s/%s: %s: %s", p->spec->pod->namespace_, p->spec->pod->name,
                                         a->mgr[i]->name, err.msg);
                                 cub_err_clear(&err);
                         }
-                l[k] = cfg.cpuset ? cfg.cpuset
-                                  : strdup(k < p->spec->pod->n_init_containers
-                                                   ? p->spec->init_res[k].cpuset_cpus
-                                                   : p->spec->app_res[k - p->spec->pod->n_init_containers].cpuset_cpus);
-                cfg.cpuset = NULL;
-                lc_container_config_done(&cfg);
-                if (!l[k]) {
-                        for (size_t i = 0; i < k; i++)
-                                free(l[i]);
-                        free(l);
+                if (!cfg->cpuset)
+                        cfg->cpuset =
+                                strdup(k < p->spec->pod->n_init_containers
+                                               ? p->spec->init_res[k].cpuset_cpus
+                                               : p->spec->app_res[k - p->spec->pod->n_init_containers].cpuset_cpus);
+                if (!cfg->cpuset) {
+                        worker_container_configs_free(l, p->n);
                         return NULL;
                 }
         }
         return l;
-}
-
-static void free_cpusets(char **l, size_t n) {
-        if (!l)
-                return;
-        for (size_t i = 0; i < n; i++)
-                free(l[i]);
-        free(l);
 }
 
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
@@ -243,7 +236,7 @@ void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         if (!j)
                 return;
         j->spec = worker_spec_ref(p->spec);
-        j->cpusets = container_cpusets(a, p);
+        j->configs = container_configs(a, p);
         p->resources_gen = a->resources_gen;
         j->may_start = calloc(p->n + 1, sizeof(bool));
         for (size_t k = 0; j->may_start && k < p->n; k++)
@@ -255,20 +248,20 @@ void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
 void agent_update_resources(Agent *a) {
         for (size_t i = 0; i < a->n_pods; i++) {
                 LcPod *p = a->pods[i];
-                char **sets;
+                WorkerContainerConfig *sets;
                 WorkerJob *j;
 
                 if (!p->admitted || p->terminal || p->busy || !p->observed || p->resources_gen == a->resources_gen)
                         continue;
-                sets = container_cpusets(a, p);
+                sets = container_configs(a, p);
                 j = worker_job_new(WORKER_UPDATE);
                 if (!sets || !j) {
-                        free_cpusets(sets, p->n);
+                        worker_container_configs_free(sets, p->n);
                         worker_job_free(j);
                         continue;
                 }
                 j->spec = worker_spec_ref(p->spec);
-                j->cpusets = sets;
+                j->configs = sets;
                 p->resources_gen = a->resources_gen;
                 p->busy = true;
                 worker_pool_submit(a->pool, j);

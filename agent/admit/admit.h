@@ -99,6 +99,9 @@ typedef struct AdmitHostPort {
 
 /* Ports held by host sockets (copied). */
 int admit_snapshot_set_host_ports(AdmitSnapshot *s, const AdmitHostPort *ports, size_t n, CubError *err);
+/* The node advertises resource with this allocatable (a device plugin's
+ * healthy devices: 0 keeps it advertised, so its requests are checked). */
+int admit_snapshot_set_allocatable(AdmitSnapshot *s, const char *resource, int64_t value, CubError *err);
 /* The CPU manager state (borrowed, NULL = policy none). */
 void admit_snapshot_set_cpumgr(AdmitSnapshot *s, CpumgrState *cpumgr);
 /* Free devices of an extended resource (placeholder for the device plugin

@@ -363,6 +363,18 @@ int admit_snapshot_set_host_ports(AdmitSnapshot *s, const AdmitHostPort *ports, 
         return 0;
 }
 
+int admit_snapshot_set_allocatable(AdmitSnapshot *s, const char *resource, int64_t value, CubError *err) {
+        ssize_t i = admit_snapshot_find_res(s, resource);
+
+        if (value < 0)
+                value = 0;
+        if (i < 0)
+                return res_append(s, resource, value, true) < 0 ? cub_err_set(err, ENOMEM, "out of memory") : 0;
+        s->alloc[i] = value;
+        s->advertised[i] = true;
+        return 0;
+}
+
 void admit_snapshot_set_cpumgr(AdmitSnapshot *s, CpumgrState *cpumgr) {
         s->cpumgr = cpumgr;
 }

@@ -135,6 +135,7 @@ typedef enum LcActionKind {
         LC_ACTION_FAIL,              /* make the pod terminal and stop it (reason, message, grace) */
         LC_ACTION_CONDITIONS,        /* node conditions changed (conditions[]) */
         LC_ACTION_RESOURCES_CHANGED, /* running containers' resources changed: update them */
+        LC_ACTION_NODE_RESOURCE,     /* the node's allocatable of resource is now quantity */
         _LC_ACTION_MAX,
         _LC_ACTION_INVALID = -22,
 } LcActionKind;
@@ -156,6 +157,8 @@ typedef struct LcAction {
         bool evicted;     /* FAIL: by eviction (admitted again once the pressure is gone) */
         char waiter[128]; /* FAIL by preemption: the admitted pod that waits for this victim */
         bool conditions[_LC_CONDITION_MAX];
+        char resource[128]; /* NODE_RESOURCE */
+        int64_t quantity;
 } LcAction;
 
 typedef struct LcActions {
@@ -175,6 +178,9 @@ typedef struct LcEnv {
         const char *node_name;
         const PodKubeletConfig *kc;
         const CgOptions *cg; /* the node's capacity and the kubepods values */
+        /* the runtime, for a manager that must read what runs before any
+         * admission (blocking calls: at start only) */
+        CriClient *cri;
         /* node conditions as the loop last applied them */
         const bool *conditions;
         /* the pod table, read-only */
@@ -186,10 +192,9 @@ typedef struct LcEnv {
 } LcEnv;
 
 /* A container's share of the CRI container config, filled by the managers
- * (each sets what it owns). */
-typedef struct LcContainerConfig {
-        char *cpuset; /* NULL: the spec's */
-} LcContainerConfig;
+ * (each sets what it owns: the CPU manager the cpuset, the device manager
+ * devices, mounts, envs, annotations and a label). */
+typedef WorkerContainerConfig LcContainerConfig;
 
 void lc_container_config_done(LcContainerConfig *c);
 
@@ -220,4 +225,6 @@ typedef struct LcManagerVtable {
         /* its part of a pod's status (json_t *) and of the node's */
         void (*pod_status)(void *m, const LcPod *p, void *json_pod);
         void (*node_status)(void *m, void *json_doc);
+        /* the node's allocatable of an extended resource changed (devices) */
+        void (*node_resource)(void *m, const char *resource, int64_t allocatable);
 } LcManagerVtable;

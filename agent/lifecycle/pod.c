@@ -242,6 +242,5 @@ void lc_actions_done(LcActions *l) {
 }
 
 void lc_container_config_done(LcContainerConfig *c) {
-        free(c->cpuset);
-        *c = (LcContainerConfig){};
+        worker_container_config_done(c);
 }

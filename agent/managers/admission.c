@@ -422,6 +422,14 @@ static void admission_node_status(void *userdata, void *json_doc) {
                                       (json_int_t) admit_snapshot_used(m->snap, "memory")));
 }
 
+static void admission_node_resource(void *userdata, const char *resource, int64_t allocatable) {
+        Admission *m = userdata;
+        CubError err = {};
+
+        if (admit_snapshot_set_allocatable(m->snap, resource, allocatable, &err) < 0)
+                cub_log(LOG_ERR, "allocatable %s: %s", resource, err.msg);
+}
+
 const LcManagerVtable mgr_admission = {
         .name = "admission",
         .new = admission_new,
@@ -434,4 +442,5 @@ const LcManagerVtable mgr_admission = {
         .restore = admission_restore,
         .pod_status = admission_pod_status,
         .node_status = admission_node_status,
+        .node_resource = admission_node_resource,
 };

@@ -4,9 +4,10 @@
 #include "../util/cleanup.h"
 
 /* Admission first: a pod is admitted (and its CPUs taken) before the
- * other managers see it. */
+ * other managers see it; then its devices. */
 static const LcManagerVtable *const table[] = {
         &mgr_admission,
+        &mgr_devices,
         &mgr_pressure,
 };
 

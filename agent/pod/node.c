@@ -167,6 +167,9 @@ static const PodField cubelet_fields[] = {
         { .name = "socket", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, socket_path) },
         { .name = "nodeName", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, node_name) },
         { .name = "cgroupMount", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cgroup_mount) },
+        { .name = "devicePluginDir",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, device_plugin_dir) },
         {},
 };
 
@@ -242,6 +245,7 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->eviction_policy);
         free(c->eviction_sample_period);
         free(c->psi_memory_trigger);
+        free(c->device_plugin_dir);
         pod_strv_done(&c->ignored);
         pod_kubelet_config_init(c);
 }

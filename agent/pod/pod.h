@@ -339,6 +339,7 @@ typedef struct PodKubeletConfig {
         char *eviction_policy;        /* evictionPolicy: "cubelet" (default) or "kubelet" */
         char *eviction_sample_period; /* evictionSamplePeriod: Go duration, default "1s" */
         char *psi_memory_trigger;     /* psiMemoryTrigger, default "some 150000 1000000" */
+        char *device_plugin_dir;      /* devicePluginDir, default /var/lib/kubelet/device-plugins; "" = none */
         PodStrv ignored;              /* names of fields present but not supported */
 } PodKubeletConfig;
 

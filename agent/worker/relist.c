@@ -97,6 +97,9 @@ int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err) {
                         .attempt = ct[i].attempt,
                         .state = ct[i].state,
                         .reason = xstrdup(""),
+                        .devices = cri_kv_get(ct[i].labels, WORKER_LABEL_DEVICES)
+                                           ? xstrdup(cri_kv_get(ct[i].labels, WORKER_LABEL_DEVICES))
+                                           : NULL,
                 };
         }
         /* exit codes and reasons of the containers that ended */

@@ -58,7 +58,7 @@ static CriSeccompType seccomp_of(const PodSeccomp *c, const PodSeccomp *pod, con
 typedef struct SyncCtx {
         WorkerPool *p;
         const WorkerSpec *s;
-        char *const *cpusets; /* per container, init first; NULL = the spec's */
+        const WorkerContainerConfig *configs; /* per container, init first; NULL = the spec's alone */
         const char *sandbox_id;
         const CriSandboxConfig *sbc;
         char grace[DECIMAL_STR_MAX(int64_t)];
@@ -89,10 +89,14 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         bool init;
         const PodContainer *c = pod_container_at(pod, idx, &init);
         const CgContainerResources *res = resources_at(x->s, idx);
-        const char *cpuset = x->cpusets ? x->cpusets[idx] : res->cpuset_cpus;
+        const WorkerContainerConfig *mc = x->configs ? &x->configs[idx] : NULL;
+        const char *cpuset = mc && mc->cpuset ? mc->cpuset : res->cpuset_cpus;
         WorkerLabels labels = {};
         const char **envs;
+        size_t n_menv = 0;
         _cleanup_free_ char *log_path = NULL, *id = NULL;
+        _cleanup_free_ CriDevice *devices = NULL;
+        _cleanup_free_ CriMount *mounts = NULL;
         CriContainerConfig cfg;
         int r;
 
@@ -107,14 +111,39 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         r = labels_set(&labels, err, WORKER_LABEL_MANAGED, "true", WORKER_LABEL_UID, pod->uid, WORKER_LABEL_NAME,
                        pod->name, WORKER_LABEL_NAMESPACE, pod->namespace_, WORKER_LABEL_CONTAINER, c->name,
                        WORKER_LABEL_INIT, init ? "true" : "false", NULL);
+        for (size_t i = 0; r >= 0 && mc && mc->labels && mc->labels[i] && mc->labels[i + 1]; i += 2)
+                r = worker_labels_add(&labels, mc->labels[i], mc->labels[i + 1]);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s'", c->name);
-        envs = calloc(2 * c->n_env + 1, sizeof(char *));
+        while (mc && mc->envs && mc->envs[n_menv])
+                n_menv++;
+        envs = calloc(n_menv + 2 * c->n_env + 1, sizeof(char *));
         if (!envs)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        for (size_t i = 0, k = 0; i < c->n_env; i++) {
+        /* the managers' first: containerd lets a later duplicate win, so the pod's own env wins */
+        for (size_t i = 0; i < n_menv; i++)
+                envs[i] = mc->envs[i];
+        for (size_t i = 0, k = n_menv; i < c->n_env; i++) {
                 envs[k++] = c->env[i].name;
                 envs[k++] = c->env[i].value ? c->env[i].value : "";
+        }
+        if (mc && mc->n_devices > 0) {
+                devices = calloc(mc->n_devices, sizeof(CriDevice));
+                for (size_t i = 0; devices && i < mc->n_devices; i++)
+                        devices[i] = (CriDevice){ .container_path = mc->devices[i].container_path,
+                                                  .host_path = mc->devices[i].host_path,
+                                                  .permissions = mc->devices[i].permissions };
+        }
+        if (mc && mc->n_mounts > 0) {
+                mounts = calloc(mc->n_mounts, sizeof(CriMount));
+                for (size_t i = 0; mounts && i < mc->n_mounts; i++)
+                        mounts[i] = (CriMount){ .container_path = mc->mounts[i].container_path,
+                                                .host_path = mc->mounts[i].host_path,
+                                                .readonly = mc->mounts[i].readonly };
+        }
+        if ((mc && mc->n_devices > 0 && !devices) || (mc && mc->n_mounts > 0 && !mounts)) {
+                free(envs);
+                return cub_err_set(err, ENOMEM, "out of memory");
         }
         if (asprintf(&log_path, "%s/%u.log", c->name, attempt) < 0)
                 log_path = NULL;
@@ -127,8 +156,13 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 .working_dir = c->working_dir,
                 .envs = envs,
                 .labels = labels.kv,
+                .annotations = mc ? (const char *const *) mc->annotations : NULL,
                 .log_path = log_path,
                 .resources = cri_resources(res, cpuset),
+                .mounts = mounts,
+                .n_mounts = mounts ? mc->n_mounts : 0,
+                .devices = devices,
+                .n_devices = devices ? mc->n_devices : 0,
         };
         cfg.seccomp = seccomp_of(&c->seccomp, &pod->seccomp, &cfg.seccomp_localhost);
         r = cri_create_container(x->p->cri, x->sandbox_id, &cfg, x->sbc, &id, err);
@@ -183,7 +217,7 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         _cleanup_free_ char *sandbox_id = NULL;
         CriContainer *ct = NULL;
         CriSandboxConfig sbc;
-        SyncCtx x = { .p = p, .s = s, .cpusets = j->cpusets };
+        SyncCtx x = { .p = p, .s = s, .configs = j->configs };
         uint32_t attempt = 0;
         bool have_ready = false, blocked = false;
         size_t n_ct = 0;
@@ -262,7 +296,7 @@ int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err) {
         size_t n = 0;
         int r;
 
-        if (!j->cpusets)
+        if (!j->configs)
                 return 0;
         r = cri_list_containers(p->cri, NULL, selector, &ct, &n, err);
         if (r < 0)
@@ -277,7 +311,7 @@ int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err) {
                 for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++)
                         if (strcmp(pod_container_at(pod, k, NULL)->name, ct[i].name) == 0) {
                                 res = resources_at(s, k);
-                                cpuset = j->cpusets[k];
+                                cpuset = j->configs[k].cpuset;
                         }
                 if (!res || !cpuset || !*cpuset)
                         continue;

@@ -91,6 +91,69 @@ void worker_container_done(WorkerContainer *c) {
         free(c->id);
         free(c->name);
         free(c->reason);
+        free(c->devices);
+}
+
+static void worker_kv_free(char **l) {
+        for (size_t i = 0; l && l[i]; i++)
+                free(l[i]);
+        free(l);
+}
+
+int worker_kv_push(char ***l, const char *key, const char *value) {
+        size_t n = 0;
+        char **nl;
+
+        while (*l && (*l)[n])
+                n++;
+        nl = realloc(*l, (n + 3) * sizeof(char *));
+        if (!nl)
+                return -ENOMEM;
+        *l = nl;
+        nl[n] = strdup(key);
+        nl[n + 1] = strdup(value ? value : "");
+        nl[n + 2] = NULL;
+        if (!nl[n] || !nl[n + 1]) {
+                free(nl[n]);
+                free(nl[n + 1]);
+                nl[n] = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+const char *worker_kv_get(char *const *l, const char *key) {
+        for (size_t i = 0; l && l[i] && l[i + 1]; i += 2)
+                if (strcmp(l[i], key) == 0)
+                        return l[i + 1];
+        return NULL;
+}
+
+void worker_container_configs_free(WorkerContainerConfig *c, size_t n) {
+        for (size_t i = 0; c && i < n; i++)
+                worker_container_config_done(&c[i]);
+        free(c);
+}
+
+void worker_container_config_done(WorkerContainerConfig *c) {
+        if (!c)
+                return;
+        free(c->cpuset);
+        for (size_t i = 0; i < c->n_devices; i++) {
+                free(c->devices[i].container_path);
+                free(c->devices[i].host_path);
+                free(c->devices[i].permissions);
+        }
+        free(c->devices);
+        for (size_t i = 0; i < c->n_mounts; i++) {
+                free(c->mounts[i].container_path);
+                free(c->mounts[i].host_path);
+        }
+        free(c->mounts);
+        worker_kv_free(c->envs);
+        worker_kv_free(c->annotations);
+        worker_kv_free(c->labels);
+        *c = (WorkerContainerConfig){};
 }
 
 void worker_observed_free(WorkerObserved *o, size_t n) {
@@ -112,10 +175,8 @@ WorkerJob *worker_job_free(WorkerJob *j) {
                 return NULL;
         worker_spec_unref(j->spec);
         free(j->may_start);
-        if (j->cpusets && j->spec)
-                for (size_t i = 0; i < j->spec->pod->n_init_containers + j->spec->pod->n_containers; i++)
-                        free(j->cpusets[i]);
-        free(j->cpusets);
+        if (j->configs && j->spec)
+                worker_container_configs_free(j->configs, j->spec->pod->n_init_containers + j->spec->pod->n_containers);
         free(j->uid);
         free(j->cgroup);
         worker_observed_free(j->observed, j->n_observed);

@@ -28,6 +28,8 @@
 #define WORKER_LABEL_GRACE "cubelet.io/grace-period"
 #define WORKER_LABEL_CONTAINER "cubelet.io/container-name"
 #define WORKER_LABEL_INIT "cubelet.io/init"
+/* the device IDs a container was created with: "res=id,id;res2=id" */
+#define WORKER_LABEL_DEVICES "cubelet.io/devices"
 
 /* A desired pod, immutable once built; shared by the loop and jobs. */
 typedef struct WorkerSpec {
@@ -57,6 +59,7 @@ typedef struct WorkerContainer {
         char *reason;
         int64_t started_at;  /* unix ns */
         int64_t finished_at; /* unix ns */
+        char *devices;       /* its WORKER_LABEL_DEVICES, NULL when none */
 } WorkerContainer;
 
 /* What the runtime holds for one pod UID (all its sandboxes). */
@@ -73,6 +76,38 @@ typedef struct WorkerObserved {
         size_t n_containers;
 } WorkerObserved;
 
+/* A host device or mount handed to a container (owned strings). */
+typedef struct WorkerDevice {
+        char *container_path;
+        char *host_path;
+        char *permissions;
+} WorkerDevice;
+
+typedef struct WorkerMount {
+        char *container_path;
+        char *host_path;
+        bool readonly;
+} WorkerMount;
+
+/* A container's share of the CRI container config from the managers; every
+ * member owned, NULL/0 = nothing. */
+typedef struct WorkerContainerConfig {
+        char *cpuset; /* NULL: the spec's */
+        WorkerDevice *devices;
+        size_t n_devices;
+        WorkerMount *mounts; /* before the pod's own volume mounts */
+        size_t n_mounts;
+        char **envs;        /* flat key, value, ..., NULL: before the pod's env (the pod's win) */
+        char **annotations; /* flat key, value, ..., NULL */
+        char **labels;      /* flat key, value, ..., NULL: extra container labels */
+} WorkerContainerConfig;
+
+void worker_container_config_done(WorkerContainerConfig *c);
+void worker_container_configs_free(WorkerContainerConfig *c, size_t n);
+/* Appends a key/value pair to a flat, NULL-terminated list (copies). */
+int worker_kv_push(char ***l, const char *key, const char *value);
+const char *worker_kv_get(char *const *l, const char *key);
+
 typedef enum WorkerJobKind {
         WORKER_RELIST,
         WORKER_SYNC,
@@ -87,9 +122,9 @@ typedef struct WorkerJob {
         /* SYNC */
         WorkerSpec *spec;
         bool *may_start; /* per container, init containers first; NULL = all may */
-        /* SYNC and UPDATE: each container's cpuset (init containers first), from
-         * the CPU manager at submit time; NULL = the spec's */
-        char **cpusets;
+        /* SYNC and UPDATE: each container's config from the managers at
+         * submit time (init containers first); NULL = the spec's alone */
+        WorkerContainerConfig *configs;
         /* KILL */
         char *uid;
         char *cgroup;
