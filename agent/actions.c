@@ -83,6 +83,13 @@ void agent_apply_actions(Agent *a) {
                                 a->resources_gen++;
                                 agent_update_resources(a);
                                 break;
+                        case LC_ACTION_WAIT: {
+                                LcPod *w = agent_find_pod(a, act->waiter);
+
+                                if (w && agent_is_killing(a, act->uid) && lc_pod_add_victim(w, act->uid) < 0)
+                                        cub_log(LOG_ERR, "out of memory recording a pod to wait for");
+                                break;
+                        }
                         case LC_ACTION_NODE_RESOURCE:
                                 for (size_t m = 0; m < a->n_mgr; m++)
                                         if (a->mgr[m]->node_resource)

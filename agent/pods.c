@@ -138,6 +138,12 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
                         (void) snprintf(res.message, sizeof(res.message), "%s", err.msg);
                         res.admit = false;
                 }
+                if (res.numa) {
+                        free(p->numa);
+                        p->numa = res.admit ? res.numa : NULL;
+                        if (!res.admit)
+                                free(res.numa);
+                }
                 if (!res.admit) {
                         /* the managers before this one admitted it: they let go again */
                         for (size_t k = 0; k < i; k++)

@@ -42,6 +42,22 @@ static void print_table(json_t *doc) {
                                str(cm, "reserved"), str(cm, "sharedPool"), str(cm, "freeExclusive"));
                 else if (cm)
                         printf("cpu manager %s\n", str(cm, "policy"));
+                json_array_foreach(json_object_get(json_object_get(doc, "devicePlugins"), "resources"), j, cd) {
+                        json_t *u;
+                        size_t x;
+
+                        printf("device plugin %s (%s, %s): capacity %lld, allocatable %lld", str(cd, "name"),
+                               str(cd, "endpoint"),
+                               json_is_true(json_object_get(cd, "connected")) ? "connected" : "disconnected",
+                               (long long) json_integer_value(json_object_get(cd, "capacity")),
+                               (long long) json_integer_value(json_object_get(cd, "allocatable")));
+                        if (json_array_size(json_object_get(cd, "unhealthy")) > 0) {
+                                printf(", unhealthy");
+                                json_array_foreach(json_object_get(cd, "unhealthy"), x, u)
+                                        printf(" %s", json_string_value(u));
+                        }
+                        putchar('\n');
+                }
                 if (ev) {
                         json_t *sig = json_object_get(json_object_get(ev, "signals"), "memory.available");
 
@@ -71,6 +87,17 @@ static void print_table(json_t *doc) {
                         if (*str(c, "cpuset"))
                                 printf(" cpus %s%s", str(c, "cpuset"),
                                        json_is_true(json_object_get(c, "exclusive")) ? " (exclusive)" : "");
+                        if (json_is_object(json_object_get(c, "devices"))) {
+                                const char *res;
+                                json_t *ids, *id;
+                                size_t x;
+
+                                json_object_foreach(json_object_get(c, "devices"), res, ids) {
+                                        printf(" %s", res);
+                                        json_array_foreach(ids, x, id)
+                                                printf("%s%s", x ? "," : " ", json_string_value(id));
+                                }
+                        }
                         if (*str(c, "waitingReason"))
                                 printf(" (%s)", str(c, "waitingReason"));
                         if (last)

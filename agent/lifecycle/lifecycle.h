@@ -107,6 +107,7 @@ typedef struct LcPod {
         size_t n_victims;
         unsigned resources_gen;    /* the container-resources generation its running containers have */
         int64_t cpu_request_milli; /* the pod's effective cpu request */
+        uint64_t *numa;            /* LcAdmitResult.numa of its admission, NULL = no hints */
         LcLatency latency;
 } LcPod;
 
@@ -136,6 +137,7 @@ typedef enum LcActionKind {
         LC_ACTION_CONDITIONS,        /* node conditions changed (conditions[]) */
         LC_ACTION_RESOURCES_CHANGED, /* running containers' resources changed: update them */
         LC_ACTION_NODE_RESOURCE,     /* the node's allocatable of resource is now quantity */
+        LC_ACTION_WAIT,              /* pod waiter starts only once pod uid (stopping) has stopped */
         _LC_ACTION_MAX,
         _LC_ACTION_INVALID = -22,
 } LcActionKind;
@@ -202,6 +204,10 @@ typedef struct LcAdmitResult {
         bool admit;
         char reason[LC_REASON_MAX];
         char message[LC_MESSAGE_MAX];
+        /* topology hints for the managers after this one: per container
+         * (init first), the NUMA nodes of its exclusive CPUs (bit n = node
+         * n, 0 = none); malloc'd, the loop keeps it in LcPod.numa */
+        uint64_t *numa;
 } LcAdmitResult;
 
 typedef struct LcManagerVtable {

@@ -57,6 +57,7 @@ LcPod *lc_pod_free(LcPod *p) {
         if (!p)
                 return NULL;
         worker_spec_unref(p->spec);
+        free(p->numa);
         for (size_t i = 0; i < p->n_victims; i++)
                 free(p->victims[i]);
         free(p->victims);
@@ -69,6 +70,8 @@ LcPod *lc_pod_free(LcPod *p) {
 void lc_pod_reset(LcPod *p) {
         p->terminal = p->evicted = false;
         p->reason[0] = p->message[0] = '\0';
+        free(p->numa);
+        p->numa = NULL;
         p->phase = LC_PHASE_PENDING;
         memset(p->backoff, 0, p->n * sizeof(LcBackoff));
         memset(p->statuses, 0, p->n * sizeof(LcContainerStatus));

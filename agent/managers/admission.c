@@ -248,6 +248,27 @@ static bool pod_known(Admission *m, const char *uid) {
         return false;
 }
 
+/* Per container (init first), the NUMA nodes of its exclusive CPUs: the
+ * device manager places its devices there first (the topology manager's
+ * hint, best-effort). NULL when no container has exclusive CPUs. */
+static uint64_t *numa_hints(Admission *m, const Pod *pod) {
+        size_t n = pod->n_init_containers + pod->n_containers;
+        uint64_t *l = NULL;
+
+        for (size_t k = 0; k < n; k++) {
+                const CpumgrSet *cpus = cpumgr_container_cpus(m->cpu, pod->uid, pod_container_at(pod, k, NULL)->name);
+
+                if (!cpus)
+                        continue;
+                if (!l && !(l = calloc(n + 1, sizeof(uint64_t))))
+                        return NULL;
+                for (size_t i = 0; i < m->topo.n; i++)
+                        if (cpumgr_set_has(cpus, m->topo.cpus[i].cpu) && m->topo.cpus[i].numa < 64)
+                                l[k] |= UINT64_C(1) << m->topo.cpus[i].numa;
+        }
+        return l;
+}
+
 static int admission_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, CubError *err) {
         Admission *m = userdata;
         const Pod *pod = p->spec->pod;
@@ -319,6 +340,7 @@ static int admission_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, C
         admit_decision_done(&d);
         save(m);
         pool_changed(m, &before);
+        ret->numa = numa_hints(m, pod);
         return 0;
 }
 

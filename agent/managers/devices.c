@@ -11,8 +11,9 @@
  *    envs and annotations, and the label cubelet.io/devices names the IDs;
  *  - devices are released when the pod's containers are stopped (never
  *    handed to two running pods), or at once when nothing of it runs; a
- *    preemptor takes its victims' devices at admission (its sync waits for
- *    them to stop);
+ *    preemptor takes its victims' devices at admission, and a pod short of
+ *    devices those of pods that are stopping: its sync waits for them to
+ *    stop (LC_ACTION_WAIT);
  *  - after a restart the checkpoint gives every pod its devices back; when
  *    the checkpoint is corrupt the running containers' labels rebuild it.
  */
@@ -254,6 +255,7 @@ static int devices_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
                         .resources = wants[k].names,
                         .counts = wants[k].counts,
                         .n_resources = wants[k].n,
+                        .numa_mask = p->numa ? p->numa[k] : 0,
                 };
                 any = any || wants[k].n > 0;
         }
@@ -263,6 +265,22 @@ static int devices_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
                 for (size_t i = 0; i < p->n_victims; i++)
                         release(m, p->victims[i]);
                 r = dp_manager_allocate_pod(m->dp, pod->uid, req, n, &e);
+                if (r < 0 && m->n_stopping > 0) {
+                        /* devices held by pods that are stopping: the pod
+                         * takes them over and starts once they have stopped */
+                        while (m->n_stopping > 0) {
+                                LcAction a = { .kind = LC_ACTION_WAIT };
+
+                                (void) snprintf(a.uid, sizeof(a.uid), "%s", m->stopping[0]);
+                                (void) snprintf(a.waiter, sizeof(a.waiter), "%s", pod->uid);
+                                cub_log(LOG_INFO, "pod %s/%s waits for the devices of pod uid %s, which is stopping",
+                                        pod->namespace_, pod->name, a.uid);
+                                m->env->act(m->env->loop, &a);
+                                release(m, a.uid);
+                        }
+                        cub_err_clear(&e);
+                        r = dp_manager_allocate_pod(m->dp, pod->uid, req, n, &e);
+                }
                 if (r < 0) {
                         *ret = (LcAdmitResult){ .admit = false };
                         (void) snprintf(ret->reason, sizeof(ret->reason), "UnexpectedAdmissionError");

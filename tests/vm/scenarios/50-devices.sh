@@ -93,7 +93,7 @@ gpu_pod a
 t_ok "pod a reaches Running" wait_phase "a-$NODE" Running 180
 ga=$(gpu_of a)
 t_ok "pod a holds one of the two GPUs ($ga)" test "$ga" = "$G0" -o "$ga" = "$G1"
-t_is "$(in_ctr a 'ls /dev/nvidia* | tr "\n" " "')" "$(dev_of "$ga") /dev/nvidia-uvm /dev/nvidiactl " \
+t_is "$(in_ctr a 'ls /dev/nvidia* | tr "\n" " "')" "/dev/nvidia-uvm $(dev_of "$ga") /dev/nvidiactl " \
 	"a's container sees exactly its GPU node, nvidiactl and nvidia-uvm"
 t_is "$(in_ctr a 'echo $NVIDIA_VISIBLE_DEVICES')" "$ga" "a's NVIDIA_VISIBLE_DEVICES is its GPU"
 gpu_pod b
@@ -129,6 +129,8 @@ rm -f "$M/d.yaml"
 aid=$(podq a '.containers[0].id')
 pid=$(systemctl show -p MainPID --value cubelet)
 kill -9 "$pid"
+# and its device checkpoint is broken meanwhile: the running containers' labels rebuild it
+echo '{"Data": {"PodDeviceEntries": [' >"$DP/kubelet_internal_checkpoint"
 ok=0
 for i in $(seq 120); do
 	npid=$(systemctl show -p MainPID --value cubelet)
@@ -138,11 +140,16 @@ done
 t_is "$ok" 1 "systemd restarted cubelet after kill -9"
 t_ok "pod a is Running after the restart" wait_phase "a-$NODE" Running 60
 t_is "$(podq a '.containers[0].id')" "$aid" "a's container was not restarted"
-t_is "$(gpu_of a)" "$ga" "a keeps its GPU"
+t_is "$(gpu_of a)" "$ga" "a keeps its GPU (the corrupt checkpoint rebuilt from its container's label)"
+t_ok "status notes the corrupt checkpoint" \
+	sh -c "$CUBELET status -o json | jq -e '.devicePlugins.checkpointNote | test(\"corrupt|parse|invalid|checksum\"; \"i\")'"
+t_ok "the corrupt file was kept aside" test -f "$DP/kubelet_internal_checkpoint.corrupt"
 t_ok "the plugin registers again with the new cubelet (allocatable 1)" wait_alloc 1 30
 gpu_pod e
 t_ok "a new GPU pod is still rejected" wait_reason e OutOfnvidia.com/gpu
 rm -f "$M/e.yaml"
+t_ok "the checkpoint is whole again and names a's GPU" \
+	sh -c "jq -e '[.Data.PodDeviceEntries[].DeviceIDs[][]] == [\"$ga\"]' $DP/kubelet_internal_checkpoint"
 
 # ---- the plugin restarted ----------------------------------------------------------------
 printf 'gpu %s 0 00000000:3B:00.0 Fake GPU\ngpu %s 1 00000000:86:00.0 Fake GPU\n' "$G0" "$G1" >"$FAKE"
