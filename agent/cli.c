@@ -51,9 +51,8 @@ int cli_main(int argc, char **argv) {
                 const char *name;
                 int (*run)(int argc, char **argv);
         } commands[] = {
-                { "run", cli_run },     { "status", cli_status }, { "plan", cli_plan },
-                { "admit", cli_admit }, { "rank", cli_rank },     { "version", cli_version },
-                { "devices", cli_devices },
+                { "run", cli_run },   { "status", cli_status },   { "plan", cli_plan },       { "admit", cli_admit },
+                { "rank", cli_rank }, { "version", cli_version }, { "devices", cli_devices },
         };
 
         if (argc < 2) {

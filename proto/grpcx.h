@@ -83,8 +83,8 @@ int grpcx_unary(GrpcxChannel *c, const char *method, const ProtobufCMessage *req
  */
 typedef struct GrpcxClientStream GrpcxClientStream;
 
-int grpcx_stream_call_start(GrpcxChannel *c, const char *method, const ProtobufCMessage *req,
-                            uint64_t timeout_usec, bool wait_for_ready, GrpcxClientStream **ret, CubError *err);
+int grpcx_stream_call_start(GrpcxChannel *c, const char *method, const ProtobufCMessage *req, uint64_t timeout_usec,
+                            bool wait_for_ready, GrpcxClientStream **ret, CubError *err);
 int grpcx_stream_call_read(GrpcxClientStream *s, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
                            CubError *err);
 void grpcx_stream_call_cancel(GrpcxClientStream *s);
