@@ -20,16 +20,11 @@
 
 #include "../agent/util/cleanup.h"
 #include "../agent/util/fileio.h"
+#include "../agent/util/fnv.h"
 #include "dp-internal.h"
 
 uint32_t dp_checkpoint_checksum(const char *data_dump) {
-        uint32_t h = UINT32_C(2166136261);
-
-        for (const unsigned char *p = (const unsigned char *) data_dump; *p; p++) {
-                h ^= *p;
-                h *= UINT32_C(16777619);
-        }
-        return h;
+        return cub_fnv32a_str(CUB_FNV32_OFFSET, data_dump);
 }
 
 static void entry_done(DpCheckpointEntry *e) {

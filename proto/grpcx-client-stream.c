@@ -40,7 +40,7 @@ static void stream_pluck(GrpcxClientStream *s, void *tag, bool *done) {
 int grpcx_stream_call_start(GrpcxChannel *c, const char *method, const ProtobufCMessage *req, uint64_t timeout_usec,
                             bool wait_for_ready, GrpcxClientStream **ret, CubError *err) {
         GrpcxClientStream *s;
-        gpr_timespec deadline = grpcx_forever();
+        gpr_timespec deadline = grpcx_deadline_in(timeout_usec);
         grpc_op ops[4], sops[1];
         grpc_call_error ce;
 
@@ -60,9 +60,6 @@ int grpcx_stream_call_start(GrpcxChannel *c, const char *method, const ProtobufC
         grpc_metadata_array_init(&s->imd);
         grpc_metadata_array_init(&s->tmd);
         s->cq = grpc_completion_queue_create_for_pluck(NULL);
-        if (timeout_usec < (uint64_t) INT64_MAX)
-                deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                        gpr_time_from_micros((int64_t) timeout_usec, GPR_TIMESPAN));
         s->call = grpc_channel_create_call(grpcx_channel_core(c), NULL, GRPC_PROPAGATE_DEFAULTS, s->cq,
                                            grpc_slice_from_static_string(s->method), NULL, deadline, NULL);
         s->send = grpcx_pack(req);

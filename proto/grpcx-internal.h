@@ -141,6 +141,13 @@ static inline gpr_timespec grpcx_forever(void) {
         return gpr_inf_future(GPR_CLOCK_REALTIME);
 }
 
+/* usec from now; forever when it does not fit */
+static inline gpr_timespec grpcx_deadline_in(uint64_t usec) {
+        if (usec >= (uint64_t) INT64_MAX)
+                return grpcx_forever();
+        return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_micros((int64_t) usec, GPR_TIMESPAN));
+}
+
 /* grpcx-server.c: a handler's request that is missing or does not decode, in details. */
 void grpcx_bad_request(const GrpcxMethod *m, bool missing, char *details, size_t size);
 /* Handlers return a gRPC status code; anything else is their bug, reported as UNKNOWN. */

@@ -316,11 +316,9 @@ static void *grpcx_serve(void *arg) {
 
         for (;;) {
                 /* while a request is missing, wake up to arm it again */
-                gpr_timespec deadline =
-                        s->rearm_backoff_usec && !atomic_load(&s->stopping)
-                                ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                               gpr_time_from_micros((int64_t) s->rearm_backoff_usec, GPR_TIMESPAN))
-                                : grpcx_forever();
+                gpr_timespec deadline = s->rearm_backoff_usec && !atomic_load(&s->stopping)
+                                                ? grpcx_deadline_in(s->rearm_backoff_usec)
+                                                : grpcx_forever();
                 grpc_event ev = grpc_completion_queue_next(s->cq, deadline, NULL);
 
                 if (ev.type == GRPC_QUEUE_SHUTDOWN)

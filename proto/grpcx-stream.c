@@ -39,15 +39,9 @@ bool grpcx_stream_cancelled(GrpcxStream *st) {
 }
 
 int grpcx_stream_wait(GrpcxStream *st, uint64_t timeout_usec) {
-        gpr_timespec deadline = grpcx_forever();
-
         if (!grpcx_stream_own_thread(st))
                 return -EPERM;
-
-        if (timeout_usec < (uint64_t) INT64_MAX)
-                deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                        gpr_time_from_micros((int64_t) timeout_usec, GPR_TIMESPAN));
-        return grpcx_stream_pluck_close(st, deadline) ? -ECANCELED : 0;
+        return grpcx_stream_pluck_close(st, grpcx_deadline_in(timeout_usec)) ? -ECANCELED : 0;
 }
 
 int grpcx_stream_send(GrpcxStream *st, const ProtobufCMessage *msg, CubError *err) {

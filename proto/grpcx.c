@@ -158,8 +158,7 @@ int grpcx_unary(GrpcxChannel *c, const char *method, const ProtobufCMessage *req
         int r = 0;
 
         cq = grpc_completion_queue_create_for_pluck(NULL);
-        deadline =
-                gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_micros((int64_t) timeout_usec, GPR_TIMESPAN));
+        deadline = grpcx_deadline_in(timeout_usec);
         call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
                                         grpc_slice_from_static_string(method), NULL, deadline, NULL);
         send = grpcx_pack(req);

@@ -16,6 +16,7 @@
 
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
+#include "../util/fnv.h"
 #include "cpumanager-internal.h"
 
 #define CHECKPOINT_MAX (16 * 1024 * 1024)
@@ -38,23 +39,8 @@
  * (state_checkpoint_test.go: 354655845, 3610638499; v1: 1694838852,
  * 2026311253) and a real node's file (1552716370).
  */
-#define FNV32_OFFSET UINT32_C(2166136261)
-#define FNV32_PRIME UINT32_C(16777619)
-
-static uint32_t fnv_mem(uint32_t h, const char *p, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                h ^= (unsigned char) p[i];
-                h *= FNV32_PRIME;
-        }
-        return h;
-}
-
-static uint32_t fnv_str(uint32_t h, const char *s) {
-        return fnv_mem(h, s, strlen(s));
-}
-
 static uint32_t fnv_json_string(uint32_t h, const json_t *v) {
-        return fnv_mem(h, json_string_value(v), json_string_length(v));
+        return cub_fnv32a(h, json_string_value(v), json_string_length(v));
 }
 
 static int cmp_key(const void *a, const void *b) {
@@ -84,20 +70,20 @@ static int fnv_map(uint32_t *h, const json_t *o, bool nested) {
         _cleanup_free_ const char **keys = NULL;
 
         if (!o) {
-                *h = fnv_str(*h, "<nil>");
+                *h = cub_fnv32a_str(*h, "<nil>");
                 return 0;
         }
         keys = sorted_keys(o);
         if (!keys)
                 return -ENOMEM;
-        *h = fnv_str(*h, "map[");
+        *h = cub_fnv32a_str(*h, "map[");
         for (size_t i = 0; i < json_object_size(o); i++) {
                 const json_t *v = json_object_get(o, keys[i]);
                 int r;
 
                 if (i > 0)
-                        *h = fnv_str(*h, " ");
-                *h = fnv_str(fnv_str(*h, keys[i]), ":");
+                        *h = cub_fnv32a_str(*h, " ");
+                *h = cub_fnv32a_str(cub_fnv32a_str(*h, keys[i]), ":");
                 if (nested) {
                         if (!json_is_object(v))
                                 return -EINVAL;
@@ -110,7 +96,7 @@ static int fnv_map(uint32_t *h, const json_t *o, bool nested) {
                         *h = fnv_json_string(*h, v);
                 }
         }
-        *h = fnv_str(*h, "]");
+        *h = cub_fnv32a_str(*h, "]");
         return 0;
 }
 
@@ -118,18 +104,18 @@ static int fnv_map(uint32_t *h, const json_t *o, bool nested) {
  * as a v2 (v1 = false) or v1 checkpoint; -EINVAL when the entries do not
  * have that version's shape. */
 static int checkpoint_checksum(const char *policy, const json_t *def, const json_t *entries, bool v1, uint32_t *ret) {
-        uint32_t h = FNV32_OFFSET;
+        uint32_t h = CUB_FNV32_OFFSET;
         int r;
 
-        h = fnv_str(h, "(*state.CPUManagerCheckpoint){PolicyName:(string)");
-        h = fnv_str(h, policy);
-        h = fnv_str(h, " DefaultCPUSet:(string)");
+        h = cub_fnv32a_str(h, "(*state.CPUManagerCheckpoint){PolicyName:(string)");
+        h = cub_fnv32a_str(h, policy);
+        h = cub_fnv32a_str(h, " DefaultCPUSet:(string)");
         h = def ? fnv_json_string(h, def) : h;
-        h = fnv_str(h, v1 ? " Entries:(map[string]string)" : " Entries:(map[string]map[string]string)");
+        h = cub_fnv32a_str(h, v1 ? " Entries:(map[string]string)" : " Entries:(map[string]map[string]string)");
         r = fnv_map(&h, entries, !v1);
         if (r < 0)
                 return r;
-        *ret = fnv_str(h, " Checksum:(checksum.Checksum)0}");
+        *ret = cub_fnv32a_str(h, " Checksum:(checksum.Checksum)0}");
         return 0;
 }
 

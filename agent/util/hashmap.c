@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fnv.h"
+
 typedef struct Slot {
         const char *key; /* NULL: empty */
         void *value;
@@ -17,16 +19,6 @@ struct CubHashmap {
         size_t cap; /* a power of two */
         size_t n;
 };
-
-static uint32_t fnv1a(const char *s) {
-        uint32_t h = 2166136261U;
-
-        for (; *s; s++) {
-                h ^= (uint8_t) *s;
-                h *= 16777619U;
-        }
-        return h;
-}
 
 int cub_hashmap_new(CubHashmap **ret) {
         CubHashmap *m = calloc(1, sizeof(*m));
@@ -78,7 +70,7 @@ static int grow(CubHashmap *m) {
 }
 
 int cub_hashmap_put(CubHashmap *m, const char *key, void *value) {
-        uint32_t h = fnv1a(key);
+        uint32_t h = cub_fnv32a_str(CUB_FNV32_OFFSET, key);
         Slot *s;
 
         /* at most 3/4 full, so that a probe always ends on an empty slot */
@@ -92,13 +84,13 @@ int cub_hashmap_put(CubHashmap *m, const char *key, void *value) {
 }
 
 void *cub_hashmap_get(const CubHashmap *m, const char *key) {
-        const Slot *s = find(m, key, fnv1a(key));
+        const Slot *s = find(m, key, cub_fnv32a_str(CUB_FNV32_OFFSET, key));
 
         return s->key ? s->value : NULL;
 }
 
 void *cub_hashmap_remove(CubHashmap *m, const char *key, const void *value) {
-        Slot *s = find(m, key, fnv1a(key));
+        Slot *s = find(m, key, cub_fnv32a_str(CUB_FNV32_OFFSET, key));
         void *v;
         size_t i, j;
 

@@ -94,12 +94,6 @@ void worker_container_done(WorkerContainer *c) {
         free(c->devices);
 }
 
-static void worker_kv_free(char **l) {
-        for (size_t i = 0; l && l[i]; i++)
-                free(l[i]);
-        free(l);
-}
-
 int worker_kv_push(char ***l, const char *key, const char *value) {
         size_t n = 0;
         char **nl;
@@ -120,13 +114,6 @@ int worker_kv_push(char ***l, const char *key, const char *value) {
                 return -ENOMEM;
         }
         return 0;
-}
-
-const char *worker_kv_get(char *const *l, const char *key) {
-        for (size_t i = 0; l && l[i] && l[i + 1]; i += 2)
-                if (strcmp(l[i], key) == 0)
-                        return l[i + 1];
-        return NULL;
 }
 
 void worker_container_configs_free(WorkerContainerConfig *c, size_t n) {
@@ -150,9 +137,9 @@ void worker_container_config_done(WorkerContainerConfig *c) {
                 free(c->mounts[i].host_path);
         }
         free(c->mounts);
-        worker_kv_free(c->envs);
-        worker_kv_free(c->annotations);
-        worker_kv_free(c->labels);
+        cri_strv_free(c->envs);
+        cri_strv_free(c->annotations);
+        cri_strv_free(c->labels);
         *c = (WorkerContainerConfig){};
 }
 

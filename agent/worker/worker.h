@@ -104,9 +104,9 @@ typedef struct WorkerContainerConfig {
 
 void worker_container_config_done(WorkerContainerConfig *c);
 void worker_container_configs_free(WorkerContainerConfig *c, size_t n);
-/* Appends a key/value pair to a flat, NULL-terminated list (copies). */
+/* Appends a key/value pair to a flat, NULL-terminated list (copies); read
+ * with cri_kv_get(), freed with cri_strv_free(). */
 int worker_kv_push(char ***l, const char *key, const char *value);
-const char *worker_kv_get(char *const *l, const char *key);
 
 typedef enum WorkerJobKind {
         WORKER_RELIST,
