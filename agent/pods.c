@@ -138,11 +138,11 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
                         (void) snprintf(res.message, sizeof(res.message), "%s", err.msg);
                         res.admit = false;
                 }
-                if (res.numa) {
+                if (!res.admit)
+                        free(res.numa);
+                else if (res.numa) {
                         free(p->numa);
-                        p->numa = res.admit ? res.numa : NULL;
-                        if (!res.admit)
-                                free(res.numa);
+                        p->numa = res.numa;
                 }
                 if (!res.admit) {
                         /* the managers before this one admitted it: they let go again */

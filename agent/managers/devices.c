@@ -307,11 +307,11 @@ static int add_response(LcContainerConfig *cfg, const DpContainerResponse *resp,
         int r;
 
         for (size_t i = 0; i < resp->n_envs; i++)
-                if (!worker_kv_get(cfg->envs, resp->envs[i].key) &&
+                if (!cri_kv_get(cfg->envs, resp->envs[i].key) &&
                     (r = kv_push_checked(&cfg->envs, resp->envs[i].key, resp->envs[i].value, err)) < 0)
                         return r;
         for (size_t i = 0; i < resp->n_annotations; i++)
-                if (!worker_kv_get(cfg->annotations, resp->annotations[i].key) &&
+                if (!cri_kv_get(cfg->annotations, resp->annotations[i].key) &&
                     (r = kv_push_checked(&cfg->annotations, resp->annotations[i].key, resp->annotations[i].value,
                                          err)) < 0)
                         return r;
@@ -366,6 +366,7 @@ static int devices_prepare(void *userdata, const LcPod *p, size_t k, LcContainer
         const DpAllocation *const *al = NULL;
         size_t n = 0, len = 0;
         _cleanup_free_ char *label = NULL;
+        _cleanup_(cub_fclosep) FILE *f = NULL;
         int r;
 
         if (!m->dp)
@@ -378,28 +379,19 @@ static int devices_prepare(void *userdata, const LcPod *p, size_t k, LcContainer
         r = dp_manager_pre_start(m->dp, pod->uid, c->name, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s'", c->name);
+        f = open_memstream(&label, &len);
+        if (!f)
+                return cub_err_set(err, ENOMEM, "out of memory");
         for (size_t i = 0; i < n; i++) {
                 r = add_response(cfg, &al[i]->resp, err);
                 if (r < 0)
                         return r;
-                len += strlen(al[i]->resource) + 2;
+                fprintf(f, "%s%s=", i > 0 ? ";" : "", al[i]->resource);
                 for (size_t j = 0; j < al[i]->n_ids; j++)
-                        len += strlen(al[i]->ids[j]) + 1;
+                        fprintf(f, "%s%s", j > 0 ? "," : "", al[i]->ids[j]);
         }
-        label = calloc(len + 1, 1);
-        if (!label)
+        if (fclose(TAKE_PTR(f)) != 0)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        for (size_t i = 0; i < n; i++) {
-                if (i > 0)
-                        strncat(label, ";", len - strlen(label));
-                strncat(label, al[i]->resource, len - strlen(label));
-                strncat(label, "=", len - strlen(label));
-                for (size_t j = 0; j < al[i]->n_ids; j++) {
-                        if (j > 0)
-                                strncat(label, ",", len - strlen(label));
-                        strncat(label, al[i]->ids[j], len - strlen(label));
-                }
-        }
         return kv_push_checked(&cfg->labels, WORKER_LABEL_DEVICES, label, err);
 }
 
