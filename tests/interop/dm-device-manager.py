@@ -27,27 +27,13 @@ ap.add_argument("--tmp", required=True)
 args = ap.parse_args()
 sys.path.insert(0, args.pb)
 from proto.deviceplugin import api_pb2  # noqa: E402
+from tap import check, done  # noqa: E402
 
 RESOURCE = "example.com/foo"
 SOCK = "dm-foo.sock"
 DEVICES = [("foo-0", 0), ("foo-1", 1), ("foo-2", 1)]
 PREFERRED = ["foo-0", "foo-2"]  # the own choice would be foo-1, foo-2 (one NUMA node)
 
-n_checks = 0
-n_failed = 0
-
-
-def check(cond, text, detail=None):
-    global n_checks, n_failed
-    n_checks += 1
-    if cond:
-        print(f"ok {n_checks} - {text}", flush=True)
-    else:
-        n_failed += 1
-        print(f"not ok {n_checks} - {text}", flush=True)
-        if detail is not None:
-            for line in str(detail).splitlines():
-                print(f"#   {line}", flush=True)
 
 
 class Plugin:
@@ -292,5 +278,4 @@ scenario_allocate()
 scenario_refusals()
 scenario_live()
 scenario_unsatisfied()
-print(f"1..{n_checks}", flush=True)
-sys.exit(1 if n_failed else 0)
+done()

@@ -28,27 +28,13 @@ ap.add_argument("--bench", action="store_true")
 args = ap.parse_args()
 sys.path.insert(0, args.pb)
 from proto.deviceplugin import api_pb2  # noqa: E402
+from tap import check, done  # noqa: E402
 
 U0 = "GPU-0fa1c2d3-1111-2222-3333-444455556666"
 U1 = "GPU-9e8d7c6b-aaaa-bbbb-cccc-ddddeeeeffff"
 SOCK = "cubelet-gpu.sock"
 RESOURCE = "nvidia.com/gpu"
 
-n_checks = 0
-n_failed = 0
-
-
-def check(cond, text, detail=None):
-    global n_checks, n_failed
-    n_checks += 1
-    if cond:
-        print(f"ok {n_checks} - {text}", flush=True)
-    else:
-        n_failed += 1
-        print(f"not ok {n_checks} - {text}", flush=True)
-        if detail is not None:
-            for line in str(detail).splitlines():
-                print(f"#   {line}", flush=True)
 
 
 def ser(m):
@@ -477,5 +463,4 @@ try:
 except Exception as exc:  # a crash is one failed check, not a silent pass
     import traceback
     check(False, f"the test ran to its end ({exc!r})", traceback.format_exc())
-print(f"1..{n_checks}", flush=True)
-sys.exit(1 if n_failed else 0)
+done()
