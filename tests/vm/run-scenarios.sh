@@ -2,7 +2,8 @@
 # Runs every VM scenario (tests/vm/scenarios/*.sh, in name order), each in a
 # fresh VM through run-vm.sh, and prints one TAP stream: each scenario's tests
 # renumbered and prefixed with the scenario's name, the plan, and a last line
-# "N passed, N failed". Exit status 0 only when nothing failed.
+# "N passed, N failed". Exit status 0 only when nothing failed. A guest that
+# freezes (killed at its timeout) is run once more in a fresh VM.
 #
 #   VM_SCENARIOS="00-boot 10-*"   run only these (shell patterns on the name)
 #   VM_IMAGES_BUILDER=PATH        the image builder (default
@@ -57,8 +58,21 @@ for s in "$HERE"/scenarios/*.sh; do
 	name=$(basename "$s" .sh)
 	selected "$name" || continue
 	err=$VM_DIR/run-vm.$name.stderr
-	tap=$("$HERE/run-vm.sh" "$s" 2>"$err")
-	rc=$?
+	# A guest that froze (killed at its timeout, or no result at all) gets
+	# one more fresh VM; the frozen run is kept beside it. A scenario that
+	# hangs for a reason of its own hangs again and fails.
+	for attempt in 1 2; do
+		tap=$("$HERE/run-vm.sh" "$s" 2>"$err")
+		rc=$?
+		if [ "$attempt" = 2 ] || { [ "$rc" != 124 ] && [ "$rc" != 125 ]; }; then
+			break
+		fi
+		sed 's/^\([^#]\)/# \1/' "$err"
+		echo "# vm: $name: the guest froze (exit $rc); once more in a fresh VM, the frozen run kept in" \
+			"$VM_DIR/runs/$name.frozen"
+		rm -rf "$VM_DIR/runs/$name.frozen"
+		mv "$VM_DIR/runs/$name" "$VM_DIR/runs/$name.frozen"
+	done
 	# run-vm.sh's own lines are TAP comments already; make sure of the rest.
 	sed 's/^\([^#]\)/# \1/' "$err"
 	rm -f "$err"
