@@ -1,0 +1,207 @@
+#!/bin/bash
+# tests/hw/run.sh STEP...: the real-hardware run, on a bare machine (a kernel
+# with cgroup v2 mounted at /sys/fs/cgroup, glibc, no systemd as PID 1, no
+# containerd) from the bundle tests/hw/bundle.sh makes; see tests/hw/README.md.
+# Steps, in the order given:
+#   gpu          cubelet-gpu-plugin on the machine's real NVML registers with
+#                cubelet's device manager; a GPU pod gets the GPU (Allocate)
+#                and sees its device nodes; a second one is refused
+#   bench N      the VM bench's figures for N pause pods (raw CRI, raw cgroup,
+#                cubelet; footprint and idle CPU), as tests/vm/bench/bench.sh
+# Figures on stdout and in $OUT/run.log; logs of every daemon in $OUT.
+set -u
+H=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-/tmp/hw-out}
+mkdir -p "$OUT"
+MEASURE_LOG=$OUT/run.log
+say() { echo "$*"; echo "$*" >>"$MEASURE_LOG"; }
+log() { echo "$*" >>"$MEASURE_LOG"; }
+# shellcheck disable=SC1091
+. "$H/measure.sh"
+# the bundle's binaries find the bundle's libraries; the machine's tools keep theirs
+mkdir -p "$H/wbin"
+for b in "$H"/bin/*; do
+	printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$H/lib" "$b" >"$H/wbin/${b##*/}"
+	chmod +x "$H/wbin/${b##*/}"
+done
+export PATH="$H/wbin:$PATH"
+M=/etc/kubernetes/manifests
+CONF=/etc/cubelet/config.yaml
+CGROOT=/sys/fs/cgroup
+NODE=$(hostname)
+CUBELET_PID=
+cubelet_pid() { echo "$CUBELET_PID"; }
+status_json() { cubelet status -o json 2>/dev/null; }
+jqs() { status_json | jq -r "$@"; }
+podq() { status_json | jq -r --arg n "$1-$NODE" ".pods[] | select(.name==\$n) | $2"; }
+wait_for() { # wait_for SECONDS COMMAND...: true once COMMAND is
+	local n=$(($1 * 10))
+	shift
+	for _ in $(seq "$n"); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+start_containerd() {
+	pgrep -x containerd >/dev/null && return 0
+	mkdir -p /etc/containerd /var/lib/containerd /run/containerd
+	cp "$H/config.toml" /etc/containerd/config.toml
+	# without CAP_SYS_RESOURCE (a sandboxed root, as on the lent GPU machine)
+	# runc cannot lower oom_score_adj: packaging/containerd/README.md's override
+	if ! (($(awk '/^CapEff/ { print "0x" $2 }' /proc/self/status) & (1 << 24))); then
+		sed -i 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' /etc/containerd/config.toml
+		say "no CAP_SYS_RESOURCE: containerd runs with restrict_oom_score_adj = true"
+	fi
+	# the shim and runc inherit the bundle's PATH and libraries (runc through
+	# a wrapper script fails in its init: "can't get final child's PID from pipe")
+	PATH="$H/bin:$PATH" LD_LIBRARY_PATH="$H/lib" "$H/bin/containerd" --config /etc/containerd/config.toml >"$OUT/containerd.log" 2>&1 &
+	wait_for 30 ctr version || { say "containerd did not start: $(tail -n 5 "$OUT/containerd.log")"; exit 1; }
+	for img in pause busybox; do
+		ctr -n k8s.io images import "$H/images/$img.tar" >>"$MEASURE_LOG" 2>&1 || say "import $img failed"
+	done
+}
+
+start_cubelet() { # start_cubelet [EXTRA CONFIG LINES]
+	mkdir -p /etc/cubelet "$M" /var/lib/cubelet /run/cubelet
+	grep -v '^ *#' "$H/cubelet.yaml" | grep -v '^$' >"$CONF"
+	[ $# -gt 0 ] && printf '%s\n' "$@" >>"$CONF"
+	cubelet run --config "$CONF" >>"$OUT/cubelet.log" 2>&1 &
+	CUBELET_PID=$!
+	wait_for 30 status_json || { say "cubelet did not start: $(tail -n 5 "$OUT/cubelet.log")"; exit 1; }
+}
+
+stop_cubelet() { # stop_cubelet: and every pod it ran
+	rm -f "$M"/*
+	wait_for 300 sh -c "[ \"\$(cubelet status -o json | jq '.pods | length')\" = 0 ]" || say "pods left: $(jqs '.pods | length')"
+	kill "$CUBELET_PID" 2>/dev/null
+	wait "$CUBELET_PID" 2>/dev/null
+	CUBELET_PID=
+}
+
+# ---- gpu ------------------------------------------------------------------------------
+step_gpu() {
+	local t0 uuid g a
+	say "== GPU: cubelet-gpu-plugin on real NVML, cubelet's device manager, Allocate into a pod"
+	say "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%d MiB", $2/1024}' /proc/meminfo), kernel $(uname -r)"
+	nvidia-smi -L 2>&1 | sed 's/^/  nvidia-smi: /' | tee -a "$MEASURE_LOG"
+	uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader 2>/dev/null | head -n 1)
+	start_containerd
+	start_cubelet
+	t0=$(date +%s%N)
+	cubelet-gpu-plugin >"$OUT/gpu-plugin.log" 2>&1 &
+	local ppid=$!
+	if wait_for 30 sh -c "[ \"\$(cubelet status -o json | jq -r '.devicePlugins.resources[]? | select(.name==\"nvidia.com/gpu\") | .allocatable')\" = 1 ]"; then
+		say "ok - the plugin registered the real GPU: allocatable nvidia.com/gpu = 1, $(ms_since "$t0") ms after the plugin started"
+	else
+		say "not ok - allocatable nvidia.com/gpu never reached 1: $(jqs -c '.devicePlugins')"
+	fi
+	say "  device IDs advertised: $(jqs -c '.devicePlugins.resources[]? | select(.name=="nvidia.com/gpu") | {capacity, allocatable, unhealthy, endpoint}')"
+	cat >"$M/gpu-a.yaml" <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu-a}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: cuda
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+    resources: {limits: {nvidia.com/gpu: 1, memory: 32Mi}}
+Y
+	t0=$(date +%s%N)
+	if wait_for 60 sh -c "[ \"\$(cubelet status -o json | jq -r --arg n gpu-a-$NODE '.pods[] | select(.name==\$n) | .phase')\" = Running ]"; then
+		say "ok - GPU pod gpu-a Running $(ms_since "$t0") ms after its manifest appeared"
+	else
+		say "not ok - gpu-a not Running: $(podq gpu-a '{phase, reason, message}' | tr '\n' ' ')"
+	fi
+	g=$(podq gpu-a '.containers[0].devices["nvidia.com/gpu"][0]')
+	[ "$g" = "$uuid" ] && say "ok - Allocate gave gpu-a the machine's GPU $g" || say "not ok - gpu-a holds '$g', the GPU is '$uuid'"
+	a=$(podq gpu-a '.containers[0].id')
+	say "  in gpu-a: $(ctr -n k8s.io tasks exec --exec-id c1 "$a" sh -c 'ls /dev/nvidia* | tr "\n" " "; echo "NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"; head -c 0 /dev/nvidiactl && head -c 0 /dev/nvidia0 && echo "open /dev/nvidiactl, /dev/nvidia0: ok"' 2>&1 | tr '\n' ' ')"
+	say "  its OCI spec's devices: $(ctr -n k8s.io containers info "$a" | jq -c '[.Spec.linux.devices[]? | {path, major, minor}]')"
+	cat >"$M/gpu-b.yaml" <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu-b}
+spec:
+  containers:
+  - name: cuda
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+    resources: {limits: {nvidia.com/gpu: 1}}
+Y
+	wait_for 30 sh -c "[ \"\$(cubelet status -o json | jq -r --arg n gpu-b-$NODE '.pods[] | select(.name==\$n) | .reason')\" = OutOfnvidia.com/gpu ]" &&
+		say "ok - a second GPU pod is refused: $(podq gpu-b .message)" ||
+		say "not ok - gpu-b: $(podq gpu-b '{phase, reason, message}' | tr '\n' ' ')"
+	cubelet status >"$OUT/status-gpu.txt" 2>&1
+	sed 's/^/  status: /' "$OUT/status-gpu.txt" | head -n 40 | tee -a "$MEASURE_LOG" >/dev/null
+	stop_cubelet
+	kill "$ppid" 2>/dev/null
+	wait "$ppid"
+	say "  cubelet-gpu-plugin exit status after SIGTERM: $?"
+}
+
+# ---- bench N ----------------------------------------------------------------------------
+step_bench() {
+	local n=$1 parent=kubepods/burstable weight
+	say "== bench: $n pause pods, one at a time (tests/vm/bench/bench.sh's figures on real hardware)"
+	start_containerd
+	rm -rf "$M" && mkdir -p "$M"
+	cri-baseline -p "base$n" "$n" >"$OUT/cri-$n.txt" 2>>"$MEASURE_LOG" || say "cri-baseline failed: $(tail -n 3 "$MEASURE_LOG")"
+	find "$CGROOT/kubepods" -depth -mindepth 1 -type d -name "podbase$n-*" -exec rmdir {} + 2>/dev/null
+	mkdir -p /tmp/hw && cat >/tmp/hw/sample.yaml <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: b1, uid: bench-1}
+spec:
+  containers:
+  - name: p
+    image: localhost/cubelet/pause:1
+    resources: {requests: {cpu: 10m, memory: 8Mi}}
+Y
+	mapfile -t files < <(cubelet plan /tmp/hw/sample.yaml | jq -r '.pods[0].cgroup.files | to_entries[] | "\(.key)=\(.value)"')
+	weight=$(cubelet plan /tmp/hw/sample.yaml | jq -r '.pods[0].cgroup.files["cpu.weight"]')
+	mkdir -p "$CGROOT/$parent"
+	for c in cpuset cpu io memory hugetlb pids; do echo "+$c" >"$CGROOT/kubepods/cgroup.subtree_control" 2>/dev/null; done
+	for c in cpuset cpu io memory hugetlb pids; do echo "+$c" >"$CGROOT/kubepods/burstable/cgroup.subtree_control" 2>/dev/null; done
+	cg-baseline "$parent" "cgb$n" "$n" "${files[@]}" >"$OUT/cgb-$n.txt" 2>>"$MEASURE_LOG" || say "cg-baseline failed: $(tail -n 3 "$MEASURE_LOG")"
+	rmdir "$CGROOT/kubepods/burstable" "$CGROOT/kubepods/besteffort" "$CGROOT/kubepods" 2>/dev/null
+	start_cubelet "maxPods: $((n > 110 ? n : 110))"
+	sleep 5
+	footprint "0 pods"
+	say "cubelet 0 pods idle CPU: $(idle_cpu 10)"
+	pod-driver "$M" "$CGROOT/$parent" "$weight" 1 "$n" >"$OUT/cub-$n.txt" 2>>"$MEASURE_LOG" || say "pod-driver failed: $(tail -n 3 "$MEASURE_LOG")"
+	status_json >"$OUT/status-$n.json"
+	jq -r '.pods[]? | select(.latency != null) | "\(.latency.eventToCgroupUs // 0) \(.latency.eventToSandboxUs // 0) \(.latency.eventToStartedUs // 0)"' \
+		"$OUT/status-$n.json" | awk '$1 > 0 || $3 > 0 { print NR, $0 }' >"$OUT/own-$n.txt"
+	local c50 c99 b50 b99 g50 g99 a50 a99
+	c50=$(pct "$OUT/cub-$n.txt" 50 3) c99=$(pct "$OUT/cub-$n.txt" 99 3)
+	b50=$(pct "$OUT/cri-$n.txt" 50 5) b99=$(pct "$OUT/cri-$n.txt" 99 5)
+	g50=$(pct "$OUT/cub-$n.txt" 50 2) g99=$(pct "$OUT/cub-$n.txt" 99 2)
+	a50=$(pct "$OUT/cgb-$n.txt" 50 2) a99=$(pct "$OUT/cgb-$n.txt" 99 2)
+	say "latencies, $n pods (ms):"
+	say "  manifest -> container running (cubelet): p50 $c50, p99 $c99, max $(pct "$OUT/cub-$n.txt" 100 3)"
+	say "  raw CRI Run+Create+StartContainer:       p50 $b50, p99 $b99, max $(pct "$OUT/cri-$n.txt" 100 5)"
+	say "  ratio cubelet / raw CRI:                 p50 $(ratio "$c50" "$b50"), p99 $(ratio "$c99" "$b99") (goal <= 1.05)"
+	say "  manifest -> pod cgroup configured (cubelet): p50 $g50, p99 $g99, max $(pct "$OUT/cub-$n.txt" 100 2) (goal p99 <= 5 ms)"
+	say "  raw mkdir + ${#files[@]} writes:                 p50 $a50, p99 $a99, max $(pct "$OUT/cgb-$n.txt" 100 2)"
+	say "  ratio cubelet / raw cgroup:                  p50 $(ratio "$g50" "$a50"), p99 $(ratio "$g99" "$a99") (goal <= 2)"
+	[ -s "$OUT/own-$n.txt" ] && say "  cubelet's own (from the inotify event): cgroup p50 $(pct "$OUT/own-$n.txt" 50 2) p99 $(pct "$OUT/own-$n.txt" 99 2)," \
+		"sandbox p50 $(pct "$OUT/own-$n.txt" 50 3) p99 $(pct "$OUT/own-$n.txt" 99 3), started p50 $(pct "$OUT/own-$n.txt" 50 4) p99 $(pct "$OUT/own-$n.txt" 99 4)"
+	sleep 5
+	say "cubelet with $n pods, idle CPU: $(idle_cpu 30)"
+	footprint "$n pods"
+	stop_cubelet
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	gpu) step_gpu; shift ;;
+	cri) start_containerd; cri-baseline -p probe "${2:-1}" 2>&1 | tail -n 3; shift 2 ;;
+	bench) step_bench "${2:-110}"; shift 2 ;;
+	*) echo "run.sh: unknown step '$1'" >&2; exit 2 ;;
+	esac
+done
