@@ -93,6 +93,9 @@ void agent_admit_batch(Agent *a);
 /* Admits (again) a pod of the table; returns whether its sync may start. */
 bool agent_pod_admit(Agent *a, LcPod *p);
 void agent_pod_forget(Agent *a, LcPod *p);
+/* The managers' unsaved checkpoints written (LcManagerVtable.flush). */
+void agent_flush_managers(Agent *a);
+/* Flushes the managers first: no runtime call before their checkpoints. */
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now);
 void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace);
 bool agent_is_killing(Agent *a, const char *uid);

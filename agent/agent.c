@@ -205,6 +205,7 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
                 if (j->r < 0 && strcmp(p->last_error, j->error) != 0)
                         cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_, j->spec->pod->name, j->error);
                 (void) snprintf(p->last_error, sizeof(p->last_error), "%s", j->r < 0 ? j->error : "");
+                p->sync_retry_usec = j->r < 0 ? agent_now_usec() + LC_SYNC_BACKOFF_USEC : 0;
         }
         agent_remove_unwanted(a);
         agent_request_relist(a);
@@ -349,6 +350,12 @@ static void managers_free(Agent *a) {
         lc_actions_done(&a->actions);
 }
 
+static int on_post(sd_event_source *s, void *userdata) {
+        (void) s;
+        agent_flush_managers(userdata);
+        return 0;
+}
+
 static int add_sources(Agent *a, int worker_fd) {
         int r;
 
@@ -362,6 +369,8 @@ static int add_sources(Agent *a, int worker_fd) {
                                                on_relist_timer, a);
         if (r >= 0)
                 r = sd_event_add_defer(a->event, &a->actions_src, on_actions, a);
+        if (r >= 0)
+                r = sd_event_add_post(a->event, NULL, on_post, a);
         if (r >= 0)
                 r = agent_source_dir_attach(a);
         if (r < 0)
@@ -480,6 +489,7 @@ Agent *agent_free(Agent *a) {
         sd_event_source_disable_unref(a->worker_src);
         sd_event_source_disable_unref(a->relist_timer);
         sd_event_source_disable_unref(a->actions_src);
+        agent_flush_managers(a);
         managers_free(a);
         sd_event_unref(a->event);
         agent_pods_free(a);

@@ -56,17 +56,25 @@ void agent_pod_forget(Agent *a, LcPod *p) {
 }
 
 void agent_remove_unwanted(Agent *a) {
-        size_t k = 0;
+        size_t i = 0;
 
-        for (size_t i = 0; i < a->n_pods; i++) {
-                if (!a->pods[i]->wanted && !a->pods[i]->busy) {
-                        agent_pod_forget(a, a->pods[i]);
-                        unindex(a, a->pods[i]);
-                        lc_pod_free(a->pods[i]);
-                } else
-                        a->pods[k++] = a->pods[i];
+        while (i < a->n_pods) {
+                LcPod *p = a->pods[i];
+
+                if (p->wanted || p->busy) {
+                        i++;
+                        continue;
+                }
+                /* out of the table before the managers' pod_removed hooks,
+                 * which may walk it (LcEnv.pods): a table that still held the
+                 * pods freed earlier in this pass was a use-after-free when
+                 * two pods went at once */
+                memmove(&a->pods[i], &a->pods[i + 1], (a->n_pods - i - 1) * sizeof(*a->pods));
+                a->n_pods--;
+                unindex(a, p);
+                agent_pod_forget(a, p);
+                lc_pod_free(p);
         }
-        a->n_pods = k;
 }
 
 void agent_pods_free(Agent *a) {
@@ -233,11 +241,18 @@ static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p) {
         return l;
 }
 
+void agent_flush_managers(Agent *a) {
+        for (size_t i = 0; i < a->n_mgr; i++)
+                if (a->mgr[i]->flush)
+                        a->mgr[i]->flush(a->mgr_state[i]);
+}
+
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         WorkerJob *j;
 
-        if (!p->admitted || p->terminal || p->n_victims > 0 || p->busy)
+        if (!p->admitted || p->terminal || p->n_victims > 0 || p->busy || now < p->sync_retry_usec)
                 return;
+        agent_flush_managers(a);
         j = worker_job_new(WORKER_SYNC);
         if (!j)
                 return;

@@ -59,6 +59,10 @@ const char *lc_container_state_to_string(LcContainerState s);
 
 #define LC_BACKOFF_BASE_USEC (10ULL * 1000000ULL)
 #define LC_BACKOFF_MAX_USEC (300ULL * 1000000ULL)
+/* kubelet's pod-worker back-off after a failed sync (pod_workers.go
+ * backOffPeriod): a sandbox the runtime refuses is asked for again after 10 s,
+ * not at the next relist. */
+#define LC_SYNC_BACKOFF_USEC (10ULL * 1000000ULL)
 #define LC_BACKOFF_RESET_NSEC (600LL * 1000000000LL)
 
 typedef struct LcBackoff {
@@ -109,6 +113,7 @@ typedef struct LcPod {
         int64_t cpu_request_milli; /* the pod's effective cpu request */
         uint64_t *numa;            /* LcAdmitResult.numa of its admission, NULL = no hints */
         LcLatency latency;
+        uint64_t sync_retry_usec; /* after a failed sync: no new one before (CLOCK_MONOTONIC µs) */
 } LcPod;
 
 /* Takes a reference on spec. */
@@ -233,4 +238,8 @@ typedef struct LcManagerVtable {
         void (*node_status)(void *m, void *json_doc);
         /* the node's allocatable of an extended resource changed (devices) */
         void (*node_resource)(void *m, const char *resource, int64_t allocatable);
+        /* writes what it holds unsaved (its checkpoints): the loop calls it
+         * before it asks the runtime for a pod and after each event, so that
+         * admission's fsyncs are not on the way from a manifest to its cgroup */
+        void (*flush)(void *m);
 } LcManagerVtable;

@@ -31,11 +31,22 @@ typedef struct Admission {
         char *cpu_state_path;
         AdmitLedgerEntry *ledger; /* what the previous run had admitted, until restore */
         size_t n_ledger;
+        bool dirty; /* the ledger and the CPU manager state wait for flush */
 } Admission;
 
+/* the checkpoints are written by admission_flush(), before the pod's first
+ * runtime call */
 static void save(Admission *m) {
+        m->dirty = true;
+}
+
+static void admission_flush(void *userdata) {
+        Admission *m = userdata;
         CubError err = {};
 
+        if (!m->dirty)
+                return;
+        m->dirty = false;
         if (admit_ledger_save(m->snap, m->ledger_path, &err) < 0)
                 cub_log(LOG_ERR, "admission ledger: %s", err.msg);
         cub_err_clear(&err);
@@ -453,6 +464,7 @@ static void admission_node_resource(void *userdata, const char *resource, int64_
 }
 
 const LcManagerVtable mgr_admission = {
+        .flush = admission_flush,
         .name = "admission",
         .new = admission_new,
         .free = admission_free,
