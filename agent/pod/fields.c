@@ -224,16 +224,14 @@ typedef struct Visit {
 static void visit(Visit *v, const PodFieldRule *rules, char *path, size_t len, size_t size) {
         for (const PodFieldRule *r = rules; r->name; r++) {
                 bool descend = r->sub != NULL;
+                const char *what;
                 int n = snprintf(path + len, size - len, "%s%s%s", len ? "." : "", r->name,
                                  r->shape == POD_SHAPE_LIST ? "[]" : "");
 
                 if (n < 0 || (size_t) n >= size - len)
                         continue;
-                v->fn(path, r->cls,
-                      r->what                           ? r->what
-                      : r->cls == POD_FIELD_IMPLEMENTED ? ""
-                                                        : default_what(r->cls),
-                      v->userdata);
+                what = r->what ? r->what : r->cls == POD_FIELD_IMPLEMENTED ? "" : default_what(r->cls);
+                v->fn(path, r->cls, what, r->inert, v->userdata);
                 for (size_t i = 0; descend && i < v->n_seen; i++)
                         if (v->seen[i] == r->sub)
                                 descend = false;

@@ -231,9 +231,12 @@ typedef enum PodFieldClass {
 
 const char *pod_field_class_to_string(PodFieldClass c);
 /* Calls fn for every field of the table, depth first, with its path
- * ("spec.containers[].ports[].hostPort"); a table shared by two fields
+ * ("spec.containers[].ports[].hostPort"), its note text ("" for implemented
+ * fields) and the values that mean what an absent field means (NULL or
+ * NULL-terminated: hostPID "false"); a table shared by two fields
  * (containers, initContainers) is visited under the first only. */
-typedef void (*PodFieldVisitFn)(const char *path, PodFieldClass cls, const char *what, void *userdata);
+typedef void (*PodFieldVisitFn)(const char *path, PodFieldClass cls, const char *what, const char *const *inert,
+                                void *userdata);
 void pod_field_table_visit(PodFieldVisitFn fn, void *userdata);
 
 /* ---- Semantics --------------------------------------------------------- */

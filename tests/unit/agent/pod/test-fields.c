@@ -287,13 +287,20 @@ static void test_static_decode_keeps_notes(void **state) {
 
 typedef struct Counts {
         size_t n[_POD_FIELD_CLASS_MAX];
-        bool nfs, probe, cm_env, scheduler, image, shared_twice;
+        bool nfs, probe, cm_env, scheduler, image, host_pid, shared_twice;
         char last[512];
 } Counts;
 
-static void count_field(const char *path, PodFieldClass cls, const char *what, void *userdata) {
+static void count_field(const char *path, PodFieldClass cls, const char *what, const char *const *inert,
+                        void *userdata) {
         Counts *c = userdata;
 
+        if (strcmp(path, "spec.hostPID") == 0) {
+                assert_non_null(inert);
+                assert_string_equal(inert[0], "false");
+                assert_null(inert[1]);
+                c->host_pid = true;
+        }
         assert_true(cls >= 0 && cls < _POD_FIELD_CLASS_MAX);
         assert_non_null(pod_field_class_to_string(cls));
         assert_non_null(what);
@@ -324,7 +331,7 @@ static void test_table(void **state) {
 
         (void) state;
         pod_field_table_visit(count_field, &c);
-        assert_true(c.nfs && c.probe && c.cm_env && c.scheduler && c.image);
+        assert_true(c.nfs && c.probe && c.cm_env && c.scheduler && c.image && c.host_pid);
         assert_false(c.shared_twice);
         print_message("# fields: %zu implemented, %zu accepted with a warning, %zu refused\n",
                       c.n[POD_FIELD_IMPLEMENTED], c.n[POD_FIELD_WARN], c.n[POD_FIELD_REFUSE]);
