@@ -335,6 +335,12 @@ static int run(const char *node_path, const char *running_path, const char *conf
         }
         if (r < 0)
                 return r;
+        if (in.pod->refused.n > 0) {
+                /* the agent never admits it: it is Failed (UnsupportedField), as in `cubelet plan` */
+                _cleanup_free_ char *msg = pod_field_notes_join(&in.pod->refused, manifest);
+
+                return cub_err_set(err, EOPNOTSUPP, "%s", msg ? msg : "out of memory");
+        }
 
         admit_options_init(&o);
         o.seccomp_root = seccomp_root;

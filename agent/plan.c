@@ -81,7 +81,21 @@ static json_t *containers_json(const Pod *pod, PodQOSClass qos, const PodContain
         return arr;
 }
 
-static int plan_pod(const Pod *pod, const CgOptions *o, json_t **ret, int64_t *ret_burstable_cpu, CubError *err) {
+/* The fields cubelet accepts and ignores, one line each, as the journal
+ * has them. */
+static json_t *warnings_json(const Pod *pod, const char *source) {
+        json_t *arr = json_array();
+
+        for (size_t i = 0; arr && i < pod->warnings.n; i++) {
+                _cleanup_free_ char *s = pod_field_note_format(&pod->warnings.items[i], source);
+
+                json_array_append_new(arr, s ? json_string(s) : NULL);
+        }
+        return arr;
+}
+
+static int plan_pod(const Pod *pod, const char *source, const CgOptions *o, json_t **ret, int64_t *ret_burstable_cpu,
+                    CubError *err) {
         PodEffective eff;
         PodQOSClass qos = pod_qos_class(pod);
         CgGroupValues g;
@@ -104,6 +118,8 @@ static int plan_pod(const Pod *pod, const CgOptions *o, json_t **ret, int64_t *r
         if (j && pod->n_init_containers > 0)
                 json_object_set_new(j, "initContainers",
                                     containers_json(pod, qos, pod->init_containers, pod->n_init_containers, o));
+        if (j && pod->warnings.n > 0)
+                json_object_set_new(j, "warnings", warnings_json(pod, source));
         (void) pod_resource_get(&eff.requests, "cpu", &cpu);
         *ret_burstable_cpu = qos == POD_QOS_BURSTABLE ? pod_quantity_milli(cpu) : 0;
         pod_effective_done(&eff);
@@ -146,6 +162,10 @@ static void plan_usage(FILE *f) {
               "  --node FILE     a v1 Node: metadata.name names static pods,\n"
               "                  status.capacity sizes oom_score_adj and kubepods\n"
               "                  (default: this host)\n"
+              "\n"
+              "A manifest that sets a field cubelet refuses (or does not know) is an error\n"
+              "naming the field path; fields cubelet ignores are listed in the pod's\n"
+              "\"warnings\".\n"
               "\n"
               "Exit status: 0, or 2 when any input was bad (reported in \"errors\" and on stderr).\n",
               f);
@@ -220,8 +240,14 @@ int cli_plan(int argc, char **argv) {
                 if (r >= 0)
                         r = pod_decode_static(buf, len, argv[i], POD_FORMAT_AUTO, node.name, POD_SOURCE_FILE,
                                               abs ? abs : argv[i], &pod, &err);
+                if (r >= 0 && pod->refused.n > 0) {
+                        /* the agent makes such a pod Failed (UnsupportedField) */
+                        _cleanup_free_ char *msg = pod_field_notes_join(&pod->refused, argv[i]);
+
+                        r = cub_err_set(&err, EOPNOTSUPP, "%s", msg ? msg : "out of memory");
+                }
                 if (r >= 0)
-                        r = plan_pod(pod, &o, &j, &bcpu, &err);
+                        r = plan_pod(pod, argv[i], &o, &j, &bcpu, &err);
                 if (r < 0) {
                         cub_log(LOG_ERR, "%s", err.msg);
                         json_array_append_new(errors, json_pack("{s:s,s:s}", "source", argv[i], "message", err.msg));

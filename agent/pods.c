@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agent-internal.h"
+#include "util/cleanup.h"
 #include "util/hashmap.h"
 #include "util/log.h"
 
@@ -134,6 +135,16 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
 
         if (p->admitted)
                 return true;
+        if (pod->refused.n > 0) {
+                /* a field cubelet does not implement: the pod never runs as
+                 * not written (agent/pod/fields-table.c) */
+                _cleanup_free_ char *msg = pod_field_notes_join(&pod->refused, NULL);
+
+                cub_log(LOG_WARNING, "pod %s/%s refused: %s: %s", pod->namespace_, pod->name, POD_REFUSED_REASON,
+                        msg ? msg : "out of memory");
+                (void) agent_pod_fail(a, p, POD_REFUSED_REASON, msg ? msg : "out of memory", 0);
+                return false;
+        }
         for (size_t i = 0; i < a->n_mgr; i++) {
                 LcAdmitResult res = { .admit = true };
                 CubError err = {};
@@ -195,6 +206,13 @@ void agent_pod_add(Agent *a, WorkerSpec *spec, uint64_t event_usec) {
         p->latency.event = event_usec;
         cub_log(LOG_INFO, "pod %s/%s (uid %s) from '%s'", spec->pod->namespace_, spec->pod->name, spec->pod->uid,
                 spec->source);
+        /* once per pod: a rescan finds the same pod and adds nothing */
+        for (size_t i = 0; i < spec->pod->warnings.n; i++) {
+                _cleanup_free_ char *w = pod_field_note_format(&spec->pod->warnings.items[i], spec->source);
+
+                if (w)
+                        cub_log(LOG_WARNING, "pod %s/%s: %s", spec->pod->namespace_, spec->pod->name, w);
+        }
         /* admission before any runtime call; an admitted pod gets its cgroup
          * here and its sync at once: the sync job finds out itself what the
          * runtime has */

@@ -48,6 +48,18 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
 
         if (!pj)
                 return NULL;
+        /* the fields of its manifest cubelet accepts and ignores */
+        if (pod->warnings.n > 0) {
+                json_t *ws = json_array();
+
+                for (size_t i = 0; ws && i < pod->warnings.n; i++) {
+                        char *w = pod_field_note_format(&pod->warnings.items[i], NULL);
+
+                        json_array_append_new(ws, w ? json_string(w) : NULL);
+                        free(w);
+                }
+                json_object_set_new(pj, "warnings", ws);
+        }
         for (size_t i = 0; i < a->n_mgr; i++)
                 if (a->mgr[i]->pod_status)
                         a->mgr[i]->pod_status(a->mgr_state[i], p, pj);

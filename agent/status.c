@@ -109,6 +109,10 @@ static void print_table(json_t *doc) {
                         printf("    reason %s: %s\n", str(p, "reason"), str(p, "message"));
                 if (*str(p, "lastError"))
                         printf("    error: %s\n", str(p, "lastError"));
+                json_array_foreach(json_object_get(p, "warnings"), k, c) {
+                        if (json_is_string(c))
+                                printf("    warning %s\n", json_string_value(c));
+                }
         }
         if (json_array_size(errors) > 0) {
                 printf("\nMANIFEST ERRORS\n");

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The v1 Pod field tables, the checks that run as each object is decoded,
- * and the destructors. Unknown fields are ignored, as the Kubernetes
- * decoder does. The Container tables and checks are in
+/* The v1 Pod decoding tables, the checks that run as each object is
+ * decoded, and the destructors. The decoder reads the fields cubelet uses;
+ * fields.c then checks every field the manifest sets against the field
+ * table (refused, warned, unknown). The Container tables and checks are in
  * decode-containers.c. */
 #include <errno.h>
 #include <stdio.h>
@@ -113,6 +114,8 @@ Pod *pod_free(Pod *pod) {
         free(pod->tolerations);
         pod_resource_list_done(&pod->overhead);
         seccomp_done(&pod->seccomp);
+        pod_field_notes_done(&pod->refused);
+        pod_field_notes_done(&pod->warnings);
         free(pod);
         return NULL;
 }
@@ -378,6 +381,10 @@ static int decode_tree(const PodTree *tree, Pod **ret, CubError *err) {
                 }
         }
         r = pod_default_and_validate(&d, tree->root, pod);
+        if (r < 0)
+                return r;
+        /* a valid pod: now every field it sets must be one cubelet knows */
+        r = pod_fields_check(tree, pod, err);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(pod);

@@ -15,11 +15,22 @@ typedef struct PodTreeLine {
         int line;
 } PodTreeLine;
 
+/* The line of a mapping key (YAML): where a field is named, even when its
+ * value (true, a nested block mapping) has no line of its own. */
+typedef struct PodTreeKeyLine {
+        const json_t *obj;
+        char *key;
+        int line;
+} PodTreeKeyLine;
+
 typedef struct PodTree {
         json_t *root;
         PodTreeLine *lines; /* sorted by node address once loaded */
         size_t n_lines;
         size_t cap_lines;
+        PodTreeKeyLine *key_lines; /* sorted by object address, then key */
+        size_t n_key_lines;
+        size_t cap_key_lines;
         bool yaml;
         const char *source;
 } PodTree;
@@ -28,6 +39,8 @@ int pod_tree_load(const char *buf, size_t len, const char *source, PodFormat fmt
 void pod_tree_done(PodTree *t);
 /* Line of node, or 0 when unknown. */
 int pod_tree_line(const PodTree *t, const json_t *node);
+/* Line of the key `key` of object obj, or 0 when unknown. */
+int pod_tree_key_line(const PodTree *t, const json_t *obj, const char *key);
 
 /* Decoding context: field path and line for messages. */
 typedef struct PodDec {
@@ -99,6 +112,32 @@ int pod_init_container_post(PodDec *d, json_t *obj, void *base);
 void pod_strv_done(PodStrv *v);
 void pod_string_map_done(PodStringMap *m);
 void pod_container_done(PodContainer *c);
+
+/* ---- the field table (fields-table.c) and its walker (fields.c) -------- */
+
+typedef enum PodFieldShape {
+        POD_SHAPE_VALUE,  /* a scalar, or a list or map the walker does not enter */
+        POD_SHAPE_OBJECT, /* an object with the fields of .sub */
+        POD_SHAPE_LIST,   /* a list of objects with the fields of .sub */
+} PodFieldShape;
+
+typedef struct PodFieldRule PodFieldRule;
+struct PodFieldRule {
+        const char *name;
+        PodFieldClass cls;
+        PodFieldShape shape;
+        const PodFieldRule *sub; /* NULL-name terminated */
+        const char *what;        /* the note's text; NULL: the class's own */
+        /* values (scalars as text: "false", "Default") that mean what an
+         * absent field means: no note */
+        const char *const *inert;
+};
+
+extern const PodFieldRule pod_field_table[];
+
+/* Checks the tree against the table; fills the pod's refused and
+ * warnings. Fails only when out of memory. */
+int pod_fields_check(const PodTree *t, Pod *pod, CubError *err);
 
 /* Defaulting and validation over the decoded struct (defaults.c). */
 int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod);

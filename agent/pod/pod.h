@@ -125,6 +125,21 @@ typedef struct PodToleration {
         bool toleration_seconds_set;
 } PodToleration;
 
+/*
+ * A field the manifest sets that cubelet refuses or accepts with a warning
+ * (agent/pod/fields.c has the one table of every v1 Pod field).
+ */
+typedef struct PodFieldNote {
+        char *path;       /* "spec.volumes[0].nfs" */
+        const char *what; /* "not supported by cubelet" (static text) */
+        int line;         /* YAML line, 0 when unknown */
+} PodFieldNote;
+
+typedef struct PodFieldNotes {
+        PodFieldNote *items;
+        size_t n;
+} PodFieldNotes;
+
 typedef struct Pod {
         /* metadata */
         char *name;
@@ -155,7 +170,15 @@ typedef struct Pod {
         bool host_network;
         PodResourceList overhead;
         PodSeccomp seccomp;
+        /* fields of the manifest cubelet does not implement: refused ones
+         * (the pod must not run: reason POD_REFUSED_REASON) and ignored ones
+         * (a warning, once) */
+        PodFieldNotes refused;
+        PodFieldNotes warnings;
 } Pod;
+
+/* The reason of a pod that sets a refused field. */
+#define POD_REFUSED_REASON "UnsupportedField"
 
 Pod *pod_free(Pod *pod);
 static inline void pod_freep(Pod **p) {
@@ -176,12 +199,45 @@ typedef enum PodFormat {
 /*
  * Decodes one v1 Pod from buf. `source` names the input in messages, which
  * read "<source>:<line>: <field path>: <what>" for YAML and
- * "<source>: <field path>: <what>" for JSON. Unknown fields are ignored
- * as the Kubernetes decoder does. The pod is defaulted and validated.
+ * "<source>: <field path>: <what>" for JSON. The pod is defaulted and
+ * validated. Every field set is checked against the field table: a field
+ * cubelet refuses (or an unknown one) lands in pod->refused, one it ignores
+ * in pod->warnings; the decoding itself still succeeds, and callers that run
+ * or plan the pod must check pod->refused (pod_refused_message()).
  */
 int pod_decode(const char *buf, size_t len, const char *source, PodFormat fmt, Pod **ret, CubError *err);
 /* Reads a file (at most 1 MiB) and decodes it; source = path. */
 int pod_load_file(const char *path, Pod **ret, CubError *err);
+
+/*
+ * The notes as one line, "<path>: <what>; <path>: <what>...". With a
+ * source, the line starts "<source>:<line>: " (YAML, the first note's line)
+ * or "<source>: " as decoding errors do. NULL when out of memory; "" for no
+ * notes.
+ */
+char *pod_field_notes_join(const PodFieldNotes *n, const char *source);
+/* One note as "<source>:<line>: <path>: <what>" (source may be NULL). */
+char *pod_field_note_format(const PodFieldNote *note, const char *source);
+void pod_field_notes_done(PodFieldNotes *n);
+
+/* What the field table says, for the README and the tests. */
+typedef enum PodFieldClass {
+        POD_FIELD_IMPLEMENTED, /* consumed by cubelet */
+        POD_FIELD_WARN,        /* accepted, ignored with a warning: changes nothing on one node */
+        POD_FIELD_REFUSE,      /* the pod is refused, the field path named */
+        _POD_FIELD_CLASS_MAX,
+        _POD_FIELD_CLASS_INVALID = -22,
+} PodFieldClass;
+
+const char *pod_field_class_to_string(PodFieldClass c);
+/* Calls fn for every field of the table, depth first, with its path
+ * ("spec.containers[].ports[].hostPort"), its note text ("" for implemented
+ * fields) and the values that mean what an absent field means (NULL or
+ * NULL-terminated: hostPID "false"); a table shared by two fields
+ * (containers, initContainers) is visited under the first only. */
+typedef void (*PodFieldVisitFn)(const char *path, PodFieldClass cls, const char *what, const char *const *inert,
+                                void *userdata);
+void pod_field_table_visit(PodFieldVisitFn fn, void *userdata);
 
 /* ---- Semantics --------------------------------------------------------- */
 

@@ -28,6 +28,42 @@ static int tree_note_line(PodTree *t, const json_t *node, int line) {
         return 0;
 }
 
+static int tree_note_key_line(PodTree *t, const json_t *obj, const char *key, int line) {
+        if (t->n_key_lines == t->cap_key_lines) {
+                size_t ncap = t->cap_key_lines ? t->cap_key_lines * 2 : 64;
+                PodTreeKeyLine *n = realloc(t->key_lines, ncap * sizeof(*n));
+
+                if (!n)
+                        return -ENOMEM;
+                t->key_lines = n;
+                t->cap_key_lines = ncap;
+        }
+        t->key_lines[t->n_key_lines] = (PodTreeKeyLine){ .obj = obj, .key = strdup(key), .line = line };
+        if (!t->key_lines[t->n_key_lines].key)
+                return -ENOMEM;
+        t->n_key_lines++;
+        return 0;
+}
+
+static int key_line_cmp(const void *a, const void *b) {
+        const PodTreeKeyLine *x = a, *y = b;
+        uintptr_t ox = (uintptr_t) x->obj, oy = (uintptr_t) y->obj;
+
+        if (ox != oy)
+                return ox < oy ? -1 : 1;
+        return strcmp(x->key, y->key);
+}
+
+int pod_tree_key_line(const PodTree *t, const json_t *obj, const char *key) {
+        PodTreeKeyLine k = { .obj = obj, .key = (char *) key };
+        const PodTreeKeyLine *hit;
+
+        if (!t || !obj || !key || t->n_key_lines == 0)
+                return 0;
+        hit = bsearch(&k, t->key_lines, t->n_key_lines, sizeof(PodTreeKeyLine), key_line_cmp);
+        return hit ? hit->line : 0;
+}
+
 static int line_cmp(const void *a, const void *b) {
         uintptr_t x = (uintptr_t) ((const PodTreeLine *) a)->node, y = (uintptr_t) ((const PodTreeLine *) b)->node;
 
@@ -49,6 +85,9 @@ void pod_tree_done(PodTree *t) {
                 return;
         json_decref(t->root);
         free(t->lines);
+        for (size_t i = 0; i < t->n_key_lines; i++)
+                free(t->key_lines[i].key);
+        free(t->key_lines);
         *t = (PodTree){};
 }
 
@@ -261,9 +300,11 @@ static int yaml_collection(YamlLoader *l, yaml_event_t *start, int depth, json_t
                                 return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
                         continue;
                 }
-                if (is_map)
+                if (is_map) {
                         r = json_object_set_new(node, json_string_value(key), TAKE_PTR(value));
-                else
+                        if (r >= 0)
+                                r = tree_note_key_line(l->tree, node, json_string_value(key), kline);
+                } else
                         r = json_array_append_new(node, TAKE_PTR(value));
                 if (r < 0)
                         return cub_err_set(l->err, ENOMEM, "%s: out of memory", l->tree->source);
@@ -442,6 +483,8 @@ int pod_tree_load(const char *buf, size_t len, const char *source, PodFormat fmt
         }
         if (t.n_lines > 1)
                 qsort(t.lines, t.n_lines, sizeof(PodTreeLine), line_cmp);
+        if (t.n_key_lines > 1)
+                qsort(t.key_lines, t.n_key_lines, sizeof(PodTreeKeyLine), key_line_cmp);
         if (!json_is_object(t.root)) {
                 r = cub_err_set(err, EINVAL, "%s: the manifest must be an object (a v1 Pod), got %s", t.source,
                                 pod_json_type_name(t.root));

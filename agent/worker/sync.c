@@ -30,14 +30,22 @@ __attribute__((sentinel)) static int labels_set(WorkerLabels *l, CubError *err, 
         return r;
 }
 
-static int ensure_image(WorkerPool *p, const char *image, CubError *err) {
+/* kubelet's EnsureImageExists: Always pulls at every container start,
+ * IfNotPresent when the image is missing, Never not at all. */
+static int ensure_image(WorkerPool *p, const char *image, const char *policy, CubError *err) {
         bool present = false;
         int r;
 
+        if (policy && strcmp(policy, "Always") == 0)
+                return cri_pull_image(p->cri, image, NULL, err);
         r = cri_image_status(p->cri, image, &present, NULL, err);
         if (r < 0 || present)
                 return r;
-        /* PullImage always contacts the registry: only when the image is missing */
+        if (policy && strcmp(policy, "Never") == 0)
+                return cub_err_set(err, ENOENT,
+                                   "ErrImageNeverPull: Container image \"%s\" is not present with pull "
+                                   "policy of Never",
+                                   image);
         return cri_pull_image(p->cri, image, NULL, err);
 }
 
@@ -105,7 +113,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 if (r < 0)
                         return r;
         }
-        r = ensure_image(x->p, c->image, err);
+        r = ensure_image(x->p, c->image, c->image_pull_policy, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': image '%s'", c->name, c->image);
         r = labels_set(&labels, err, WORKER_LABEL_MANAGED, "true", WORKER_LABEL_UID, pod->uid, WORKER_LABEL_NAME,

@@ -3,7 +3,9 @@
 # class run with the cgroup values `cubelet plan` gives (a), an over-limit
 # container is OOM-killed and restarted (b), a 200m CPU limit throttles (c),
 # an edited manifest recreates its pod and a deleted one goes away with its
-# cgroup (d), and a broken manifest is reported without touching the rest (e).
+# cgroup (d), a broken manifest is reported without touching the rest (e),
+# and a pod with a refused field is Failed (UnsupportedField) while one with
+# an ignored field runs with a warning (f).
 # vm-timeout: 900
 # vm-mem: 2048M
 set -u
@@ -174,6 +176,44 @@ t_contains "$errs" "$M/broken.yaml:9: spec.containers[0].resources.limits[cpu]: 
 t_is "$(ctr_field "bronze-$NODE" app id)" "$bronze_id" "the good pods are untouched (same container)"
 t_is "$(pod_field "bronze-$NODE" phase)" Running "and still Running"
 t_ok "the journal has the error once" sh -c "journalctl -u cubelet --no-pager | grep -c 'broken.yaml:9' | grep -qx 1"
+
+# ---- f. a refused field fails its pod; an ignored one is a warning ---------------------------
+cat >"$M/probed.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: probed}
+spec:
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+    livenessProbe:
+      exec: {command: [true]}
+Y
+cat >"$M/ignored.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: ignored}
+spec:
+  schedulerName: edge-scheduler
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+Y
+t_ok "the pod with a livenessProbe is Failed" wait_phase "probed-$NODE" Failed 60
+t_is "$(pod_field "probed-$NODE" reason)" UnsupportedField "its reason is UnsupportedField"
+t_is "$(pod_field "probed-$NODE" message)" "spec.containers[0].livenessProbe: not supported by cubelet" \
+	"its message names the field path"
+t_ok "the pod with an ignored field runs" wait_phase "ignored-$NODE" Running 120
+t_contains "$("$CUBELET" status 2>&1)" "warning spec.schedulerName: ignored: a static pod is not scheduled" \
+	"cubelet status shows its warning"
+sleep 21 # a rescan (20 s) finds both pods again: nothing is said twice
+t_ok "the journal has the warning once" sh -c "journalctl -u cubelet --no-pager | grep -c 'spec.schedulerName: ignored' | grep -qx 1"
+t_ok "and the refusal once" sh -c "journalctl -u cubelet --no-pager | grep -c 'probed-$NODE refused: UnsupportedField' | grep -qx 1"
+t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" "$((3 + 4))" \
+	"containerd runs the ignored pod and nothing of the refused one (3 sandboxes, 4 containers)"
+t_is "$(pod_field "bronze-$NODE" phase)" Running "the other pods are untouched"
 
 "$CUBELET" status >"$VM_OUT/status.txt" 2>&1
 cubelet_teardown

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The one table of every field of the v1 Pod (kubelet 1.28-1.31's API),
+ * each IMPLEMENTED (consumed by cubelet), WARN (accepted and ignored, with a
+ * warning: it changes nothing on one node) or REFUSE (the pod does not run;
+ * the message names the field path). Children of a refused field (a
+ * Probe's handler, a VolumeMount's subPath, ...) are refused with it. Any
+ * field not in the table is refused as "unknown field" (the API server's
+ * strict field validation). fields.c walks a manifest against it. */
+#include <stddef.h>
+
+#include "pod-internal.h"
+
+#define NOT_SUPPORTED "not supported by cubelet"
+#define NOT_SCHEDULED "ignored: a static pod is not scheduled"
+#define NO_API_SERVER "ignored: set by the API server, there is none"
+#define NO_SA_TOKEN "ignored: static pods get no service account token"
+#define NOT_LINUX "ignored on Linux"
+
+/* field macros: implemented, implemented object/list, warned, refused */
+#define A(n) \
+        { .name = n, .cls = POD_FIELD_IMPLEMENTED }
+#define AO(n, s) \
+        { .name = n, .cls = POD_FIELD_IMPLEMENTED, .shape = POD_SHAPE_OBJECT, .sub = s }
+#define AL(n, s) \
+        { .name = n, .cls = POD_FIELD_IMPLEMENTED, .shape = POD_SHAPE_LIST, .sub = s }
+#define W(n, w) \
+        { .name = n, .cls = POD_FIELD_WARN, .what = w }
+#define WI(n, w, i) \
+        { .name = n, .cls = POD_FIELD_WARN, .what = w, .inert = i }
+#define R(n) \
+        { .name = n, .cls = POD_FIELD_REFUSE }
+#define RW(n, w) \
+        { .name = n, .cls = POD_FIELD_REFUSE, .what = w }
+#define RI(n, i) \
+        { .name = n, .cls = POD_FIELD_REFUSE, .inert = i }
+#define END \
+        {}
+
+/* the values that mean what an absent field means */
+static const char *const is_false[] = { "false", NULL };
+static const char *const is_true[] = { "true", NULL };
+static const char *const proc_mount_default[] = { "Default", NULL };
+static const char *const apparmor_default[] = { "RuntimeDefault", NULL };
+static const char *const groups_policy_default[] = { "Merge", NULL };
+/* ClusterFirst without cluster DNS falls back to Default, as kubelet's; all
+ * three give the node's resolv.conf */
+static const char *const dns_policy_host[] = { "ClusterFirst", "ClusterFirstWithHostNet", "Default", NULL };
+static const char *const os_linux[] = { "linux", NULL };
+static const char *const message_path_default[] = { "/dev/termination-log", NULL };
+static const char *const message_policy_default[] = { "File", NULL };
+static const char *const scheduler_default[] = { "default-scheduler", NULL };
+
+/* ---- ObjectMeta ---------------------------------------------------------- */
+
+static const PodFieldRule object_meta[] = {
+        A("name"),
+        A("namespace"),
+        A("uid"),
+        A("labels"),
+        A("annotations"),
+        W("generateName", "ignored: a static pod is named by metadata.name"),
+        W("selfLink", NO_API_SERVER),
+        W("resourceVersion", NO_API_SERVER),
+        W("generation", NO_API_SERVER),
+        W("creationTimestamp", NO_API_SERVER),
+        W("managedFields", NO_API_SERVER),
+        W("ownerReferences", "ignored: there is no garbage collector"),
+        W("finalizers", "ignored: there is no API server to finalize the pod"),
+        R("deletionTimestamp"),
+        R("deletionGracePeriodSeconds"),
+        END,
+};
+
+/* ---- security contexts --------------------------------------------------- */
+
+static const PodFieldRule seccomp_profile[] = {
+        A("type"),
+        A("localhostProfile"),
+        END,
+};
+
+/* RuntimeDefault is what containerd applies when the CRI names no profile */
+static const PodFieldRule apparmor_profile[] = {
+        RI("type", apparmor_default),
+        R("localhostProfile"),
+        END,
+};
+
+static const PodFieldRule capabilities[] = {
+        R("add"),
+        R("drop"),
+        END,
+};
+
+static const PodFieldRule pod_security_context[] = {
+        AO("seccompProfile", seccomp_profile),
+        AO("appArmorProfile", apparmor_profile),
+        R("seLinuxOptions"),
+        W("windowsOptions", NOT_LINUX),
+        R("runAsUser"),
+        R("runAsGroup"),
+        RI("runAsNonRoot", is_false),
+        R("supplementalGroups"),
+        RI("supplementalGroupsPolicy", groups_policy_default),
+        R("fsGroup"),
+        R("fsGroupChangePolicy"),
+        R("sysctls"),
+        END,
+};
+
+static const PodFieldRule security_context[] = {
+        AO("seccompProfile", seccomp_profile),
+        AO("appArmorProfile", apparmor_profile),
+        AO("capabilities", capabilities),
+        RI("privileged", is_false),
+        R("seLinuxOptions"),
+        W("windowsOptions", NOT_LINUX),
+        R("runAsUser"),
+        R("runAsGroup"),
+        RI("runAsNonRoot", is_false),
+        RI("readOnlyRootFilesystem", is_false),
+        RI("allowPrivilegeEscalation", is_true),
+        RI("procMount", proc_mount_default),
+        END,
+};
+
+/* ---- Container ----------------------------------------------------------- */
+
+static const PodFieldRule container_port[] = {
+        A("name"), A("containerPort"), A("hostPort"), A("hostIP"), A("protocol"), END,
+};
+
+static const PodFieldRule env_var_source[] = {
+        R("fieldRef"),
+        R("resourceFieldRef"),
+        RW("configMapKeyRef", "static pods may not reference configmaps"),
+        RW("secretKeyRef", "static pods may not reference secrets"),
+        END,
+};
+
+static const PodFieldRule env_var[] = {
+        A("name"),
+        A("value"),
+        AO("valueFrom", env_var_source),
+        END,
+};
+
+static const PodFieldRule env_from_source[] = {
+        A("prefix"), /* no effect without a source, and every source is refused */
+        RW("configMapRef", "static pods may not reference configmaps"),
+        RW("secretRef", "static pods may not reference secrets"),
+        END,
+};
+
+static const PodFieldRule resource_requirements[] = {
+        A("limits"),
+        A("requests"),
+        R("claims"),
+        END,
+};
+
+static const PodFieldRule container[] = {
+        A("name"),
+        A("image"),
+        A("imagePullPolicy"),
+        A("command"),
+        A("args"),
+        A("workingDir"),
+        AL("ports", container_port),
+        AL("env", env_var),
+        AL("envFrom", env_from_source),
+        AO("resources", resource_requirements),
+        A("restartPolicy"),
+        AO("securityContext", security_context),
+        W("resizePolicy", "ignored: an edited manifest is a new pod, nothing is resized in place"),
+        WI("terminationMessagePath", "ignored: cubelet does not read termination messages", message_path_default),
+        WI("terminationMessagePolicy", "ignored: cubelet does not read termination messages", message_policy_default),
+        R("volumeMounts"),
+        R("volumeDevices"),
+        R("livenessProbe"),
+        R("readinessProbe"),
+        R("startupProbe"),
+        R("lifecycle"),
+        RI("stdin", is_false),
+        RI("stdinOnce", is_false),
+        RI("tty", is_false),
+        END,
+};
+
+/* ---- Volume -------------------------------------------------------------- */
+
+static const PodFieldRule projection[] = {
+        R("downwardAPI"),
+        RW("configMap", "static pods may not reference configmaps (via projected volumes)"),
+        RW("secret", "static pods may not reference secrets (via projected volumes)"),
+        RW("serviceAccountToken", "static pods may not reference serviceaccounts (via projected volumes)"),
+        RW("clusterTrustBundle", "static pods may not use ClusterTrustBundle projected volume sources"),
+        END,
+};
+
+static const PodFieldRule projected_volume[] = {
+        AL("sources", projection),
+        A("defaultMode"), /* no effect: every source is refused */
+        END,
+};
+
+static const PodFieldRule volume[] = {
+        A("name"),
+        R("hostPath"),
+        R("emptyDir"),
+        R("downwardAPI"),
+        AO("projected", projected_volume),
+        RW("configMap", "static pods may not reference configmaps (via configmap volumes)"),
+        RW("secret", "static pods may not reference secrets (via secret volumes)"),
+        RW("persistentVolumeClaim", "static pods may not reference persistentvolumeclaims"),
+        RW("ephemeral", "static pods may not reference persistentvolumeclaims (via ephemeral volumes)"),
+        RW("csi", "static pods may not reference csidrivers (via CSI volumes)"),
+        RW("glusterfs", "static pods may not reference endpoints (via glusterFS volumes)"),
+        RW("azureFile", "static pods may not reference secrets (via azureFile volumes)"),
+        R("gcePersistentDisk"),
+        R("awsElasticBlockStore"),
+        R("gitRepo"),
+        R("nfs"),
+        R("iscsi"),
+        R("rbd"),
+        R("flexVolume"),
+        R("cinder"),
+        R("cephfs"),
+        R("flocker"),
+        R("fc"),
+        R("vsphereVolume"),
+        R("quobyte"),
+        R("azureDisk"),
+        R("photonPersistentDisk"),
+        R("portworxVolume"),
+        R("scaleIO"),
+        R("storageos"),
+        R("image"),
+        END,
+};
+
+/* ---- scheduling ------------------------------------------------------------ */
+
+static const PodFieldRule node_selector_requirement[] = {
+        A("key"),
+        A("operator"),
+        A("values"),
+        END,
+};
+
+static const PodFieldRule node_selector_term[] = {
+        AL("matchExpressions", node_selector_requirement),
+        AL("matchFields", node_selector_requirement),
+        END,
+};
+
+static const PodFieldRule node_selector[] = {
+        AL("nodeSelectorTerms", node_selector_term),
+        END,
+};
+
+/* kubelet's admission checks only the required node affinity */
+static const PodFieldRule node_affinity[] = {
+        AO("requiredDuringSchedulingIgnoredDuringExecution", node_selector),
+        W("preferredDuringSchedulingIgnoredDuringExecution", NOT_SCHEDULED),
+        END,
+};
+
+static const PodFieldRule affinity[] = {
+        AO("nodeAffinity", node_affinity),
+        W("podAffinity", NOT_SCHEDULED),
+        W("podAntiAffinity", NOT_SCHEDULED),
+        END,
+};
+
+static const PodFieldRule toleration[] = {
+        A("key"), A("operator"), A("value"), A("effect"), A("tolerationSeconds"), END,
+};
+
+/* kubelet rejects a pod for another OS; cubelet runs Linux pods */
+static const PodFieldRule pod_os[] = {
+        RI("name", os_linux),
+        END,
+};
+
+/* ---- PodSpec and Pod ------------------------------------------------------- */
+
+static const PodFieldRule pod_spec[] = {
+        AL("containers", container),
+        AL("initContainers", container),
+        RW("ephemeralContainers", "Forbidden: cannot be set on create"),
+        AL("volumes", volume),
+        A("restartPolicy"),
+        A("terminationGracePeriodSeconds"),
+        A("nodeName"),
+        A("nodeSelector"),
+        AO("affinity", affinity),
+        AL("tolerations", toleration),
+        A("priority"),
+        A("priorityClassName"),
+        A("preemptionPolicy"),
+        A("overhead"),
+        A("hostNetwork"),
+        AO("securityContext", pod_security_context),
+        AO("os", pod_os),
+        RI("dnsPolicy", dns_policy_host),
+        WI("schedulerName", NOT_SCHEDULED, scheduler_default),
+        W("topologySpreadConstraints", NOT_SCHEDULED),
+        W("schedulingGates", NOT_SCHEDULED),
+        W("serviceAccountName", NO_SA_TOKEN),
+        W("serviceAccount", NO_SA_TOKEN),
+        W("automountServiceAccountToken", NO_SA_TOKEN),
+        WI("enableServiceLinks", "ignored: there are no services on one node", is_true),
+        RW("imagePullSecrets", "static pods may not reference secrets"),
+        RW("resourceClaims", "static pods may not use ResourceClaims"),
+        R("activeDeadlineSeconds"),
+        RI("hostPID", is_false),
+        RI("hostIPC", is_false),
+        RI("shareProcessNamespace", is_false),
+        RI("hostUsers", is_true),
+        R("hostname"),
+        R("subdomain"),
+        RI("setHostnameAsFQDN", is_false),
+        R("hostAliases"),
+        R("dnsConfig"),
+        R("readinessGates"),
+        R("runtimeClassName"),
+        END,
+};
+
+const PodFieldRule pod_field_table[] = {
+        A("apiVersion"),
+        A("kind"),
+        AO("metadata", object_meta),
+        AO("spec", pod_spec),
+        W("status", "ignored: cubelet computes the status"),
+        END,
+};
