@@ -468,10 +468,11 @@ static void devices_pod_status(void *userdata, const LcPod *p, void *json_pod) {
 
                 for (size_t i = 0; name && devs && i < dp_manager_n_allocations(m->dp); i++) {
                         const DpAllocation *al = dp_manager_allocation(m->dp, i);
-                        json_t *ids = json_array();
+                        json_t *ids;
 
                         if (strcmp(al->pod_uid, p->spec->pod->uid) != 0 || strcmp(al->container, name) != 0)
                                 continue;
+                        ids = json_array();
                         for (size_t j = 0; ids && j < al->n_ids; j++)
                                 json_array_append_new(ids, json_string(al->ids[j]));
                         json_object_set_new(devs, al->resource, ids);

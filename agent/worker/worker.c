@@ -160,10 +160,12 @@ void worker_observed_free(WorkerObserved *o, size_t n) {
 WorkerJob *worker_job_free(WorkerJob *j) {
         if (!j)
                 return NULL;
-        worker_spec_unref(j->spec);
-        free(j->may_start);
+        /* the configs' count comes from the spec: before the job's reference
+         * goes, which may be the last one (the pod was removed meanwhile) */
         if (j->configs && j->spec)
                 worker_container_configs_free(j->configs, j->spec->pod->n_init_containers + j->spec->pod->n_containers);
+        worker_spec_unref(j->spec);
+        free(j->may_start);
         free(j->uid);
         free(j->cgroup);
         worker_observed_free(j->observed, j->n_observed);

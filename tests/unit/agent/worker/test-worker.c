@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -156,6 +157,31 @@ static void test_job_starts_without_latencies(void **state) {
         assert_null(worker_job_free(NULL));
 }
 
+/* A sync job outliving its pod: the job holds the spec's last reference and
+ * its per-container configs, whose count comes from the spec (found on real
+ * hardware: the job read the spec after dropping it). ASan checks the order. */
+static void test_job_holds_last_spec_reference(void **state) {
+        static const char manifest[] = "apiVersion: v1\nkind: Pod\nmetadata: {name: a, uid: u1}\nspec:\n"
+                                       "  containers:\n  - {name: c, image: busybox}\n  - {name: d, image: busybox}\n";
+        Pod *pod = NULL;
+        WorkerSpec *spec = NULL;
+        CgOptions o;
+        CubError err = {};
+        WorkerJob *j = worker_job_new(WORKER_SYNC);
+
+        (void) state;
+        cg_options_init(&o);
+        assert_int_equal(pod_decode(manifest, strlen(manifest), "a.yaml", POD_FORMAT_AUTO, &pod, &err), 0);
+        assert_int_equal(worker_spec_new(pod, "/m/a.yaml", &o, "/var/log/pods", &spec, &err), 0);
+        assert_non_null(j);
+        j->spec = worker_spec_ref(spec);
+        j->configs = calloc(3, sizeof(WorkerContainerConfig));
+        assert_non_null(j->configs);
+        j->configs[1].cpuset = strdup("0-1");
+        worker_spec_unref(spec); /* the pod is gone: the job's reference is the last */
+        assert_null(worker_job_free(j));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_should_restart),
@@ -163,6 +189,7 @@ int main(void) {
                 cmocka_unit_test(test_label_int),
                 cmocka_unit_test(test_labels_are_bounded),
                 cmocka_unit_test(test_job_starts_without_latencies),
+                cmocka_unit_test(test_job_holds_last_spec_reference),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
