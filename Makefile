@@ -13,7 +13,7 @@ BUILD   ?= build
 VARIANT ?= release
 FUZZ_SECONDS ?= 60
 
-PKGS := jansson yaml-0.1 libcgroup libsystemd libcrypto grpc libprotobuf-c libseccomp libnl-3.0 libnl-idiag-3.0 libcurl libmicrohttpd
+PKGS := jansson yaml-0.1 libcgroup libsystemd libcrypto grpc libprotobuf-c libseccomp libnl-3.0 libnl-idiag-3.0 libcurl libmicrohttpd gnutls
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_CFLAGS := $(shell pkg-config --cflags cmocka 2>/dev/null)

@@ -340,6 +340,9 @@ typedef struct PodKubeletConfig {
         char *eviction_sample_period; /* evictionSamplePeriod: Go duration, default "1s" */
         char *psi_memory_trigger;     /* psiMemoryTrigger, default "some 150000 1000000" */
         char *device_plugin_dir;      /* devicePluginDir, default /var/lib/kubelet/device-plugins; "" = none */
+        /* the HTTP API: readOnlyPort (default 10255, 0 = off), address, TLS, authentication.x509.clientCAFile */
+        int64_t read_only_port;
+        char *address, *tls_cert_file, *tls_private_key_file, *client_ca_file;
         PodStrv ignored;              /* names of fields present but not supported */
 } PodKubeletConfig;
 
