@@ -191,11 +191,19 @@ static enum MHD_Result reply_copy(struct MHD_Connection *c, const char *ctype, c
         return b ? reply(c, MHD_HTTP_OK, ctype, b, strlen(b)) : MHD_NO;
 }
 
+static enum MHD_Result find_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        (void) kind;
+        (void) value;
+        if (strcmp(key, "verbose") == 0)
+                *(bool *) cls = true;
+        return MHD_YES;
+}
+
 /* /healthz (loop and runtime), /livez (loop), /readyz (loop, first relist,
  * runtime up now): "ok", or kubelet's "[-]check failed: why" lines and 500. */
 static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, const char *which) {
         uint64_t now = now_usec(), age, down = atomic_load(&h->runtime_down_since);
-        bool verbose = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "verbose") != NULL, ok = true;
+        bool verbose = false, ok = true;
         bool live = strcmp(which, "livez") == 0, ready = strcmp(which, "readyz") == 0;
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
@@ -204,6 +212,7 @@ static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, const char *
 
         if (!f)
                 return MHD_NO;
+        (void) MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, find_key, &verbose);
         fputs("[+]ping ok\n", f);
         if (loop_alive(h, now, &age))
                 fputs("[+]syncloop ok\n", f);
