@@ -16,6 +16,7 @@
 #include "api/api.h"
 #include "api/http.h"
 #include "api/metrics.h"
+#include "api/pods.h"
 #include "cgroup/cgroup.h"
 #include "lifecycle/lifecycle.h"
 #include "node.h"
@@ -72,6 +73,7 @@ struct Agent {
         /* the HTTP API (serve.c): counters the loop increments, the server */
         ApiMetrics metrics;
         ApiHttp *http;
+        ApiPodCache pod_cache;
         sd_event_source *http_timer;
         uint64_t runtime_down_since; /* CLOCK_MONOTONIC µs of the first failed relist, 0 = up */
         bool synced;                 /* the runtime was listed once */

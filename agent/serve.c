@@ -13,7 +13,6 @@
 #include <systemd/sd-daemon.h>
 
 #include "agent-internal.h"
-#include "api/pods.h"
 #include "util/log.h"
 
 #define TICK_USEC CUB_USEC_PER_SEC
@@ -53,7 +52,7 @@ static void publish(Agent *a, uint64_t now) {
         s->made_usec = now;
         s->synced = a->synced;
         s->node_name = strdup(a->opt.node_name);
-        s->pods_json = api_pod_list_json(a->pods, a->n_pods, &info);
+        s->pods_json = api_pod_list_json_cached(&a->pod_cache, a->pods, a->n_pods, &info);
         f = open_memstream(&s->metrics, &len);
         if (f) {
                 (void) api_metrics_render(&a->metrics, &g, f);
@@ -116,6 +115,7 @@ void agent_http_stop(Agent *a) {
         a->http_timer = sd_event_source_disable_unref(a->http_timer);
         /* the server thread first: it may read the snapshot */
         a->http = api_http_free(a->http);
+        api_pod_cache_done(&a->pod_cache);
         api_metrics_done(&a->metrics);
 }
 

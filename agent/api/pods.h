@@ -24,6 +24,23 @@ typedef struct ApiPodsInfo {
 
 /* The PodList (malloc'd JSON text), NULL on ENOMEM. */
 char *api_pod_list_json(LcPod *const *pods, size_t n, const ApiPodsInfo *info);
+
+/* Each pod's rendered JSON, kept while its spec and status stay the same
+ * (compared byte for byte): a steady node costs the loop a memcmp per pod
+ * per snapshot instead of a render. The loop owns it. */
+typedef struct ApiPodCache {
+        struct ApiPodCacheEntry {
+                const WorkerSpec *spec;
+                char *key; /* the status bytes it was rendered from */
+                size_t key_len;
+                char *json;
+                bool seen;
+        } *items;
+        size_t n;
+} ApiPodCache;
+
+char *api_pod_list_json_cached(ApiPodCache *c, LcPod *const *pods, size_t n, const ApiPodsInfo *info);
+void api_pod_cache_done(ApiPodCache *c);
 /* One pod, as in the PodList (a json_t *). */
 void *api_pod_json(const LcPod *p, const ApiPodsInfo *info);
 void api_pods_gauges(LcPod *const *pods, size_t n, ApiGauges *g);

@@ -205,6 +205,29 @@ static void test_pod_list(void **state) {
                 pod_free(back);
         }
         json_decref(doc);
+        /* the cache gives the same text, and follows a status change */
+        {
+                ApiPodCache cache = {};
+                char *a = api_pod_list_json_cached(&cache, pods, 2, &info), *b;
+
+                assert_string_equal(a, text);
+                assert_int_equal(cache.n, 1);
+                free(a);
+                p->statuses[1].restarts = 3;
+                a = api_pod_list_json_cached(&cache, pods, 2, &info);
+                b = api_pod_list_json(pods, 2, &info);
+                assert_string_equal(a, b);
+                assert_non_null(strstr(a, "\"restartCount\":3"));
+                free(a);
+                free(b);
+                p->wanted = false; /* gone: the cache lets go of it */
+                a = api_pod_list_json_cached(&cache, pods, 2, &info);
+                assert_string_equal(a, "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[]}");
+                assert_int_equal(cache.n, 0);
+                free(a);
+                p->wanted = true;
+                api_pod_cache_done(&cache);
+        }
         api_pods_gauges(pods, 2, &g);
         assert_int_equal(g.pods, 1);
         assert_int_equal(g.running_pods, 1);
