@@ -75,8 +75,7 @@ struct Agent {
         ApiHttp *http;
         ApiPodCache pod_cache;
         sd_event_source *http_timer;
-        uint64_t runtime_down_since; /* CLOCK_MONOTONIC µs of the first failed relist, 0 = up */
-        bool synced;                 /* the runtime was listed once */
+        uint64_t runtime_down_since; /* CLOCK_MONOTONIC µs of the first tick it was seen down, 0 = up */
         char host_ip[64];
         bool conditions[_LC_CONDITION_MAX];
         unsigned resources_gen;

@@ -90,8 +90,6 @@ static void on_relist(Agent *a, WorkerJob *j) {
                         cub_log(LOG_ERR, "runtime: %s; retrying", j->error);
                 a->runtime_ready = false;
                 a->runtime_known = true;
-                if (!a->runtime_down_since)
-                        a->runtime_down_since = now;
                 (void) snprintf(a->runtime_error, sizeof(a->runtime_error), "%s", j->error);
                 agent_notify_status(a);
                 return;
@@ -99,8 +97,6 @@ static void on_relist(Agent *a, WorkerJob *j) {
         if (!a->runtime_ready && a->runtime_known)
                 cub_log(LOG_INFO, "runtime '%s' is back", cri_client_endpoint(a->cri));
         a->runtime_ready = a->runtime_known = true;
-        a->runtime_down_since = 0;
-        a->synced = true;
         a->runtime_error[0] = '\0';
 
         /* what the runtime holds, by pod UID: O(pods) per relist */

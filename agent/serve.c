@@ -50,7 +50,7 @@ static void publish(Agent *a, uint64_t now) {
                 return;
         api_pods_gauges(a->pods, a->n_pods, &g);
         s->made_usec = now;
-        s->synced = a->synced;
+        s->synced = a->notified_ready; /* the runtime was listed once */
         s->node_name = strdup(a->opt.node_name);
         s->pods_json = api_pod_list_json_cached(&a->pod_cache, a->pods, a->n_pods, &info);
         f = open_memstream(&s->metrics, &len);
@@ -58,8 +58,7 @@ static void publish(Agent *a, uint64_t now) {
                 (void) api_metrics_render(&a->metrics, &g, f);
                 (void) fclose(f);
         }
-        if (!s->node_name || !s->pods_json || !s->metrics ||
-            api_snapshot_add_pods(s, a->pods, a->n_pods, &info) < 0) {
+        if (!s->node_name || !s->pods_json || !s->metrics || api_snapshot_add_pods(s, a->pods, a->n_pods, &info) < 0) {
                 cub_log(LOG_ERR, "HTTP API: out of memory rendering the snapshot");
                 api_snapshot_unref(s);
                 return;
@@ -72,6 +71,10 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
         uint64_t now = agent_now_usec();
 
         (void) sd_event_source_set_time(src, usec + TICK_USEC);
+        if (a->runtime_ready || !a->runtime_known)
+                a->runtime_down_since = 0;
+        else if (!a->runtime_down_since)
+                a->runtime_down_since = now;
         api_http_heartbeat(a->http, now, a->runtime_down_since);
         if (api_http_take_wanted(a->http))
                 publish(a, now);
@@ -106,8 +109,8 @@ int agent_http_start(Agent *a, CubError *err) {
                 return cub_err_set(err, -r, "HTTP API timer: %s", strerror(-r));
         (void) sd_event_source_set_description(a->http_timer, "http-api");
         (void) sd_event_source_set_enabled(a->http_timer, SD_EVENT_ON);
-        cub_log(LOG_INFO, "HTTP API on %s%s:%u%s", strchr(c.address, ':') ? "[" : "", c.address,
-                api_http_port(a->http), c.tls_cert_file ? " (TLS, client certificates)" : "");
+        cub_log(LOG_INFO, "HTTP API on %s%s:%u%s", strchr(c.address, ':') ? "[" : "", c.address, api_http_port(a->http),
+                c.tls_cert_file ? " (TLS, client certificates)" : "");
         return 0;
 }
 

@@ -77,8 +77,8 @@ ApiSnapshot *api_snapshot_unref(ApiSnapshot *s) {
         return NULL;
 }
 
-ApiPodRef *api_snapshot_add_pod(ApiSnapshot *s, const char *ns, const char *name, const char *uid,
-                                const char *cgroup, const char *log_dir, int64_t start_time) {
+ApiPodRef *api_snapshot_add_pod(ApiSnapshot *s, const char *ns, const char *name, const char *uid, const char *cgroup,
+                                const char *log_dir, int64_t start_time) {
         ApiPodRef *pods = realloc(s->pods, (s->n_pods + 1) * sizeof(*pods)), *p;
 
         if (!pods)
@@ -102,8 +102,9 @@ int api_pod_ref_add_container(ApiPodRef *p, const char *name, const char *id, bo
         if (!cs)
                 return -ENOMEM;
         p->containers = cs;
-        cs[p->n_containers] =
-                (ApiContainerRef){ .name = strdup(name), .id = strdup(id), .running = running, .started_at = started_at };
+        cs[p->n_containers] = (ApiContainerRef){
+                .name = strdup(name), .id = strdup(id), .running = running, .started_at = started_at
+        };
         p->n_containers++;
         return cs[p->n_containers - 1].name && cs[p->n_containers - 1].id ? 0 : -ENOMEM;
 }
@@ -250,8 +251,8 @@ static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, const char *
                 return MHD_NO;
         if (ok && !verbose)
                 return reply_text(c, MHD_HTTP_OK, "ok");
-        return reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
-                     TAKE_PTR(text), len);
+        return reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", TAKE_PTR(text),
+                     len);
 }
 
 static enum MHD_Result metrics(ApiHttp *h, struct MHD_Connection *c, ApiSnapshot *s, bool resource) {
@@ -300,8 +301,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         (void) upload_data;
         (void) con_cls;
         if (h->ca && !client_cert_ok(c))
-                return reply_text(c, MHD_HTTP_UNAUTHORIZED, "Unauthorized: a client certificate signed by the "
-                                                            "clientCAFile is required\n");
+                return reply_text(c, MHD_HTTP_UNAUTHORIZED,
+                                  "Unauthorized: a client certificate signed by the "
+                                  "clientCAFile is required\n");
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
                 return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n");
         if (*upload_data_size > 0 || (clen && strcmp(clen, "0") != 0) ||
@@ -432,10 +434,10 @@ int api_http_new(const ApiHttpConfig *c, ApiHttp **ret, CubError *err) {
 
                 h->d = MHD_start_daemon(flags, (uint16_t) port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
                                         (struct sockaddr *) &ss, MHD_OPTION_CONNECTION_TIMEOUT, c->timeout_sec,
-                                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 32768,
-                                        MHD_OPTION_CONNECTION_LIMIT, c->connection_limit,
-                                        MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->connection_limit / 2,
-                                        h->cert ? MHD_OPTION_ARRAY : MHD_OPTION_END, tls, MHD_OPTION_END);
+                                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 32768, MHD_OPTION_CONNECTION_LIMIT,
+                                        c->connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                        c->connection_limit / 2, h->cert ? MHD_OPTION_ARRAY : MHD_OPTION_END, tls,
+                                        MHD_OPTION_END);
         }
         if (!h->d) {
                 r = cub_err_set(err, EADDRNOTAVAIL,

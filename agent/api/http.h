@@ -37,8 +37,8 @@ typedef struct ApiContainerRef {
 
 typedef struct ApiPodRef {
         char *namespace_, *name, *uid;
-        char *cgroup;  /* relative to the cgroup root */
-        char *log_dir; /* its logs: the pod's ephemeral storage */
+        char *cgroup;       /* relative to the cgroup root */
+        char *log_dir;      /* its logs: the pod's ephemeral storage */
         int64_t start_time; /* unix s */
         ApiContainerRef *containers;
         size_t n_containers;
@@ -59,8 +59,8 @@ ApiSnapshot *api_snapshot_new(void);
 ApiSnapshot *api_snapshot_ref(ApiSnapshot *s);
 ApiSnapshot *api_snapshot_unref(ApiSnapshot *s);
 /* Appends a pod (copies the strings); returns it for its containers, NULL on ENOMEM. */
-ApiPodRef *api_snapshot_add_pod(ApiSnapshot *s, const char *ns, const char *name, const char *uid,
-                                const char *cgroup, const char *log_dir, int64_t start_time);
+ApiPodRef *api_snapshot_add_pod(ApiSnapshot *s, const char *ns, const char *name, const char *uid, const char *cgroup,
+                                const char *log_dir, int64_t start_time);
 int api_pod_ref_add_container(ApiPodRef *p, const char *name, const char *id, bool running, int64_t started_at);
 
 typedef struct ApiHttpConfig {
@@ -68,7 +68,7 @@ typedef struct ApiHttpConfig {
         unsigned port;
         const char *tls_cert_file, *tls_key_file, *client_ca_file; /* all or none */
         const char *cgroup_root;
-        const char *proc; /* "/proc" */
+        const char *proc;    /* "/proc" */
         const char *fs_path; /* the node filesystem for /stats/summary (the state dir) */
         uint64_t stall_usec; /* the loop is stalled after this long without a heartbeat */
         unsigned connection_limit;

@@ -15,7 +15,7 @@
 
 /* kubelet's buckets (pkg/kubelet/metrics/metrics.go): PodStartDuration, and
  * metrics.DefBuckets for the pod worker. */
-static const double start_buckets[] = { 0.5, 1,   2,   3,   4,   5,   6,    8,    10,   20,   30,   45,  60,
+static const double start_buckets[] = { 0.5, 1,   2,   3,   4,   5,   6,   8,   10,   20,   30,   45,  60,
                                         120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600 };
 static const double def_buckets[] = { .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10 };
 
@@ -34,7 +34,8 @@ void api_metrics_init(ApiMetrics *m) {
         *m = (ApiMetrics){};
         m->pod_start_duration = (ApiHistogram){ .bounds = start_buckets, .n_bounds = ELEMENTSOF(start_buckets) };
         for (size_t i = 0; i < _API_WORKER_OP_MAX; i++)
-                m->pod_worker_duration[i] = (ApiHistogram){ .bounds = def_buckets, .n_bounds = ELEMENTSOF(def_buckets) };
+                m->pod_worker_duration[i] =
+                        (ApiHistogram){ .bounds = def_buckets, .n_bounds = ELEMENTSOF(def_buckets) };
 }
 
 static void counter_done(ApiCounterVec *c) {

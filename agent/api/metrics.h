@@ -19,7 +19,7 @@ typedef struct ApiCounterVec {
         struct ApiLabelCount {
                 char *value;
                 uint64_t n;
-        } *items;
+        } * items;
         size_t n;
 } ApiCounterVec;
 
@@ -44,13 +44,13 @@ typedef enum ApiWorkerOp {
 } ApiWorkerOp;
 
 typedef struct ApiMetrics {
-        ApiHistogram pod_start_duration;                    /* kubelet_pod_start_duration_seconds */
+        ApiHistogram pod_start_duration;                      /* kubelet_pod_start_duration_seconds */
         ApiHistogram pod_worker_duration[_API_WORKER_OP_MAX]; /* kubelet_pod_worker_duration_seconds */
-        ApiCounterVec evictions;                            /* kubelet_evictions{eviction_signal} */
-        ApiCounterVec preemptions;                          /* kubelet_preemptions{preemption_signal} */
-        ApiCounterVec admission_rejections;                 /* kubelet_admission_rejections_total{reason} */
-        uint64_t cpu_pinning_requests, cpu_pinning_errors;  /* kubelet_cpu_manager_pinning_*_total */
-        uint64_t manifest_errors;                           /* cubelet_manifest_errors_total */
+        ApiCounterVec evictions;                              /* kubelet_evictions{eviction_signal} */
+        ApiCounterVec preemptions;                            /* kubelet_preemptions{preemption_signal} */
+        ApiCounterVec admission_rejections;                   /* kubelet_admission_rejections_total{reason} */
+        uint64_t cpu_pinning_requests, cpu_pinning_errors;    /* kubelet_cpu_manager_pinning_*_total */
+        uint64_t manifest_errors;                             /* cubelet_manifest_errors_total */
         /* HTTP manifest source (issue 12, points 1-4): fetches by result
          * ("200", "304", "error", "decode-error", ...), filled by the
          * URL source's loop callbacks; cubelet_http_source_fetches_total */

@@ -42,9 +42,9 @@ static json_t *resources(const PodResourceList *l) {
         char buf[POD_QUANTITY_STR_MAX];
 
         for (size_t i = 0; i < l->n; i++)
-                json_object_set_new(o, l->items[i].name,
-                                    json_string(pod_quantity_format(l->items[i].q,
-                                                                    strcmp(l->items[i].name, "cpu") == 0, buf)));
+                json_object_set_new(
+                        o, l->items[i].name,
+                        json_string(pod_quantity_format(l->items[i].q, strcmp(l->items[i].name, "cpu") == 0, buf)));
         return o;
 }
 
@@ -139,7 +139,9 @@ static json_t *spec_json(const Pod *pod, const char *node_name) {
 static json_t *terminated(const LcContainerStatus *st, const char *cid) {
         char a[32], b[32];
         json_t *t = json_pack("{s:i,s:s}", "exitCode", (int) st->exit_code, "reason",
-                              *st->reason ? st->reason : st->exit_code ? "Error" : "Completed");
+                              *st->reason     ? st->reason
+                              : st->exit_code ? "Error"
+                                              : "Completed");
 
         if (t && st->started_at)
                 json_object_set_new(t, "startedAt", json_string(rfc3339(st->started_at / 1000000000, a)));
@@ -171,9 +173,9 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
         last = st->terminated_before && st->state != LC_CONTAINER_TERMINATED
                        ? json_pack("{s:o}", "terminated", terminated(st, NULL))
                        : json_object();
-        cj = json_pack("{s:s,s:o,s:o,s:b,s:i,s:s,s:s,s:b}", "name", c->name, "state", state, "lastState", last,
-                       "ready", running && !p->terminal, "restartCount", (int) st->restarts, "image", c->image,
-                       "imageID", "", "started", running);
+        cj = json_pack("{s:s,s:o,s:o,s:b,s:i,s:s,s:s,s:b}", "name", c->name, "state", state, "lastState", last, "ready",
+                       running && !p->terminal, "restartCount", (int) st->restarts, "image", c->image, "imageID", "",
+                       "started", running);
         if (cj && *st->id)
                 json_object_set_new(cj, "containerID", json_string(cid));
         *ret_ready = running && !p->terminal;

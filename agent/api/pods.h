@@ -17,8 +17,8 @@
 
 typedef struct ApiPodsInfo {
         const char *node_name;
-        const char *host_ip; /* NULL when unknown; every pod shares the node's network */
-        const char *runtime; /* containerID prefix, "containerd" */
+        const char *host_ip;          /* NULL when unknown; every pod shares the node's network */
+        const char *runtime;          /* containerID prefix, "containerd" */
         int64_t wall_minus_mono_usec; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 } ApiPodsInfo;
 
@@ -35,7 +35,7 @@ typedef struct ApiPodCache {
                 size_t key_len;
                 char *json;
                 bool seen;
-        } *items;
+        } * items;
         size_t n;
 } ApiPodCache;
 

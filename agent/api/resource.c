@@ -71,8 +71,7 @@ int api_cgroup_stats(const char *cgroup_root, const char *rel, ApiCgroupStats *r
 int api_node_stats(const char *cgroup_root, const char *proc, ApiCgroupStats *ret, uint64_t *ret_mem_total,
                    uint64_t *ret_mem_available) {
         static const char *const cpu_keys[] = { "usage_usec" };
-        static const char *const mem_keys[] = { "MemTotal", "MemFree", "MemAvailable", "Inactive(file)",
-                                                "AnonPages" };
+        static const char *const mem_keys[] = { "MemTotal", "MemFree", "MemAvailable", "Inactive(file)", "AnonPages" };
         uint64_t kb[5] = {};
         char path[4096];
         int r;
@@ -291,10 +290,10 @@ static json_t *fs_json(const char *now, const char *path) {
         if (statvfs(path, &v) < 0)
                 return NULL;
         return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "time", now, "availableBytes",
-                         (json_int_t) (v.f_bavail * v.f_frsize), "capacityBytes", (json_int_t) (v.f_blocks * v.f_frsize),
-                         "usedBytes", (json_int_t) ((v.f_blocks - v.f_bfree) * v.f_frsize), "inodesFree",
-                         (json_int_t) v.f_ffree, "inodes", (json_int_t) v.f_files, "inodesUsed",
-                         (json_int_t) (v.f_files - v.f_ffree));
+                         (json_int_t) (v.f_bavail * v.f_frsize), "capacityBytes",
+                         (json_int_t) (v.f_blocks * v.f_frsize), "usedBytes",
+                         (json_int_t) ((v.f_blocks - v.f_bfree) * v.f_frsize), "inodesFree", (json_int_t) v.f_ffree,
+                         "inodes", (json_int_t) v.f_files, "inodesUsed", (json_int_t) (v.f_files - v.f_ffree));
 }
 
 char *api_stats_summary(const ApiSnapshot *s, const char *cgroup_root, const char *proc, const char *fs_path) {

@@ -75,7 +75,7 @@ typedef struct LcContainerStatus {
         char reason[32];
         bool terminated_before;
         bool waiting_backoff;
-        bool oom_killed_now; /* this observation saw a new OOM kill */
+        bool oom_killed_now;             /* this observation saw a new OOM kill */
         int64_t started_at, finished_at; /* unix ns, the runtime's (0: unknown) */
 } LcContainerStatus;
 

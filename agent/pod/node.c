@@ -235,7 +235,9 @@ static const PodField config_fields[] = {
 };
 
 void pod_kubelet_config_init(PodKubeletConfig *c) {
-        *c = (PodKubeletConfig){ .pod_pids_limit = -1, .cpu_cfs_quota = true, .max_pods = 110, .read_only_port = 10255 };
+        *c = (PodKubeletConfig){
+                .pod_pids_limit = -1, .cpu_cfs_quota = true, .max_pods = 110, .read_only_port = 10255
+        };
 }
 
 void pod_kubelet_config_done(PodKubeletConfig *c) {

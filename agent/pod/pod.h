@@ -343,7 +343,7 @@ typedef struct PodKubeletConfig {
         /* the HTTP API: readOnlyPort (default 10255, 0 = off), address, TLS, authentication.x509.clientCAFile */
         int64_t read_only_port;
         char *address, *tls_cert_file, *tls_private_key_file, *client_ca_file;
-        PodStrv ignored;              /* names of fields present but not supported */
+        PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 
 void pod_kubelet_config_init(PodKubeletConfig *c);

@@ -29,13 +29,14 @@ static LcPod *make_pod(int i) {
         CubError err = {};
         LcPod *p = NULL;
 
-        (void) snprintf(yaml, sizeof(yaml),
-                        "apiVersion: v1\nkind: Pod\nmetadata: {name: web%d, labels: {app: web, tier: front}}\n"
-                        "spec:\n  containers:\n  - name: app\n    image: nginx:1.25\n    command: [nginx, -g, daemon off;]\n"
-                        "    ports: [{containerPort: 80}]\n    env: [{name: A, value: b}]\n"
-                        "    resources: {requests: {cpu: 100m, memory: 64Mi}, limits: {memory: 128Mi}}\n"
-                        "  - name: sidecar\n    image: busybox:1\n    command: [sleep, inf]\n",
-                        i);
+        (void) snprintf(
+                yaml, sizeof(yaml),
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: web%d, labels: {app: web, tier: front}}\n"
+                "spec:\n  containers:\n  - name: app\n    image: nginx:1.25\n    command: [nginx, -g, daemon off;]\n"
+                "    ports: [{containerPort: 80}]\n    env: [{name: A, value: b}]\n"
+                "    resources: {requests: {cpu: 100m, memory: 64Mi}, limits: {memory: 128Mi}}\n"
+                "  - name: sidecar\n    image: busybox:1\n    command: [sleep, inf]\n",
+                i);
         cg_options_init(&cg);
         if (pod_decode_static(yaml, strlen(yaml), "b.yaml", POD_FORMAT_YAML, "node1", POD_SOURCE_FILE, "b.yaml", &pod,
                               &err) < 0 ||
@@ -71,8 +72,9 @@ static void fake_cgroup(const char *dir) {
         (void) cub_mkdir_p(dir, 0755);
         put(dir, "cpu.stat", "usage_usec 123456789\nuser_usec 1\nsystem_usec 1\nnr_periods 0\n");
         put(dir, "memory.current", "73400320\n");
-        put(dir, "memory.stat", "anon 52428800\nfile 20971520\nkernel 1048576\nactive_anon 1\ninactive_anon 1\n"
-                                "active_file 1\ninactive_file 10485760\npgfault 1000\npgmajfault 3\n");
+        put(dir, "memory.stat",
+            "anon 52428800\nfile 20971520\nkernel 1048576\nactive_anon 1\ninactive_anon 1\n"
+            "active_file 1\ninactive_file 10485760\npgfault 1000\npgmajfault 3\n");
 }
 
 /* What the loop renders on a tick after a client asked. */
@@ -153,15 +155,15 @@ int main(void) {
         }
         per = (now_s() - t0) / rounds;
         printf("snapshot of %d pods on the loop (no pod changed): %.0f us (%d rounds), PodList %zu bytes\n", N_PODS,
-               per * 1e6, rounds,
-               strlen(s->pods_json));
+               per * 1e6, rounds, strlen(s->pods_json));
         t0 = now_s();
         for (int i = 0; i < 200; i++)
                 free(api_pod_list_json(pods, N_PODS, &info));
         printf("the PodList rendered afresh (every pod changed): %.0f us\n", (now_s() - t0) / 200 * 1e6);
         {
                 ApiPodCache cache = {};
-                char *a = api_pod_list_json_cached(&cache, pods, N_PODS, &info), *b = api_pod_list_json(pods, N_PODS, &info);
+                char *a = api_pod_list_json_cached(&cache, pods, N_PODS, &info),
+                     *b = api_pod_list_json(pods, N_PODS, &info);
 
                 printf("  the cached PodList is the same text: %s\n", strcmp(a, b) == 0 ? "yes" : "NO");
                 free(a);
@@ -187,8 +189,8 @@ int main(void) {
         cu = curl_easy_init();
         curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, sink);
         curl_easy_setopt(cu, CURLOPT_WRITEDATA, &bytes);
-        for (const char *const *p = (const char *const[]){ "/metrics", "/pods", "/metrics/resource", "/stats/summary",
-                                                          NULL };
+        for (const char *const *p =
+                     (const char *const[]){ "/metrics", "/pods", "/metrics/resource", "/stats/summary", NULL };
              *p; p++) {
                 int n = 0;
                 long status = 0;

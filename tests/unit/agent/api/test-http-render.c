@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include <ftw.h>
@@ -86,7 +87,8 @@ static void test_metrics_text(void **state) {
                                      "kubelet_pod_start_duration_seconds_bucket{le=\"+Inf\"} 3\n"
                                      "kubelet_pod_start_duration_seconds_sum 5002.9\n"
                                      "kubelet_pod_start_duration_seconds_count 3\n"));
-        assert_non_null(strstr(text, "kubelet_pod_worker_duration_seconds_bucket{operation_type=\"sync\",le=\"0.025\"} 1\n"));
+        assert_non_null(
+                strstr(text, "kubelet_pod_worker_duration_seconds_bucket{operation_type=\"sync\",le=\"0.025\"} 1\n"));
         assert_non_null(strstr(text, "kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"} 0\n"));
         /* every sample line belongs to the family announced before it */
         {
@@ -110,12 +112,11 @@ static void test_process_metrics(void **state) {
         (void) state;
         assert_int_equal(api_metrics_render_process("/proc", f), 0);
         fclose(f);
-        assert_int_equal(sscanf(strstr(text, "\nprocess_resident_memory_bytes ") + 1, "process_resident_memory_bytes %lf",
-                                &rss),
-                         1);
-        assert_int_equal(sscanf(strstr(text, "\nprocess_start_time_seconds ") + 1, "process_start_time_seconds %lf",
-                                &start),
-                         1);
+        assert_int_equal(
+                sscanf(strstr(text, "\nprocess_resident_memory_bytes ") + 1, "process_resident_memory_bytes %lf", &rss),
+                1);
+        assert_int_equal(
+                sscanf(strstr(text, "\nprocess_start_time_seconds ") + 1, "process_start_time_seconds %lf", &start), 1);
         assert_int_equal(sscanf(strstr(text, "\nprocess_open_fds ") + 1, "process_open_fds %lf", &fds), 1);
         assert_true(rss > 1e6);
         assert_true(start > 1.6e9 && start <= (double) time(NULL) + 1);
@@ -180,8 +181,8 @@ static void test_pod_list(void **state) {
         {
                 json_t *c;
                 size_t i;
-                const char *want[] = { "PodReadyToStartContainers", "True", "Initialized", "True", "Ready", "True",
-                                       "ContainersReady", "True", "PodScheduled", "True" };
+                const char *want[] = { "PodReadyToStartContainers", "True", "Initialized",  "True", "Ready", "True",
+                                       "ContainersReady",           "True", "PodScheduled", "True" };
 
                 json_array_foreach(json_object_get(st, "conditions"), i, c) {
                         assert_string_equal(json_string_value(json_object_get(c, "type")), want[2 * i]);
@@ -300,8 +301,10 @@ static void test_resource(void **state) {
         assert_non_null(strstr(text, "\nnode_cpu_usage_seconds_total 5.000000 "));
         /* (1000 - 200 - 100) KiB */
         assert_non_null(strstr(text, "\nnode_memory_working_set_bytes 716800 "));
-        assert_non_null(strstr(text, "\npod_cpu_usage_seconds_total{namespace=\"default\",pod=\"web-node1\"} 2.500000 "));
-        assert_non_null(strstr(text, "\npod_memory_working_set_bytes{namespace=\"default\",pod=\"web-node1\"} 600000 "));
+        assert_non_null(
+                strstr(text, "\npod_cpu_usage_seconds_total{namespace=\"default\",pod=\"web-node1\"} 2.500000 "));
+        assert_non_null(
+                strstr(text, "\npod_memory_working_set_bytes{namespace=\"default\",pod=\"web-node1\"} 600000 "));
         assert_non_null(strstr(text, "\ncontainer_cpu_usage_seconds_total{container=\"app\",namespace=\"default\","
                                      "pod=\"web-node1\"} 1.500000 "));
         assert_non_null(strstr(text, "\ncontainer_memory_working_set_bytes{container=\"app\",namespace=\"default\","
@@ -316,19 +319,19 @@ static void test_resource(void **state) {
         doc = json_loads(summary, 0, NULL);
         assert_non_null(doc);
         assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "node"), "nodeName")), "node1");
-        assert_int_equal(json_integer_value(json_object_get(
-                                 json_object_get(json_object_get(doc, "node"), "memory"), "workingSetBytes")),
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(doc, "node"), "memory"),
+                                                            "workingSetBytes")),
                          716800);
-        assert_true(json_integer_value(json_object_get(json_object_get(json_object_get(doc, "node"), "fs"),
-                                                       "capacityBytes")) > 0);
+        assert_true(json_integer_value(
+                            json_object_get(json_object_get(json_object_get(doc, "node"), "fs"), "capacityBytes")) > 0);
         pj = json_array_get(json_object_get(doc, "pods"), 0);
         assert_string_equal(json_string_value(json_object_get(json_object_get(pj, "podRef"), "uid")), "u1");
         assert_int_equal(json_integer_value(json_object_get(json_object_get(pj, "cpu"), "usageCoreNanoSeconds")),
                          2500000000LL);
         assert_int_equal(json_integer_value(json_object_get(json_object_get(pj, "memory"), "workingSetBytes")), 600000);
-        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(pj, "containers"), 0),
-                                                              "startTime")),
-                            "2023-11-14T22:13:21Z");
+        assert_string_equal(
+                json_string_value(json_object_get(json_array_get(json_object_get(pj, "containers"), 0), "startTime")),
+                "2023-11-14T22:13:21Z");
         json_decref(doc);
 
         /* no node stats: scrape_error 1 */

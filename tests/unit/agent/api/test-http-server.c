@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include <arpa/inet.h>
@@ -110,7 +111,8 @@ static ApiSnapshot *snapshot(const char *pods, uint64_t made) {
         s->synced = true;
         s->node_name = strdup("node1");
         s->pods_json = strdup(pods);
-        s->metrics = strdup("# HELP kubelet_running_pods x\n# TYPE kubelet_running_pods gauge\nkubelet_running_pods 2\n");
+        s->metrics =
+                strdup("# HELP kubelet_running_pods x\n# TYPE kubelet_running_pods gauge\nkubelet_running_pods 2\n");
         return s;
 }
 
@@ -125,14 +127,14 @@ static ApiHttp *start(ApiHttpConfig *c) {
         return h;
 }
 
-#define CHECK(r, code, text)                                    \
-        do {                                                    \
-                Reply *r_ = (r);                                \
-                assert_int_equal(r_->rc, CURLE_OK);             \
-                assert_int_equal(r_->status, code);             \
-                if (text)                                       \
-                        assert_string_equal(r_->body, text);   \
-                free(r_);                                       \
+#define CHECK(r, code, text)                                 \
+        do {                                                 \
+                Reply *r_ = (r);                             \
+                assert_int_equal(r_->rc, CURLE_OK);          \
+                assert_int_equal(r_->status, code);          \
+                if (text)                                    \
+                        assert_string_equal(r_->body, text); \
+                free(r_);                                    \
         } while (0)
 
 static void test_routes(void **state) {
@@ -171,8 +173,7 @@ static void test_routes(void **state) {
         CHECK(get(port, "/healthz"), 200, "ok");
         CHECK(get(port, "/livez"), 200, "ok");
         CHECK(get(port, "/readyz"), 200, "ok");
-        CHECK(get(port, "/healthz?verbose"), 200,
-              "[+]ping ok\n[+]syncloop ok\n[+]runtime ok\nhealthz check passed\n");
+        CHECK(get(port, "/healthz?verbose"), 200, "[+]ping ok\n[+]syncloop ok\n[+]runtime ok\nhealthz check passed\n");
         CHECK(get(port, "/nope"), 404, "404 page not found\n");
         CHECK(get(port, "/podsx"), 404, "404 page not found\n");
         CHECK(get(port, "/"), 404, "404 page not found\n");
@@ -324,9 +325,14 @@ static void test_bad_clients(void **state) {
         /* 64 KiB of headers: over the 32 KiB per connection */
         big = malloc(70000);
         assert_non_null(big);
-        strcpy(big, "GET /pods HTTP/1.1\r\nHost: x\r\nX-Big: ");
-        memset(big + strlen(big), 'a', 65536);
-        strcpy(big + 36 + 65536, "\r\n\r\n");
+        {
+                static const char head[] = "GET /pods HTTP/1.1\r\nHost: x\r\nX-Big: ";
+                size_t hl = sizeof(head) - 1;
+
+                memcpy(big, head, hl);
+                memset(big + hl, 'a', 65536);
+                memcpy(big + hl + 65536, "\r\n\r\n", 5);
+        }
         raw(port, big, strlen(big), line, sizeof(line));
         assert_string_equal(line, "HTTP/1.1 431 Request Header Fields Too Large");
         free(big);
@@ -414,7 +420,7 @@ static void test_tls(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_routes),     cmocka_unit_test(test_health),    cmocka_unit_test(test_fresh_wait),
+                cmocka_unit_test(test_routes),      cmocka_unit_test(test_health),    cmocka_unit_test(test_fresh_wait),
                 cmocka_unit_test(test_bad_clients), cmocka_unit_test(test_addresses), cmocka_unit_test(test_tls),
         };
         int r;
