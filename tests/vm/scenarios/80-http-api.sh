@@ -152,8 +152,8 @@ t_ok "load loop on 127.0.0.1 ran" test -s "$W/load.txt"
 t_diag "$(cat "$W/load.txt")"
 
 # ---- bad clients ------------------------------------------------------------------------
-python3 - <<'PY' >"$W/bad.txt" 2>&1
-import socket, time
+python3 - "$W/bad-ready" <<'PY' >"$W/bad.txt" 2>&1 &
+import socket, sys, time
 half = []
 for i in range(20):
     s = socket.create_connection(("127.0.0.1", 10255))
@@ -163,11 +163,20 @@ g = socket.create_connection(("127.0.0.1", 10255)); g.sendall(b"\x00\x01garbage\
 print("garbage:", g.recv(100)[:12])
 b = socket.create_connection(("127.0.0.1", 10255))
 b.sendall(b"GET /pods HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 65536 + b"\r\n\r\n")
-print("big:", b.recv(100).split(b"\r\n")[0].decode())
-time.sleep(30)
+print("big:", b.recv(100).split(b"\r\n")[0].decode(), flush=True)
+open(sys.argv[1], "w").close()
+t0 = time.monotonic()
+for s in half:  # the server drops them after its 10 s connection timeout
+    s.settimeout(60)
+    s.recv(100)
+print("half-open dropped after %.0f s" % (time.monotonic() - t0))
 PY
+BAD=$!
+for i in $(seq 120); do [ -e "$W/bad-ready" ] && break; sleep 0.5; done
 t_is "$(code "$API/healthz")" 200 "/healthz answers while 20 half-open connections hang"
-sleep 12
+wait "$BAD"
+t_contains "$(cat "$W/bad.txt")" "half-open dropped after" "the half-open connections are dropped"
+t_diag "$(cat "$W/bad.txt")"
 t_contains "$(cat "$W/bad.txt")" "big: HTTP/1.1 431" "a 64 KiB header is refused (431)"
 t_is "$(curl -s "$API/pods" | jq '.items | length')" $((N - 1)) "/pods still answers after the bad clients"
 
