@@ -50,7 +50,6 @@ static void publish(Agent *a, uint64_t now) {
                 return;
         api_pods_gauges(a->pods, a->n_pods, &g);
         s->made_usec = now;
-        s->synced = a->notified_ready; /* the runtime was listed once */
         s->node_name = strdup(a->opt.node_name);
         s->pods_json = api_pod_list_json_cached(&a->pod_cache, a->pods, a->n_pods, &info);
         f = open_memstream(&s->metrics, &len);
@@ -75,7 +74,7 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
                 a->runtime_down_since = 0;
         else if (!a->runtime_down_since)
                 a->runtime_down_since = now;
-        api_http_heartbeat(a->http, now, a->runtime_down_since);
+        api_http_heartbeat(a->http, now, a->runtime_down_since, a->notified_ready);
         if (api_http_take_wanted(a->http))
                 publish(a, now);
         return 0;

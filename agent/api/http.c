@@ -32,7 +32,7 @@ struct ApiHttp {
         pthread_cond_t fresh; /* a snapshot was published */
         ApiSnapshot *snap;    /* under lock */
         _Atomic uint64_t heartbeat, runtime_down_since;
-        atomic_bool wanted;
+        atomic_bool wanted, synced;
         unsigned port;
 };
 
@@ -122,7 +122,8 @@ void api_http_publish(ApiHttp *h, ApiSnapshot *s) {
         api_snapshot_unref(old);
 }
 
-void api_http_heartbeat(ApiHttp *h, uint64_t now_usec, uint64_t runtime_down_since_usec) {
+void api_http_heartbeat(ApiHttp *h, uint64_t now_usec, uint64_t runtime_down_since_usec, bool synced) {
+        atomic_store(&h->synced, synced);
         atomic_store(&h->heartbeat, now_usec);
         atomic_store(&h->runtime_down_since, runtime_down_since_usec);
 }
@@ -209,7 +210,6 @@ static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, const char *
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
-        ApiSnapshot *s;
 
         if (!f)
                 return MHD_NO;
@@ -235,16 +235,12 @@ static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, const char *
                 }
         }
         if (ready) {
-                pthread_mutex_lock(&h->lock);
-                s = api_snapshot_ref(h->snap);
-                pthread_mutex_unlock(&h->lock);
-                if (s && s->synced)
+                if (atomic_load(&h->synced))
                         fputs("[+]synced ok\n", f);
                 else {
                         fputs("[-]synced failed: the runtime has not been listed yet\n", f);
                         ok = false;
                 }
-                api_snapshot_unref(s);
         }
         fprintf(f, "%s check %s\n", which, ok ? "passed" : "failed");
         if (fclose(f) != 0)

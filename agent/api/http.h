@@ -52,7 +52,6 @@ typedef struct ApiSnapshot {
         char *metrics;   /* the loop's part of /metrics */
         ApiPodRef *pods;
         size_t n_pods;
-        bool synced; /* the runtime was listed once */
 } ApiSnapshot;
 
 ApiSnapshot *api_snapshot_new(void);
@@ -91,6 +90,7 @@ unsigned api_http_port(ApiHttp *h);
 
 /* The loop's side. publish takes the caller's reference. */
 void api_http_publish(ApiHttp *h, ApiSnapshot *s);
-void api_http_heartbeat(ApiHttp *h, uint64_t now_usec, uint64_t runtime_down_since_usec);
+/* synced: the runtime was listed once (for /readyz). */
+void api_http_heartbeat(ApiHttp *h, uint64_t now_usec, uint64_t runtime_down_since_usec, bool synced);
 /* Whether a client asked for data since the last call (and clears it). */
 bool api_http_take_wanted(ApiHttp *h);

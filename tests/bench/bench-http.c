@@ -87,7 +87,6 @@ static ApiSnapshot *build(ApiPodCache *cache, LcPod **pods, const ApiPodsInfo *i
 
         api_metrics_init(&m);
         s->made_usec = cub_now_usec(CLOCK_MONOTONIC);
-        s->synced = true;
         s->node_name = strdup("node1");
         s->pods_json = api_pod_list_json_cached(cache, pods, N_PODS, info);
         api_pods_gauges(pods, N_PODS, &g);
@@ -183,7 +182,7 @@ int main(void) {
                 fprintf(stderr, "%s\n", err.msg);
                 return 1;
         }
-        api_http_heartbeat(h, cub_now_usec(CLOCK_MONOTONIC), 0);
+        api_http_heartbeat(h, cub_now_usec(CLOCK_MONOTONIC), 0, true);
         api_http_publish(h, s);
         curl_global_init(CURL_GLOBAL_DEFAULT);
         cu = curl_easy_init();
@@ -209,7 +208,7 @@ int main(void) {
                         /* the loop's 1 s tick: heartbeat, and a snapshot when asked */
                         if (now_s() - last >= 1) {
                                 last = now_s();
-                                api_http_heartbeat(h, cub_now_usec(CLOCK_MONOTONIC), 0);
+                                api_http_heartbeat(h, cub_now_usec(CLOCK_MONOTONIC), 0, true);
                                 if (api_http_take_wanted(h))
                                         api_http_publish(h, build(&snap_cache, pods, &info));
                         }

@@ -108,7 +108,6 @@ static ApiSnapshot *snapshot(const char *pods, uint64_t made) {
 
         assert_non_null(s);
         s->made_usec = made;
-        s->synced = true;
         s->node_name = strdup("node1");
         s->pods_json = strdup(pods);
         s->metrics =
@@ -123,7 +122,7 @@ static ApiHttp *start(ApiHttpConfig *c) {
         c->port = API_HTTP_PORT_ANY;
         if (api_http_new(c, &h, &err) < 0)
                 fail_msg("start: %s", err.msg);
-        api_http_heartbeat(h, now(), 0);
+        api_http_heartbeat(h, now(), 0, true);
         return h;
 }
 
@@ -198,9 +197,16 @@ static void test_health(void **state) {
         c.stall_usec = 300 * 1000;
         h = start(&c);
         port = api_http_port(h);
-        /* not listed yet: alive, not ready */
-        api_http_publish(h, snapshot("{}", now()));
+        /* not listed yet: alive, not ready (with no snapshot published yet) */
+        api_http_heartbeat(h, now(), 0, false);
         CHECK(get(port, "/livez"), 200, "ok");
+        CHECK(get(port, "/healthz"), 200, "ok");
+        CHECK(get(port, "/readyz"), 500,
+              "[+]ping ok\n[+]syncloop ok\n[+]runtime ok\n[-]synced failed: the runtime has not been listed yet\n"
+              "readyz check failed\n");
+        api_http_heartbeat(h, now(), 0, true);
+        CHECK(get(port, "/readyz"), 200, "ok");
+        api_http_publish(h, snapshot("{}", now()));
         /* the loop stops beating */
         usleep(1200 * 1000);
         r = get(port, "/healthz");
@@ -212,7 +218,7 @@ static void test_health(void **state) {
         /* a stalled loop: the data request does not wait, it gets the last snapshot */
         CHECK(get(port, "/pods"), 200, "{}");
         /* the runtime unreachable for 61 s */
-        api_http_heartbeat(h, now(), now() - 61 * CUB_USEC_PER_SEC);
+        api_http_heartbeat(h, now(), now() - 61 * CUB_USEC_PER_SEC, true);
         r = get(port, "/healthz");
         assert_int_equal(r->status, 500);
         assert_string_equal(r->body, "[+]ping ok\n[+]syncloop ok\n[-]runtime failed: the container runtime has been "
@@ -220,7 +226,7 @@ static void test_health(void **state) {
         free(r);
         CHECK(get(port, "/livez"), 200, "ok");
         /* for 10 s: healthy (kubelet's 1 min), but not ready */
-        api_http_heartbeat(h, now(), now() - 10 * CUB_USEC_PER_SEC);
+        api_http_heartbeat(h, now(), now() - 10 * CUB_USEC_PER_SEC, true);
         CHECK(get(port, "/healthz"), 200, "ok");
         r = get(port, "/readyz");
         assert_int_equal(r->status, 500);
@@ -258,7 +264,7 @@ static void test_fresh_wait(void **state) {
         assert_int_equal(pthread_create(&t, NULL, async_get, &a), 0);
         for (int i = 0; i < 100 && !asked; i++) {
                 usleep(10 * 1000);
-                api_http_heartbeat(h, now(), 0);
+                api_http_heartbeat(h, now(), 0, true);
                 asked = api_http_take_wanted(h);
         }
         assert_true(asked);
