@@ -13,7 +13,7 @@ BUILD   ?= build
 VARIANT ?= release
 FUZZ_SECONDS ?= 60
 
-PKGS := jansson yaml-0.1 libcgroup libsystemd libcrypto grpc libprotobuf-c libseccomp libnl-3.0 libnl-idiag-3.0 libcurl libmicrohttpd
+PKGS := jansson yaml-0.1 libcgroup libsystemd libcrypto grpc libprotobuf-c libseccomp libnl-3.0 libnl-idiag-3.0 libcurl libmicrohttpd gnutls
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_CFLAGS := $(shell pkg-config --cflags cmocka 2>/dev/null)
@@ -223,6 +223,8 @@ demo-plan: $(B)/cubelet
 # /etc/cubelet-bench/env (the host's / is the guest's lower root).
 # `make bench-vm` runs the VM part alone.
 BENCH_PODS ?= 110
+# 1: the HTTP API is scraped once a second while the pods start (and requests/s with them)
+BENCH_SCRAPE ?= 0
 BENCH_VM_BINS := $(patsubst tests/vm/bench/%.c,$(B)/tests/vm/bench/%,$(wildcard tests/vm/bench/*.c))
 
 $(B)/tests/vm/bench/%: tests/vm/bench/%.c $(LIBS)
@@ -238,7 +240,8 @@ bench: deps
 bench-vm: $(B)/cubelet $(BENCH_VM_BINS) images vm-image
 	@for n in $(BENCH_PODS); do \
 		f=$(abspath $(B))/vm/bench-files/$$n; rm -rf $$f; mkdir -p $$f/etc/cubelet-bench; \
-		printf 'BENCH_BIN=%s\nBENCH_PODS=%s\n' $(abspath $(B)) $$n >$$f/etc/cubelet-bench/env; \
+		printf 'BENCH_BIN=%s\nBENCH_PODS=%s\nBENCH_SCRAPE=%s\n' $(abspath $(B)) $$n "$(BENCH_SCRAPE)" \
+			>$$f/etc/cubelet-bench/env; \
 		VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh -f $$f -o $(abspath $(B))/vm/runs/bench-$$n \
 			$$(test $$n -gt 150 && echo "-m 6144M -t 7200") tests/vm/bench/bench.sh || exit 1; \
 	done

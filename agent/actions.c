@@ -45,6 +45,9 @@ static void apply_fail(Agent *a, const LcAction *act) {
                 agent_pod_stopped(a, act->uid);
                 return;
         }
+        if (act->evicted || strcmp(act->reason, "Preempted") == 0)
+                (void) api_counter_add(act->evicted ? &a->metrics.evictions : &a->metrics.preemptions, act->resource,
+                                       1);
         grace = act->grace >= 0 ? act->grace : p->spec->pod->termination_grace_period_seconds;
         p->evicted = act->evicted;
         if (!agent_pod_fail(a, p, act->reason, act->message, grace)) {

@@ -14,6 +14,9 @@
 #include "../cri/cri.h"
 #include "agent.h"
 #include "api/api.h"
+#include "api/http.h"
+#include "api/metrics.h"
+#include "api/pods.h"
 #include "cgroup/cgroup.h"
 #include "lifecycle/lifecycle.h"
 #include "node.h"
@@ -67,6 +70,13 @@ struct Agent {
         size_t n_mgr;
         void **mgr_state;
         LcActions actions; /* queued by managers, applied by agent_apply_actions() */
+        /* the HTTP API (serve.c): counters the loop increments, the server */
+        ApiMetrics metrics;
+        ApiHttp *http;
+        ApiPodCache pod_cache;
+        sd_event_source *http_timer;
+        uint64_t runtime_down_since; /* CLOCK_MONOTONIC µs of the first tick it was seen down, 0 = up */
+        char host_ip[64];
         bool conditions[_LC_CONDITION_MAX];
         unsigned resources_gen;
 };
@@ -110,6 +120,13 @@ void agent_update_resources(Agent *a);
 /* Pods waiting for the preemption victim uid may start. */
 void agent_victim_stopped(Agent *a, const char *uid);
 void agent_pods_free(Agent *a);
+
+/* serve.c: the HTTP API */
+int agent_http_start(Agent *a, CubError *err);
+void agent_http_stop(Agent *a);
+/* A job came back: kubelet_pod_worker_duration_seconds, and the pod's start
+ * duration on its first successful sync (p: the job's pod, NULL for a kill). */
+void agent_metrics_job(Agent *a, const LcPod *p, const WorkerJob *j);
 
 /* source-dir.c */
 void agent_rescan(Agent *a);

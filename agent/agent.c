@@ -43,6 +43,7 @@ void agent_options_done(AgentOptions *o) {
         free(o->node_name);
         free(o->socket_path);
         free(o->config_path);
+        free(o->http_address);
         pod_kubelet_config_done(&o->kc);
         *o = (AgentOptions){};
 }
@@ -191,6 +192,7 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
         LcPod *p = job_pod(a, j);
 
         if (p) {
+                agent_metrics_job(a, p, j);
                 p->busy = false;
                 if (j->sandbox_requested_usec && !p->latency.sandbox)
                         p->latency.sandbox = j->sandbox_requested_usec;
@@ -234,6 +236,7 @@ static int on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         on_sync_done(a, j);
                         break;
                 case WORKER_KILL:
+                        agent_metrics_job(a, NULL, j);
                         agent_drop_killing(a, j->uid);
                         if (j->r < 0)
                                 cub_log(LOG_WARNING, "stopping pod uid %s: %s", j->uid, j->error);
@@ -246,6 +249,7 @@ static int on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 case WORKER_UPDATE:
                         p = job_pod(a, j);
                         if (p) {
+                                agent_metrics_job(a, p, j);
                                 p->busy = false;
                                 if (j->r < 0) {
                                         p->resources_gen = 0; /* retried at the next relist */
@@ -305,10 +309,12 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->relist_usec = src->relist_usec ? src->relist_usec : CUB_USEC_PER_SEC;
         dst->rescan_usec = src->rescan_usec ? src->rescan_usec : 20 * CUB_USEC_PER_SEC;
         dst->workers = src->workers ? src->workers : 4;
+        dst->http_address = dup_or_null(src->http_address ? src->http_address : "127.0.0.1");
+        dst->http_port = src->http_port;
         dst->kc.pod_pids_limit = src->kc.pod_pids_limit;
         dst->kc.cpu_cfs_quota = src->kc.cpu_cfs_quota;
         if (!dst->manifest_dir || !dst->runtime_endpoint || !dst->cgroup_root || !dst->state_dir || !dst->node_name ||
-            !dst->socket_path || (src->config_path && !dst->config_path))
+            !dst->socket_path || (src->config_path && !dst->config_path) || !dst->http_address)
                 return -ENOMEM;
         return 0;
 }
@@ -451,6 +457,8 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 goto fail;
         }
         r = api_server_new(a->event, a->opt.socket_path, render_status, a, &a->api, err);
+        if (r >= 0)
+                r = agent_http_start(a, err);
         if (r < 0)
                 goto fail;
 
@@ -485,6 +493,7 @@ Agent *agent_free(Agent *a) {
                 return NULL;
         a->pool = worker_pool_free(a->pool);
         a->api = api_server_free(a->api);
+        agent_http_stop(a);
         agent_source_dir_done(a);
         sd_event_source_disable_unref(a->worker_src);
         sd_event_source_disable_unref(a->relist_timer);

@@ -24,6 +24,8 @@ typedef struct AgentOptions {
         uint64_t relist_usec;
         uint64_t rescan_usec;
         unsigned workers;
+        char *http_address; /* the HTTP API (agent/api/http.h); port 0 = off */
+        unsigned http_port;
         PodKubeletConfig kc;
 } AgentOptions;
 

@@ -168,6 +168,10 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
                         for (size_t k = 0; k < i; k++)
                                 if (a->mgr[k]->pod_removed)
                                         a->mgr[k]->pod_removed(a->mgr_state[k], p);
+                        (void) api_counter_add(&a->metrics.admission_rejections, res.reason, 1);
+                        /* kubelet counts a failed exclusive-CPU allocation as a pinning error */
+                        if (i == 0 && strstr(res.message, "Allocate failed"))
+                                a->metrics.cpu_pinning_requests++, a->metrics.cpu_pinning_errors++;
                         reject(a, p, res.reason, res.message);
                         return false;
                 }
@@ -177,6 +181,8 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
         }
         p->admitted = true;
         p->resources_gen = a->resources_gen;
+        for (size_t k = 0; p->numa && k < p->n; k++)
+                a->metrics.cpu_pinning_requests += p->numa[k] != 0; /* containers given exclusive CPUs */
         /* preemption victims: the sync waits for those whose stop is under way */
         agent_apply_actions(a);
         return p->n_victims == 0;

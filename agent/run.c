@@ -31,7 +31,9 @@ static void run_usage(FILE *f) {
               "                           cgroupDriver, cpuCFSQuota, podPidsLimit, kubeReserved,\n"
               "                           systemReserved; cubelet: {stateDir, socket, nodeName,\n"
               "                           cgroupMount})\n"
-              "  --relist-period SECONDS  how often the runtime is relisted (default 1)\n",
+              "  --relist-period SECONDS  how often the runtime is relisted (default 1)\n"
+              "  --http-address IP        the HTTP API's address (config address; default 127.0.0.1)\n"
+              "  --http-port PORT         the HTTP API's port (config readOnlyPort; default 10255, 0 = off)\n",
               f);
 }
 
@@ -67,11 +69,14 @@ int cli_run(int argc, char **argv) {
                 { "socket", required_argument, NULL, 'S' },
                 { "config", required_argument, NULL, 'c' },
                 { "relist-period", required_argument, NULL, 'p' },
+                { "http-address", required_argument, NULL, 'A' },
+                { "http-port", required_argument, NULL, 'P' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *f_manifest = NULL, *f_endpoint = NULL, *f_cgroup = NULL, *f_state = NULL, *f_node = NULL,
-                   *f_socket = NULL, *f_config = NULL;
+                   *f_socket = NULL, *f_config = NULL, *f_http_address = NULL;
+        long http_port = -1;
         AgentOptions opt;
         AgentNode host = {};
         Agent *agent = NULL;
@@ -109,6 +114,19 @@ int cli_run(int argc, char **argv) {
                         period = strtod(optarg, &end);
                         if (*end || period < 0.05 || period > 3600) {
                                 cub_log(LOG_ERR, "run: --relist-period '%s': expected seconds between 0.05 and 3600",
+                                        optarg);
+                                return CLI_EXIT_BAD_INPUT;
+                        }
+                        break;
+                }
+                case 'A':
+                        f_http_address = optarg;
+                        break;
+                case 'P': {
+                        char *end;
+                        http_port = strtol(optarg, &end, 10);
+                        if (*end || end == optarg || http_port < 0 || http_port > 65535) {
+                                cub_log(LOG_ERR, "run: --http-port '%s': expected a port, 0 to 65535 (0 = off)",
                                         optarg);
                                 return CLI_EXIT_BAD_INPUT;
                         }
@@ -155,12 +173,20 @@ int cli_run(int argc, char **argv) {
             set_str(&opt.cgroup_root, f_cgroup, opt.kc.cgroup_mount, "/sys/fs/cgroup") < 0 ||
             set_str(&opt.state_dir, f_state, opt.kc.state_dir, "/var/lib/cubelet") < 0 ||
             set_str(&opt.node_name, f_node, opt.kc.node_name, host.name) < 0 ||
-            set_str(&opt.socket_path, f_socket, opt.kc.socket_path, "/run/cubelet/cubelet.sock") < 0) {
+            set_str(&opt.socket_path, f_socket, opt.kc.socket_path, "/run/cubelet/cubelet.sock") < 0 ||
+            set_str(&opt.http_address, f_http_address, opt.kc.address, "127.0.0.1") < 0) {
                 cub_log(LOG_ERR, "out of memory");
                 agent_options_done(&opt);
                 return 1;
         }
         opt.relist_usec = (uint64_t) (period * 1e6);
+        if (http_port < 0 && (opt.kc.read_only_port < 0 || opt.kc.read_only_port > 65535)) {
+                cub_log(LOG_ERR, "%s: readOnlyPort %lld: expected 0 to 65535 (0 = off)", f_config,
+                        (long long) opt.kc.read_only_port);
+                agent_options_done(&opt);
+                return CLI_EXIT_BAD_INPUT;
+        }
+        opt.http_port = (unsigned) (http_port >= 0 ? http_port : opt.kc.read_only_port);
 
         /* before any thread exists: arenas are per thread */
         run_malloc_settings();

@@ -46,8 +46,10 @@ static void set_errors(Agent *a, const PodsrcSet *set) {
         for (size_t i = 0; i < set->n; i++) {
                 if (!set->items[i].error)
                         continue;
-                if (!error_known(a, set->items[i].error))
+                if (!error_known(a, set->items[i].error)) {
+                        a->metrics.manifest_errors++;
                         cub_log(LOG_ERR, "%s, skipping this manifest", set->items[i].error);
+                }
                 ne[n].source = strdup(set->items[i].path);
                 ne[n].message = strdup(set->items[i].error);
                 n++;
@@ -85,6 +87,7 @@ static void set_file_error(Agent *a, const char *path, const char *message) {
                 return;
         }
         a->n_errors++;
+        a->metrics.manifest_errors++;
 }
 
 static void pod_gone(Agent *a, LcPod *p) {

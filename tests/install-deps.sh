@@ -5,7 +5,7 @@ PKGS="gcc clang make pkg-config git libjansson-dev libyaml-dev libcgroup-dev lib
 libcmocka-dev libclang-rt-14-dev clang-format libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
 containerd runc busybox-static file jq libseccomp-dev libnl-3-dev libnl-idiag-3-dev
 python3-grpcio python3-protobuf protobuf-compiler
-libcurl4-openssl-dev libmicrohttpd-dev nginx-light prometheus openssl curl
+libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev nginx-light prometheus openssl curl
 debhelper dpkg-dev fakeroot lintian help2man"
 missing=""
 for p in $PKGS; do

@@ -79,7 +79,8 @@ typedef struct LcContainerStatus {
         char reason[32];
         bool terminated_before;
         bool waiting_backoff;
-        bool oom_killed_now; /* this observation saw a new OOM kill */
+        bool oom_killed_now;             /* this observation saw a new OOM kill */
+        int64_t started_at, finished_at; /* unix ns, the runtime's (0: unknown) */
 } LcContainerStatus;
 
 /* Latencies of the pod's start, CLOCK_MONOTONIC µs; 0 = not (yet) seen. */
@@ -164,7 +165,7 @@ typedef struct LcAction {
         bool evicted;     /* FAIL: by eviction (admitted again once the pressure is gone) */
         char waiter[128]; /* FAIL by preemption: the admitted pod that waits for this victim */
         bool conditions[_LC_CONDITION_MAX];
-        char resource[128]; /* NODE_RESOURCE */
+        char resource[128]; /* NODE_RESOURCE; FAIL: the eviction signal or the preemption's resource */
         int64_t quantity;
 } LcAction;
 

@@ -172,6 +172,8 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
                 st->restarts = wc->attempt;
                 st->waiting_backoff = false;
                 (void) snprintf(st->id, sizeof(st->id), "%s", wc->id);
+                st->started_at = wc->started_at;
+                st->finished_at = wc->finished_at;
                 if (wc->state == CRI_CONTAINER_RUNNING || wc->state == CRI_CONTAINER_CREATED) {
                         st->state = wc->state == CRI_CONTAINER_RUNNING ? LC_CONTAINER_RUNNING : LC_CONTAINER_CREATED;
                         if (init && !sidecar)

@@ -335,6 +335,9 @@ static int admission_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, C
                 (void) snprintf(a.reason, sizeof(a.reason), "%s", ADMIT_PREEMPTED_REASON);
                 (void) snprintf(a.message, sizeof(a.message), "%s", msg);
                 (void) snprintf(a.waiter, sizeof(a.waiter), "%s", pod->uid);
+                /* the resource it lacked (reason OutOf<resource>), for the metrics */
+                (void) snprintf(a.resource, sizeof(a.resource), "%.100s",
+                                strncmp(d.reason, "OutOf", 5) == 0 ? d.reason + 5 : d.reason);
                 a.grace = -1; /* the victim's own grace period */
                 m->env->act(m->env->loop, &a);
         }

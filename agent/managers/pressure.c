@@ -307,6 +307,7 @@ static void evict(Pressure *m) {
         (void) snprintf(m->evicting, sizeof(m->evicting), "%s", pods[d.pod].uid);
         (void) snprintf(act.uid, sizeof(act.uid), "%s", pods[d.pod].uid);
         (void) snprintf(act.reason, sizeof(act.reason), "%s", d.reason);
+        (void) snprintf(act.resource, sizeof(act.resource), "%s", rec->signal); /* for the metrics */
         (void) snprintf(act.message, sizeof(act.message), "%s", d.message);
         act.grace = d.grace_period_seconds;
         m->env->act(m->env->loop, &act);

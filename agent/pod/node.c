@@ -173,7 +173,20 @@ static const PodField cubelet_fields[] = {
         {},
 };
 
+static const PodField x509_fields[] = {
+        { .name = "clientCAFile", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, client_ca_file) },
+        {},
+};
+static const PodField authn_fields[] = { { .name = "x509", .decode = pod_dec_inline, .sub = x509_fields }, {} };
+
 static const PodField config_fields[] = {
+        { .name = "readOnlyPort", .decode = pod_dec_int64, .offset = offsetof(PodKubeletConfig, read_only_port) },
+        { .name = "address", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, address) },
+        { .name = "tlsCertFile", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, tls_cert_file) },
+        { .name = "tlsPrivateKeyFile",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, tls_private_key_file) },
+        { .name = "authentication", .decode = pod_dec_inline, .sub = authn_fields },
         { .name = "kind",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, cgroup_driver),
@@ -222,7 +235,9 @@ static const PodField config_fields[] = {
 };
 
 void pod_kubelet_config_init(PodKubeletConfig *c) {
-        *c = (PodKubeletConfig){ .pod_pids_limit = -1, .cpu_cfs_quota = true, .max_pods = 110 };
+        *c = (PodKubeletConfig){
+                .pod_pids_limit = -1, .cpu_cfs_quota = true, .max_pods = 110, .read_only_port = 10255
+        };
 }
 
 void pod_kubelet_config_done(PodKubeletConfig *c) {
@@ -246,6 +261,10 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->eviction_sample_period);
         free(c->psi_memory_trigger);
         free(c->device_plugin_dir);
+        free(c->address);
+        free(c->tls_cert_file);
+        free(c->tls_private_key_file);
+        free(c->client_ca_file);
         pod_strv_done(&c->ignored);
         pod_kubelet_config_init(c);
 }

@@ -396,7 +396,10 @@ typedef struct PodKubeletConfig {
         char *eviction_sample_period; /* evictionSamplePeriod: Go duration, default "1s" */
         char *psi_memory_trigger;     /* psiMemoryTrigger, default "some 150000 1000000" */
         char *device_plugin_dir;      /* devicePluginDir, default /var/lib/kubelet/device-plugins; "" = none */
-        PodStrv ignored;              /* names of fields present but not supported */
+        /* the HTTP API: readOnlyPort (default 10255, 0 = off), address, TLS, authentication.x509.clientCAFile */
+        int64_t read_only_port;
+        char *address, *tls_cert_file, *tls_private_key_file, *client_ca_file;
+        PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 
 void pod_kubelet_config_init(PodKubeletConfig *c);

@@ -106,8 +106,27 @@ footprint "0 pods, cubelet's mallopt"
 say "cubelet 0 pods idle CPU: $(idle_cpu 20)"
 
 # ---- 4. cubelet: N pods one at a time ------------------------------------------
+# BENCH_SCRAPE=1: the HTTP API scraped once a second meanwhile, as Prometheus would
+if [ "${BENCH_SCRAPE:-0}" = 1 ]; then
+	(while :; do
+		for p in /metrics /metrics/resource /pods; do curl -s -o /dev/null "http://127.0.0.1:10255$p"; done
+		sleep 1
+	done) &
+	SCRAPER=$!
+	say "  (the HTTP API is scraped once a second on /metrics, /metrics/resource and /pods)"
+fi
 "$BIN/tests/vm/bench/pod-driver" "$M" "$CGROOT/$PARENT" "$weight" 1 "$N" >/tmp/cub.txt 2>>"$VM_OUT/scenario.log" ||
 	say "pod-driver failed: $(tail -n 3 "$VM_OUT/scenario.log")"
+if [ -n "${SCRAPER:-}" ]; then
+	kill "$SCRAPER"
+	for p in /metrics /pods; do
+		say "  $p: $(python3 -c 'import http.client, sys, time
+c, n, t0 = http.client.HTTPConnection("127.0.0.1", 10255), 0, time.monotonic()
+while time.monotonic() - t0 < 3:
+    c.request("GET", sys.argv[1]); c.getresponse().read(); n += 1
+print("%.0f requests/s (keep-alive)" % (n / (time.monotonic() - t0)))' "$p")"
+	done
+fi
 cp /tmp/cub.txt "$VM_OUT/cubelet.txt"
 status_json >"$VM_OUT/status.json"
 jq -r '.pods[]? | select(.latency != null) | "\(.latency.eventToCgroupUs // 0) \(.latency.eventToSandboxUs // 0) \(.latency.eventToStartedUs // 0)"' \

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The node's HTTP API: libmicrohttpd's own thread, reading the snapshot the
+ * loop publishes (http.h). */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/time.h"
+#include "metrics.h"
+#include "resource.h"
+
+#define PEM_MAX (1024 * 1024)
+
+struct ApiHttp {
+        char *address, *cgroup_root, *proc, *fs_path;
+        uint64_t stall_usec;
+        char *cert, *key, *ca; /* PEM text when TLS */
+        struct MHD_Daemon *d;
+        pthread_mutex_t lock;
+        pthread_cond_t fresh; /* a snapshot was published */
+        ApiSnapshot *snap;    /* under lock */
+        _Atomic uint64_t heartbeat, runtime_down_since;
+        atomic_bool wanted, synced;
+        unsigned port;
+};
+
+/* ---- snapshots ---------------------------------------------------------------- */
+
+ApiSnapshot *api_snapshot_new(void) {
+        ApiSnapshot *s = calloc(1, sizeof(*s));
+
+        if (s)
+                s->ref = 1;
+        return s;
+}
+
+ApiSnapshot *api_snapshot_ref(ApiSnapshot *s) {
+        if (s)
+                __atomic_add_fetch(&s->ref, 1, __ATOMIC_RELAXED);
+        return s;
+}
+
+ApiSnapshot *api_snapshot_unref(ApiSnapshot *s) {
+        if (!s || __atomic_sub_fetch(&s->ref, 1, __ATOMIC_ACQ_REL) > 0)
+                return NULL;
+        for (size_t i = 0; i < s->n_pods; i++) {
+                ApiPodRef *p = &s->pods[i];
+
+                for (size_t k = 0; k < p->n_containers; k++) {
+                        free(p->containers[k].name);
+                        free(p->containers[k].id);
+                }
+                free(p->containers);
+                free(p->namespace_);
+                free(p->name);
+                free(p->uid);
+                free(p->cgroup);
+                free(p->log_dir);
+        }
+        free(s->pods);
+        free(s->node_name);
+        free(s->pods_json);
+        free(s->metrics);
+        free(s);
+        return NULL;
+}
+
+ApiPodRef *api_snapshot_add_pod(ApiSnapshot *s, const char *ns, const char *name, const char *uid, const char *cgroup,
+                                const char *log_dir, int64_t start_time) {
+        ApiPodRef *pods = realloc(s->pods, (s->n_pods + 1) * sizeof(*pods)), *p;
+
+        if (!pods)
+                return NULL;
+        s->pods = pods;
+        p = &pods[s->n_pods++];
+        *p = (ApiPodRef){ .namespace_ = strdup(ns),
+                          .name = strdup(name),
+                          .uid = strdup(uid),
+                          .cgroup = strdup(cgroup),
+                          .log_dir = strdup(log_dir ? log_dir : ""),
+                          .start_time = start_time };
+        if (!p->namespace_ || !p->name || !p->uid || !p->cgroup || !p->log_dir)
+                return NULL; /* freed with the snapshot */
+        return p;
+}
+
+int api_pod_ref_add_container(ApiPodRef *p, const char *name, const char *id, bool running, int64_t started_at) {
+        ApiContainerRef *cs = realloc(p->containers, (p->n_containers + 1) * sizeof(*cs));
+
+        if (!cs)
+                return -ENOMEM;
+        p->containers = cs;
+        cs[p->n_containers] = (ApiContainerRef){
+                .name = strdup(name), .id = strdup(id), .running = running, .started_at = started_at
+        };
+        p->n_containers++;
+        return cs[p->n_containers - 1].name && cs[p->n_containers - 1].id ? 0 : -ENOMEM;
+}
+
+/* ---- the loop's side ------------------------------------------------------------ */
+
+void api_http_publish(ApiHttp *h, ApiSnapshot *s) {
+        ApiSnapshot *old;
+
+        pthread_mutex_lock(&h->lock);
+        old = h->snap;
+        h->snap = s;
+        pthread_cond_broadcast(&h->fresh);
+        pthread_mutex_unlock(&h->lock);
+        api_snapshot_unref(old);
+}
+
+void api_http_heartbeat(ApiHttp *h, uint64_t now_usec, uint64_t runtime_down_since_usec, bool synced) {
+        atomic_store(&h->synced, synced);
+        atomic_store(&h->heartbeat, now_usec);
+        atomic_store(&h->runtime_down_since, runtime_down_since_usec);
+}
+
+bool api_http_take_wanted(ApiHttp *h) {
+        return atomic_exchange(&h->wanted, false);
+}
+
+/* ---- the HTTP thread ------------------------------------------------------------- */
+
+static uint64_t now_usec(void) {
+        return cub_now_usec(CLOCK_MONOTONIC);
+}
+
+static bool loop_alive(ApiHttp *h, uint64_t now, uint64_t *ret_age) {
+        uint64_t hb = atomic_load(&h->heartbeat);
+
+        *ret_age = now > hb ? now - hb : 0;
+        return *ret_age <= h->stall_usec;
+}
+
+/* A reference to the newest snapshot; waits for a fresher one when it is
+ * stale and the loop lives. NULL before the first. */
+static ApiSnapshot *take_snapshot(ApiHttp *h) {
+        uint64_t now = now_usec(), age;
+        struct timespec deadline;
+        ApiSnapshot *s;
+
+        atomic_store(&h->wanted, true);
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += (time_t) (API_HTTP_STALE_USEC / CUB_USEC_PER_SEC);
+        pthread_mutex_lock(&h->lock);
+        while ((!h->snap || now - h->snap->made_usec > API_HTTP_STALE_USEC) && loop_alive(h, now, &age) &&
+               pthread_cond_timedwait(&h->fresh, &h->lock, &deadline) == 0)
+                now = now_usec();
+        s = api_snapshot_ref(h->snap);
+        pthread_mutex_unlock(&h->lock);
+        return s;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, char *body, size_t len) {
+        struct MHD_Response *r;
+        enum MHD_Result ret;
+
+        r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        if (!r) {
+                free(body);
+                return MHD_NO;
+        }
+        (void) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+        if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+                (void) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        ret = MHD_queue_response(c, status, r);
+        MHD_destroy_response(r);
+        return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text) {
+        char *b = strdup(text);
+
+        return b ? reply(c, status, "text/plain; charset=utf-8", b, strlen(b)) : MHD_NO;
+}
+
+static enum MHD_Result reply_copy(struct MHD_Connection *c, const char *ctype, const char *text) {
+        char *b = strdup(text ? text : "");
+
+        return b ? reply(c, MHD_HTTP_OK, ctype, b, strlen(b)) : MHD_NO;
+}
+
+static enum MHD_Result find_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        (void) kind;
+        (void) value;
+        if (strcmp(key, "verbose") == 0)
+                *(bool *) cls = true;
+        return MHD_YES;
+}
+
+/* /healthz (loop and runtime), /livez (loop), /readyz (loop, first relist,
+ * runtime up now): "ok", or kubelet's "[-]check failed: why" lines and 500. */
+static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, const char *which) {
+        uint64_t now = now_usec(), age, down = atomic_load(&h->runtime_down_since);
+        bool verbose = false, ok = true;
+        bool live = strcmp(which, "livez") == 0, ready = strcmp(which, "readyz") == 0;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+
+        if (!f)
+                return MHD_NO;
+        (void) MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, find_key, &verbose);
+        fputs("[+]ping ok\n", f);
+        if (loop_alive(h, now, &age))
+                fputs("[+]syncloop ok\n", f);
+        else {
+                fprintf(f, "[-]syncloop failed: the loop has not run for %llu s (watchdog %llu s)\n",
+                        (unsigned long long) (age / CUB_USEC_PER_SEC),
+                        (unsigned long long) (h->stall_usec / CUB_USEC_PER_SEC));
+                ok = false;
+        }
+        if (!live) {
+                bool rt_ok = ready ? down == 0 : down == 0 || now - down < API_HTTP_RUNTIME_DOWN_USEC;
+
+                if (rt_ok)
+                        fputs("[+]runtime ok\n", f);
+                else {
+                        fprintf(f, "[-]runtime failed: the container runtime has been unreachable for %llu s\n",
+                                (unsigned long long) ((now - down) / CUB_USEC_PER_SEC));
+                        ok = false;
+                }
+        }
+        if (ready) {
+                if (atomic_load(&h->synced))
+                        fputs("[+]synced ok\n", f);
+                else {
+                        fputs("[-]synced failed: the runtime has not been listed yet\n", f);
+                        ok = false;
+                }
+        }
+        fprintf(f, "%s check %s\n", which, ok ? "passed" : "failed");
+        if (fclose(f) != 0)
+                return MHD_NO;
+        if (ok && !verbose)
+                return reply_text(c, MHD_HTTP_OK, "ok");
+        return reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", TAKE_PTR(text),
+                     len);
+}
+
+static enum MHD_Result metrics(ApiHttp *h, struct MHD_Connection *c, ApiSnapshot *s, bool resource) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        int r;
+
+        if (!f)
+                return MHD_NO;
+        if (resource)
+                r = api_resource_metrics(s, h->cgroup_root, h->proc, f);
+        else {
+                fputs(s->metrics ? s->metrics : "", f);
+                r = api_metrics_render_process(h->proc, f);
+        }
+        if (fclose(f) != 0 || r < -ENOMEM) {
+                free(text);
+                return MHD_NO;
+        }
+        return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len);
+}
+
+static bool client_cert_ok(struct MHD_Connection *c) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        gnutls_session_t s;
+        unsigned n = 0, status = 0;
+
+        if (!ci || !ci->tls_session)
+                return false;
+        s = (gnutls_session_t) ci->tls_session;
+        if (!gnutls_certificate_get_peers(s, &n) || n == 0)
+                return false;
+        return gnutls_certificate_verify_peers2(s, &status) == GNUTLS_E_SUCCESS && status == 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+        ApiHttp *h = cls;
+        const char *clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        ApiSnapshot *s;
+        enum MHD_Result r;
+
+        (void) version;
+        (void) upload_data;
+        (void) con_cls;
+        if (h->ca && !client_cert_ok(c))
+                return reply_text(c, MHD_HTTP_UNAUTHORIZED,
+                                  "Unauthorized: a client certificate signed by the "
+                                  "clientCAFile is required\n");
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+                return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n");
+        if (*upload_data_size > 0 || (clen && strcmp(clen, "0") != 0) ||
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+                return reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 a GET takes no body\n");
+        if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0)
+                return health(h, c, url + 1);
+        if (strcmp(url, "/pods") != 0 && strcmp(url, "/pods/") != 0 && strcmp(url, "/metrics") != 0 &&
+            strcmp(url, "/metrics/resource") != 0 && strcmp(url, "/stats/summary") != 0 &&
+            strcmp(url, "/stats/summary/") != 0)
+                return reply_text(c, MHD_HTTP_NOT_FOUND, "404 page not found\n");
+        s = take_snapshot(h);
+        if (!s)
+                return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 the agent is starting\n");
+        if (strncmp(url, "/pods", 5) == 0)
+                r = reply_copy(c, "application/json", s->pods_json);
+        else if (strcmp(url, "/metrics") == 0)
+                r = metrics(h, c, s, false);
+        else if (strcmp(url, "/metrics/resource") == 0)
+                r = metrics(h, c, s, true);
+        else {
+                char *doc = api_stats_summary(s, h->cgroup_root, h->proc, h->fs_path);
+
+                r = doc ? reply(c, MHD_HTTP_OK, "application/json", doc, strlen(doc)) : MHD_NO;
+        }
+        api_snapshot_unref(s);
+        return r;
+}
+
+/* ---- start and stop ------------------------------------------------------------- */
+
+void api_http_config_init(ApiHttpConfig *c) {
+        *c = (ApiHttpConfig){ .address = "127.0.0.1",
+                              .port = 10255,
+                              .cgroup_root = "/sys/fs/cgroup",
+                              .proc = "/proc",
+                              .fs_path = "/",
+                              .stall_usec = 30 * CUB_USEC_PER_SEC,
+                              .connection_limit = 64,
+                              .timeout_sec = 10 };
+}
+
+bool api_http_address_is_loopback(const char *address) {
+        struct in_addr a4;
+        struct in6_addr a6;
+
+        if (inet_pton(AF_INET, address, &a4) == 1)
+                return (ntohl(a4.s_addr) >> 24) == 127;
+        return inet_pton(AF_INET6, address, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+static int read_pem(const char *field, const char *path, char **ret, CubError *err) {
+        size_t len;
+        int r = cub_read_file(path, PEM_MAX, ret, &len, err);
+
+        return r < 0 ? cub_err_wrap_errno(err, r, "%s", field) : 0;
+}
+
+int api_http_new(const ApiHttpConfig *c, ApiHttp **ret, CubError *err) {
+        struct sockaddr_storage ss = {};
+        struct sockaddr_in *s4 = (struct sockaddr_in *) &ss;
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *) &ss;
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+        unsigned port = c->port == API_HTTP_PORT_ANY ? 0 : c->port;
+        pthread_condattr_t ca;
+        const union MHD_DaemonInfo *di;
+        ApiHttp *h;
+        int r;
+
+        if (inet_pton(AF_INET, c->address, &s4->sin_addr) == 1) {
+                s4->sin_family = AF_INET;
+                s4->sin_port = htons((uint16_t) port);
+        } else if (inet_pton(AF_INET6, c->address, &s6->sin6_addr) == 1) {
+                s6->sin6_family = AF_INET6;
+                s6->sin6_port = htons((uint16_t) port);
+                flags |= MHD_USE_IPv6;
+        } else
+                return cub_err_set(err, EINVAL, "HTTP API address '%s': expected a numeric IPv4 or IPv6 address",
+                                   c->address);
+        if (!!c->tls_cert_file != !!c->tls_key_file)
+                return cub_err_set(err, EINVAL, "HTTP API: tlsCertFile and tlsPrivateKeyFile go together");
+        if (!api_http_address_is_loopback(c->address) && (!c->tls_cert_file || !c->client_ca_file))
+                return cub_err_set(err, EPERM,
+                                   "HTTP API on '%s' (not loopback): refusing to serve without TLS and client "
+                                   "certificates: set tlsCertFile, tlsPrivateKeyFile and "
+                                   "authentication.x509.clientCAFile, or readOnlyPort: 0",
+                                   c->address);
+        if (c->client_ca_file && !c->tls_cert_file)
+                return cub_err_set(err, EINVAL, "HTTP API: authentication.x509.clientCAFile needs tlsCertFile");
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        pthread_mutex_init(&h->lock, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&h->fresh, &ca);
+        pthread_condattr_destroy(&ca);
+        h->stall_usec = c->stall_usec;
+        atomic_store(&h->heartbeat, now_usec());
+        h->address = strdup(c->address);
+        h->cgroup_root = strdup(c->cgroup_root);
+        h->proc = strdup(c->proc);
+        h->fs_path = strdup(c->fs_path);
+        if (!h->address || !h->cgroup_root || !h->proc || !h->fs_path) {
+                r = cub_err_set(err, ENOMEM, "out of memory");
+                goto fail;
+        }
+        if (c->tls_cert_file) {
+                r = read_pem("tlsCertFile", c->tls_cert_file, &h->cert, err);
+                if (r >= 0)
+                        r = read_pem("tlsPrivateKeyFile", c->tls_key_file, &h->key, err);
+                if (r >= 0 && c->client_ca_file)
+                        r = read_pem("authentication.x509.clientCAFile", c->client_ca_file, &h->ca, err);
+                if (r < 0)
+                        goto fail;
+                flags |= MHD_USE_TLS;
+        }
+        /* the request line and headers live in the per-connection memory: 32 KiB
+         * is plenty for a GET and cuts off oversized requests (431/413); a slow
+         * client is dropped after timeout_sec without traffic */
+        {
+                struct MHD_OptionItem tls[] = {
+                        { MHD_OPTION_HTTPS_MEM_KEY, 0, h->key },
+                        { MHD_OPTION_HTTPS_MEM_CERT, 0, h->cert },
+                        { h->ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, h->ca },
+                        { MHD_OPTION_END, 0, NULL },
+                };
+
+                h->d = MHD_start_daemon(flags, (uint16_t) port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
+                                        (struct sockaddr *) &ss, MHD_OPTION_CONNECTION_TIMEOUT, c->timeout_sec,
+                                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 32768, MHD_OPTION_CONNECTION_LIMIT,
+                                        c->connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                        c->connection_limit / 2, h->cert ? MHD_OPTION_ARRAY : MHD_OPTION_END, tls,
+                                        MHD_OPTION_END);
+        }
+        if (!h->d) {
+                r = cub_err_set(err, EADDRNOTAVAIL,
+                                "HTTP API on %s:%u: cannot start (address in use, or bad TLS certificate or key)",
+                                c->address, port);
+                goto fail;
+        }
+        di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+        h->port = di ? di->port : port;
+        *ret = h;
+        return 0;
+fail:
+        api_http_free(h);
+        return r;
+}
+
+unsigned api_http_port(ApiHttp *h) {
+        return h->port;
+}
+
+ApiHttp *api_http_free(ApiHttp *h) {
+        if (!h)
+                return NULL;
+        if (h->d)
+                MHD_stop_daemon(h->d);
+        api_snapshot_unref(h->snap);
+        pthread_cond_destroy(&h->fresh);
+        pthread_mutex_destroy(&h->lock);
+        free(h->address);
+        free(h->cgroup_root);
+        free(h->proc);
+        free(h->fs_path);
+        free(h->cert);
+        free(h->key);
+        free(h->ca);
+        free(h);
+        return NULL;
+}

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The pod table as the HTTP API shows it (pods.h). */
+#include "pods.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char *rfc3339(int64_t unix_s, char buf[static 32]) {
+        struct tm tm;
+        time_t t = (time_t) unix_s;
+
+        gmtime_r(&t, &tm);
+        (void) strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        return buf;
+}
+
+static int64_t pod_start(const LcPod *p, const ApiPodsInfo *info) {
+        return ((int64_t) p->latency.event + info->wall_minus_mono_usec) / 1000000;
+}
+
+static json_t *string_map(const PodStringMap *m) {
+        json_t *o = json_object();
+
+        for (size_t i = 0; i < m->n; i++)
+                json_object_set_new(o, m->keys[i], json_string(m->values[i]));
+        return o;
+}
+
+static json_t *strv(const PodStrv *v) {
+        json_t *a = json_array();
+
+        for (size_t i = 0; i < v->n; i++)
+                json_array_append_new(a, json_string(v->items[i]));
+        return a;
+}
+
+static json_t *resources(const PodResourceList *l) {
+        json_t *o = json_object();
+        char buf[POD_QUANTITY_STR_MAX];
+
+        for (size_t i = 0; i < l->n; i++)
+                json_object_set_new(
+                        o, l->items[i].name,
+                        json_string(pod_quantity_format(l->items[i].q, strcmp(l->items[i].name, "cpu") == 0, buf)));
+        return o;
+}
+
+static json_t *container_spec(const PodContainer *c) {
+        json_t *cj = json_pack("{s:s,s:s,s:s,s:{s:o,s:o}}", "name", c->name, "image", c->image, "imagePullPolicy",
+                               c->image_pull_policy ? c->image_pull_policy : "IfNotPresent", "resources", "requests",
+                               resources(&c->requests), "limits", resources(&c->limits));
+
+        if (!cj)
+                return NULL;
+        if (c->command.n)
+                json_object_set_new(cj, "command", strv(&c->command));
+        if (c->args.n)
+                json_object_set_new(cj, "args", strv(&c->args));
+        if (c->working_dir)
+                json_object_set_new(cj, "workingDir", json_string(c->working_dir));
+        if (c->restart_policy)
+                json_object_set_new(cj, "restartPolicy", json_string(c->restart_policy));
+        if (c->n_env) {
+                json_t *env = json_array();
+
+                for (size_t i = 0; i < c->n_env; i++)
+                        json_array_append_new(env, c->env[i].value ? json_pack("{s:s,s:s}", "name", c->env[i].name,
+                                                                               "value", c->env[i].value)
+                                                                   : json_pack("{s:s}", "name", c->env[i].name));
+                json_object_set_new(cj, "env", env);
+        }
+        if (c->n_ports) {
+                json_t *ports = json_array();
+
+                for (size_t i = 0; i < c->n_ports; i++) {
+                        const PodPort *pp = &c->ports[i];
+                        json_t *pj = json_pack("{s:i,s:s}", "containerPort", (int) pp->container_port, "protocol",
+                                               pp->protocol ? pp->protocol : "TCP");
+
+                        if (pp->name)
+                                json_object_set_new(pj, "name", json_string(pp->name));
+                        if (pp->host_port)
+                                json_object_set_new(pj, "hostPort", json_integer(pp->host_port));
+                        if (pp->host_ip)
+                                json_object_set_new(pj, "hostIP", json_string(pp->host_ip));
+                        json_array_append_new(ports, pj);
+                }
+                json_object_set_new(cj, "ports", ports);
+        }
+        return cj;
+}
+
+static json_t *spec_json(const Pod *pod, const char *node_name) {
+        json_t *cs = json_array(), *ics = json_array(), *tol = json_array(), *spec;
+
+        for (size_t i = 0; i < pod->n_containers; i++)
+                json_array_append_new(cs, container_spec(&pod->containers[i]));
+        for (size_t i = 0; i < pod->n_init_containers; i++)
+                json_array_append_new(ics, container_spec(&pod->init_containers[i]));
+        for (size_t i = 0; i < pod->n_tolerations; i++) {
+                const PodToleration *t = &pod->tolerations[i];
+                json_t *tj = json_pack("{s:s}", "operator", t->op ? t->op : "Equal");
+
+                if (t->key)
+                        json_object_set_new(tj, "key", json_string(t->key));
+                if (t->value)
+                        json_object_set_new(tj, "value", json_string(t->value));
+                if (t->effect)
+                        json_object_set_new(tj, "effect", json_string(t->effect));
+                if (t->toleration_seconds_set)
+                        json_object_set_new(tj, "tolerationSeconds", json_integer(t->toleration_seconds));
+                json_array_append_new(tol, tj);
+        }
+        spec = json_pack("{s:o,s:s,s:I,s:s,s:b,s:i,s:s}", "containers", cs, "restartPolicy", pod->restart_policy,
+                         "terminationGracePeriodSeconds", (json_int_t) pod->termination_grace_period_seconds,
+                         "nodeName", pod->node_name ? pod->node_name : node_name, "hostNetwork", pod->host_network,
+                         "priority", (int) pod->priority, "preemptionPolicy",
+                         pod->preemption_policy ? pod->preemption_policy : "PreemptLowerPriority");
+        if (!spec) {
+                json_decref(ics);
+                json_decref(tol);
+                return NULL;
+        }
+        if (pod->n_init_containers)
+                json_object_set_new(spec, "initContainers", ics);
+        else
+                json_decref(ics);
+        json_object_set_new(spec, "tolerations", tol);
+        if (pod->priority_class_name)
+                json_object_set_new(spec, "priorityClassName", json_string(pod->priority_class_name));
+        if (pod->node_selector.n)
+                json_object_set_new(spec, "nodeSelector", string_map(&pod->node_selector));
+        return spec;
+}
+
+static json_t *terminated(const LcContainerStatus *st, const char *cid) {
+        char a[32], b[32];
+        json_t *t = json_pack("{s:i,s:s}", "exitCode", (int) st->exit_code, "reason",
+                              *st->reason     ? st->reason
+                              : st->exit_code ? "Error"
+                                              : "Completed");
+
+        if (t && st->started_at)
+                json_object_set_new(t, "startedAt", json_string(rfc3339(st->started_at / 1000000000, a)));
+        if (t && st->finished_at)
+                json_object_set_new(t, "finishedAt", json_string(rfc3339(st->finished_at / 1000000000, b)));
+        if (t && cid)
+                json_object_set_new(t, "containerID", json_string(cid));
+        return t;
+}
+
+static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c, const ApiPodsInfo *info,
+                                bool *ret_ready) {
+        const LcContainerStatus *st = &p->statuses[k];
+        char cid[128], when[32];
+        bool running = st->state == LC_CONTAINER_RUNNING || st->state == LC_CONTAINER_TERMINATING;
+        json_t *state, *last, *cj;
+
+        (void) snprintf(cid, sizeof(cid), "%s://%s", info->runtime ? info->runtime : "containerd", st->id);
+        if (running)
+                state = json_pack("{s:{s:s}}", "running", "startedAt",
+                                  rfc3339(st->started_at ? st->started_at / 1000000000 : pod_start(p, info), when));
+        else if (st->state == LC_CONTAINER_TERMINATED)
+                state = json_pack("{s:o}", "terminated", terminated(st, cid));
+        else
+                state = json_pack("{s:{s:s}}", "waiting", "reason",
+                                  st->waiting_backoff ? "CrashLoopBackOff"
+                                  : p->terminal       ? "PodTerminated"
+                                                      : "ContainerCreating");
+        last = st->terminated_before && st->state != LC_CONTAINER_TERMINATED
+                       ? json_pack("{s:o}", "terminated", terminated(st, NULL))
+                       : json_object();
+        cj = json_pack("{s:s,s:o,s:o,s:b,s:i,s:s,s:s,s:b}", "name", c->name, "state", state, "lastState", last, "ready",
+                       running && !p->terminal, "restartCount", (int) st->restarts, "image", c->image, "imageID", "",
+                       "started", running);
+        if (cj && *st->id)
+                json_object_set_new(cj, "containerID", json_string(cid));
+        *ret_ready = running && !p->terminal;
+        return cj;
+}
+
+static json_t *condition(const char *type, bool status) {
+        return json_pack("{s:s,s:s,s:n}", "type", type, "status", status ? "True" : "False", "lastProbeTime");
+}
+
+void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
+        const Pod *pod = p->spec->pod;
+        json_t *meta, *status, *ics = json_array(), *cs = json_array(), *conds;
+        bool all_ready = pod->n_containers > 0, initialized = true, sandbox = p->observed && !p->terminal;
+        char when[32];
+
+        for (size_t k = 0; k < p->n; k++) {
+                bool init, ready;
+                const PodContainer *c = pod_container_at(pod, k, &init);
+                json_t *cj = container_status(p, k, c, info, &ready);
+
+                if (init) {
+                        if (!pod_container_is_sidecar(c) &&
+                            !(p->statuses[k].state == LC_CONTAINER_TERMINATED && p->statuses[k].exit_code == 0))
+                                initialized = false;
+                        json_array_append_new(ics, cj);
+                } else {
+                        all_ready = all_ready && ready;
+                        json_array_append_new(cs, cj);
+                }
+        }
+        conds = json_pack("[o,o,o,o,o]", condition("PodReadyToStartContainers", sandbox),
+                          condition("Initialized", initialized), condition("Ready", all_ready),
+                          condition("ContainersReady", all_ready), condition("PodScheduled", true));
+        meta = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "name", pod->name, "namespace", pod->namespace_, "uid", pod->uid,
+                         "creationTimestamp", rfc3339(pod_start(p, info), when), "labels", string_map(&pod->labels),
+                         "annotations", string_map(&pod->annotations));
+        status = json_pack("{s:s,s:o,s:s,s:o,s:o}", "phase", lc_phase_to_string(p->phase), "conditions", conds,
+                           "qosClass", pod_qos_to_string(p->spec->qos), "initContainerStatuses", ics,
+                           "containerStatuses", cs);
+        if (status && *p->reason)
+                json_object_set_new(status, "reason", json_string(p->reason));
+        if (status && *p->message)
+                json_object_set_new(status, "message", json_string(p->message));
+        if (status && info->host_ip) {
+                json_object_set_new(status, "hostIP", json_string(info->host_ip));
+                json_object_set_new(status, "hostIPs", json_pack("[{s:s}]", "ip", info->host_ip));
+                if (sandbox) {
+                        json_object_set_new(status, "podIP", json_string(info->host_ip));
+                        json_object_set_new(status, "podIPs", json_pack("[{s:s}]", "ip", info->host_ip));
+                }
+        }
+        if (status && p->latency.event)
+                json_object_set_new(status, "startTime", json_string(rfc3339(pod_start(p, info), when)));
+        return json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", "Pod", "apiVersion", "v1", "metadata", meta, "spec",
+                         spec_json(pod, info->node_name), "status", status);
+}
+
+char *api_pod_list_json(LcPod *const *pods, size_t n, const ApiPodsInfo *info) {
+        json_t *items = json_array(), *doc;
+        char *text;
+
+        for (size_t i = 0; i < n; i++)
+                if (pods[i]->wanted)
+                        json_array_append_new(items, api_pod_json(pods[i], info));
+        doc = json_pack("{s:s,s:s,s:{},s:o}", "kind", "PodList", "apiVersion", "v1", "metadata", "items", items);
+        if (!doc)
+                return NULL;
+        text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(doc);
+        return text;
+}
+
+/* The bytes a pod's JSON depends on besides its spec (the spec pointer
+ * changes with any edit: a new WorkerSpec). */
+static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len) {
+        char *key = NULL;
+        FILE *f = open_memstream(&key, ret_len);
+
+        if (!f)
+                return NULL;
+        /* the UID too: a new spec may come at the address of a freed one */
+        fprintf(f, "%s %d %d %d %s\n%s\n%s\n%s\n", p->spec->pod->uid, (int) p->phase, p->observed, p->terminal,
+                p->reason, p->message, info->host_ip ? info->host_ip : "", info->node_name);
+        fwrite(p->statuses, sizeof(*p->statuses), p->n, f);
+        if (fclose(f) != 0) {
+                free(key);
+                return NULL;
+        }
+        return key;
+}
+
+char *api_pod_list_json_cached(ApiPodCache *c, LcPod *const *pods, size_t n, const ApiPodsInfo *info) {
+        char *text = NULL;
+        size_t len = 0, k = 0;
+        FILE *f;
+        bool first = true, ok = true;
+
+        for (size_t i = 0; i < c->n; i++)
+                c->items[i].seen = false;
+        f = open_memstream(&text, &len);
+        if (!f)
+                return NULL;
+        fputs("{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[", f);
+        for (size_t i = 0; i < n && ok; i++) {
+                const LcPod *p = pods[i];
+                struct ApiPodCacheEntry *e = NULL;
+                size_t key_len;
+                char *key;
+
+                if (!p->wanted)
+                        continue;
+                key = status_key(p, info, &key_len);
+                if (!key) {
+                        ok = false;
+                        break;
+                }
+                for (size_t j = 0; j < c->n && !e; j++)
+                        if (c->items[j].spec == p->spec && !c->items[j].seen)
+                                e = &c->items[j];
+                if (!e) {
+                        struct ApiPodCacheEntry *items = realloc(c->items, (c->n + 1) * sizeof(*items));
+
+                        if (!items) {
+                                free(key);
+                                ok = false;
+                                break;
+                        }
+                        c->items = items;
+                        e = &items[c->n++];
+                        *e = (struct ApiPodCacheEntry){ .spec = p->spec };
+                }
+                e->seen = true;
+                if (!e->json || e->key_len != key_len || memcmp(e->key, key, key_len) != 0) {
+                        json_t *pj = api_pod_json(p, info);
+
+                        free(e->json);
+                        free(e->key);
+                        e->json = pj ? json_dumps(pj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+                        json_decref(pj);
+                        e->key = key;
+                        e->key_len = key_len;
+                        if (!e->json)
+                                ok = false;
+                } else
+                        free(key);
+                if (ok) {
+                        fputs(first ? "" : ",", f);
+                        fputs(e->json, f);
+                        first = false;
+                }
+        }
+        fputs("]}", f);
+        if (fclose(f) != 0 || !ok) {
+                free(text);
+                text = NULL;
+        }
+        /* drop the pods that are gone */
+        for (size_t i = 0; i < c->n; i++)
+                if (c->items[i].seen)
+                        c->items[k++] = c->items[i];
+                else {
+                        free(c->items[i].key);
+                        free(c->items[i].json);
+                }
+        c->n = k;
+        return text;
+}
+
+void api_pod_cache_done(ApiPodCache *c) {
+        for (size_t i = 0; i < c->n; i++) {
+                free(c->items[i].key);
+                free(c->items[i].json);
+        }
+        free(c->items);
+        *c = (ApiPodCache){};
+}
+
+void api_pods_gauges(LcPod *const *pods, size_t n, ApiGauges *g) {
+        g->pods = g->running_pods = 0;
+        g->containers_running = g->containers_exited = g->containers_created = g->containers_unknown = 0;
+        for (size_t i = 0; i < n; i++) {
+                const LcPod *p = pods[i];
+
+                if (!p->wanted)
+                        continue;
+                g->pods++;
+                g->running_pods += p->phase == LC_PHASE_RUNNING;
+                for (size_t k = 0; k < p->n; k++) {
+                        if (!*p->statuses[k].id)
+                                continue;
+                        switch (p->statuses[k].state) {
+                        case LC_CONTAINER_RUNNING:
+                        case LC_CONTAINER_TERMINATING:
+                                g->containers_running++;
+                                break;
+                        case LC_CONTAINER_TERMINATED:
+                                g->containers_exited++;
+                                break;
+                        case LC_CONTAINER_CREATED:
+                                g->containers_created++;
+                                break;
+                        default:
+                                g->containers_unknown++;
+                                break;
+                        }
+                }
+        }
+}
+
+int api_snapshot_add_pods(ApiSnapshot *s, LcPod *const *pods, size_t n, const ApiPodsInfo *info) {
+        for (size_t i = 0; i < n; i++) {
+                const LcPod *p = pods[i];
+                const Pod *pod = p->spec->pod;
+                ApiPodRef *r;
+
+                if (!p->wanted)
+                        continue;
+                r = api_snapshot_add_pod(s, pod->namespace_, pod->name, pod->uid, p->spec->cgroup.path,
+                                         p->spec->log_dir, pod_start(p, info));
+                if (!r)
+                        return -ENOMEM;
+                for (size_t k = 0; k < p->n; k++) {
+                        const LcContainerStatus *st = &p->statuses[k];
+
+                        if (api_pod_ref_add_container(r, pod_container_at(pod, k, NULL)->name, st->id,
+                                                      st->state == LC_CONTAINER_RUNNING ||
+                                                              st->state == LC_CONTAINER_TERMINATING,
+                                                      st->started_at) < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * agent/api pods: what the loop renders from its pod table for the HTTP
+ * API (called on the loop, the results go into an ApiSnapshot): the v1
+ * PodList of /pods in kubelet's shape, the pod and container gauges of
+ * /metrics, and the pods' cgroups for /metrics/resource.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../lifecycle/lifecycle.h"
+#include "http.h"
+#include "metrics.h"
+
+typedef struct ApiPodsInfo {
+        const char *node_name;
+        const char *host_ip;          /* NULL when unknown; every pod shares the node's network */
+        const char *runtime;          /* containerID prefix, "containerd" */
+        int64_t wall_minus_mono_usec; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
+} ApiPodsInfo;
+
+/* The PodList (malloc'd JSON text), NULL on ENOMEM. */
+char *api_pod_list_json(LcPod *const *pods, size_t n, const ApiPodsInfo *info);
+
+/* Each pod's rendered JSON, kept while its spec and status stay the same
+ * (compared byte for byte): a steady node costs the loop a memcmp per pod
+ * per snapshot instead of a render. The loop owns it. */
+typedef struct ApiPodCache {
+        struct ApiPodCacheEntry {
+                const WorkerSpec *spec;
+                char *key; /* the status bytes it was rendered from */
+                size_t key_len;
+                char *json;
+                bool seen;
+        } * items;
+        size_t n;
+} ApiPodCache;
+
+char *api_pod_list_json_cached(ApiPodCache *c, LcPod *const *pods, size_t n, const ApiPodsInfo *info);
+void api_pod_cache_done(ApiPodCache *c);
+/* One pod, as in the PodList (a json_t *). */
+void *api_pod_json(const LcPod *p, const ApiPodsInfo *info);
+void api_pods_gauges(LcPod *const *pods, size_t n, ApiGauges *g);
+int api_snapshot_add_pods(ApiSnapshot *s, LcPod *const *pods, size_t n, const ApiPodsInfo *info);

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The loop's side of the HTTP API (agent/api/http.h): every second it stores
+ * its heartbeat for the health checks and, when a client asked since the
+ * last tick, renders a snapshot (PodList, metrics, the pods' cgroups) and
+ * publishes it to the server thread. The loop's counters live in
+ * a->metrics. */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+
+#include "agent-internal.h"
+#include "util/log.h"
+
+#define TICK_USEC CUB_USEC_PER_SEC
+
+/* The node's first IPv4 address that is up and not loopback (every pod
+ * shares the node's network: it is also their podIP). */
+static void host_ip(char buf[static 64]) {
+        struct ifaddrs *ifs = NULL;
+
+        buf[0] = '\0';
+        if (getifaddrs(&ifs) < 0)
+                return;
+        for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
+                if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+                    !(i->ifa_flags & IFF_LOOPBACK) &&
+                    inet_ntop(AF_INET, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, buf, 64))
+                        break;
+        freeifaddrs(ifs);
+}
+
+static void publish(Agent *a, uint64_t now) {
+        ApiPodsInfo info = { .node_name = a->opt.node_name,
+                             .host_ip = a->host_ip[0] ? a->host_ip : NULL,
+                             .runtime = "containerd",
+                             .wall_minus_mono_usec = (int64_t) cub_now_usec(CLOCK_REALTIME) - (int64_t) now };
+        ApiGauges g = { .runtime_ready = a->runtime_ready,
+                        .version = CUBELET_VERSION,
+                        .node_name = a->opt.node_name,
+                        .manifest_errors_now = a->n_errors };
+        ApiSnapshot *s = api_snapshot_new();
+        size_t len = 0;
+        FILE *f;
+
+        if (!s)
+                return;
+        api_pods_gauges(a->pods, a->n_pods, &g);
+        s->made_usec = now;
+        s->node_name = strdup(a->opt.node_name);
+        s->pods_json = api_pod_list_json_cached(&a->pod_cache, a->pods, a->n_pods, &info);
+        f = open_memstream(&s->metrics, &len);
+        if (f) {
+                (void) api_metrics_render(&a->metrics, &g, f);
+                (void) fclose(f);
+        }
+        if (!s->node_name || !s->pods_json || !s->metrics || api_snapshot_add_pods(s, a->pods, a->n_pods, &info) < 0) {
+                cub_log(LOG_ERR, "HTTP API: out of memory rendering the snapshot");
+                api_snapshot_unref(s);
+                return;
+        }
+        api_http_publish(a->http, s);
+}
+
+static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
+        Agent *a = userdata;
+        uint64_t now = agent_now_usec();
+
+        (void) sd_event_source_set_time(src, usec + TICK_USEC);
+        if (a->runtime_ready || !a->runtime_known)
+                a->runtime_down_since = 0;
+        else if (!a->runtime_down_since)
+                a->runtime_down_since = now;
+        api_http_heartbeat(a->http, now, a->runtime_down_since, a->notified_ready);
+        if (api_http_take_wanted(a->http))
+                publish(a, now);
+        return 0;
+}
+
+int agent_http_start(Agent *a, CubError *err) {
+        ApiHttpConfig c;
+        uint64_t wd = 0;
+        int r;
+
+        api_metrics_init(&a->metrics);
+        if (a->opt.http_port == 0)
+                return 0;
+        api_http_config_init(&c);
+        c.address = a->opt.http_address;
+        c.port = a->opt.http_port;
+        c.tls_cert_file = a->kc->tls_cert_file;
+        c.tls_key_file = a->kc->tls_private_key_file;
+        c.client_ca_file = a->kc->client_ca_file;
+        c.cgroup_root = a->opt.cgroup_root;
+        c.fs_path = a->opt.state_dir;
+        if (sd_watchdog_enabled(false, &wd) > 0 && wd > 0)
+                c.stall_usec = wd;
+        host_ip(a->host_ip);
+        r = api_http_new(&c, &a->http, err);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time_relative(a->event, &a->http_timer, CLOCK_MONOTONIC, TICK_USEC, TICK_USEC / 10, on_tick,
+                                       a);
+        if (r < 0)
+                return cub_err_set(err, -r, "HTTP API timer: %s", strerror(-r));
+        (void) sd_event_source_set_description(a->http_timer, "http-api");
+        (void) sd_event_source_set_enabled(a->http_timer, SD_EVENT_ON);
+        cub_log(LOG_INFO, "HTTP API on %s%s:%u%s", strchr(c.address, ':') ? "[" : "", c.address, api_http_port(a->http),
+                c.tls_cert_file ? " (TLS, client certificates)" : "");
+        return 0;
+}
+
+void agent_http_stop(Agent *a) {
+        a->http_timer = sd_event_source_disable_unref(a->http_timer);
+        /* the server thread first: it may read the snapshot */
+        a->http = api_http_free(a->http);
+        api_pod_cache_done(&a->pod_cache);
+        api_metrics_done(&a->metrics);
+}
+
+void agent_metrics_job(Agent *a, const LcPod *p, const WorkerJob *j) {
+        ApiWorkerOp op = j->kind == WORKER_KILL     ? API_WORKER_OP_KILL
+                         : j->kind == WORKER_UPDATE ? API_WORKER_OP_UPDATE
+                         : p && !p->started         ? API_WORKER_OP_CREATE
+                                                    : API_WORKER_OP_SYNC;
+
+        if (j->finished_usec >= j->started_usec && j->started_usec)
+                api_histogram_observe(&a->metrics.pod_worker_duration[op],
+                                      (double) (j->finished_usec - j->started_usec) / 1e6);
+        /* the first time its containers were started: source event → started */
+        if (p && j->kind == WORKER_SYNC && j->containers_started_usec && !p->latency.started && p->latency.event &&
+            j->containers_started_usec >= p->latency.event)
+                api_histogram_observe(&a->metrics.pod_start_duration,
+                                      (double) (j->containers_started_usec - p->latency.event) / 1e6);
+}
