@@ -43,6 +43,7 @@ void agent_options_done(AgentOptions *o) {
         free(o->node_name);
         free(o->socket_path);
         free(o->config_path);
+        free(o->manifest_url);
         pod_kubelet_config_done(&o->kc);
         *o = (AgentOptions){};
 }
@@ -134,7 +135,7 @@ static void on_relist(Agent *a, WorkerJob *j) {
                 const WorkerObserved *o = &j->observed[k];
                 LcPod *p = agent_find_pod(a, o->uid);
 
-                if ((p && p->wanted) || agent_is_killing(a, o->uid) || (p && p->busy))
+                if ((p && p->wanted) || agent_is_killing(a, o->uid) || (p && p->busy) || !agent_sources_ready(a))
                         continue;
                 agent_submit_kill(a, o->uid, o->namespace_, o->name, o->cgroup, o->grace);
         }
@@ -301,13 +302,16 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->node_name = dup_or_null(src->node_name);
         dst->socket_path = dup_or_null(src->socket_path);
         dst->config_path = dup_or_null(src->config_path);
+        dst->manifest_url = dup_or_null(src->manifest_url);
+        dst->http_check_usec = src->http_check_usec;
+        dst->http_timeout_usec = src->http_timeout_usec;
         dst->relist_usec = src->relist_usec ? src->relist_usec : CUB_USEC_PER_SEC;
         dst->rescan_usec = src->rescan_usec ? src->rescan_usec : 20 * CUB_USEC_PER_SEC;
         dst->workers = src->workers ? src->workers : 4;
         dst->kc.pod_pids_limit = src->kc.pod_pids_limit;
         dst->kc.cpu_cfs_quota = src->kc.cpu_cfs_quota;
         if (!dst->manifest_dir || !dst->runtime_endpoint || !dst->cgroup_root || !dst->state_dir || !dst->node_name ||
-            !dst->socket_path || (src->config_path && !dst->config_path))
+            !dst->socket_path || (src->config_path && !dst->config_path) || (src->manifest_url && !dst->manifest_url))
                 return -ENOMEM;
         return 0;
 }
@@ -364,6 +368,8 @@ static int add_sources(Agent *a, int worker_fd) {
                 r = sd_event_add_defer(a->event, &a->actions_src, on_actions, a);
         if (r >= 0)
                 r = agent_source_dir_attach(a);
+        if (r >= 0)
+                r = agent_source_http_attach(a);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(a->worker_src, "workers");
@@ -477,6 +483,7 @@ Agent *agent_free(Agent *a) {
         a->pool = worker_pool_free(a->pool);
         a->api = api_server_free(a->api);
         agent_source_dir_done(a);
+        agent_source_http_done(a);
         sd_event_source_disable_unref(a->worker_src);
         sd_event_source_disable_unref(a->relist_timer);
         sd_event_source_disable_unref(a->actions_src);
