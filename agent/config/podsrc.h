@@ -81,7 +81,9 @@ typedef enum PodsrcHttpResult {
 } PodsrcHttpResult;
 
 /* The source's state, for `cubelet status` and /metrics. Times are
- * CLOCK_REALTIME microseconds (0 = never). */
+ * CLOCK_REALTIME microseconds (0 = never). podsrc_http_stats() points into
+ * the live source: read it on the loop's thread (copy the struct for a
+ * snapshot another thread reads). */
 typedef struct PodsrcHttpStats {
         const char *url;
         PodsrcHttpResult last_result;
