@@ -276,6 +276,27 @@ static int make_set(PodsrcHttp *h, Pod **pods, size_t n, PodsrcSet *ret) {
         return 0;
 }
 
+/* curl's "Failed to connect to X port N after 16 ms: ..." and "Operation
+ * timed out after 1001 milliseconds with 0 bytes received": the same error
+ * each time, told once */
+static void strip_elapsed(char *msg) {
+        char *a = strstr(msg, " after ");
+        size_t n;
+
+        if (!a)
+                return;
+        n = strspn(a + 7, "0123456789");
+        if (n == 0)
+                return;
+        if (strncmp(a + 7 + n, " ms", 3) == 0)
+                n += 3;
+        else if (strncmp(a + 7 + n, " milliseconds", 13) == 0)
+                n += 13;
+        else
+                return;
+        memmove(a, a + 7 + n, strlen(a + 7 + n) + 1);
+}
+
 static int fail(PodsrcHttp *h, int code, CubError *err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int fail(PodsrcHttp *h, int code, CubError *err, const char *fmt, ...) {
         char what[CUB_ERR_MSG_MAX];
@@ -309,9 +330,11 @@ int podsrc_http_finish(PodsrcHttp *h, CURL *easy, CURLcode code, PodsrcSet *ret,
         if (h->too_large || code == CURLE_FILESIZE_EXCEEDED)
                 return fail(h, EFBIG, err, "%s: the body is larger than %d bytes (10 MiB), refused", h->url,
                             PODSRC_HTTP_BODY_MAX);
-        if (code != CURLE_OK)
+        if (code != CURLE_OK) {
+                strip_elapsed(h->errbuf);
                 return fail(h, code == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO, err, "%s: %s", h->url,
                             h->errbuf[0] ? h->errbuf : curl_easy_strerror(code));
+        }
         if (status == 304 && h->have_hash) {
                 h->stats.last_result = PODSRC_HTTP_NOT_MODIFIED;
                 h->stats.fetches[PODSRC_HTTP_NOT_MODIFIED]++;
