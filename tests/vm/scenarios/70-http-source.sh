@@ -95,6 +95,7 @@ n304=$(fetches notModified)
 sleep 4.5
 t_ok "b. 304s are counted ($n304 -> $(fetches notModified))" test "$(fetches notModified)" -ge $((n304 + 2))
 t_is "$(status_py "s['manifestURL']['lastStatus']")" 304 "b. the last answer is a 304"
+t_diag "figure: a 304 over mutual TLS (kept-alive connection) took $(status_py "s['manifestURL']['lastDurationUs']") us"
 
 # ---- c. an edit recreates web
 WEB_UID=$(url_pod web uid)
