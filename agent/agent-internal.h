@@ -7,6 +7,7 @@
  * document). Only the loop touches it. Managers never see it: they get an
  * LcEnv (agent/lifecycle) and return decisions. */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
@@ -18,6 +19,7 @@
 #include "api/metrics.h"
 #include "api/pods.h"
 #include "cgroup/cgroup.h"
+#include "config/podsrc.h"
 #include "lifecycle/lifecycle.h"
 #include "node.h"
 #include "util/hashmap.h"
@@ -53,6 +55,9 @@ struct Agent {
         int64_t qos_burstable_milli; /* what the burstable QoS group was last given (-1: nothing) */
         AgentError *errors;
         size_t n_errors;
+        PodsrcHttp *url_source; /* the manifest URL, NULL without one */
+        AgentError *url_errors; /* [0]: the last fetch's error ("" if none); then the set's */
+        size_t n_url_errors;
         AgentPendingFile *pending;
         size_t n_pending;
         char **killing; /* UIDs with a kill job in flight */
@@ -130,6 +135,21 @@ void agent_metrics_job(Agent *a, const LcPod *p, const WorkerJob *j);
 
 /* source-dir.c */
 void agent_rescan(Agent *a);
+/* For both sources: a pod that left its source; a new one from an entry
+ * (false when it could not be made); the table changed. */
+void agent_source_pod_gone(Agent *a, LcPod *p);
+bool agent_source_add(Agent *a, PodsrcEntry *e, uint64_t event_usec);
+void agent_source_changed(Agent *a);
 int agent_source_dir_attach(Agent *a);
 void agent_source_dir_done(Agent *a);
 void agent_errors_free(Agent *a);
+
+/* source-http.c: the manifest URL */
+int agent_source_http_attach(Agent *a);
+void agent_source_http_done(Agent *a);
+bool agent_pod_from_url(const Agent *a, const LcPod *p);
+/* kubelet's sourcesReady: every source has given its set once (until then a
+ * relist stops nothing it finds, so a restart never stops the URL's pods) */
+bool agent_sources_ready(const Agent *a);
+/* the "manifestURL" object and the URL's errors of the status document */
+void agent_source_http_status(Agent *a, json_t *doc);

@@ -44,6 +44,7 @@ void agent_options_done(AgentOptions *o) {
         free(o->socket_path);
         free(o->config_path);
         free(o->http_address);
+        free(o->manifest_url);
         pod_kubelet_config_done(&o->kc);
         *o = (AgentOptions){};
 }
@@ -135,7 +136,7 @@ static void on_relist(Agent *a, WorkerJob *j) {
                 const WorkerObserved *o = &j->observed[k];
                 LcPod *p = agent_find_pod(a, o->uid);
 
-                if ((p && p->wanted) || agent_is_killing(a, o->uid) || (p && p->busy))
+                if ((p && p->wanted) || agent_is_killing(a, o->uid) || (p && p->busy) || !agent_sources_ready(a))
                         continue;
                 agent_submit_kill(a, o->uid, o->namespace_, o->name, o->cgroup, o->grace);
         }
@@ -306,6 +307,9 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->node_name = dup_or_null(src->node_name);
         dst->socket_path = dup_or_null(src->socket_path);
         dst->config_path = dup_or_null(src->config_path);
+        dst->manifest_url = dup_or_null(src->manifest_url);
+        dst->http_check_usec = src->http_check_usec;
+        dst->http_timeout_usec = src->http_timeout_usec;
         dst->relist_usec = src->relist_usec ? src->relist_usec : CUB_USEC_PER_SEC;
         dst->rescan_usec = src->rescan_usec ? src->rescan_usec : 20 * CUB_USEC_PER_SEC;
         dst->workers = src->workers ? src->workers : 4;
@@ -314,7 +318,8 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->kc.pod_pids_limit = src->kc.pod_pids_limit;
         dst->kc.cpu_cfs_quota = src->kc.cpu_cfs_quota;
         if (!dst->manifest_dir || !dst->runtime_endpoint || !dst->cgroup_root || !dst->state_dir || !dst->node_name ||
-            !dst->socket_path || (src->config_path && !dst->config_path) || !dst->http_address)
+            !dst->socket_path || (src->config_path && !dst->config_path) || !dst->http_address ||
+            (src->manifest_url && !dst->manifest_url))
                 return -ENOMEM;
         return 0;
 }
@@ -379,6 +384,8 @@ static int add_sources(Agent *a, int worker_fd) {
                 r = sd_event_add_post(a->event, NULL, on_post, a);
         if (r >= 0)
                 r = agent_source_dir_attach(a);
+        if (r >= 0)
+                r = agent_source_http_attach(a);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(a->worker_src, "workers");
@@ -495,6 +502,7 @@ Agent *agent_free(Agent *a) {
         a->api = api_server_free(a->api);
         agent_http_stop(a);
         agent_source_dir_done(a);
+        agent_source_http_done(a);
         sd_event_source_disable_unref(a->worker_src);
         sd_event_source_disable_unref(a->relist_timer);
         sd_event_source_disable_unref(a->actions_src);

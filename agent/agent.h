@@ -21,6 +21,9 @@ typedef struct AgentOptions {
         char *node_name;
         char *socket_path;
         char *config_path;
+        char *manifest_url;         /* staticPodURL, NULL = none */
+        uint64_t http_check_usec;   /* httpCheckFrequency */
+        uint64_t http_timeout_usec; /* cubelet.staticPodURLTimeout */
         uint64_t relist_usec;
         uint64_t rescan_usec;
         unsigned workers;

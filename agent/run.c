@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../cri/cri.h"
+#include "../eviction/eviction.h"
 #include "agent.h"
 #include "cli.h"
 #include "node.h"
@@ -22,6 +23,8 @@ static void run_usage(FILE *f) {
               "container runtime's CRI, with their cgroup v2 limits under <cgroup-root>/kubepods.\n"
               "\n"
               "  --manifest-dir DIR       static pod manifests (default /etc/kubernetes/manifests)\n"
+              "  --manifest-url URL       static pods from a URL (a v1 Pod or PodList), fetched every\n"
+              "                           --http-check-frequency (a Go duration, default 20s)\n"
               "  --runtime-endpoint EP    CRI socket (default unix:///run/containerd/containerd.sock)\n"
               "  --cgroup-root DIR        the cgroup v2 mount (default /sys/fs/cgroup)\n"
               "  --state-dir DIR          state and pod logs (default /var/lib/cubelet)\n"
@@ -59,6 +62,37 @@ static int set_str(char **dst, const char *flag, const char *cfg, const char *df
         return *dst ? 0 : -ENOMEM;
 }
 
+/* The manifest URL: staticPodURL (or --manifest-url), httpCheckFrequency
+ * (or --http-check-frequency, default 20s), cubelet.staticPodURLTimeout
+ * (default 10s). */
+static int run_url_options(AgentOptions *opt, const char *f_url, const char *f_freq) {
+        const char *url = f_url ? f_url : opt->kc.static_pod_url;
+        const char *freq = f_freq ? f_freq : opt->kc.http_check_frequency ? opt->kc.http_check_frequency : "20s";
+        const char *tmo = opt->kc.static_pod_url_timeout ? opt->kc.static_pod_url_timeout : "10s";
+        CubError err = {};
+
+        if (!url || !*url)
+                return 0;
+        if (evict_duration_parse(freq, &opt->http_check_usec, &err) < 0 ||
+            evict_duration_parse(tmo, &opt->http_timeout_usec, &err) < 0) {
+                cub_log(LOG_ERR, "run: httpCheckFrequency or staticPodURLTimeout: %s", err.msg);
+                return -EINVAL;
+        }
+        if (opt->http_check_usec < CUB_USEC_PER_SEC / 10 || opt->http_timeout_usec < CUB_USEC_PER_MSEC) {
+                cub_log(LOG_ERR,
+                        "run: httpCheckFrequency '%s' must be at least 100ms, staticPodURLTimeout '%s' at "
+                        "least 1ms",
+                        freq, tmo);
+                return -EINVAL;
+        }
+        if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+                cub_log(LOG_ERR, "run: staticPodURL '%s': expected an http:// or https:// URL", url);
+                return -EINVAL;
+        }
+        opt->manifest_url = strdup(url);
+        return opt->manifest_url ? 0 : -ENOMEM;
+}
+
 int cli_run(int argc, char **argv) {
         static const struct option options[] = {
                 { "manifest-dir", required_argument, NULL, 'm' },
@@ -71,11 +105,13 @@ int cli_run(int argc, char **argv) {
                 { "relist-period", required_argument, NULL, 'p' },
                 { "http-address", required_argument, NULL, 'A' },
                 { "http-port", required_argument, NULL, 'P' },
+                { "manifest-url", required_argument, NULL, 'u' },
+                { "http-check-frequency", required_argument, NULL, 'f' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *f_manifest = NULL, *f_endpoint = NULL, *f_cgroup = NULL, *f_state = NULL, *f_node = NULL,
-                   *f_socket = NULL, *f_config = NULL, *f_http_address = NULL;
+                   *f_socket = NULL, *f_config = NULL, *f_http_address = NULL, *f_url = NULL, *f_freq = NULL;
         long http_port = -1;
         AgentOptions opt;
         AgentNode host = {};
@@ -108,6 +144,12 @@ int cli_run(int argc, char **argv) {
                         break;
                 case 'c':
                         f_config = optarg;
+                        break;
+                case 'u':
+                        f_url = optarg;
+                        break;
+                case 'f':
+                        f_freq = optarg;
                         break;
                 case 'p': {
                         char *end;
@@ -187,6 +229,10 @@ int cli_run(int argc, char **argv) {
                 return CLI_EXIT_BAD_INPUT;
         }
         opt.http_port = (unsigned) (http_port >= 0 ? http_port : opt.kc.read_only_port);
+        if (run_url_options(&opt, f_url, f_freq) < 0) {
+                agent_options_done(&opt);
+                return CLI_EXIT_BAD_INPUT;
+        }
 
         /* before any thread exists: arenas are per thread */
         run_malloc_settings();

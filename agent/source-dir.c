@@ -90,7 +90,7 @@ static void set_file_error(Agent *a, const char *path, const char *message) {
         a->metrics.manifest_errors++;
 }
 
-static void pod_gone(Agent *a, LcPod *p) {
+void agent_source_pod_gone(Agent *a, LcPod *p) {
         cub_log(LOG_INFO, "pod %s/%s (uid %s) is no longer wanted", p->spec->pod->namespace_, p->spec->pod->name,
                 p->spec->pod->uid);
         p->wanted = false;
@@ -98,7 +98,7 @@ static void pod_gone(Agent *a, LcPod *p) {
 }
 
 /* A new pod of an entry; false when it could not be made. */
-static bool add_entry(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
+bool agent_source_add(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
         WorkerSpec *spec;
         CubError err = {};
 
@@ -110,7 +110,7 @@ static bool add_entry(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
         return true;
 }
 
-static void changed(Agent *a) {
+void agent_source_changed(Agent *a) {
         a->trim_pending = true;
         agent_remove_unwanted(a);
         agent_apply_qos_groups(a);
@@ -129,7 +129,8 @@ void agent_rescan(Agent *a) {
                 return;
         }
         for (size_t i = 0; i < a->n_pods; i++)
-                a->pods[i]->wanted = false;
+                if (!agent_pod_from_url(a, a->pods[i])) /* the URL's pods are its own */
+                        a->pods[i]->wanted = false;
         /* pods that stay are known first, so that what left frees its
          * resources before new pods are admitted */
         for (size_t i = 0; i < set.n; i++) {
@@ -139,8 +140,8 @@ void agent_rescan(Agent *a) {
                         p->wanted = true;
         }
         for (size_t i = 0; i < a->n_pods; i++)
-                if (!a->pods[i]->wanted) {
-                        pod_gone(a, a->pods[i]);
+                if (!a->pods[i]->wanted && !agent_pod_from_url(a, a->pods[i])) {
+                        agent_source_pod_gone(a, a->pods[i]);
                         any = true;
                 }
         for (size_t i = 0; i < set.n; i++) {
@@ -156,12 +157,12 @@ void agent_rescan(Agent *a) {
                         agent_admit_batch(a);
                         batch = true;
                 }
-                any = add_entry(a, e, now) || any;
+                any = agent_source_add(a, e, now) || any;
         }
         set_errors(a, &set);
         podsrc_set_done(&set);
         if (any)
-                changed(a);
+                agent_source_changed(a);
 }
 
 /* One complete file: its pod is added, replaced, or removed. */
@@ -184,7 +185,8 @@ static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
                 for (size_t i = 0; i < a->n_pods; i++) {
                         const LcPod *o = a->pods[i];
 
-                        if (o->wanted && strcmp(o->spec->source, path) != 0 &&
+                        /* names are unique per source (kubelet's merge) */
+                        if (o->wanted && strcmp(o->spec->source, path) != 0 && !agent_pod_from_url(a, o) &&
                             strcmp(o->spec->pod->name, e.pod->name) == 0 &&
                             strcmp(o->spec->pod->namespace_, e.pod->namespace_) == 0) {
                                 CubError err = {};
@@ -209,7 +211,7 @@ static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
                         podsrc_entry_done(&e);
                         return;
                 }
-                pod_gone(a, p);
+                agent_source_pod_gone(a, p);
                 any = true;
         }
         if (e.pod) {
@@ -217,12 +219,12 @@ static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
 
                 if (!known || !known->wanted) {
                         agent_admit_batch(a);
-                        any = add_entry(a, &e, event_usec) || any;
+                        any = agent_source_add(a, &e, event_usec) || any;
                 }
         }
         podsrc_entry_done(&e);
         if (any)
-                changed(a);
+                agent_source_changed(a);
         else
                 agent_notify_status(a);
 }

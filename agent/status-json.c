@@ -80,6 +80,7 @@ char *agent_status_json(Agent *a) {
                         a->runtime_error, "manifestDir", a->opt.manifest_dir, "pods", pods, "errors", errors);
         if (!doc)
                 return NULL;
+        agent_source_http_status(a, doc);
         for (size_t i = 0; i < a->n_mgr; i++)
                 if (a->mgr[i]->node_status)
                         a->mgr[i]->node_status(a->mgr_state[i], doc);

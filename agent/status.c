@@ -27,6 +27,21 @@ static void print_table(json_t *doc) {
                str(rt, "version"));
         if (*str(rt, "error"))
                 printf("  %s\n", str(rt, "error"));
+        if ((e = json_object_get(doc, "manifestURL"))) {
+                json_t *f = json_object_get(e, "fetches");
+
+                printf("manifest URL %s: %s (HTTP %lld) at %s, %lld pods; fetches %lld ok, %lld not modified, %lld "
+                       "errors\n",
+                       str(e, "url"), str(e, "lastResult"),
+                       (long long) json_integer_value(json_object_get(e, "lastStatus")),
+                       *str(e, "lastFetch") ? str(e, "lastFetch") : "-",
+                       (long long) json_integer_value(json_object_get(e, "pods")),
+                       (long long) json_integer_value(json_object_get(f, "ok")),
+                       (long long) json_integer_value(json_object_get(f, "notModified")),
+                       (long long) json_integer_value(json_object_get(f, "error")));
+                if (*str(e, "lastError"))
+                        printf("  error: %s\n", str(e, "lastError"));
+        }
         {
                 json_t *conds = json_object_get(doc, "conditions"), *cm = json_object_get(doc, "cpuManager"),
                        *ev = json_object_get(doc, "eviction"), *cd;

@@ -356,22 +356,27 @@ static int metadata_post(PodDec *d, json_t *obj, void *base) {
 
 /* ---- entry points ------------------------------------------------------- */
 
-static int decode_tree(const PodTree *tree, Pod **ret, CubError *err) {
+/* Decodes the pod at root (the tree's root, or an item of a PodList whose
+ * field paths start with prefix). */
+static int decode_tree(const PodTree *tree, json_t *root, const char *prefix, Pod **ret, CubError *err) {
         _cleanup_(pod_freep) Pod *pod = NULL;
         PodDec d = { .tree = tree, .err = err };
         int r;
 
+        if (prefix)
+                d.path_len = (size_t) snprintf(d.path, sizeof(d.path), "%s", prefix);
+        d.line = pod_tree_line(tree, root);
         pod = calloc(1, sizeof(Pod));
         if (!pod)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        r = pod_dec_fields(&d, tree->root, pod, pod_fields, NULL);
+        r = pod_dec_fields(&d, root, pod, pod_fields, NULL);
         if (r < 0)
                 return r;
         /* apiVersion/kind were decoded into uid for checking only */
         free(pod->uid);
         pod->uid = NULL;
         {
-                json_t *md = json_object_get(tree->root, "metadata");
+                json_t *md = json_object_get(root, "metadata");
                 json_t *u = md ? json_object_get(md, "uid") : NULL;
 
                 if (json_is_string(u) && *json_string_value(u)) {
@@ -380,7 +385,7 @@ static int decode_tree(const PodTree *tree, Pod **ret, CubError *err) {
                                 return cub_err_set(err, ENOMEM, "out of memory");
                 }
         }
-        r = pod_default_and_validate(&d, tree->root, pod);
+        r = pod_default_and_validate(&d, root, pod);
         if (r < 0)
                 return r;
         /* a valid pod: now every field it sets must be one cubelet knows */
@@ -398,35 +403,123 @@ int pod_decode(const char *buf, size_t len, const char *source, PodFormat fmt, P
         r = pod_tree_load(buf, len, source, fmt, &tree, err);
         if (r < 0)
                 return r;
-        r = decode_tree(&tree, ret, err);
+        r = decode_tree(&tree, tree.root, NULL, ret, err);
         pod_tree_done(&tree);
         return r;
 }
 
-int pod_decode_static(const char *buf, size_t len, const char *source, PodFormat fmt, const char *node_name,
-                      PodSourceKind kind, const char *uid_source, Pod **ret, CubError *err) {
+static int decode_static_at(const PodTree *tree, json_t *root, const char *prefix, const char *source,
+                            const char *node_name, PodSourceKind kind, const char *uid_source, Pod **ret,
+                            CubError *err) {
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_free_ char *canonical = NULL;
+        int r;
+
+        r = decode_tree(tree, root, prefix, &pod, err);
+        if (r < 0)
+                return r;
+        canonical = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+        if (!canonical)
+                return cub_err_set(err, ENOMEM, "%s: out of memory", source);
+        r = pod_apply_static(pod, canonical, node_name, kind, uid_source ? uid_source : source, err);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(pod);
+        return 0;
+}
+
+int pod_decode_static(const char *buf, size_t len, const char *source, PodFormat fmt, const char *node_name,
+                      PodSourceKind kind, const char *uid_source, Pod **ret, CubError *err) {
         PodTree tree;
         int r;
 
         r = pod_tree_load(buf, len, source, fmt, &tree, err);
         if (r < 0)
                 return r;
-        r = decode_tree(&tree, &pod, err);
-        if (r >= 0) {
-                canonical = json_dumps(tree.root, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-                if (!canonical)
-                        r = cub_err_set(err, ENOMEM, "%s: out of memory", source);
+        r = decode_static_at(&tree, tree.root, NULL, source, node_name, kind, uid_source, ret, err);
+        pod_tree_done(&tree);
+        return r;
+}
+
+void pod_list_free(Pod **pods, size_t n) {
+        for (size_t i = 0; pods && i < n; i++)
+                pod_free(pods[i]);
+        free(pods);
+}
+
+/* The items of a v1 PodList: each is a v1 Pod (apiVersion and kind are the
+ * list's when absent). */
+static int decode_list(const PodTree *tree, const char *source, const char *node_name, PodSourceKind kind,
+                       const char *uid_source, Pod ***ret, size_t *ret_n, CubError *err) {
+        json_t *items = json_object_get(tree->root, "items"), *av = json_object_get(tree->root, "apiVersion"), *it;
+        Pod **pods;
+        size_t i, n = 0;
+        int r = 0;
+
+        if (!json_is_string(av) || strcmp(json_string_value(av), "v1") != 0)
+                return cub_err_set(err, EINVAL, "%s: apiVersion: Unsupported value: a PodList must be \"v1\"", source);
+        if (items && !json_is_null(items) && !json_is_array(items))
+                return cub_err_set(err, EINVAL, "%s: items: Invalid type: expected array, got %s", source,
+                                   pod_json_type_name(items));
+        pods = calloc(json_array_size(items) + 1, sizeof(Pod *));
+        if (!pods)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        json_array_foreach(items, i, it) {
+                char prefix[32];
+
+                (void) snprintf(prefix, sizeof(prefix), "items[%zu]", i);
+                if (json_is_object(it) &&
+                    ((!json_object_get(it, "apiVersion") &&
+                      json_object_set_new(it, "apiVersion", json_string("v1")) < 0) ||
+                     (!json_object_get(it, "kind") && json_object_set_new(it, "kind", json_string("Pod")) < 0))) {
+                        r = cub_err_set(err, ENOMEM, "out of memory");
+                        break;
+                }
+                if (!json_is_object(it)) {
+                        r = cub_err_set(err, EINVAL, "%s: %s: Invalid type: expected object, got %s", source, prefix,
+                                        pod_json_type_name(it));
+                        break;
+                }
+                r = decode_static_at(tree, it, prefix, source, node_name, kind, uid_source, &pods[n], err);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        if (r < 0) {
+                pod_list_free(pods, n);
+                return r;
+        }
+        *ret = pods;
+        *ret_n = n;
+        return 0;
+}
+
+int pod_decode_static_list(const char *buf, size_t len, const char *source, PodFormat fmt, const char *node_name,
+                           PodSourceKind kind, const char *uid_source, Pod ***ret, size_t *ret_n, CubError *err) {
+        json_t *k;
+        PodTree tree;
+        int r;
+
+        r = pod_tree_load(buf, len, source, fmt, &tree, err);
+        if (r < 0)
+                return r;
+        k = json_is_object(tree.root) ? json_object_get(tree.root, "kind") : NULL;
+        if (json_is_string(k) && strcmp(json_string_value(k), "PodList") == 0)
+                r = decode_list(&tree, source, node_name, kind, uid_source, ret, ret_n, err);
+        else {
+                Pod **one = calloc(2, sizeof(Pod *));
+
+                r = one ? decode_static_at(&tree, tree.root, NULL, source, node_name, kind, uid_source, &one[0], err)
+                        : cub_err_set(err, ENOMEM, "out of memory");
+                if (r < 0)
+                        free(one);
+                else {
+                        *ret = one;
+                        *ret_n = 1;
+                }
         }
         pod_tree_done(&tree);
-        if (r < 0)
-                return r;
-        r = pod_apply_static(pod, canonical, node_name, kind, uid_source ? uid_source : source, err);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(pod);
-        return 0;
+        return r;
 }
 
 int pod_load_file(const char *path, Pod **ret, CubError *err) {

@@ -152,7 +152,56 @@ static const char *const cgroup_drivers[] = { "cgroupfs", "systemd", NULL };
 static const char *const cpu_manager_policies[] = { "none", "static", NULL };
 static const char *const eviction_policies[] = { "cubelet", "kubelet", NULL };
 
+/* staticPodURLHeader: a map of header name -> list of values, kept as
+ * "Name: value" lines */
+static int dec_header_map(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        PodStrv *sv = dst;
+        const char *k;
+        json_t *l, *e;
+        size_t n = 0, i;
+
+        (void) f;
+        if (json_is_null(v))
+                return 0;
+        if (!json_is_object(v))
+                return pod_dec_fail(d, 0, NULL, "Invalid type: expected object of string lists, got %s",
+                                    pod_json_type_name(v));
+        json_object_foreach(v, k, l) n += json_is_array(l) ? json_array_size(l) : 1;
+        pod_strv_done(sv);
+        sv->items = calloc(n + 1, sizeof(char *));
+        if (!sv->items)
+                return cub_err_set(d->err, ENOMEM, "out of memory");
+        json_object_foreach(v, k, l) {
+                if (!json_is_array(l) || *k == '\0' || strpbrk(k, ": \t\r\n"))
+                        return pod_dec_fail(d, pod_tree_line(d->tree, l), NULL,
+                                            "[%s]: Invalid value: expected a header name and a list of values", k);
+                json_array_foreach(l, i, e) {
+                        if (!json_is_string(e) || strpbrk(json_string_value(e), "\r\n"))
+                                return pod_dec_fail(d, pod_tree_line(d->tree, e), NULL,
+                                                    "[%s][%zu]: Invalid value: expected a one-line string", k, i);
+                        if (asprintf(&sv->items[sv->n], "%s: %s", k, json_string_value(e)) < 0) {
+                                sv->items[sv->n] = NULL;
+                                return cub_err_set(d->err, ENOMEM, "out of memory");
+                        }
+                        sv->n++;
+                }
+        }
+        return 0;
+}
+
 static const PodField cubelet_fields[] = {
+        { .name = "staticPodURLCAFile",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, static_pod_url_ca_file) },
+        { .name = "staticPodURLClientCert",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, static_pod_url_client_cert) },
+        { .name = "staticPodURLClientKey",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, static_pod_url_client_key) },
+        { .name = "staticPodURLTimeout",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, static_pod_url_timeout) },
         { .name = "evictionPolicy",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, eviction_policy),
@@ -202,6 +251,13 @@ static const PodField config_fields[] = {
           .decode = pod_dec_resources,
           .offset = offsetof(PodKubeletConfig, system_reserved) },
         { .name = "staticPodPath", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, static_pod_path) },
+        { .name = "staticPodURL", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, static_pod_url) },
+        { .name = "staticPodURLHeader",
+          .decode = dec_header_map,
+          .offset = offsetof(PodKubeletConfig, static_pod_url_header) },
+        { .name = "httpCheckFrequency",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, http_check_frequency) },
         { .name = "containerRuntimeEndpoint",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, runtime_endpoint) },
@@ -265,6 +321,13 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->tls_cert_file);
         free(c->tls_private_key_file);
         free(c->client_ca_file);
+        free(c->static_pod_url);
+        pod_strv_done(&c->static_pod_url_header);
+        free(c->http_check_frequency);
+        free(c->static_pod_url_ca_file);
+        free(c->static_pod_url_client_cert);
+        free(c->static_pod_url_client_key);
+        free(c->static_pod_url_timeout);
         pod_strv_done(&c->ignored);
         pod_kubelet_config_init(c);
 }

@@ -320,6 +320,13 @@ int pod_apply_static(Pod *pod, const char *canonical, const char *node_name, Pod
  * (the absolute path or URL) for the UID hash. */
 int pod_decode_static(const char *buf, size_t len, const char *source, PodFormat fmt, const char *node_name,
                       PodSourceKind kind, const char *uid_source, Pod **ret, CubError *err);
+/* The body of a manifest URL: a v1 Pod, or a v1 PodList (kind "PodList")
+ * whose items are decoded as pod_decode_static() does, errors naming
+ * "items[i].<field>". All or nothing: the first bad item fails the list.
+ * *ret holds *ret_n pods (pod_list_free()). */
+int pod_decode_static_list(const char *buf, size_t len, const char *source, PodFormat fmt, const char *node_name,
+                           PodSourceKind kind, const char *uid_source, Pod ***ret, size_t *ret_n, CubError *err);
+void pod_list_free(Pod **pods, size_t n);
 
 /* ---- Node and configuration inputs -------------------------------------- */
 
@@ -399,6 +406,16 @@ typedef struct PodKubeletConfig {
         /* the HTTP API: readOnlyPort (default 10255, 0 = off), address, TLS, authentication.x509.clientCAFile */
         int64_t read_only_port;
         char *address, *tls_cert_file, *tls_private_key_file, *client_ca_file;
+        /* the manifest URL: kubelet's staticPodURL, staticPodURLHeader (as "Name: value" lines, each
+         * name's values in order), httpCheckFrequency (Go duration, default "20s"); cubelet's own
+         * under "cubelet:" the TLS files and the timeout (Go duration, default "10s") */
+        char *static_pod_url;
+        PodStrv static_pod_url_header;
+        char *http_check_frequency;
+        char *static_pod_url_ca_file;
+        char *static_pod_url_client_cert;
+        char *static_pod_url_client_key;
+        char *static_pod_url_timeout;
         PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The manifest URL as a pod source (agent/config's poller on the loop).
+ * Each 200 that decodes is the URL's whole set: its pods that left go,
+ * new ones are admitted and started, the same UIDs stay. A 304 changes
+ * nothing; an error changes nothing either (the last good set keeps
+ * running) and is kept for `cubelet status` and logged once per message.
+ * Names are unique per source, as kubelet's merge checks them: the
+ * directory and the URL may both define a name, and both pods run (their
+ * UIDs differ, "file:" and "url:" hashes). */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent-internal.h"
+#include "config/podsrc.h"
+#include "util/log.h"
+
+bool agent_pod_from_url(const Agent *a, const LcPod *p) {
+        return a->opt.manifest_url && strcmp(p->spec->source, a->opt.manifest_url) == 0;
+}
+
+bool agent_sources_ready(const Agent *a) {
+        return !a->url_source || podsrc_http_stats(a->url_source)->have_set;
+}
+
+static void url_errors_clear(Agent *a, bool fetch_only) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < a->n_url_errors; i++) {
+                if (fetch_only && i > 0) {
+                        a->url_errors[k++] = a->url_errors[i];
+                        continue;
+                }
+                free(a->url_errors[i].source);
+                free(a->url_errors[i].message);
+        }
+        a->n_url_errors = k;
+        if (k == 0) {
+                free(a->url_errors);
+                a->url_errors = NULL;
+        }
+}
+
+/* Entry 0 is the fetch error ("" when the last fetch was good); then the
+ * errors of the set in force (names the body defined twice). */
+static void url_error_push(Agent *a, const char *message) {
+        AgentError *n = realloc(a->url_errors, (a->n_url_errors + 1) * sizeof(*n));
+
+        if (!n)
+                return;
+        a->url_errors = n;
+        n[a->n_url_errors].source = strdup(a->opt.manifest_url);
+        n[a->n_url_errors].message = strdup(message);
+        if (!n[a->n_url_errors].source || !n[a->n_url_errors].message) {
+                free(n[a->n_url_errors].source);
+                free(n[a->n_url_errors].message);
+                return;
+        }
+        a->n_url_errors++;
+}
+
+static void set_fetch_error(Agent *a, const char *message) {
+        if (a->n_url_errors == 0)
+                url_error_push(a, "");
+        if (a->n_url_errors == 0 || strcmp(a->url_errors[0].message, message) == 0)
+                return;
+        free(a->url_errors[0].message);
+        a->url_errors[0].message = strdup(message);
+        if (!a->url_errors[0].message)
+                url_errors_clear(a, false);
+}
+
+static void apply(Agent *a, PodsrcSet *set) {
+        uint64_t now = agent_now_usec();
+        bool any = false, batch = false;
+
+        bool *was = calloc(a->n_pods + 1, sizeof(bool));
+
+        if (!was)
+                return;
+        url_errors_clear(a, false);
+        url_error_push(a, "");
+        for (size_t i = 0; i < a->n_pods; i++)
+                if (agent_pod_from_url(a, a->pods[i])) {
+                        was[i] = a->pods[i]->wanted;
+                        a->pods[i]->wanted = false;
+                }
+        for (size_t i = 0; i < set->n; i++) {
+                LcPod *p = set->items[i].pod ? agent_find_pod(a, set->items[i].pod->uid) : NULL;
+
+                if (p && agent_pod_from_url(a, p) &&
+                    strcmp(p->spec->pod->config_hash, set->items[i].pod->config_hash) == 0)
+                        p->wanted = true;
+        }
+        for (size_t i = 0; i < a->n_pods; i++)
+                if (was[i] && !a->pods[i]->wanted) {
+                        agent_source_pod_gone(a, a->pods[i]);
+                        any = true;
+                }
+        for (size_t i = 0; i < set->n; i++) {
+                PodsrcEntry *e = &set->items[i];
+                LcPod *p;
+
+                if (e->error) {
+                        cub_log(LOG_ERR, "%s, skipping this pod", e->error);
+                        url_error_push(a, e->error);
+                        continue;
+                }
+                p = agent_find_pod(a, e->pod->uid);
+                if (p && p->wanted) {
+                        if (!agent_pod_from_url(a, p)) {
+                                char msg[CUB_ERR_MSG_MAX];
+
+                                (void) snprintf(msg, sizeof(msg), "%s: pod %s/%s: uid %s is already used by '%s'",
+                                                a->opt.manifest_url, e->pod->namespace_, e->pod->name, e->pod->uid,
+                                                p->spec->source);
+                                cub_log(LOG_ERR, "%s, skipping this pod", msg);
+                                url_error_push(a, msg);
+                        }
+                        continue;
+                }
+                if (!batch) {
+                        agent_admit_batch(a);
+                        batch = true;
+                }
+                any = agent_source_add(a, e, now) || any;
+        }
+        free(was);
+        if (any)
+                agent_source_changed(a);
+        else
+                agent_notify_status(a);
+}
+
+static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err, void *userdata) {
+        Agent *a = userdata;
+        const PodsrcHttpStats *st = podsrc_http_stats(h);
+
+        (void) api_counter_add(&a->metrics.http_source_fetches, podsrc_http_result_to_string(st->last_result), 1);
+        if (r < 0) {
+                if (a->n_url_errors == 0 || strcmp(a->url_errors[0].message, err->msg) != 0)
+                        cub_log(LOG_ERR, "%s; %s", err->msg,
+                                st->have_set ? "the pods of the last good answer keep running"
+                                             : "no pods from this URL yet");
+                set_fetch_error(a, err->msg);
+                agent_notify_status(a);
+                return;
+        }
+        if (a->n_url_errors > 0 && a->url_errors[0].message[0]) {
+                cub_log(LOG_INFO, "%s: answering again (HTTP %ld)", a->opt.manifest_url, st->last_status);
+                set_fetch_error(a, "");
+        }
+        if (r == 1) {
+                cub_log(LOG_INFO, "%s: %zu pods (HTTP %ld, %" PRIu64 " ms)", a->opt.manifest_url, st->n_pods,
+                        st->last_status, st->last_duration_usec / 1000);
+                apply(a, set);
+        }
+        agent_apply_actions(a);
+}
+
+int agent_source_http_attach(Agent *a) {
+        const PodKubeletConfig *kc = a->kc;
+        PodsrcHttpOptions o = {
+                .url = a->opt.manifest_url,
+                .node_name = a->opt.node_name,
+                .headers = kc ? (const char *const *) kc->static_pod_url_header.items : NULL,
+                .n_headers = kc ? kc->static_pod_url_header.n : 0,
+                .ca_file = kc ? kc->static_pod_url_ca_file : NULL,
+                .client_cert = kc ? kc->static_pod_url_client_cert : NULL,
+                .client_key = kc ? kc->static_pod_url_client_key : NULL,
+                .timeout_usec = a->opt.http_timeout_usec,
+        };
+        CubError err = {};
+        int r;
+
+        if (!a->opt.manifest_url || !*a->opt.manifest_url)
+                return 0;
+        r = podsrc_http_new(&o, &a->url_source, &err);
+        if (r >= 0)
+                r = podsrc_http_attach(a->url_source, a->event, a->opt.http_check_usec, on_result, a, &err);
+        if (r < 0) {
+                cub_log(LOG_ERR, "%s", err.msg);
+                return r;
+        }
+        return 0;
+}
+
+void agent_source_http_done(Agent *a) {
+        a->url_source = podsrc_http_free(a->url_source);
+        url_errors_clear(a, false);
+}
+
+static json_t *usec_json(uint64_t usec) {
+        char buf[64];
+        time_t t = (time_t) (usec / CUB_USEC_PER_SEC);
+        struct tm tm;
+
+        if (!usec || !gmtime_r(&t, &tm) || strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                return json_null();
+        return json_string(buf);
+}
+
+void agent_source_http_status(Agent *a, json_t *doc) {
+        const PodsrcHttpStats *st;
+        json_t *errors = json_object_get(doc, "errors");
+
+        if (!a->url_source)
+                return;
+        st = podsrc_http_stats(a->url_source);
+        for (size_t i = 0; i < a->n_url_errors; i++)
+                if (a->url_errors[i].message[0])
+                        json_array_append_new(errors, json_pack("{s:s,s:s}", "source", a->url_errors[i].source,
+                                                                "message", a->url_errors[i].message));
+        json_object_set_new(
+                doc, "manifestURL",
+                json_pack("{s:s,s:s,s:I,s:s,s:o,s:o,s:I,s:I,s:{s:I,s:I,s:I}}", "url", st->url, "lastResult",
+                          podsrc_http_result_to_string(st->last_result), "lastStatus", (json_int_t) st->last_status,
+                          "lastError", st->last_error, "lastFetch", usec_json(st->last_fetch_usec), "lastSuccess",
+                          usec_json(st->last_ok_usec), "lastDurationUs", (json_int_t) st->last_duration_usec, "pods",
+                          (json_int_t) st->n_pods, "fetches", "ok", (json_int_t) st->fetches[PODSRC_HTTP_OK],
+                          "notModified", (json_int_t) st->fetches[PODSRC_HTTP_NOT_MODIFIED], "error",
+                          (json_int_t) st->fetches[PODSRC_HTTP_ERROR]));
+}
