@@ -2,7 +2,8 @@
 # build-deb.sh VERSION OUTDIR: the binary packages cubelet and cubelet-gpu-plugin, version
 # VERSION, into OUTDIR (make deb). The tree (git's tracked and untracked-but-not-ignored files,
 # as they are now) and packaging/debian/ are copied to OUTDIR/cubelet-VERSION/, where
-# dpkg-buildpackage runs: the checkout is never written to. The log is OUTDIR/build.log.
+# dpkg-buildpackage runs: the checkout is never written to. The log is OUTDIR/build.log. The
+# packages of an earlier build in OUTDIR are removed.
 set -eu
 v=${1:?usage: build-deb.sh VERSION OUTDIR} out=${2:?usage: build-deb.sh VERSION OUTDIR}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,7 +34,9 @@ cubelet ($v) unstable; urgency=medium
 
  -- cubelet maintainers <maintainers@users.noreply.a-seed-a0547aec.example>  $(date -R)
 CL
-rm -f "$out"/cubelet_"$v"_*.deb "$out"/cubelet-gpu-plugin_"$v"_*.deb
+# OUTDIR holds one build: `apt install ./OUTDIR/cubelet_*.deb` must name one package.
+rm -rf "$out"/cubelet*_*.deb "$out"/cubelet_*.changes "$out"/cubelet_*.buildinfo
+find "$out" -mindepth 1 -maxdepth 1 -type d -name 'cubelet-*' ! -path "$stage" -exec rm -rf {} +
 cd "$stage"
 if ! DEB_BUILD_OPTIONS="parallel=${DEB_JOBS:-2} ${DEB_BUILD_OPTIONS:-}" \
 	dpkg-buildpackage -b -us -uc >"$out/build.log" 2>&1; then
