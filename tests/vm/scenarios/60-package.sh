@@ -37,6 +37,11 @@ rm -f /usr/sbin/policy-rc.d
 # remove the directory, as on a node.
 mountpoint -q /var/lib/cubelet && umount /var/lib/cubelet && rmdir /var/lib/cubelet
 
+# sandboxes UID: the CRI sandboxes containerd holds for a pod UID
+sandboxes() {
+	ctr -n k8s.io containers ls -q "labels.\"cubelet.io/pod-uid\"==$1,labels.\"io.cri-containerd.kind\"==sandbox" 2>/dev/null | wc -l
+}
+
 # snapshot: every task containerd runs in k8s.io (sandboxes and containers, cubelet's and the
 # other one): "ID PID START" with START the process's start time in clock ticks after boot
 # (/proc/PID/stat field 22), then every container ID containerd holds (running or not).
@@ -90,7 +95,7 @@ for n in db web batch; do
 	t_ok "example pod $n-$NODE reaches Running" wait_phase "$n-$NODE" Running 300
 done
 # db: sandbox + 2, web: sandbox + sidecar + app, batch: sandbox + worker; and not-cubelets.
-t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" 8 "containerd runs 8 tasks: 3 sandboxes, 4 containers, not-cubelets"
+t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" 9 "containerd runs 9 tasks: 3 sandboxes, 5 containers, not-cubelets"
 t_is "$(journalctl -u cubelet --no-pager | grep -ciE 'not permitted|read-only file system|permission denied')" 0 \
 	"the journal of the sandboxed cubelet has no EPERM, EROFS or EACCES"
 sleep 5 # a few relists: nothing restarts on its own
@@ -129,9 +134,17 @@ t_is "$after" "$before" "after the upgrade every task ID, PID and start time and
 t_is "$(for n in db web batch; do pod_field "$n-$NODE" restarts; done | tr '\n' ' ')" "0 0 0 " \
 	"the new cubelet counts no restart"
 for n in db web batch; do
-	t_is "$(sandboxes_of "$(pod_field "$n-$NODE" uid)")" 1 "pod $n has one sandbox (none recreated)"
+	t_is "$(sandboxes "$(pod_field "$n-$NODE" uid)")" 1 "pod $n has one sandbox (none recreated)"
 done
 journalctl -u cubelet --no-pager >"$VM_OUT/cubelet-journal.txt" 2>&1
+# How long cubelet was away: systemd's "Stopping" of the old one to "Started" (READY=1) of the new.
+gap=$(journalctl -u cubelet -o short-monotonic --no-pager | awk '
+	{ match($0, /\[ *[0-9.]+\]/); t = substr($0, RSTART + 1, RLENGTH - 2) + 0 }
+	/Stopping cubelet.service/ { s = t }
+	/Started cubelet.service/ && s != "" { g = t - s }
+	END { if (g != "") printf "%d", g * 1000 }')
+t_diag "upgrade: cubelet away for ${gap:-?} ms (Stopping -> Started, READY=1 of the new one)"
+echo "restart_gap_ms=${gap:-?}" >>"$VM_OUT/upgrade-time.txt"
 
 # ---- c. remove --------------------------------------------------------------------------------
 dpkg -r cubelet >"$VM_OUT/dpkg-remove.txt" 2>&1
