@@ -1,6 +1,9 @@
 # cubelet — a small node agent for Kubernetes-style pods.
 #
 #   make            build/cubelet (optimised, with debug info)
+#   make deps       install the build and test dependencies (apt-get, as root); without them
+#                   `make` stops with one line naming what is missing
+#   make deb        the Debian packages cubelet and cubelet-gpu-plugin (packaging/README.md)
 #   make test       install build deps (as root), build with ASan+UBSan, run every suite
 #   make demo       the main job (for now: `cubelet plan` on packaging/examples)
 #   make fuzz       libFuzzer targets (clang), each run for FUZZ_SECONDS
@@ -21,6 +24,16 @@ CMOCKA_LIBS   := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0)
 
+# Without the build dependencies, `make` stops at once with one line naming what is missing and
+# `make deps` (as root: apt-get install). The goals that install them first, or need none, skip it.
+NO_DEPS_GOALS := deps vm-deps test demo bench clean vm-clean format format-check deb vm-debs
+ifneq ($(if $(MAKECMDGOALS),$(filter-out $(NO_DEPS_GOALS),$(MAKECMDGOALS)),all),)
+MISSING_DEPS := $(shell tests/check-build-deps.sh '$(CC)' $(PKGS))
+ifneq ($(MISSING_DEPS),)
+$(error missing build dependencies: $(MISSING_DEPS); run 'make deps' as root to install them (apt-get))
+endif
+endif
+
 # The warning set of shared/style.md, each flag probed against $(CC).
 WARN_CANDIDATES := -Wall -Wextra -Werror -Wformat=2 -Werror=format-security \
 	-Werror=missing-prototypes -Werror=missing-declarations -Werror=strict-prototypes \
@@ -40,7 +53,7 @@ B := $(BUILD)
 OPT := -O2 -g
 endif
 
-CFLAGS_ALL := -std=c17 -D_GNU_SOURCE $(OPT) $(WARN) -I. -I$(B)/gen $(PKG_CFLAGS) -DCUBELET_VERSION=\"$(VERSION)\" $(CFLAGS)
+CFLAGS_ALL := -std=c17 -D_GNU_SOURCE $(OPT) $(WARN) -I. -I$(B)/gen $(PKG_CFLAGS) -DCUBELET_VERSION=\"$(VERSION)\" $(CPPFLAGS) $(CFLAGS)
 LDFLAGS_ALL := $(OPT) -Wl,-z,now -Wl,-z,relro $(LDFLAGS)
 
 UTIL_SRCS := $(wildcard agent/util/*.c)
@@ -185,7 +198,7 @@ deps:
 VM_TESTS ?= 1
 test: deps
 	@$(MAKE) --no-print-directory all images $(B)/tests/fakes/libnvidia-ml.so.1
-	@if [ "$(VM_TESTS)" = 1 ]; then $(MAKE) --no-print-directory vm-image; fi
+	@if [ "$(VM_TESTS)" = 1 ]; then $(MAKE) --no-print-directory vm-image vm-debs; fi
 	@$(MAKE) --no-print-directory VARIANT=asan VM_TESTS=$(VM_TESTS) unit-test
 
 check-clang:

@@ -21,6 +21,7 @@
 #               boot (as -f); SCENARIO's sibling directory NAME.files/ always is
 #   VM_DIR      image and run directory (build/vm)
 #   VM_IMAGES   host directory with pause.tar/busybox.tar, passed to the guest
+#   VM_DEBS     host directory with the package builds 1/ and 2/ (make vm-debs; default VM_DIR/debs)
 #   VM_APPEND   extra kernel command line   VM_QEMU_ARGS  extra qemu arguments
 #
 # Results land in RUNDIR (default VM_DIR/runs/NAME): console.log (serial
@@ -163,6 +164,7 @@ scenario_timeout=$((timeout_s - 120))
 	echo "VM_MEM=$mem"
 	echo "VM_IMAGES=${VM_IMAGES:-}"
 	echo "VM_IMAGES_BUILDER=${VM_IMAGES_BUILDER:-}"
+	echo "VM_DEBS=${VM_DEBS:-$VM_DIR/debs}"
 	echo "VM_SCENARIO_TIMEOUT=$scenario_timeout"
 	echo "BENCH_PODS=${BENCH_PODS:-}"
 } >"$rundir/env"

@@ -31,7 +31,8 @@ $(VM_IMAGE_FILES) &: tests/vm/init tests/vm/build-image.sh | vm-deps
 
 vm-image: vm-deps $(VM_IMAGE_FILES)
 
-vm-test: vm-image
+# vm-debs (packaging/packaging.mk): the two package builds of scenario 60-package.
+vm-test: vm-image vm-debs
 	@tests/vm/run-scenarios.sh
 
 vm-run: vm-image
