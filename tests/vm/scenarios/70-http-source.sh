@@ -16,7 +16,8 @@ set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 
-D=/tmp/cubelet-http-vm
+# not under /tmp: cubelet.service has PrivateTmp=yes
+D=/srv/cubelet-http-vm
 PORT=18080
 TLS=18443
 URL=https://127.0.0.1:$TLS/pods.yaml
