@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "../cri/cri.h"
-#include "cgroup/cgroup.h"
 #include "agent.h"
+#include "cgroup/cgroup.h"
 #include "cli.h"
 #include "node.h"
 #include "util/log.h"

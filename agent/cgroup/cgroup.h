@@ -118,13 +118,13 @@ int cg_systemd_parent_slice(const char *unit, char *buf, size_t size, CubError *
  * UINT64_MAX, as systemd says infinity on the bus. */
 typedef struct CgUnitProps {
         bool has_cpu_weight, has_cpu_quota, has_memory_max, has_tasks_max, has_allowed_cpus;
-        uint64_t cpu_weight;              /* CPUWeight: cpu.weight */
-        uint64_t cpu_quota_per_sec_usec;  /* CPUQuotaPerSecUSec: quota * 1e6 / period */
-        uint64_t cpu_quota_period_usec;   /* CPUQuotaPeriodUSec: the period of cpu.max */
-        uint64_t memory_max;              /* MemoryMax: memory.max */
-        uint64_t tasks_max;               /* TasksMax: pids.max */
-        uint8_t allowed_cpus[128];        /* AllowedCPUs: cpuset.cpus as systemd's CPU bitmask */
-        size_t n_allowed_cpus;            /* bytes of allowed_cpus used */
+        uint64_t cpu_weight;             /* CPUWeight: cpu.weight */
+        uint64_t cpu_quota_per_sec_usec; /* CPUQuotaPerSecUSec: quota * 1e6 / period */
+        uint64_t cpu_quota_period_usec;  /* CPUQuotaPeriodUSec: the period of cpu.max */
+        uint64_t memory_max;             /* MemoryMax: memory.max */
+        uint64_t tasks_max;              /* TasksMax: pids.max */
+        uint8_t allowed_cpus[128];       /* AllowedCPUs: cpuset.cpus as systemd's CPU bitmask */
+        size_t n_allowed_cpus;           /* bytes of allowed_cpus used */
 } CgUnitProps;
 
 /* The properties of g's files; a file no property carries, or a value that

@@ -135,8 +135,9 @@ static int call_job(sd_bus *bus, sd_bus_message *m, const char *path, const char
                                            unit, what, job, strerror(-r));
         }
         if (strcmp(jw.result, "done") != 0)
-                return cub_err_set(err, EIO, "cgroup '%s': systemd unit '%s': %s: job ended '%s' (see 'journalctl -u %s')",
-                                   path, unit, what, jw.result, unit);
+                return cub_err_set(err, EIO,
+                                   "cgroup '%s': systemd unit '%s': %s: job ended '%s' (see 'journalctl -u %s')", path,
+                                   unit, what, jw.result, unit);
         return 0;
 }
 

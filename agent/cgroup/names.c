@@ -241,10 +241,11 @@ int cg_check_runtime(CgDriverKind driver, const char *config_json, CubError *err
                 return r;
         if (systemd == (driver == CG_DRIVER_SYSTEMD))
                 return 0;
-        return cub_err_set(err, EINVAL,
-                           "cgroup driver mismatch: cubelet cgroupDriver=%s, containerd %s SystemdCgroup=%s "
-                           "(/etc/containerd/config.toml: [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.%s."
-                           "options] SystemdCgroup = %s, or cgroupDriver: %s)",
-                           cg_driver_to_string(driver), runtime, systemd ? "true" : "false", runtime,
-                           driver == CG_DRIVER_SYSTEMD ? "true" : "false", systemd ? "systemd" : "cgroupfs");
+        return cub_err_set(
+                err, EINVAL,
+                "cgroup driver mismatch: cubelet cgroupDriver=%s, containerd %s SystemdCgroup=%s "
+                "(/etc/containerd/config.toml: [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.%s."
+                "options] SystemdCgroup = %s, or cgroupDriver: %s)",
+                cg_driver_to_string(driver), runtime, systemd ? "true" : "false", runtime,
+                driver == CG_DRIVER_SYSTEMD ? "true" : "false", systemd ? "systemd" : "cgroupfs");
 }

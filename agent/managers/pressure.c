@@ -443,11 +443,13 @@ static void pressure_attach(void *userdata) {
                 cub_log(LOG_ERR, "eviction timer: %s", strerror(-r));
         add_psi(m, "/proc/pressure/memory", &m->psi_node_src);
         if (path_ok(snprintf(path, sizeof(path), "%s/%s/memory.pressure", m->env->cgroup_root,
-                             cg_kubepods_path(m->env->cg->driver)), sizeof(path)))
+                             cg_kubepods_path(m->env->cg->driver)),
+                    sizeof(path)))
                 add_psi(m, path, &m->psi_pods_src);
         r = -ENAMETOOLONG;
         if (path_ok(snprintf(path, sizeof(path), "%s/%s/memory.events", m->env->cgroup_root,
-                             cg_kubepods_path(m->env->cg->driver)), sizeof(path)))
+                             cg_kubepods_path(m->env->cg->driver)),
+                    sizeof(path)))
                 r = sd_event_add_inotify(m->env->event, &m->memevents_src, path, IN_MODIFY, on_memory_events, m);
         if (r < 0)
                 cub_log(LOG_WARNING, "inotify on '%s': %s; sampling only", path, strerror(-r));

@@ -74,7 +74,7 @@ for m in tests/data/manifests/*.yaml tests/data/manifests/*.json; do
                 not_ok "$name" "missing $exp"
                 continue
         fi
-        # shellcheck disable=SC2086
+        # shellcheck disable=SC2086,SC2046
         "$CUBELET" plan --node "$NODE" $(pin $args) $args "$m" >"$tmp/out" 2>"$tmp/err"
         rc=$?
         if grep -q '<uid>' "$exp"; then

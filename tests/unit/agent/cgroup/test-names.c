@@ -60,7 +60,8 @@ static void test_cgroup_parent(void **state) {
 
         (void) state;
         assert_int_equal(cg_cgroup_parent(CG_DRIVER_SYSTEMD,
-                                          "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice",
+                                          "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
+                                          ".slice",
                                           buf, sizeof(buf), &err),
                          0);
         assert_string_equal(buf, "kubepods-burstable-pod" UID_ ".slice");
@@ -164,8 +165,9 @@ static void test_unit_props_bad(void **state) {
         (void) state;
         add(&g, "cpu.weight", "0");
         assert_int_equal(cg_unit_props(&g, &p, &err), -EINVAL);
-        assert_string_equal(err.msg,
-                            "cgroup 'kubepods.slice/kubepods-podX.slice': 'cpu.weight' = '0': not a value systemd can set");
+        assert_string_equal(
+                err.msg,
+                "cgroup 'kubepods.slice/kubepods-podX.slice': 'cpu.weight' = '0': not a value systemd can set");
         g.n_files = 0;
         add(&g, "cpu.max", "333 1000"); /* 333000 us/s * 1000 / 1e6 is exact; 1/3 ms per 7 ms is not */
         assert_int_equal(cg_unit_props(&g, &p, &err), 0);
@@ -178,15 +180,16 @@ static void test_unit_props_bad(void **state) {
         g.n_files = 0;
         add(&g, "memory.high", "1");
         assert_int_equal(cg_unit_props(&g, &p, &err), -EOPNOTSUPP);
-        assert_string_equal(err.msg,
-                            "cgroup 'kubepods.slice/kubepods-podX.slice': 'memory.high': no systemd unit property carries it");
+        assert_string_equal(
+                err.msg,
+                "cgroup 'kubepods.slice/kubepods-podX.slice': 'memory.high': no systemd unit property carries it");
         g.n_files = 0;
         add(&g, "cpuset.cpus", "3-1");
         assert_int_equal(cg_unit_props(&g, &p, &err), -EINVAL);
 }
 
 /* the shape of containerd 1.6.20's CRI Status "config" (trimmed) */
-#define CONFIG(sc)                                                                                                  \
+#define CONFIG(sc)                                                                                                \
         "{\"containerd\":{\"snapshotter\":\"overlayfs\",\"defaultRuntimeName\":\"runc\",\"runtimes\":{\"runc\":{" \
         "\"runtimeType\":\"io.containerd.runc.v2\",\"options\":{\"BinaryName\":\"\"" sc "}}}},"                   \
         "\"systemdCgroup\":false}"
@@ -230,9 +233,9 @@ static void test_runtime(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_pod_paths),      cmocka_unit_test(test_kubepods_and_containers),
-                cmocka_unit_test(test_cgroup_parent),  cmocka_unit_test(test_unit_names),
-                cmocka_unit_test(test_unit_props),     cmocka_unit_test(test_unit_props_bad),
+                cmocka_unit_test(test_pod_paths),     cmocka_unit_test(test_kubepods_and_containers),
+                cmocka_unit_test(test_cgroup_parent), cmocka_unit_test(test_unit_names),
+                cmocka_unit_test(test_unit_props),    cmocka_unit_test(test_unit_props_bad),
                 cmocka_unit_test(test_runtime),
         };
 
