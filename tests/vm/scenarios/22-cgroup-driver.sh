@@ -94,7 +94,9 @@ t_is "$(systemctl show -p ActiveEnterTimestampMonotonic --value "$unit")/$(ctr_f
 	"$started/$id" "the slice was never stopped and the container is the same"
 rm -f "$M/one.yaml"
 t_ok "deleting the manifest removes pod one" wait_gone "one-$NODE" 120
-t_ok "and StopUnit removed $unit" sh -c "for i in \$(seq 60); do [ \"\$(systemctl show -p LoadState --value $unit)\" = not-found ] && [ ! -e /sys/fs/cgroup/$path ] && exit 0; sleep 0.5; done; exit 1"
+# (a slice needs no unit file: systemctl show loads an inactive one by name)
+t_ok "and StopUnit stopped $unit and removed its cgroup" sh -c "for i in \$(seq 60); do [ \"\$(systemctl show -p ActiveState --value $unit)\" = inactive ] && [ ! -e /sys/fs/cgroup/$path ] && exit 0; sleep 0.5; done; exit 1"
+t_contains "$(journalctl -b --no-pager -o cat _PID=1 | grep "$unit")" "Removed slice $unit" "systemd logged 'Removed slice $unit'"
 t_is "$(systemctl is-active kubepods-burstable.slice)" active "the QoS slice stays"
 cubelet_teardown
 t_done
