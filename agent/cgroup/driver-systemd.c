@@ -233,7 +233,20 @@ static int create_locked(SdData *d, const CgGroupValues *g, const char *unit, co
         if (r < 0)
                 return cub_err_set(err, -r, "cgroup '%s': systemd unit '%s': StartTransientUnit: %s", g->path, unit,
                                    strerror(-r));
-        return call_job(bus, m, g->path, unit, "StartTransientUnit", err);
+        r = call_job(bus, m, g->path, unit, "StartTransientUnit", err);
+        if (r != -EEXIST)
+                return r;
+        /* org.freedesktop.systemd1.UnitExists: loaded but not running (a
+         * stopped slice not yet collected, or one made as a parent): start
+         * it; the writer sets the values next */
+        m = sd_bus_message_unref(m);
+        r = sd_bus_message_new_method_call(bus, &m, SD_DEST, SD_PATH, SD_MANAGER, "StartUnit");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ss", unit, "replace");
+        if (r < 0)
+                return cub_err_set(err, -r, "cgroup '%s': systemd unit '%s': StartUnit: %s", g->path, unit,
+                                   strerror(-r));
+        return call_job(bus, m, g->path, unit, "StartUnit", err);
 }
 
 static int systemd_create(CgWriter *w, const CgGroupValues *g, CubError *err) {
