@@ -8,7 +8,7 @@
 #   VM_SCENARIOS="00-boot 10-*"   run only these (shell patterns on the name)
 #   VM_DRIVER_MATRIX="20-pods ..." the scenarios run a second time with the
 #                                 systemd cgroup driver, as NAME@systemd
-#                                 (default: 20-pods
+#                                 (default: 10-cgroup-kubepods 20-pods
 #                                 21-recovery 30-admission 40-eviction;
 #                                 empty: none)
 #   VM_IMAGES_BUILDER=PATH        the image builder (default
@@ -24,7 +24,7 @@ mkdir -p "$VM_DIR"
 VM_DIR=$(cd "$VM_DIR" && pwd)
 export VM_DIR
 
-VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-20-pods 21-recovery 30-admission 40-eviction}
+VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction}
 pass=0 fail=0 skip=0 n=0
 emit() { # emit "ok"|"not ok" DESCRIPTION
 	n=$((n + 1))
