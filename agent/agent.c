@@ -414,6 +414,12 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         if (r < 0)
                 goto fail;
         cg_options_init(&a->cg);
+        /* cubelet run resolved it (flag, config, or cg_driver_default()) */
+        a->cg.driver = opt->kc.cgroup_driver ? cg_driver_from_string(opt->kc.cgroup_driver) : cg_driver_default();
+        if (a->cg.driver == _CG_DRIVER_INVALID) {
+                r = cub_err_set(err, EINVAL, "cgroupDriver '%s': expected cgroupfs or systemd", opt->kc.cgroup_driver);
+                goto fail;
+        }
         a->cg.enforce_cpu_limits = opt->kc.cpu_cfs_quota;
         a->cg.pod_pids_limit = opt->kc.pod_pids_limit;
         a->cg.memory_capacity = a->node.memory_capacity;
@@ -438,7 +444,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 r = cub_err_set(err, -r, "out of memory");
                 goto fail;
         }
-        r = cg_writer_new(a->opt.cgroup_root, &a->writer, err);
+        r = cg_writer_new_driver(a->opt.cgroup_root, a->cg.driver, &a->writer, err);
         if (r < 0)
                 goto fail;
         r = sd_event_new(&a->event);
@@ -456,6 +462,11 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 (void) snprintf(a->runtime_version, sizeof(a->runtime_version), "%s %s (CRI %s)", v.runtime_name,
                                 v.runtime_version, v.runtime_api_version);
         r = worker_pool_new(a->opt.workers, a->cri, a->writer, &a->pool, &efd, err);
+        if (r < 0)
+                goto fail;
+        /* before any group or sandbox: a runtime on the other driver would
+         * put every container beside its pod's limits */
+        r = worker_pool_check_runtime(a->pool, err);
         if (r < 0)
                 goto fail;
         r = add_sources(a, efd);

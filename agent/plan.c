@@ -132,6 +132,8 @@ static int plan_pod(const Pod *pod, const char *source, const CgOptions *o, json
 static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, const AgentNode *node, CubError *err) {
         int r;
 
+        o->driver = cg_driver_default();
+
         if (path) {
                 r = pod_kubelet_config_load_file(path, cfg, err);
                 if (r < 0)
@@ -139,7 +141,8 @@ static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, co
                 for (size_t i = 0; i < cfg->ignored.n; i++)
                         cub_log(LOG_WARNING, "%s: field '%s' is not supported by cubelet, ignoring", path,
                                 cfg->ignored.items[i]);
-                o->driver = strcmp(cfg->cgroup_driver, "systemd") == 0 ? CG_DRIVER_SYSTEMD : CG_DRIVER_CGROUPFS;
+                if (cfg->cgroup_driver)
+                        o->driver = cg_driver_from_string(cfg->cgroup_driver);
                 o->enforce_cpu_limits = cfg->cpu_cfs_quota;
                 o->pod_pids_limit = cfg->pod_pids_limit;
         }
@@ -151,7 +154,7 @@ static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, co
 }
 
 static void plan_usage(FILE *f) {
-        fputs("Usage: cubelet plan [--config FILE] [--node FILE] MANIFEST...\n"
+        fputs("Usage: cubelet plan [--config FILE] [--node FILE] [--cgroup-driver DRIVER] MANIFEST...\n"
               "\n"
               "Decodes each manifest as a static pod of this node and prints, as one JSON\n"
               "document, its QoS class, effective requests and limits, its cgroup v2 path and\n"
@@ -162,6 +165,9 @@ static void plan_usage(FILE *f) {
               "  --node FILE     a v1 Node: metadata.name names static pods,\n"
               "                  status.capacity sizes oom_score_adj and kubepods\n"
               "                  (default: this host)\n"
+              "  --cgroup-driver DRIVER  cgroupfs (kubepods/burstable/pod<uid>) or systemd\n"
+              "                  (kubepods.slice/kubepods-burstable.slice/...); default: the\n"
+              "                  config's cgroupDriver, else systemd when PID 1 is systemd\n"
               "\n"
               "A manifest that sets a field cubelet refuses (or does not know) is an error\n"
               "naming the field path; fields cubelet ignores are listed in the pod's\n"
@@ -175,10 +181,11 @@ int cli_plan(int argc, char **argv) {
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
                 { "node", required_argument, NULL, 'n' },
+                { "cgroup-driver", required_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        const char *config_path = NULL, *node_path = NULL;
+        const char *config_path = NULL, *node_path = NULL, *driver = NULL;
         _cleanup_(json_decrefp) json_t *out = NULL;
         json_t *pods, *errors, *qos_arr;
         PodKubeletConfig cfg;
@@ -197,6 +204,13 @@ int cli_plan(int argc, char **argv) {
                         break;
                 case 'n':
                         node_path = optarg;
+                        break;
+                case 'd':
+                        if (cg_driver_from_string(optarg) == _CG_DRIVER_INVALID) {
+                                cub_log(LOG_ERR, "plan: --cgroup-driver '%s': expected cgroupfs or systemd", optarg);
+                                return CLI_EXIT_BAD_INPUT;
+                        }
+                        driver = optarg;
                         break;
                 case 'h':
                         plan_usage(stdout);
@@ -224,6 +238,8 @@ int cli_plan(int argc, char **argv) {
                 cub_log(LOG_ERR, "%s", err.msg);
                 return CLI_EXIT_BAD_INPUT;
         }
+        if (driver)
+                o.driver = cg_driver_from_string(driver);
 
         pods = json_array();
         errors = json_array();

@@ -12,6 +12,7 @@
 #include "../cri/cri.h"
 #include "../eviction/eviction.h"
 #include "agent.h"
+#include "cgroup/cgroup.h"
 #include "cli.h"
 #include "node.h"
 #include "util/log.h"
@@ -20,13 +21,17 @@ static void run_usage(FILE *f) {
         fputs("Usage: cubelet run [OPTIONS]\n"
               "\n"
               "Runs the node agent: keeps the pods of the manifest directory running through the\n"
-              "container runtime's CRI, with their cgroup v2 limits under <cgroup-root>/kubepods.\n"
+              "container runtime's CRI, with their cgroup v2 limits under <cgroup-root>/kubepods\n"
+              "(cgroupfs driver) or in kubepods.slice (systemd driver).\n"
               "\n"
               "  --manifest-dir DIR       static pod manifests (default /etc/kubernetes/manifests)\n"
               "  --manifest-url URL       static pods from a URL (a v1 Pod or PodList), fetched every\n"
               "                           --http-check-frequency (a Go duration, default 20s)\n"
               "  --runtime-endpoint EP    CRI socket (default unix:///run/containerd/containerd.sock)\n"
               "  --cgroup-root DIR        the cgroup v2 mount (default /sys/fs/cgroup)\n"
+              "  --cgroup-driver DRIVER   cgroupfs or systemd (default: the config's cgroupDriver, else\n"
+              "                           systemd when PID 1 is systemd, cgroupfs otherwise); containerd's\n"
+              "                           runc SystemdCgroup must agree\n"
               "  --state-dir DIR          state and pod logs (default /var/lib/cubelet)\n"
               "  --node-name NAME         node name for static pod names (default: the hostname)\n"
               "  --socket PATH            status API socket (default /run/cubelet/cubelet.sock)\n"
@@ -107,11 +112,13 @@ int cli_run(int argc, char **argv) {
                 { "http-port", required_argument, NULL, 'P' },
                 { "manifest-url", required_argument, NULL, 'u' },
                 { "http-check-frequency", required_argument, NULL, 'f' },
+                { "cgroup-driver", required_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *f_manifest = NULL, *f_endpoint = NULL, *f_cgroup = NULL, *f_state = NULL, *f_node = NULL,
-                   *f_socket = NULL, *f_config = NULL, *f_http_address = NULL, *f_url = NULL, *f_freq = NULL;
+                   *f_socket = NULL, *f_config = NULL, *f_http_address = NULL, *f_url = NULL, *f_freq = NULL,
+                   *f_driver = NULL;
         long http_port = -1;
         AgentOptions opt;
         AgentNode host = {};
@@ -119,6 +126,7 @@ int cli_run(int argc, char **argv) {
         CubError err = {};
         sigset_t mask;
         double period = 1.0;
+        const char *driver_from;
         int c, r;
 
         optind = 1;
@@ -150,6 +158,13 @@ int cli_run(int argc, char **argv) {
                         break;
                 case 'f':
                         f_freq = optarg;
+                        break;
+                case 'd':
+                        if (cg_driver_from_string(optarg) == _CG_DRIVER_INVALID) {
+                                cub_log(LOG_ERR, "run: --cgroup-driver '%s': expected cgroupfs or systemd", optarg);
+                                return CLI_EXIT_BAD_INPUT;
+                        }
+                        f_driver = optarg;
                         break;
                 case 'p': {
                         char *end;
@@ -198,13 +213,19 @@ int cli_run(int argc, char **argv) {
                 for (size_t i = 0; i < opt.kc.ignored.n; i++)
                         cub_log(LOG_WARNING, "%s: field '%s' is not supported by cubelet, ignoring", f_config,
                                 opt.kc.ignored.items[i]);
-                if (strcmp(opt.kc.cgroup_driver, "cgroupfs") != 0) {
-                        cub_log(LOG_ERR, "%s: cgroupDriver '%s': only cgroupfs is supported by 'cubelet run' so far",
-                                f_config, opt.kc.cgroup_driver);
-                        agent_options_done(&opt);
-                        return CLI_EXIT_BAD_INPUT;
-                }
         }
+        /* the flag, the config's cgroupDriver, or what PID 1 is */
+        driver_from = f_driver ? " (--cgroup-driver)" : opt.kc.cgroup_driver ? " (cgroupDriver)" : " (default)";
+        if (!opt.kc.cgroup_driver || f_driver)
+                r = set_str(&opt.kc.cgroup_driver, f_driver, NULL, cg_driver_to_string(cg_driver_default()));
+        else
+                r = 0;
+        if (r < 0) {
+                cub_log(LOG_ERR, "out of memory");
+                agent_options_done(&opt);
+                return 1;
+        }
+        cub_log(LOG_INFO, "cgroup driver: %s%s", opt.kc.cgroup_driver, driver_from);
         if (!f_node && !opt.kc.node_name && agent_host_node(&host, &err) < 0) {
                 cub_log(LOG_ERR, "%s", err.msg);
                 agent_options_done(&opt);

@@ -120,6 +120,30 @@ int cri_version(CriClient *c, CriVersion *ret, CubError *err) {
         return 0;
 }
 
+int cri_status_info(CriClient *c, const char *key, char **ret, CubError *err) {
+        Runtime__V1__StatusRequest req = RUNTIME__V1__STATUS_REQUEST__INIT;
+        Runtime__V1__StatusResponse *resp = NULL;
+        char *v = NULL;
+        int r;
+
+        req.verbose = true;
+        r = cri_call(c, CRI_RT "Status", &req, &runtime__v1__status_response__descriptor, 0, &resp, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < resp->n_info; i++)
+                if (resp->info[i]->key && strcmp(resp->info[i]->key, key) == 0) {
+                        v = strdup(cri_s_or_empty(resp->info[i]->value));
+                        if (!v) {
+                                cri_free_msg(resp);
+                                return cub_err_set(err, ENOMEM, "out of memory");
+                        }
+                        break;
+                }
+        cri_free_msg(resp);
+        *ret = v;
+        return 0;
+}
+
 /* The reply of a call whose request carries only an id: NOT_FOUND counts as
  * success for the idempotent ones, and err stays untouched on success. */
 int cri_by_id(CriClient *c, const char *method, const ProtobufCMessage *req, const ProtobufCMessageDescriptor *resp_d,

@@ -39,6 +39,11 @@ typedef struct CriVersion {
 
 int cri_version(CriClient *c, CriVersion *ret, CubError *err);
 
+/* Status(verbose): the value of one key of the runtime's info map
+ * (containerd: "config", its CRI config as JSON), NULL in *ret when the
+ * runtime does not give it. */
+int cri_status_info(CriClient *c, const char *key, char **ret, CubError *err);
+
 /* ---- sandboxes ---------------------------------------------------------- */
 
 typedef enum CriSeccompType {

@@ -25,6 +25,7 @@ struct CgWriter {
         char *root;   /* as given: for messages and inotify watches */
         int root_fd;  /* O_PATH|O_DIRECTORY on root; every operation is relative to it */
         bool unified; /* statfs() said CGROUP2_SUPER_MAGIC, detected once in cg_writer_new_full() */
+        void *data;   /* the driver's own (systemd: the bus connection) */
 };
 
 struct CgDriver {
@@ -49,6 +50,8 @@ struct CgDriver {
         /* Removes the (empty) group, and empty child groups left in it; a
          * missing group is fine. */
         int (*destroy)(CgWriter *w, const char *path, CubError *err);
+        /* Frees what init left in w->data. */
+        void (*done)(CgWriter *w);
 };
 
 extern const CgDriver cg_driver_cgroupfs;
@@ -64,6 +67,15 @@ typedef enum CgWriterFlags {
 
 int cg_writer_new_full(const char *cgroup_root, CgDriverKind driver, CgWriterFlags flags, CgWriter **ret,
                        CubError *err);
+
+/* The cgroupfs driver's file work, shared with the systemd driver (which
+ * reads the files of its slices the same way). */
+int cg_fs_exists(CgWriter *w, const char *path, CubError *err);
+int cg_fs_read(CgWriter *w, const char *path, const char *file, char *buf, size_t size, CubError *err);
+int cg_fs_wait_unpopulated(CgWriter *w, const char *path, uint64_t timeout_usec, CubError *err);
+/* 1 when the group's cgroup.events says 'populated 1', 0 when not or when
+ * the group is missing. */
+int cg_fs_populated(CgWriter *w, const char *path, CubError *err);
 
 /* A group path the writer accepts: relative, not empty, no '.', '..' or
  * empty components. */

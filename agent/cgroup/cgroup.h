@@ -88,12 +88,69 @@ void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer 
  * burstable_cpu_milli is the sum of the Burstable pods' cpu requests. */
 void cg_qos_values(int64_t burstable_cpu_milli, const CgOptions *o, CgGroupValues ret[3]);
 
+/* ---- driver-specific names (pure) ------------------------------------------
+ * cgroupfs: kubepods/burstable/pod<uid>, containers <pod>/<container id>.
+ * systemd (kubelet's): kubepods.slice/kubepods-burstable.slice/
+ * kubepods-burstable-pod<uid with '_' for '-'>.slice, containers
+ * <pod>/cri-containerd-<id>.scope (containerd's runc with SystemdCgroup). */
+
+/* "kubepods" or "kubepods.slice". */
+const char *cg_kubepods_path(CgDriverKind driver);
+/* The cgroup of a container below its pod's group. */
+int cg_container_path(CgDriverKind driver, const char *pod_path, const char *container_id, char *buf, size_t size,
+                      CubError *err);
+/* What the CRI's cgroup_parent says for a pod group: "/kubepods/burstable/podX"
+ * (cgroupfs) or the slice name "kubepods-burstable-podX.slice" (systemd), as
+ * kubelet sends it. */
+int cg_cgroup_parent(CgDriverKind driver, const char *pod_path, char *buf, size_t size, CubError *err);
+
+/* The unit of a systemd group path: its last component, which must be a
+ * slice name systemd accepts ("kubepods-burstable-podX.slice"). */
+int cg_systemd_unit_of(const char *path, char *buf, size_t size, CubError *err);
+/* The parent slice systemd derives from a slice name: "kubepods-burstable.slice"
+ * for "kubepods-burstable-podX.slice", "-.slice" for "kubepods.slice". */
+int cg_systemd_parent_slice(const char *unit, char *buf, size_t size, CubError *err);
+
+#define CG_USEC_INFINITY UINT64_MAX
+
+/* The unit properties that carry a group's file values (systemd's names);
+ * a has_* false leaves the property out. "max" is CG_USEC_INFINITY /
+ * UINT64_MAX, as systemd says infinity on the bus. */
+typedef struct CgUnitProps {
+        bool has_cpu_weight, has_cpu_quota, has_memory_max, has_tasks_max, has_allowed_cpus;
+        uint64_t cpu_weight;             /* CPUWeight: cpu.weight */
+        uint64_t cpu_quota_per_sec_usec; /* CPUQuotaPerSecUSec: quota * 1e6 / period */
+        uint64_t cpu_quota_period_usec;  /* CPUQuotaPeriodUSec: the period of cpu.max */
+        uint64_t memory_max;             /* MemoryMax: memory.max */
+        uint64_t tasks_max;              /* TasksMax: pids.max */
+        uint8_t allowed_cpus[128];       /* AllowedCPUs: cpuset.cpus as systemd's CPU bitmask */
+        size_t n_allowed_cpus;           /* bytes of allowed_cpus used */
+} CgUnitProps;
+
+/* The properties of g's files; a file no property carries, or a value that
+ * does not parse, is an error naming the group, the file and the value. */
+int cg_unit_props(const CgGroupValues *g, CgUnitProps *ret, CubError *err);
+
+/* The runtime's side of the driver choice: the CRI Status "config" info of
+ * containerd 1.6 (JSON). Sets *ret_systemd from the default runtime's
+ * options.SystemdCgroup (absent = false) and ret_runtime to its name; -ENOENT
+ * when the JSON does not say (another runtime). */
+int cg_runtime_systemd_cgroup(const char *config_json, bool *ret_systemd, char *ret_runtime, size_t size,
+                              CubError *err);
+/* cg_runtime_systemd_cgroup() compared with driver: -EINVAL with one message
+ * naming both settings on a mismatch. */
+int cg_check_runtime(CgDriverKind driver, const char *config_json, CubError *err);
+
 /* "cgroupfs", "systemd"; NULL for an invalid kind. */
 const char *cg_driver_to_string(CgDriverKind d);
 /* _CG_DRIVER_INVALID for an unknown name. */
 CgDriverKind cg_driver_from_string(const char *s);
 
-/* ---- the writer (impure): a driver table, cgroupfs now ------------------- */
+/* ---- the writer (impure): a driver table, cgroupfs and systemd ---------- */
+
+/* The default when cgroupDriver is not set: systemd when PID 1 is systemd
+ * (sd_booted()), cgroupfs otherwise. */
+CgDriverKind cg_driver_default(void);
 
 /*
  * Every operation works below the root given to cg_writer_new*() and only
@@ -117,8 +174,9 @@ typedef struct CgWriter CgWriter;
 /* The cgroupfs driver on cgroup_root, which must be a cgroup v2 mount
  * (statfs CGROUP2_SUPER_MAGIC), normally /sys/fs/cgroup. */
 int cg_writer_new(const char *cgroup_root, CgWriter **ret, CubError *err);
-/* Same with a driver of the table; CG_DRIVER_SYSTEMD is not implemented yet
- * and fails with -EOPNOTSUPP. */
+/* Same with a driver of the table. CG_DRIVER_SYSTEMD connects to the system
+ * bus (sd-bus) and needs cgroup_root to be systemd's own mount (its group
+ * paths are the slices' cgroups below it). */
 int cg_writer_new_driver(const char *cgroup_root, CgDriverKind driver, CgWriter **ret, CubError *err);
 CgWriter *cg_writer_free(CgWriter *w);
 static inline void cg_writer_freep(CgWriter **w) {

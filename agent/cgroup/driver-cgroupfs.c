@@ -125,7 +125,7 @@ static int cgroupfs_init(CgWriter *w, CubError *err) {
         return 0;
 }
 
-static int cgroupfs_exists(CgWriter *w, const char *path, CubError *err) {
+int cg_fs_exists(CgWriter *w, const char *path, CubError *err) {
         struct stat st;
 
         if (fstatat(w->root_fd, path, &st, 0) < 0) {
@@ -262,7 +262,7 @@ static int cgroupfs_update(CgWriter *w, const CgGroupValues *g, CubError *err) {
         return 0;
 }
 
-static int cgroupfs_read(CgWriter *w, const char *path, const char *file, char *buf, size_t size, CubError *err) {
+int cg_fs_read(CgWriter *w, const char *path, const char *file, char *buf, size_t size, CubError *err) {
         _cleanup_close_ int dirfd = -EBADF;
         int r;
 
@@ -298,7 +298,7 @@ static int read_populated(int dirfd) {
         return -EBADMSG;
 }
 
-static int cgroupfs_wait_unpopulated(CgWriter *w, const char *path, uint64_t timeout_usec, CubError *err) {
+int cg_fs_wait_unpopulated(CgWriter *w, const char *path, uint64_t timeout_usec, CubError *err) {
         _cleanup_close_ int dirfd = -EBADF, ifd = -EBADF;
         _cleanup_free_ char *events = NULL;
         uint64_t start = cub_now_usec(CLOCK_MONOTONIC);
@@ -380,6 +380,26 @@ static void remove_children(int dirfd, unsigned depth) {
         (void) closedir(d);
 }
 
+int cg_fs_populated(CgWriter *w, const char *path, CubError *err) {
+        _cleanup_close_ int dirfd = -EBADF;
+        int r;
+
+        dirfd = openat(w->root_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return cub_err_set(err, errno, "cgroup '%s': open: %s", path, strerror(errno));
+        }
+        r = read_populated(dirfd);
+        if (r < 0)
+                return cub_err_set(err, -r, "cgroup '%s': read 'cgroup.events': %s", path, strerror(-r));
+        return r;
+}
+
+static void cgroupfs_done(CgWriter *w) {
+        (void) w;
+}
+
 static int cgroupfs_destroy(CgWriter *w, const char *path, CubError *err) {
         _cleanup_close_ int dirfd = -EBADF;
 
@@ -401,10 +421,11 @@ const CgDriver cg_driver_cgroupfs = {
         .name = "cgroupfs",
         .kind = CG_DRIVER_CGROUPFS,
         .init = cgroupfs_init,
-        .exists = cgroupfs_exists,
+        .exists = cg_fs_exists,
         .create = cgroupfs_create,
         .update = cgroupfs_update,
-        .read = cgroupfs_read,
-        .wait_unpopulated = cgroupfs_wait_unpopulated,
+        .read = cg_fs_read,
+        .wait_unpopulated = cg_fs_wait_unpopulated,
         .destroy = cgroupfs_destroy,
+        .done = cgroupfs_done,
 };

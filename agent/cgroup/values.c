@@ -104,8 +104,12 @@ int cg_pod_path(const char *uid, PodQOSClass qos, CgDriverKind driver, char *buf
 
                 if (strlen(uid) >= sizeof(u))
                         return cub_err_set(err, ENAMETOOLONG, "cgroup path for pod UID '%s' is too long", uid);
-                for (i = 0; uid[i]; i++)
+                for (i = 0; uid[i]; i++) {
+                        /* systemd's unit name characters; '-' separates slices */
+                        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:", uid[i]))
+                                return cub_err_set(err, EINVAL, "pod UID '%s' cannot name a systemd slice", uid);
                         u[i] = uid[i] == '-' ? '_' : uid[i];
+                }
                 u[i] = '\0';
                 if (leaf)
                         n = snprintf(buf, size, "kubepods.slice/kubepods-%s.slice/kubepods-%s-pod%s.slice", leaf, leaf,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "../util/cleanup.h"
@@ -81,6 +82,10 @@ int cg_writer_new_full(const char *cgroup_root, CgDriverKind driver, CgWriterFla
         return 0;
 }
 
+CgDriverKind cg_driver_default(void) {
+        return sd_booted() > 0 ? CG_DRIVER_SYSTEMD : CG_DRIVER_CGROUPFS;
+}
+
 int cg_writer_new_driver(const char *cgroup_root, CgDriverKind driver, CgWriter **ret, CubError *err) {
         return cg_writer_new_full(cgroup_root, driver, 0, ret, err);
 }
@@ -92,6 +97,8 @@ int cg_writer_new(const char *cgroup_root, CgWriter **ret, CubError *err) {
 CgWriter *cg_writer_free(CgWriter *w) {
         if (!w)
                 return NULL;
+        if (w->driver && w->data)
+                w->driver->done(w);
         if (w->root_fd >= 0)
                 (void) close(w->root_fd);
         free(w->root);

@@ -126,7 +126,7 @@ static void observe(Pressure *m) {
         *o = (EvictObservations){ .time_usec = now_usec() };
         if (evict_read_node_memory("/proc", cg, &o->signals[EVICT_SIGNAL_MEMORY_AVAILABLE], &err) < 0)
                 cub_err_clear(&err);
-        if (evict_read_group_memory(cg, "kubepods",
+        if (evict_read_group_memory(cg, cg_kubepods_path(m->env->cg->driver),
                                     (uint64_t) (m->env->cg->kubepods_memory > 0 ? m->env->cg->kubepods_memory : 0),
                                     &o->signals[EVICT_SIGNAL_ALLOCATABLE_MEMORY_AVAILABLE], &err) < 0)
                 cub_err_clear(&err);
@@ -268,8 +268,11 @@ static void evict(Pressure *m) {
 
                         if (!st->id[0] || st->state != LC_CONTAINER_RUNNING)
                                 continue;
-                        if (!path_ok(snprintf(path, sizeof(path), "%s/%s", p->spec->cgroup.path, st->id), sizeof(path)))
+                        if (cg_container_path(m->env->cg->driver, p->spec->cgroup.path, st->id, path, sizeof(path),
+                                              &err) < 0) {
+                                cub_err_clear(&err);
                                 continue;
+                        }
                         if (evict_read_cgroup_working_set(m->env->cgroup_root, path, &cts[n_ct + k].memory_usage,
                                                           &err) < 0)
                                 cub_err_clear(&err);
@@ -440,10 +443,14 @@ static void pressure_attach(void *userdata) {
         } else
                 cub_log(LOG_ERR, "eviction timer: %s", strerror(-r));
         add_psi(m, "/proc/pressure/memory", &m->psi_node_src);
-        if (path_ok(snprintf(path, sizeof(path), "%s/kubepods/memory.pressure", m->env->cgroup_root), sizeof(path)))
+        if (path_ok(snprintf(path, sizeof(path), "%s/%s/memory.pressure", m->env->cgroup_root,
+                             cg_kubepods_path(m->env->cg->driver)),
+                    sizeof(path)))
                 add_psi(m, path, &m->psi_pods_src);
         r = -ENAMETOOLONG;
-        if (path_ok(snprintf(path, sizeof(path), "%s/kubepods/memory.events", m->env->cgroup_root), sizeof(path)))
+        if (path_ok(snprintf(path, sizeof(path), "%s/%s/memory.events", m->env->cgroup_root,
+                             cg_kubepods_path(m->env->cg->driver)),
+                    sizeof(path)))
                 r = sd_event_add_inotify(m->env->event, &m->memevents_src, path, IN_MODIFY, on_memory_events, m);
         if (r < 0)
                 cub_log(LOG_WARNING, "inotify on '%s': %s; sampling only", path, strerror(-r));
@@ -485,7 +492,8 @@ static void pressure_node_status(void *userdata, void *json_doc) {
 
                 if (path_ok(snprintf(path, sizeof(path), "/proc/pressure/%s", psi_names[i]), sizeof(path)))
                         (void) evict_read_psi(path, &node_psi, &err);
-                if (path_ok(snprintf(path, sizeof(path), "%s/kubepods/%s.pressure", m->env->cgroup_root, psi_names[i]),
+                if (path_ok(snprintf(path, sizeof(path), "%s/%s/%s.pressure", m->env->cgroup_root,
+                                     cg_kubepods_path(m->env->cg->driver), psi_names[i]),
                             sizeof(path)))
                         (void) evict_read_psi(path, &pods_psi, &err);
 

@@ -346,14 +346,18 @@ int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, P
         d.tree = &tree;
         pod_kubelet_config_init(&c);
         r = pod_dec_fields(&d, tree.root, &c, config_fields, NULL);
-        /* "kind" was decoded into cgroup_driver for checking only */
+        /* "kind" was decoded into cgroup_driver for checking only; absent
+         * stays NULL: the default depends on the host (cg_driver_default()) */
         if (r >= 0) {
                 json_t *drv = json_object_get(tree.root, "cgroupDriver");
 
                 free(c.cgroup_driver);
-                c.cgroup_driver = strdup(json_is_string(drv) ? json_string_value(drv) : "cgroupfs");
-                if (!c.cgroup_driver)
-                        r = cub_err_set(err, ENOMEM, "out of memory");
+                c.cgroup_driver = NULL;
+                if (json_is_string(drv)) {
+                        c.cgroup_driver = strdup(json_string_value(drv));
+                        if (!c.cgroup_driver)
+                                r = cub_err_set(err, ENOMEM, "out of memory");
+                }
         }
         if (r >= 0) {
                 c.ignored.items = calloc(json_object_size(tree.root) + 1, sizeof(char *));

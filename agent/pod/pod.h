@@ -376,7 +376,7 @@ int pod_node_decode(const char *buf, size_t len, const char *source, PodNode **r
 typedef struct PodKubeletConfig {
         int64_t pod_pids_limit; /* podPidsLimit, -1 = unlimited */
         bool cpu_cfs_quota;     /* cpuCFSQuota, default true */
-        char *cgroup_driver;    /* cgroupDriver: "cgroupfs" (default) or "systemd" */
+        char *cgroup_driver;    /* cgroupDriver: "cgroupfs" or "systemd"; NULL when not set */
         PodResourceList kube_reserved;
         PodResourceList system_reserved;
         char *static_pod_path;  /* staticPodPath */

@@ -234,13 +234,20 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
 
         j->sandbox_requested_usec = 0;
         j->containers_started_usec = 0;
+        /* a driver mismatch with the runtime creates no sandbox at all */
+        r = worker_pool_check_runtime(p, err);
+        if (r < 0)
+                return r;
         if (p->cg) {
                 r = cg_writer_apply(p->cg, &s->cgroup, err);
                 if (r < 0)
                         return r;
         }
         (void) snprintf(x.grace, sizeof(x.grace), "%" PRId64, pod->termination_grace_period_seconds);
-        (void) snprintf(x.cgroup_parent, sizeof(x.cgroup_parent), "/%s", s->cgroup.path);
+        r = cg_cgroup_parent(p->cg ? cg_writer_driver(p->cg) : CG_DRIVER_CGROUPFS, s->cgroup.path, x.cgroup_parent,
+                             sizeof(x.cgroup_parent), err);
+        if (r < 0)
+                return r;
         r = labels_set(&labels, err, WORKER_LABEL_MANAGED, "true", WORKER_LABEL_UID, pod->uid, WORKER_LABEL_NAME,
                        pod->name, WORKER_LABEL_NAMESPACE, pod->namespace_, WORKER_LABEL_HASH, hash, WORKER_LABEL_CGROUP,
                        s->cgroup.path, WORKER_LABEL_GRACE, x.grace, NULL);

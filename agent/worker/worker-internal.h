@@ -23,6 +23,7 @@ struct WorkerPool {
         int efd;
         CriClient *cri;
         CgWriter *cg;
+        bool runtime_checked; /* __atomic: the runtime's cgroup driver matched */
 };
 
 static inline uint64_t worker_now_usec(void) {

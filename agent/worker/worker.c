@@ -282,6 +282,29 @@ static void *worker_main(void *arg) {
         }
 }
 
+int worker_pool_check_runtime(WorkerPool *p, CubError *err) {
+        _cleanup_free_ char *config = NULL;
+        CubError e = {};
+        int r;
+
+        if (!p->cg || __atomic_load_n(&p->runtime_checked, __ATOMIC_ACQUIRE))
+                return 0;
+        r = cri_status_info(p->cri, "config", &config, &e);
+        if (r < 0 && r != -EOPNOTSUPP)
+                return 0; /* not reachable now: the sandbox call says so */
+        if (r >= 0 && config) {
+                r = cg_check_runtime(cg_writer_driver(p->cg), config, &e);
+                if (r == -EINVAL) {
+                        if (err)
+                                *err = e;
+                        return r;
+                }
+        }
+        /* matched, or a runtime whose config does not say */
+        __atomic_store_n(&p->runtime_checked, true, __ATOMIC_RELEASE);
+        return 0;
+}
+
 int worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool **ret, int *ret_fd, CubError *err) {
         WorkerPool *p;
 

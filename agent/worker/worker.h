@@ -155,6 +155,12 @@ typedef struct WorkerPool WorkerPool;
  * when finished jobs wait in worker_pool_take(). */
 int worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool **ret, int *ret_fd, CubError *err);
 void worker_pool_submit(WorkerPool *p, WorkerJob *j);
+/* The runtime's cgroup driver against the writer's (containerd's CRI Status
+ * "config": the default runtime's SystemdCgroup): -EINVAL with one message
+ * naming both on a mismatch. A runtime that does not say, or cannot be
+ * asked now, passes (asked again before the next sandbox); a match is
+ * remembered. Any thread. */
+int worker_pool_check_runtime(WorkerPool *p, CubError *err);
 /* Finished jobs, oldest first (a list through ->next); clears the eventfd. */
 WorkerJob *worker_pool_take(WorkerPool *p);
 WorkerPool *worker_pool_free(WorkerPool *p);

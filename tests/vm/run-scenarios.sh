@@ -6,6 +6,11 @@
 # freezes (killed at its timeout) is run once more in a fresh VM.
 #
 #   VM_SCENARIOS="00-boot 10-*"   run only these (shell patterns on the name)
+#   VM_DRIVER_MATRIX="20-pods ..." the scenarios run a second time with the
+#                                 systemd cgroup driver, as NAME@systemd
+#                                 (default: 10-cgroup-kubepods 20-pods
+#                                 21-recovery 30-admission 40-eviction;
+#                                 empty: none)
 #   VM_IMAGES_BUILDER=PATH        the image builder (default
 #                                 packaging/images/build-images.sh); when it
 #                                 exists it runs once, on the host, into
@@ -19,6 +24,7 @@ mkdir -p "$VM_DIR"
 VM_DIR=$(cd "$VM_DIR" && pwd)
 export VM_DIR
 
+VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction}
 pass=0 fail=0 skip=0 n=0
 emit() { # emit "ok"|"not ok" DESCRIPTION
 	n=$((n + 1))
@@ -52,17 +58,16 @@ if [ -z "${VM_IMAGES:-}" ] && [ -x "$builder" ]; then
 fi
 export VM_IMAGES_BUILDER=$builder
 
-total_start=$(date +%s)
-for s in "$HERE"/scenarios/*.sh; do
-	[ -f "$s" ] || continue
-	name=$(basename "$s" .sh)
-	selected "$name" || continue
+# run_one SCRIPT NAME DRIVER: one scenario in a fresh VM (its results in
+# VM_DIR/runs/NAME), its tests renumbered and prefixed with NAME.
+run_one() {
+	s=$1 name=$2
 	err=$VM_DIR/run-vm.$name.stderr
 	# A guest that froze (killed at its timeout, or no result at all) gets
 	# one more fresh VM; the frozen run is kept beside it. A scenario that
 	# hangs for a reason of its own hangs again and fails.
 	for attempt in 1 2; do
-		tap=$("$HERE/run-vm.sh" "$s" 2>"$err")
+		tap=$(CUBELET_DRIVER=$3 "$HERE/run-vm.sh" -o "$VM_DIR/runs/$name" "$s" 2>"$err")
 		rc=$?
 		if [ "$attempt" = 2 ] || { [ "$rc" != 124 ] && [ "$rc" != 125 ]; }; then
 			break
@@ -108,6 +113,31 @@ for s in "$HERE"/scenarios/*.sh; do
 	fi
 	if [ "$rc" = 1 ] && [ "$nok" -eq 0 ]; then
 		emit "not ok" "$name: the scenario exited with status 1"
+	fi
+}
+
+in_matrix() { # in_matrix NAME: is it run a second time with the systemd driver?
+	for p in $VM_DRIVER_MATRIX; do
+		[ "$1" = "$p" ] && return 0
+	done
+	return 1
+}
+
+total_start=$(date +%s)
+# Every scenario with the cgroupfs driver (containerd SystemdCgroup = false),
+# then those of the driver matrix again with the systemd driver
+# (cgroupDriver: systemd, SystemdCgroup = true), named NAME@systemd.
+for s in "$HERE"/scenarios/*.sh; do
+	[ -f "$s" ] || continue
+	name=$(basename "$s" .sh)
+	selected "$name" || continue
+	run_one "$s" "$name" cgroupfs
+done
+for s in "$HERE"/scenarios/*.sh; do
+	[ -f "$s" ] || continue
+	name=$(basename "$s" .sh)
+	if in_matrix "$name" && { selected "$name" || selected "$name@systemd"; }; then
+		run_one "$s" "$name@systemd" systemd
 	fi
 done
 

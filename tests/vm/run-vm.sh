@@ -167,6 +167,7 @@ scenario_timeout=$((timeout_s - 120))
 	echo "VM_DEBS=${VM_DEBS:-$VM_DIR/debs}"
 	echo "VM_SCENARIO_TIMEOUT=$scenario_timeout"
 	echo "BENCH_PODS=${BENCH_PODS:-}"
+	echo "CUBELET_DRIVER=${CUBELET_DRIVER:-}"
 } >"$rundir/env"
 
 # ---- qemu ----------------------------------------------------------------------

@@ -41,6 +41,7 @@ evictionHard: {memory.available: "${T}Mi"}
 evictionPressureTransitionPeriod: 2s
 cubelet: {stateDir: /var/lib/cubelet, socket: /run/cubelet/cubelet.sock, evictionSamplePeriod: $1}
 Y
+	cubelet_config_driver "$CUBELET_DRIVER"
 	systemctl restart cubelet
 	for i in $(seq 60); do status_json >/dev/null && break; sleep 0.5; done
 	: >/tmp/dec_lo.txt; : >/tmp/dec_hi.txt; : >/tmp/stop.txt; : >/tmp/own.txt

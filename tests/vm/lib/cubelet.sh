@@ -7,6 +7,13 @@
 #   wait_phase NAME PHASE [SECONDS]
 #   plan_value MANIFEST FILE the value `cubelet plan` gives for a pod cgroup file
 #   ctr_field NAME CONTAINER FIELD
+#   cg_kubepods / cg_qos QOS / cg_ctr POD_PATH ID   cgroup paths of the driver
+#   containerd_systemd_cgroup true|false             switch runc's SystemdCgroup
+#
+# CUBELET_DRIVER (cgroupfs, the default, or systemd; run-scenarios.sh sets it
+# for the driver matrix) is written into cubelet's config as cgroupDriver, and
+# containerd's runc gets the matching SystemdCgroup.
+CUBELET_DRIVER=${CUBELET_DRIVER:-cgroupfs}
 M=/etc/kubernetes/manifests
 NODE=$(hostname)
 CUBELET=/usr/local/bin/cubelet
@@ -22,6 +29,9 @@ cubelet_install() {
 		"$VM_REPO/packaging/images/build-images.sh" "$images" >>"$VM_OUT/scenario.log" 2>&1
 	fi
 	install -D -m 0644 "$VM_REPO/packaging/containerd/config.toml" /etc/containerd/config.toml
+	if [ "$CUBELET_DRIVER" = systemd ]; then
+		sed -i 's/^\( *SystemdCgroup = \)false/\1true/' /etc/containerd/config.toml
+	fi
 	systemctl restart containerd
 	for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
 	for img in pause busybox; do
@@ -30,7 +40,31 @@ cubelet_install() {
 	install -D -m 0755 "${1:-$VM_REPO/build/cubelet}" "$CUBELET"
 	install -D -m 0644 "$VM_REPO/packaging/systemd/cubelet.service" /etc/systemd/system/cubelet.service
 	install -D -m 0644 "$VM_REPO/packaging/cubelet.yaml" /etc/cubelet/config.yaml
+	cubelet_config_driver "$CUBELET_DRIVER"
+	log "cgroup driver: $CUBELET_DRIVER; containerd: $(grep 'SystemdCgroup =' /etc/containerd/config.toml)"
 	mkdir -p "$M"
+}
+
+# cubelet_config_driver DRIVER: cgroupDriver in /etc/cubelet/config.yaml
+cubelet_config_driver() {
+	sed -i '/^cgroupDriver:/d' /etc/cubelet/config.yaml
+	echo "cgroupDriver: $1" >>/etc/cubelet/config.yaml
+}
+
+# containerd_systemd_cgroup true|false: runc's SystemdCgroup, containerd restarted
+containerd_systemd_cgroup() {
+	sed -i "s/^\( *SystemdCgroup = \).*/\1$1/" /etc/containerd/config.toml
+	systemctl restart containerd
+	for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+}
+
+# The driver's cgroup paths (relative to /sys/fs/cgroup).
+cg_kubepods() { if [ "$CUBELET_DRIVER" = systemd ]; then echo kubepods.slice; else echo kubepods; fi; }
+cg_qos() { # cg_qos burstable|besteffort
+	if [ "$CUBELET_DRIVER" = systemd ]; then echo "kubepods.slice/kubepods-$1.slice"; else echo "kubepods/$1"; fi
+}
+cg_ctr() { # cg_ctr POD_PATH CONTAINER_ID
+	if [ "$CUBELET_DRIVER" = systemd ]; then echo "$1/cri-containerd-$2.scope"; else echo "$1/$2"; fi
 }
 
 cubelet_setup() {
@@ -74,12 +108,12 @@ wait_gone() { # wait_gone POD [SECONDS]
 
 # plan_value MANIFEST KEY: the first "KEY": "value" of the plan (the pod's own)
 plan_value() {
-	"$CUBELET" plan "$1" 2>/dev/null | awk -v k="\"$2\": " 'index($0, k) { sub(/^[^:]*: /, ""); sub(/,$/, ""); gsub(/"/, ""); print; exit }'
+	"$CUBELET" plan --cgroup-driver "$CUBELET_DRIVER" "$1" 2>/dev/null | awk -v k="\"$2\": " 'index($0, k) { sub(/^[^:]*: /, ""); sub(/,$/, ""); gsub(/"/, ""); print; exit }'
 }
 
 # plan_ctr MANIFEST CONTAINER KEY: a CRI resource value of one container
 plan_ctr() {
-	"$CUBELET" plan "$1" 2>/dev/null | awk -v c="\"name\": \"$2\"," -v k="\"$3\": " '
+	"$CUBELET" plan --cgroup-driver "$CUBELET_DRIVER" "$1" 2>/dev/null | awk -v c="\"name\": \"$2\"," -v k="\"$3\": " '
 		index($0, c) { on = 1; next }
 		on && index($0, k) { sub(/^[^:]*: /, ""); sub(/,$/, ""); print; exit }'
 }

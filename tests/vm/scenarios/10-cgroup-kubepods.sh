@@ -1,11 +1,56 @@
 #!/bin/bash
 # A kubepods hierarchy written by hand, the way cubelet's cgroupfs driver will
-# write it: the limits read back exactly, and the kernel enforces them.
+# write it: the limits read back exactly, and the kernel enforces them. With
+# CUBELET_DRIVER=systemd, the same through slice properties (systemctl
+# set-property) on kubelet's slice names.
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
 
 CG=/sys/fs/cgroup
+
+# ---- the systemd driver's tree: the same limits as slice properties ----------
+# (run-scenarios.sh runs this scenario again as 10-cgroup-kubepods@systemd)
+if [ "${CUBELET_DRIVER:-cgroupfs}" = systemd ]; then
+	S=kubepods-burstable-podvmtest.slice
+	POD=$CG/kubepods.slice/kubepods-burstable.slice/$S
+	cleanup() { systemctl stop "$S" kubepods-burstable.slice kubepods.slice 2>/dev/null; }
+	trap cleanup EXIT
+	# a service in the pod slice pulls in kubepods.slice and kubepods-burstable.slice
+	systemd-run -q --unit=vmtest-c1 --slice="$S" -p MemoryMax=33554432 sleep 600
+	t_ok "the slices exist as kubelet names them" test -d "$POD/vmtest-c1.service"
+	prop() { systemctl set-property --runtime "$S" "$@"; }
+	prop CPUWeight=10 CPUQuota=50% CPUQuotaPeriodSec=100ms MemoryMax=268435456 TasksMax=1024
+	t_is "$(cat "$POD/cpu.weight")" 10 "CPUWeight=10 is cpu.weight 10"
+	t_is "$(cat "$POD/cpu.max")" "50000 100000" "CPUQuota=50%, period 100ms is cpu.max '50000 100000'"
+	t_is "$(cat "$POD/memory.max")" 268435456 "MemoryMax=268435456 is memory.max 268435456"
+	t_is "$(cat "$POD/pids.max")" 1024 "TasksMax=1024 is pids.max 1024"
+	prop MemoryMax=100000000
+	t_is "$(cat "$POD/memory.max")" 99999744 "MemoryMax=100000000 reads back rounded down to a page (99999744)"
+	prop MemoryMax=infinity TasksMax=infinity CPUQuota=
+	t_is "$(cat "$POD/memory.max") $(cat "$POD/pids.max") $(cat "$POD/cpu.max")" "max max max 100000" \
+		"infinity is 'max' in memory.max, pids.max and cpu.max"
+	prop AllowedCPUs=2-3
+	t_is "$(cat "$POD/cpuset.cpus")" 2-3 "AllowedCPUs=2-3 is cpuset.cpus 2-3"
+	pid=$(systemctl show -p MainPID --value vmtest-c1)
+	t_is "$(awk '$1 == "Cpus_allowed_list:" { print $2 }' "/proc/$pid/status")" 2-3 \
+		"the process of a unit in the slice may run on CPUs 2-3 only"
+	systemctl stop vmtest-c1
+	# memory.max is enforced in a service of the slice
+	systemd-run -q --wait --unit=vmtest-oom --slice="$S" -p MemoryMax=33554432 -p MemorySwapMax=0 \
+		timeout 120 tail /dev/zero >/dev/null 2>&1
+	rc=$?
+	t_ok "a 'tail /dev/zero' service limited to 32 MiB fails (systemd-run --wait: $rc)" test "$rc" -ne 0
+	t_ok "the slice's memory.events counts the oom_kill" \
+		awk '$1 == "oom_kill" && $2 >= 1 { ok = 1 } END { exit !ok }' "$POD/memory.events"
+	t_ok "the slice has memory.pressure" grep -q '^some avg10=' "$POD/memory.pressure"
+	cleanup
+	t_ok "stopping the slices removes the tree" test ! -e "$CG/kubepods.slice"
+	trap - EXIT
+	t_done
+	exit
+fi
+
 KP=$CG/kubepods
 POD=$KP/burstable/podvmtest
 

@@ -6,6 +6,8 @@
 # cgroup (d), a broken manifest is reported without touching the rest (e),
 # and a pod with a refused field is Failed (UnsupportedField) while one with
 # an ignored field runs with a warning (f).
+# Run once per cgroup driver (CUBELET_DRIVER, lib/cubelet.sh); with systemd
+# the pod slices also show their values as unit properties (systemctl show).
 # vm-timeout: 900
 # vm-mem: 2048M
 set -u
@@ -65,9 +67,26 @@ for f in guaranteed.yaml burstable.yaml besteffort.json; do
 	done
 done
 # QoS-level groups: kubepods/burstable's weight follows the Burstable pods' cpu requests (350m)
-t_is "$(cat /sys/fs/cgroup/kubepods/burstable/cpu.weight)" "$(weight_of_shares $((350 * 1024 / 1000)))" \
-	"kubepods/burstable cpu.weight from 350m of Burstable requests"
-t_is "$(cat /sys/fs/cgroup/kubepods/besteffort/cpu.weight)" 1 "kubepods/besteffort cpu.weight is 1"
+t_is "$(cat "/sys/fs/cgroup/$(cg_qos burstable)/cpu.weight")" "$(weight_of_shares $((350 * 1024 / 1000)))" \
+	"$(cg_qos burstable) cpu.weight from 350m of Burstable requests"
+t_is "$(cat "/sys/fs/cgroup/$(cg_qos besteffort)/cpu.weight")" 1 "$(cg_qos besteffort) cpu.weight is 1"
+if [ "$CUBELET_DRIVER" = systemd ]; then
+	# the values as unit properties of transient slices (gold: 500m, 64Mi)
+	unit=$(basename "$(plan_value "$M/guaranteed.yaml" path)")
+	t_is "$(systemctl show -p CPUWeight -p CPUQuotaPerSecUSec -p CPUQuotaPeriodUSec -p MemoryMax -p TasksMax \
+		-p Transient -p ActiveState "$unit" | sort | tr '\n' ' ')" \
+		"ActiveState=active CPUQuotaPerSecUSec=500ms CPUQuotaPeriodUSec=100ms CPUWeight=20 MemoryMax=67108864 TasksMax=infinity Transient=yes " \
+		"systemctl show $unit: the pod's values as unit properties"
+	t_is "$(systemctl show -p Wants -p DefaultDependencies kubepods-burstable.slice | sort | tr '\n' ' ')" \
+		"DefaultDependencies=no Wants=kubepods.slice " "kubepods-burstable.slice: Wants=kubepods.slice, DefaultDependencies=no"
+	t_is "$(systemctl show -p CPUWeight kubepods-burstable.slice)" "CPUWeight=$(weight_of_shares $((350 * 1024 / 1000)))" \
+		"kubepods-burstable.slice: CPUWeight as the file says"
+	t_is "$(systemctl show -p MemoryMax kubepods.slice)" "MemoryMax=$(cat /sys/fs/cgroup/kubepods.slice/memory.max)" \
+		"kubepods.slice: MemoryMax (allocatable) as the file says"
+	id=$(ctr_field "gold-$NODE" app id)
+	t_is "$(systemctl show -p Slice "cri-containerd-$id.scope")" "Slice=$unit" \
+		"runc put the gold app's scope into $unit (containerd SystemdCgroup = true)"
+fi
 # container level: what runc made of the CRI resources cubelet sent
 for spec in "burstable.yaml silver app" "burstable.yaml silver helper" "guaranteed.yaml gold app" \
 	"besteffort.json bronze app"; do
@@ -79,9 +98,10 @@ for spec in "burstable.yaml silver app" "burstable.yaml silver helper" "guarante
 	mem=$(plan_ctr "$M/$1" "$3" memory_limit_in_bytes)
 	[ "$quota" = 0 ] && quota=max
 	[ "$mem" = 0 ] && mem=max
-	t_is "$(cat "/sys/fs/cgroup/$path/$id/cpu.weight" 2>&1)" "$(weight_of_shares "$shares")" "$2/$3: cpu.weight"
-	t_is "$(cat "/sys/fs/cgroup/$path/$id/cpu.max" 2>&1)" "$quota 100000" "$2/$3: cpu.max"
-	t_is "$(cat "/sys/fs/cgroup/$path/$id/memory.max" 2>&1)" "$mem" "$2/$3: memory.max"
+	cpath=$(cg_ctr "$path" "$id")
+	t_is "$(cat "/sys/fs/cgroup/$cpath/cpu.weight" 2>&1)" "$(weight_of_shares "$shares")" "$2/$3: cpu.weight"
+	t_is "$(cat "/sys/fs/cgroup/$cpath/cpu.max" 2>&1)" "$quota 100000" "$2/$3: cpu.max"
+	t_is "$(cat "/sys/fs/cgroup/$cpath/memory.max" 2>&1)" "$mem" "$2/$3: memory.max"
 done
 
 # ---- b. OOM kill and restart --------------------------------------------------------------
@@ -143,7 +163,7 @@ t_ok "usage stays near 20% of a CPU (12..22%)" test "$pct" -ge 12 -a "$pct" -le 
 rm -f "$M/spin.yaml"
 
 # ---- d. edit and delete ----------------------------------------------------------------------
-olduid=$(pod_field "silver-$NODE" uid)
+oldpath=$(pod_field "silver-$NODE" cgroup)
 sed -i 's/memory: 96Mi/memory: 128Mi/' "$M/burstable.yaml"
 newuid=$(plan_value "$M/burstable.yaml" uid)
 t_ok "the edited pod gets a new UID and runs again" sh -c "
@@ -152,17 +172,21 @@ t_ok "the edited pod gets a new UID and runs again" sh -c "
 		[ \"\$($CUBELET status -o json | grep -A3 '\"uid\": \"$newuid\"' | grep -c Running)\" = 1 ] && exit 0
 		sleep 0.5
 	done; exit 1"
-t_ok "the old pod's cgroup is gone" sh -c "for i in \$(seq 120); do [ ! -e /sys/fs/cgroup/kubepods/burstable/pod$olduid ] && exit 0; sleep 0.5; done; exit 1"
+t_ok "the old pod's cgroup is gone ($oldpath)" sh -c "for i in \$(seq 120); do [ -n '$oldpath' ] && [ ! -e /sys/fs/cgroup/$oldpath ] && exit 0; sleep 0.5; done; exit 1"
 newpath=$(plan_value "$M/burstable.yaml" path)
 t_is "$(cat "/sys/fs/cgroup/$newpath/memory.max" 2>&1)" "$(plan_value "$M/burstable.yaml" memory.max)" \
 	"the new pod's memory.max follows the new spec"
 id=$(ctr_field "silver-$NODE" app id)
-t_is "$(cat "/sys/fs/cgroup/$newpath/$id/memory.max" 2>&1)" 134217728 "the new app container's memory.max is 128Mi"
+t_is "$(cat "/sys/fs/cgroup/$(cg_ctr "$newpath" "$id")/memory.max" 2>&1)" 134217728 "the new app container's memory.max is 128Mi"
 
 goldpath=$(plan_value "$M/guaranteed.yaml" path)
 rm -f "$M/guaranteed.yaml"
 t_ok "deleting the manifest removes pod gold from status" wait_gone "gold-$NODE" 120
 t_ok "and its cgroup $goldpath" sh -c "for i in \$(seq 120); do [ ! -e /sys/fs/cgroup/$goldpath ] && exit 0; sleep 0.5; done; exit 1"
+if [ "$CUBELET_DRIVER" = systemd ]; then
+	t_is "$(systemctl show -p ActiveState "$(basename "$goldpath")")" ActiveState=inactive \
+		"its slice unit is stopped (StopUnit)"
+fi
 t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" \
 	"$((2 + 3))" "containerd runs exactly the remaining tasks (2 sandboxes, 3 containers)"
 

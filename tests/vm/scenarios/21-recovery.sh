@@ -3,7 +3,8 @@
 # no duplicate sandbox or container, no container restarted (f); containerd
 # stopped for 10 s and started again: cubelet survives, reports the runtime
 # as unavailable meanwhile, and converges, including a pod added during the
-# outage (g).
+# outage (g). Run once per cgroup driver (CUBELET_DRIVER): with systemd the
+# pod slices stay the same units throughout (ActiveEnterTimestamp unchanged).
 # vm-timeout: 900
 set -u
 # shellcheck disable=SC1091
@@ -35,8 +36,13 @@ done
 snapshot() { # container IDs, restarts and the cgroup children of both pods
 	for n in one two; do
 		path=$(pod_field "$n-$NODE" cgroup)
+		# with the systemd driver, also when the pod's slice last started:
+		# a restart of cubelet or containerd never stops it
+		since=
+		[ "$CUBELET_DRIVER" = systemd ] &&
+			since=" slice-started=$(systemctl show -p ActiveEnterTimestampMonotonic --value "$(basename "$path")")"
 		echo "$n app=$(ctr_field "$n-$NODE" app id) restarts=$(pod_field "$n-$NODE" restarts)" \
-			"cgroups=$(find "/sys/fs/cgroup/$path" -mindepth 1 -maxdepth 1 -type d | wc -l)"
+			"cgroups=$(find "/sys/fs/cgroup/$path" -mindepth 1 -maxdepth 1 -type d | wc -l)$since"
 	done
 	echo "tasks=$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)"
 }

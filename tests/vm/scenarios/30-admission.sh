@@ -25,6 +25,7 @@ kubeReserved: {cpu: 100m, memory: 128Mi}
 systemReserved: {cpu: 100m, memory: 128Mi}
 cubelet: {stateDir: /var/lib/cubelet, socket: /run/cubelet/cubelet.sock}
 Y
+cubelet_config_driver "$CUBELET_DRIVER" # the lib's driver, not the host's default
 systemctl restart cubelet
 for i in $(seq 60); do status_json >/dev/null && break; sleep 0.5; done
 
@@ -35,7 +36,7 @@ effective() { # effective POD CONTAINER
 	local path id
 	path=$(podq "$1" .cgroup)
 	id=$(podq "$1" ".containers[] | select(.name==\"$2\") | .id")
-	cat "/sys/fs/cgroup/$path/$id/cpuset.cpus.effective" 2>&1
+	cat "/sys/fs/cgroup/$(cg_ctr "$path" "$id")/cpuset.cpus.effective" 2>&1
 }
 wait_effective() { # wait_effective POD CONTAINER WANT [SECONDS]
 	for i in $(seq $((${4:-60} * 2))); do

@@ -68,6 +68,7 @@ evictionHard: {memory.available: "${T}Mi"}
 evictionPressureTransitionPeriod: 60s
 cubelet: {stateDir: /var/lib/cubelet, socket: /run/cubelet/cubelet.sock, evictionSamplePeriod: 500ms}
 Y
+cubelet_config_driver "$CUBELET_DRIVER" # the lib's driver, not the host's default
 systemctl restart cubelet
 for i in $(seq 60); do status_json >/dev/null && break; sleep 0.5; done
 t_is "$(jqs '.eviction.thresholds[0]')" "memory.available<${T}Mi" "cubelet runs with the test threshold"

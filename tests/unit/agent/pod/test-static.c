@@ -497,7 +497,7 @@ static void test_kubelet_config_defaults(void **state) {
         assert_int_equal(pod_kubelet_config_decode("{}", 2, "c.json", &c, &err), 0);
         assert_true(c.pod_pids_limit == -1);
         assert_true(c.cpu_cfs_quota);
-        assert_string_equal(c.cgroup_driver, "cgroupfs");
+        assert_null(c.cgroup_driver); /* not set: the host decides */
         assert_int_equal(c.kube_reserved.n, 0);
         assert_int_equal(c.system_reserved.n, 0);
         assert_int_equal(c.ignored.n, 0);
