@@ -17,7 +17,7 @@
  * metrics.DefBuckets for the pod worker. */
 static const double start_buckets[] = { 0.5, 1,   2,   3,   4,   5,   6,   8,   10,   20,   30,   45,  60,
                                         120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600 };
-static const double def_buckets[] = { .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10 };
+const double api_default_buckets[11] = { .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10 };
 
 static const char *const worker_ops[_API_WORKER_OP_MAX] = {
         [API_WORKER_OP_CREATE] = "create",
@@ -35,7 +35,7 @@ void api_metrics_init(ApiMetrics *m) {
         m->pod_start_duration = (ApiHistogram){ .bounds = start_buckets, .n_bounds = ELEMENTSOF(start_buckets) };
         for (size_t i = 0; i < _API_WORKER_OP_MAX; i++)
                 m->pod_worker_duration[i] =
-                        (ApiHistogram){ .bounds = def_buckets, .n_bounds = ELEMENTSOF(def_buckets) };
+                        (ApiHistogram){ .bounds = api_default_buckets, .n_bounds = ELEMENTSOF(api_default_buckets) };
 }
 
 static void counter_done(ApiCounterVec *c) {
@@ -112,20 +112,20 @@ static void put_double(FILE *f, double v) {
         fputs(buf, f);
 }
 
-static void family(FILE *f, const char *name, const char *type, const char *help) {
+void api_metrics_family(FILE *f, const char *name, const char *type, const char *help) {
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 static void gauge(FILE *f, const char *name, const char *help, double v) {
-        family(f, name, "gauge", help);
+        api_metrics_family(f, name, "gauge", help);
         fprintf(f, "%s ", name);
         put_double(f, v);
         fputc('\n', f);
 }
 
-static void counter_vec(FILE *f, const char *name, const char *type, const char *label, const char *help,
-                        const ApiCounterVec *c) {
-        family(f, name, type, help);
+void api_metrics_counter_vec(FILE *f, const char *name, const char *type, const char *label, const char *help,
+                             const ApiCounterVec *c) {
+        api_metrics_family(f, name, type, help);
         for (size_t i = 0; i < c->n; i++) {
                 fprintf(f, "%s{%s=\"", name, label);
                 api_metrics_put_label(f, c->items[i].value);
@@ -134,7 +134,7 @@ static void counter_vec(FILE *f, const char *name, const char *type, const char 
 }
 
 /* One histogram's samples; label is "" or `key="value"`. */
-static void histogram(FILE *f, const char *name, const char *label, const ApiHistogram *h) {
+void api_metrics_histogram(FILE *f, const char *name, const char *label, const ApiHistogram *h) {
         uint64_t cum = 0;
 
         for (size_t b = 0; b <= h->n_bounds; b++) {
@@ -154,12 +154,12 @@ static void histogram(FILE *f, const char *name, const char *label, const ApiHis
 int api_metrics_render(const ApiMetrics *m, const ApiGauges *g, FILE *f) {
         char label[64];
 
-        family(f, "cubelet_build_info", "gauge", "cubelet's version; the value is 1.");
+        api_metrics_family(f, "cubelet_build_info", "gauge", "cubelet's version; the value is 1.");
         fputs("cubelet_build_info{version=\"", f);
         api_metrics_put_label(f, g->version ? g->version : "");
         fputs("\"} 1\n", f);
         gauge(f, "kubelet_running_pods", "Number of pods that have a running pod sandbox", (double) g->running_pods);
-        family(f, "kubelet_running_containers", "gauge", "Number of containers currently running");
+        api_metrics_family(f, "kubelet_running_containers", "gauge", "Number of containers currently running");
         fprintf(f, "kubelet_running_containers{container_state=\"created\"} %zu\n", g->containers_created);
         fprintf(f, "kubelet_running_containers{container_state=\"exited\"} %zu\n", g->containers_exited);
         fprintf(f, "kubelet_running_containers{container_state=\"running\"} %zu\n", g->containers_running);
@@ -168,35 +168,39 @@ int api_metrics_render(const ApiMetrics *m, const ApiGauges *g, FILE *f) {
         gauge(f, "cubelet_runtime_ready", "1 when the container runtime answered the last relist",
               g->runtime_ready ? 1 : 0);
 
-        family(f, "kubelet_pod_start_duration_seconds", "histogram",
-               "Duration in seconds from the source seeing the pod to its containers started");
-        histogram(f, "kubelet_pod_start_duration_seconds", "", &m->pod_start_duration);
-        family(f, "kubelet_pod_worker_duration_seconds", "histogram",
-               "Duration in seconds to sync a single pod. Broken down by operation type: create, update, sync or kill");
+        api_metrics_family(f, "kubelet_pod_start_duration_seconds", "histogram",
+                           "Duration in seconds from the source seeing the pod to its containers started");
+        api_metrics_histogram(f, "kubelet_pod_start_duration_seconds", "", &m->pod_start_duration);
+        api_metrics_family(f, "kubelet_pod_worker_duration_seconds", "histogram",
+                           "Duration in seconds to sync a single pod. Broken down by operation type: create, update, "
+                           "sync or kill");
         for (size_t i = 0; i < _API_WORKER_OP_MAX; i++) {
                 (void) snprintf(label, sizeof(label), "operation_type=\"%s\"", worker_ops[i]);
-                histogram(f, "kubelet_pod_worker_duration_seconds", label, &m->pod_worker_duration[i]);
+                api_metrics_histogram(f, "kubelet_pod_worker_duration_seconds", label, &m->pod_worker_duration[i]);
         }
         /* kubelet's names for these two counters have no _total suffix, which
          * the exposition lint (promtool) refuses for TYPE counter: untyped,
          * the same series for every query */
-        counter_vec(f, "kubelet_evictions", "untyped", "eviction_signal",
-                    "Cumulative number of pod evictions by eviction signal (a counter)", &m->evictions);
-        counter_vec(f, "kubelet_preemptions", "untyped", "preemption_signal",
-                    "Cumulative number of pod preemptions by preemption resource (a counter)", &m->preemptions);
-        counter_vec(f, "kubelet_admission_rejections_total", "counter", "reason",
-                    "Cumulative number of pod admission rejections by the admit handlers", &m->admission_rejections);
-        family(f, "kubelet_cpu_manager_pinning_requests_total", "counter",
-               "The number of cpu core allocations which required pinning.");
+        api_metrics_counter_vec(f, "kubelet_evictions", "untyped", "eviction_signal",
+                                "Cumulative number of pod evictions by eviction signal (a counter)", &m->evictions);
+        api_metrics_counter_vec(f, "kubelet_preemptions", "untyped", "preemption_signal",
+                                "Cumulative number of pod preemptions by preemption resource (a counter)",
+                                &m->preemptions);
+        api_metrics_counter_vec(f, "kubelet_admission_rejections_total", "counter", "reason",
+                                "Cumulative number of pod admission rejections by the admit handlers",
+                                &m->admission_rejections);
+        api_metrics_family(f, "kubelet_cpu_manager_pinning_requests_total", "counter",
+                           "The number of cpu core allocations which required pinning.");
         fprintf(f, "kubelet_cpu_manager_pinning_requests_total %" PRIu64 "\n", m->cpu_pinning_requests);
-        family(f, "kubelet_cpu_manager_pinning_errors_total", "counter",
-               "The number of cpu core allocations which required pinning failed.");
+        api_metrics_family(f, "kubelet_cpu_manager_pinning_errors_total", "counter",
+                           "The number of cpu core allocations which required pinning failed.");
         fprintf(f, "kubelet_cpu_manager_pinning_errors_total %" PRIu64 "\n", m->cpu_pinning_errors);
-        family(f, "cubelet_manifest_errors_total", "counter", "Manifests that could not be read or decoded");
+        api_metrics_family(f, "cubelet_manifest_errors_total", "counter",
+                           "Manifests that could not be read or decoded");
         fprintf(f, "cubelet_manifest_errors_total %" PRIu64 "\n", m->manifest_errors);
         gauge(f, "cubelet_manifest_errors", "Manifests currently in error", (double) g->manifest_errors_now);
-        counter_vec(f, "cubelet_http_source_fetches_total", "counter", "result",
-                    "Fetches of the manifest URL by result", &m->http_source_fetches);
+        api_metrics_counter_vec(f, "cubelet_http_source_fetches_total", "counter", "result",
+                                "Fetches of the manifest URL by result", &m->http_source_fetches);
         return ferror(f) ? -EIO : 0;
 }
 
@@ -263,7 +267,8 @@ int api_metrics_render_process(const char *proc, FILE *f) {
                 fds -= 1; /* the directory's own fd */
                 closedir(d);
         }
-        family(f, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+        api_metrics_family(f, "process_cpu_seconds_total", "counter",
+                           "Total user and system CPU time spent in seconds.");
         fputs("process_cpu_seconds_total ", f);
         put_double(f, (ut + st) / hz);
         fputc('\n', f);

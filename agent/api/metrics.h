@@ -80,5 +80,14 @@ int api_metrics_render(const ApiMetrics *m, const ApiGauges *g, FILE *f);
 /* process_* metrics of this process, read from /proc/self at scrape time
  * (proc is the procfs mount, "/proc"). */
 int api_metrics_render_process(const char *proc, FILE *f);
+/* For the managers' own families (LcManagerVtable.metrics): a family's HELP
+ * and TYPE lines, one sample line per label value, and one histogram's
+ * samples (label "" or `key="value"`). */
+void api_metrics_family(FILE *f, const char *name, const char *type, const char *help);
+void api_metrics_counter_vec(FILE *f, const char *name, const char *type, const char *label, const char *help,
+                             const ApiCounterVec *c);
+void api_metrics_histogram(FILE *f, const char *name, const char *label, const ApiHistogram *h);
+/* Prometheus' default buckets (client_golang DefBuckets), 0.005 s to 10 s. */
+extern const double api_default_buckets[11];
 /* A label value escaped for the exposition format (\\, \", \n). */
 void api_metrics_put_label(FILE *f, const char *v);

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <systemd/sd-event.h>
 
 #include "../pod/pod.h"
@@ -243,4 +244,7 @@ typedef struct LcManagerVtable {
          * before it asks the runtime for a pod and after each event, so that
          * admission's fsyncs are not on the way from a manifest to its cgroup */
         void (*flush)(void *m);
+        /* its families for /metrics (Prometheus text, kubelet's names),
+         * written on the loop when the HTTP API renders a snapshot */
+        void (*metrics)(void *m, FILE *f);
 } LcManagerVtable;

@@ -27,6 +27,8 @@
 #include "../../deviceplugin/deviceplugin.h"
 #include "../util/cleanup.h"
 #include "../util/log.h"
+#include "../util/time.h"
+#include "devices-metrics.h"
 #include "managers.h"
 
 typedef struct Devices {
@@ -35,6 +37,7 @@ typedef struct Devices {
         sd_event_source *io;
         char **stopping; /* pods whose devices go when their containers stop */
         size_t n_stopping;
+        DevicesMetrics metrics; /* kubelet_device_plugin_* */
 } Devices;
 
 static void devices_free(void *userdata) {
@@ -47,6 +50,7 @@ static void devices_free(void *userdata) {
         for (size_t i = 0; i < m->n_stopping; i++)
                 free(m->stopping[i]);
         free(m->stopping);
+        devices_metrics_done(&m->metrics);
         free(m);
 }
 
@@ -79,6 +83,7 @@ static int on_dp(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         (void) fd;
         (void) revents;
         (void) dp_manager_dispatch(m->dp);
+        devices_metrics_registrations(&m->metrics, m->dp);
         return 0;
 }
 
@@ -234,6 +239,7 @@ static int devices_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
         _cleanup_free_ Want *wants = NULL;
         bool any = false;
         CubError e = {};
+        uint64_t t0 = 0;
         int r = 0;
 
         *ret = (LcAdmitResult){ .admit = true };
@@ -264,6 +270,7 @@ static int devices_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
                  * containers start only once the victims have stopped */
                 for (size_t i = 0; i < p->n_victims; i++)
                         release(m, p->victims[i]);
+                t0 = cub_now_usec(CLOCK_MONOTONIC);
                 r = dp_manager_allocate_pod(m->dp, pod->uid, req, n, &e);
                 if (r < 0 && m->n_stopping > 0) {
                         /* devices held by pods that are stopping: the pod
@@ -281,6 +288,11 @@ static int devices_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
                         cub_err_clear(&e);
                         r = dp_manager_allocate_pod(m->dp, pod->uid, req, n, &e);
                 }
+                if (r >= 0)
+                        for (size_t k = 0; k < n; k++)
+                                for (size_t j = 0; j < wants[k].n; j++)
+                                        devices_metrics_observe(&m->metrics, wants[k].names[j],
+                                                                cub_now_usec(CLOCK_MONOTONIC) - t0);
                 if (r < 0) {
                         *ret = (LcAdmitResult){ .admit = false };
                         (void) snprintf(ret->reason, sizeof(ret->reason), "UnexpectedAdmissionError");
@@ -511,7 +523,14 @@ static void devices_node_status(void *userdata, void *json_doc) {
                                       dp_manager_checkpoint_note(m->dp), "resources", l));
 }
 
+static void devices_metrics(void *userdata, FILE *f) {
+        Devices *m = userdata;
+
+        devices_metrics_render(&m->metrics, f);
+}
+
 const LcManagerVtable mgr_devices = {
+        .metrics = devices_metrics,
         .name = "devices",
         .new = devices_new,
         .free = devices_free,

@@ -175,6 +175,15 @@ t_ok "pods f and g go together" sh -c "for i in \$(seq 180); do [ \"\$($CUBELET 
 t_is "$(systemctl show -p MainPID --value cubelet)" "$pid" "cubelet survived it (same PID)"
 t_ok "both GPUs are free again" wait_alloc 2 30
 
+# ---- kubelet's device-plugin metrics on the HTTP API ----------------------------------------
+curl -sf http://127.0.0.1:10255/metrics >/tmp/metrics.txt
+t_ok "/metrics: kubelet_device_plugin_registration_total counts the plugin's registrations" \
+	grep -Eqx 'kubelet_device_plugin_registration_total[{]resource_name="nvidia.com/gpu"[}] [1-9][0-9]*' /tmp/metrics.txt
+t_ok "/metrics: kubelet_device_plugin_alloc_duration_seconds observed the GPU pods' allocations" \
+	grep -Eqx 'kubelet_device_plugin_alloc_duration_seconds_count[{]resource_name="nvidia.com/gpu"[}] [1-9][0-9]*' /tmp/metrics.txt
+t_ok "promtool check metrics accepts them" sh -c 'promtool check metrics </tmp/metrics.txt'
+log "$(grep kubelet_device_plugin /tmp/metrics.txt)"
+
 log "$(status_json)"
 log "$(cat $DP/kubelet_internal_checkpoint)"
 journalctl -u cubelet -u cubelet-gpu-plugin --no-pager >>"$VM_OUT/scenario.log" 2>&1
