@@ -8,6 +8,8 @@
 #                and sees its device nodes; a second one is refused
 #   bench N      the VM bench's figures for N pause pods (raw CRI, raw cgroup,
 #                cubelet; footprint and idle CPU), as tests/vm/bench/bench.sh
+#   scrape N     bench N with the HTTP API scraped once a second meanwhile,
+#                then requests/s of each endpoint
 # Figures on stdout and in $OUT/run.log; logs of every daemon in $OUT.
 set -u
 H=$(cd "$(dirname "$0")" && pwd)
@@ -173,7 +175,23 @@ Y
 	sleep 5
 	footprint "0 pods"
 	say "cubelet 0 pods idle CPU: $(idle_cpu 10)"
+	local scraper=
+	if [ "${SCRAPE:-0}" = 1 ]; then
+		# a scraper as Prometheus and metrics-server would be: every endpoint once a second
+		python3 -c '
+import http.client, time
+while True:
+    for p in ("/metrics", "/pods", "/metrics/resource", "/stats/summary"):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", 10255, timeout=5); c.request("GET", p); c.getresponse().read(); c.close()
+        except Exception:
+            pass
+    time.sleep(1)' &
+		scraper=$!
+		say "(scraped once a second on /metrics, /pods, /metrics/resource, /stats/summary while the pods start)"
+	fi
 	pod-driver "$M" "$CGROOT/$parent" "$weight" 1 "$n" >"$OUT/cub-$n.txt" 2>>"$MEASURE_LOG" || say "pod-driver failed: $(tail -n 3 "$MEASURE_LOG")"
+	[ -n "$scraper" ] && kill "$scraper"
 	status_json >"$OUT/status-$n.json"
 	jq -r '.pods[]? | select(.latency != null) | "\(.latency.eventToCgroupUs // 0) \(.latency.eventToSandboxUs // 0) \(.latency.eventToStartedUs // 0)"' \
 		"$OUT/status-$n.json" | awk '$1 > 0 || $3 > 0 { print NR, $0 }' >"$OUT/own-$n.txt"
@@ -191,6 +209,17 @@ Y
 	say "  ratio cubelet / raw cgroup:                  p50 $(ratio "$g50" "$a50"), p99 $(ratio "$g99" "$a99") (goal <= 2)"
 	[ -s "$OUT/own-$n.txt" ] && say "  cubelet's own (from the inotify event): cgroup p50 $(pct "$OUT/own-$n.txt" 50 2) p99 $(pct "$OUT/own-$n.txt" 99 2)," \
 		"sandbox p50 $(pct "$OUT/own-$n.txt" 50 3) p99 $(pct "$OUT/own-$n.txt" 99 3), started p50 $(pct "$OUT/own-$n.txt" 50 4) p99 $(pct "$OUT/own-$n.txt" 99 4)"
+	if [ "${SCRAPE:-0}" = 1 ]; then
+		say "HTTP API with $n pods, one keep-alive client, 3 s an endpoint: $(python3 -c '
+import http.client, time
+out = []
+for p in ("/metrics", "/pods", "/metrics/resource", "/stats/summary"):
+    c = http.client.HTTPConnection("127.0.0.1", 10255, timeout=5); n = 0; size = 0; t = time.time()
+    while time.time() - t < 3:
+        c.request("GET", p); r = c.getresponse(); size = len(r.read()); n += 1
+    out.append("%s %.0f req/s (%d bytes)" % (p, n / (time.time() - t), size))
+print(", ".join(out))')"
+	fi
 	sleep 5
 	say "cubelet with $n pods, idle CPU: $(idle_cpu 30)"
 	footprint "$n pods"
@@ -202,6 +231,7 @@ while [ $# -gt 0 ]; do
 	gpu) step_gpu; shift ;;
 	cri) start_containerd; cri-baseline -p probe "${2:-1}" 2>&1 | tail -n 3; shift 2 ;;
 	bench) step_bench "${2:-110}"; shift 2 ;;
+	scrape) SCRAPE=1 step_bench "${2:-110}"; shift 2 ;;
 	*) echo "run.sh: unknown step '$1'" >&2; exit 2 ;;
 	esac
 done
