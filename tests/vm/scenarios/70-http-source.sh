@@ -69,6 +69,7 @@ cubelet:
   staticPodURLClientKey: $D/pki/client.key
   staticPodURLTimeout: 1s
 Y
+cubelet_config_driver "$CUBELET_DRIVER" # the lib's driver, not the host's default
 WEB1=$(pod web "sleep 3600")
 serve "$WEB1"
 nginx_start
