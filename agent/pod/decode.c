@@ -389,7 +389,7 @@ static int decode_tree(const PodTree *tree, json_t *root, const char *prefix, Po
         if (r < 0)
                 return r;
         /* a valid pod: now every field it sets must be one cubelet knows */
-        r = pod_fields_check(tree, pod, err);
+        r = pod_fields_check(tree, root, prefix, pod, err);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(pod);

@@ -202,14 +202,17 @@ static int walk_object(Walk *w, json_t *obj, const PodFieldRule *rules) {
         return r;
 }
 
-int pod_fields_check(const PodTree *t, Pod *pod, CubError *err) {
+int pod_fields_check(const PodTree *t, json_t *root, const char *prefix, Pod *pod, CubError *err) {
         Walk w = { .d = { .tree = t, .err = err }, .pod = pod };
 
         pod_field_notes_done(&pod->refused);
         pod_field_notes_done(&pod->warnings);
-        if (!json_is_object(t->root))
+        if (!json_is_object(root))
                 return 0;
-        return walk_object(&w, t->root, pod_field_table);
+        /* a PodList item: its paths start with "items[i]" */
+        if (prefix)
+                w.d.path_len = (size_t) snprintf(w.d.path, sizeof(w.d.path), "%s", prefix);
+        return walk_object(&w, root, pod_field_table);
 }
 
 /* ---- the table, for the README and the tests ------------------------------------- */

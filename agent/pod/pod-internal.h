@@ -137,7 +137,7 @@ extern const PodFieldRule pod_field_table[];
 
 /* Checks the tree against the table; fills the pod's refused and
  * warnings. Fails only when out of memory. */
-int pod_fields_check(const PodTree *t, Pod *pod, CubError *err);
+int pod_fields_check(const PodTree *t, json_t *root, const char *prefix, Pod *pod, CubError *err);
 
 /* Defaulting and validation over the decoded struct (defaults.c). */
 int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod);

@@ -172,9 +172,41 @@ static void test_config(void **state) {
                                      "string");
 }
 
+/* Each item is checked against the field table, with its items[i] path: the
+ * PodList's own fields (items, kind) are not the pod's (a merge had walked
+ * the list's root and refused every URL pod for "items: unknown field"). */
+static void test_list_items_field_check(void **state) {
+        static const char text[] = "apiVersion: v1\n"
+                                   "kind: PodList\n"
+                                   "items:\n"
+                                   "- metadata: {name: a}\n"
+                                   "  spec: {containers: [{name: c, image: busybox:1}]}\n"
+                                   "- metadata: {name: b}\n"
+                                   "  spec:\n"
+                                   "    containers:\n"
+                                   "    - name: c\n"
+                                   "      image: busybox:1\n"
+                                   "      livenessProbe: {exec: {command: [true]}}\n";
+        Pod **pods = NULL;
+        size_t n = 0;
+        CubError err = {};
+
+        (void) state;
+        assert_int_equal(pod_decode_static_list(text, strlen(text), URL, POD_FORMAT_YAML, "node1", POD_SOURCE_HTTP,
+                                                URL, &pods, &n, &err),
+                         0);
+        assert_int_equal(n, 2);
+        assert_int_equal(pods[0]->refused.n, 0);
+        assert_int_equal(pods[0]->warnings.n, 0);
+        assert_int_equal(pods[1]->refused.n, 1);
+        assert_string_equal(pods[1]->refused.items[0].path, "items[1].spec.containers[0].livenessProbe");
+        pod_list_free(pods, n);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_single_pod),
+                cmocka_unit_test(test_list_items_field_check),
                 cmocka_unit_test(test_list),
                 cmocka_unit_test(test_errors),
                 cmocka_unit_test(test_config),
