@@ -249,7 +249,10 @@ static int create_locked(SdData *d, const CgGroupValues *g, const char *unit, co
         return call_job(bus, m, g->path, unit, "StartUnit", err);
 }
 
-static int systemd_create(CgWriter *w, const CgGroupValues *g, CubError *err) {
+typedef int (*UnitOp)(SdData *d, const CgGroupValues *g, const char *unit, const CgUnitProps *p, CubError *err);
+
+/* the unit and properties of g, then op under the bus lock */
+static int with_unit(CgWriter *w, const CgGroupValues *g, UnitOp op, CubError *err) {
         SdData *d = w->data;
         char unit[SD_UNIT_MAX];
         CgUnitProps p;
@@ -261,9 +264,13 @@ static int systemd_create(CgWriter *w, const CgGroupValues *g, CubError *err) {
         if (r < 0)
                 return r;
         (void) pthread_mutex_lock(&d->lock);
-        r = create_locked(d, g, unit, &p, err);
+        r = op(d, g, unit, &p, err);
         (void) pthread_mutex_unlock(&d->lock);
         return r;
+}
+
+static int systemd_create(CgWriter *w, const CgGroupValues *g, CubError *err) {
+        return with_unit(w, g, create_locked, err);
 }
 
 static int update_locked(SdData *d, const CgGroupValues *g, const char *unit, const CgUnitProps *p, CubError *err) {
@@ -302,20 +309,7 @@ static int update_locked(SdData *d, const CgGroupValues *g, const char *unit, co
 }
 
 static int systemd_update(CgWriter *w, const CgGroupValues *g, CubError *err) {
-        SdData *d = w->data;
-        char unit[SD_UNIT_MAX];
-        CgUnitProps p;
-        int r;
-
-        r = cg_systemd_unit_of(g->path, unit, sizeof(unit), err);
-        if (r >= 0)
-                r = cg_unit_props(g, &p, err);
-        if (r < 0)
-                return r;
-        (void) pthread_mutex_lock(&d->lock);
-        r = update_locked(d, g, unit, &p, err);
-        (void) pthread_mutex_unlock(&d->lock);
-        return r;
+        return with_unit(w, g, update_locked, err);
 }
 
 static int stop_locked(SdData *d, const char *path, const char *unit, CubError *err) {

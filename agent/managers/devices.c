@@ -288,11 +288,13 @@ static int devices_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
                         cub_err_clear(&e);
                         r = dp_manager_allocate_pod(m->dp, pod->uid, req, n, &e);
                 }
-                if (r >= 0)
+                if (r >= 0) {
+                        uint64_t took = cub_now_usec(CLOCK_MONOTONIC) - t0;
+
                         for (size_t k = 0; k < n; k++)
                                 for (size_t j = 0; j < wants[k].n; j++)
-                                        devices_metrics_observe(&m->metrics, wants[k].names[j],
-                                                                cub_now_usec(CLOCK_MONOTONIC) - t0);
+                                        devices_metrics_observe(&m->metrics, wants[k].names[j], took);
+                }
                 if (r < 0) {
                         *ret = (LcAdmitResult){ .admit = false };
                         (void) snprintf(ret->reason, sizeof(ret->reason), "UnexpectedAdmissionError");

@@ -154,18 +154,7 @@ step_bench() {
 	rm -rf "$M" && mkdir -p "$M"
 	cri-baseline -p "base$n" "$n" >"$OUT/cri-$n.txt" 2>>"$MEASURE_LOG" || say "cri-baseline failed: $(tail -n 3 "$MEASURE_LOG")"
 	find "$CGROOT/kubepods" -depth -mindepth 1 -type d -name "podbase$n-*" -exec rmdir {} + 2>/dev/null
-	mkdir -p /tmp/hw && cat >/tmp/hw/sample.yaml <<'Y'
-apiVersion: v1
-kind: Pod
-metadata: {name: b1, uid: bench-1}
-spec:
-  containers:
-  - name: p
-    image: localhost/cubelet/pause:1
-    resources: {requests: {cpu: 10m, memory: 8Mi}}
-Y
-	mapfile -t files < <(cubelet plan /tmp/hw/sample.yaml | jq -r '.pods[0].cgroup.files | to_entries[] | "\(.key)=\(.value)"')
-	weight=$(cubelet plan /tmp/hw/sample.yaml | jq -r '.pods[0].cgroup.files["cpu.weight"]')
+	mkdir -p /tmp/hw && plan_sample cubelet /tmp/hw/sample.yaml
 	mkdir -p "$CGROOT/$parent"
 	for c in cpuset cpu io memory hugetlb pids; do echo "+$c" >"$CGROOT/kubepods/cgroup.subtree_control" 2>/dev/null; done
 	for c in cpuset cpu io memory hugetlb pids; do echo "+$c" >"$CGROOT/kubepods/burstable/cgroup.subtree_control" 2>/dev/null; done

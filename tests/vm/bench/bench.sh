@@ -74,19 +74,7 @@ cp /tmp/cri.txt "$VM_OUT/cri-baseline.txt"
 find "$CGROOT/kubepods" -depth -mindepth 1 -type d -name 'podbase-*' -exec rmdir {} + 2>/dev/null
 
 # ---- 2. raw cgroup baseline ----------------------------------------------------
-sample=/tmp/bench-sample.yaml
-cat >"$sample" <<'Y'
-apiVersion: v1
-kind: Pod
-metadata: {name: b1, uid: bench-1}
-spec:
-  containers:
-  - name: p
-    image: localhost/cubelet/pause:1
-    resources: {requests: {cpu: 10m, memory: 8Mi}}
-Y
-mapfile -t files < <("$CUBELET" plan "$sample" | jq -r '.pods[0].cgroup.files | to_entries[] | "\(.key)=\(.value)"')
-weight=$("$CUBELET" plan "$sample" | jq -r '.pods[0].cgroup.files["cpu.weight"]')
+plan_sample "$CUBELET" /tmp/bench-sample.yaml
 log "plan: ${files[*]}"
 "$BIN/tests/vm/bench/cg-baseline" "$PARENT" cgb "$N" "${files[@]}" >/tmp/cgb.txt 2>>"$VM_OUT/scenario.log" ||
 	say "cg-baseline failed: $(tail -n 3 "$VM_OUT/scenario.log")"

@@ -61,3 +61,20 @@ trim_probe() {
 	say "  malloc_trim(0) through gdb: VmRSS $r0 -> $r1 kB"
 }
 
+
+# plan_sample CUBELET FILE: writes the bench's pause pod to FILE and sets
+# files (the plan's "name=value" pod cgroup files) and weight (its cpu.weight)
+plan_sample() {
+	cat >"$2" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: b1, uid: bench-1}
+spec:
+  containers:
+  - name: p
+    image: localhost/cubelet/pause:1
+    resources: {requests: {cpu: 10m, memory: 8Mi}}
+Y
+	mapfile -t files < <("$1" plan "$2" | jq -r '.pods[0].cgroup.files | to_entries[] | "\(.key)=\(.value)"')
+	weight=$("$1" plan "$2" | jq -r '.pods[0].cgroup.files["cpu.weight"]')
+}
