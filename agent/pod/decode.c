@@ -73,6 +73,7 @@ void pod_container_done(PodContainer *c) {
         pod_resource_list_done(&c->limits);
         free(c->restart_policy);
         seccomp_done(&c->seccomp);
+        pod_security_done(&c->security);
 }
 
 Pod *pod_free(Pod *pod) {
@@ -114,6 +115,7 @@ Pod *pod_free(Pod *pod) {
         free(pod->tolerations);
         pod_resource_list_done(&pod->overhead);
         seccomp_done(&pod->seccomp);
+        pod_security_done(&pod->security);
         pod_field_notes_done(&pod->refused);
         pod_field_notes_done(&pod->warnings);
         free(pod);
@@ -248,6 +250,8 @@ static const PodField spec_fields[] = {
         { .name = "hostNetwork", .decode = pod_dec_bool, .offset = offsetof(Pod, host_network) },
         { .name = "overhead", .decode = pod_dec_resources, .offset = offsetof(Pod, overhead) },
         { .name = "securityContext", .decode = pod_dec_inline, .sub = pod_security_fields },
+        POD_SECURITY_POD_FIELD,
+        POD_SECURITY_SPEC_FIELDS,
         {},
 };
 

@@ -170,5 +170,5 @@ int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod) {
                                             port->host_port);
                 }
         }
-        return 0;
+        return pod_security_validate(d, root, pod);
 }

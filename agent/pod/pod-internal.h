@@ -109,6 +109,34 @@ int pod_seccomp_post(PodDec *d, json_t *obj, void *base);
 int pod_container_post(PodDec *d, json_t *obj, void *base);
 int pod_init_container_post(PodDec *d, json_t *obj, void *base);
 
+/* security context (decode-security.c): the securityContext tables, a
+ * second "securityContext" entry of the Pod's spec and of the Container
+ * (decoded into .security), and the pod-wide checks */
+extern const PodField pod_security_pod_fields[];
+extern const PodField pod_security_container_fields[];
+int pod_security_pod_post(PodDec *d, json_t *obj, void *base);
+int pod_security_container_post(PodDec *d, json_t *obj, void *base);
+int pod_security_validate(PodDec *d, json_t *root, Pod *pod);
+/* IsValidSysctlName: dot- or slash-separated segments of [-_a-z0-9], each
+ * starting and ending alphanumeric, at most 253 bytes (security.c) */
+bool pod_sysctl_name_valid(const char *name);
+#define POD_SECURITY_POD_FIELD                                                                          \
+        {                                                                                               \
+                .name = "securityContext", .decode = pod_dec_object, .offset = offsetof(Pod, security), \
+                .sub = pod_security_pod_fields, .post = pod_security_pod_post                           \
+        }
+#define POD_SECURITY_CONTAINER_FIELD                                                                             \
+        {                                                                                                        \
+                .name = "securityContext", .decode = pod_dec_object, .offset = offsetof(PodContainer, security), \
+                .sub = pod_security_container_fields, .post = pod_security_container_post                        \
+        }
+#define POD_SECURITY_SPEC_FIELDS                                                                    \
+        { .name = "hostPID", .decode = pod_dec_bool, .offset = offsetof(Pod, host_pid) },           \
+                { .name = "hostIPC", .decode = pod_dec_bool, .offset = offsetof(Pod, host_ipc) }, { \
+                .name = "shareProcessNamespace", .decode = pod_dec_bool,                            \
+                .offset = offsetof(Pod, share_process_namespace)                                    \
+        }
+
 void pod_strv_done(PodStrv *v);
 void pod_string_map_done(PodStringMap *m);
 void pod_container_done(PodContainer *c);

@@ -86,6 +86,42 @@ typedef struct PodSeccomp {
         char *localhost_profile;
 } PodSeccomp;
 
+/* security context */
+
+typedef struct PodSysctl {
+        char *name;
+        char *value;
+} PodSysctl;
+
+/*
+ * The securityContext of one level, pod or container (seccomp stays in
+ * PodSeccomp). *_set tells a field present from an absent one, as
+ * kubelet's pointers do: a container's field overrides the pod's only when
+ * set. Pod level: run_as_*, supplemental_groups, sysctls; container level:
+ * run_as_* and the rest.
+ */
+typedef struct PodSecurity {
+        int64_t run_as_user;
+        bool run_as_user_set;
+        int64_t run_as_group;
+        bool run_as_group_set;
+        bool run_as_non_root;
+        bool run_as_non_root_set;
+        bool privileged;
+        bool privileged_set;
+        PodStrv cap_add; /* capabilities.add, as written ("NET_ADMIN") */
+        PodStrv cap_drop;
+        bool read_only_root_fs;
+        bool read_only_root_fs_set;
+        bool allow_privilege_escalation;
+        bool allow_privilege_escalation_set;
+        char *proc_mount; /* "Default", "Unmasked" or NULL */
+        int64_t *supplemental_groups;
+        size_t n_supplemental_groups;
+        PodSysctl *sysctls;
+        size_t n_sysctls;
+} PodSecurity;
+
 typedef struct PodContainer {
         char *name;
         char *image;
@@ -101,6 +137,8 @@ typedef struct PodContainer {
         PodResourceList limits;
         char *restart_policy; /* init containers: "Always" makes a sidecar */
         PodSeccomp seccomp;
+        /* security context */
+        PodSecurity security;
 } PodContainer;
 
 typedef struct PodNodeSelectorRequirement {
@@ -170,6 +208,11 @@ typedef struct Pod {
         bool host_network;
         PodResourceList overhead;
         PodSeccomp seccomp;
+        /* security context */
+        PodSecurity security;
+        bool host_pid;
+        bool host_ipc;
+        bool share_process_namespace;
         /* fields of the manifest cubelet does not implement: refused ones
          * (the pod must not run: reason POD_REFUSED_REASON) and ignored ones
          * (a warning, once) */
@@ -328,6 +371,59 @@ int pod_decode_static_list(const char *buf, size_t len, const char *source, PodF
                            PodSourceKind kind, const char *uid_source, Pod ***ret, size_t *ret_n, CubError *err);
 void pod_list_free(Pod **pods, size_t n);
 
+/* ---- Security context (security.c) ----------------------------------------- */
+
+void pod_security_done(PodSecurity *s);
+
+/*
+ * kubelet's DetermineEffectiveSecurityContext: the pod's runAsUser,
+ * runAsGroup and runAsNonRoot, each overridden by the container's when set,
+ * and the container's other fields. The pod's supplementalGroups and sysctls
+ * come along. *ret borrows from pod and c: never pod_security_done() it.
+ */
+void pod_security_effective(const Pod *pod, const PodContainer *c, PodSecurity *ret);
+/* kubelet's AddNoNewPrivileges: allowPrivilegeEscalation set to false. */
+bool pod_security_no_new_privs(const PodSecurity *eff);
+/* Whether any container, init containers included, is privileged (the
+ * sandbox is then privileged too). */
+bool pod_security_any_privileged(const Pod *pod);
+
+/*
+ * kubelet's verifyRunAsNonRoot against the image's user (ImageStatus: uid
+ * when numeric, else username; neither = root). 0 when allowed; -EPERM
+ * with kubelet's message in msg otherwise.
+ */
+/* The image config's User as containerd's ImageStatus reports it: a
+ * numeric user (before any ":group") as uid, else its name; "" = neither. */
+void pod_image_user_parse(const char *user, bool *ret_uid_set, int64_t *ret_uid, char *name, size_t name_size);
+#define POD_CONFIG_ERROR_REASON "CreateContainerConfigError"
+int pod_security_check_non_root(const Pod *pod, const PodContainer *c, bool image_uid_set, int64_t image_uid,
+                                const char *image_username, char *msg, size_t msg_size);
+
+/* sysctl namespaces as kubelet classifies them (GetNamespace) */
+typedef enum PodSysctlNs {
+        POD_SYSCTL_NS_UNKNOWN, /* node-level: never allowed in a pod */
+        POD_SYSCTL_NS_IPC,
+        POD_SYSCTL_NS_NET,
+        POD_SYSCTL_NS_UTS,
+        _POD_SYSCTL_NS_MAX,
+        _POD_SYSCTL_NS_INVALID = -22,
+} PodSysctlNs;
+
+#define POD_SYSCTL_FORBIDDEN_REASON "SysctlForbidden"
+/* "net/ipv4/tcp_syncookies" → "net.ipv4.tcp_syncookies" (NormalizeName). */
+void pod_sysctl_normalize(const char *name, char *buf, size_t size);
+/* The namespace of a sysctl, or of a "prefix*" pattern. */
+PodSysctlNs pod_sysctl_namespace(const char *name_or_pattern);
+/* Whether name is in kubelet's safe set (SafeSysctlAllowlist). */
+bool pod_sysctl_is_safe(const char *name);
+/* An allowedUnsafeSysctls entry: a sysctl or "prefix*", with a namespace;
+ * -EINVAL with kubelet's message otherwise. */
+int pod_sysctl_pattern_check(const char *pattern, CubError *err);
+/* kubelet's sysctl admit handler for one pod: 0 when every sysctl is
+ * allowed, -EPERM with msg "forbidden sysctl: ..." otherwise. */
+int pod_sysctl_admit(const Pod *pod, const PodStrv *allowed_unsafe, char *msg, size_t msg_size);
+
 /* ---- Node and configuration inputs -------------------------------------- */
 
 typedef struct PodTaint {
@@ -416,7 +512,9 @@ typedef struct PodKubeletConfig {
         char *static_pod_url_client_cert;
         char *static_pod_url_client_key;
         char *static_pod_url_timeout;
-        PodStrv ignored; /* names of fields present but not supported */
+        /* security context */
+        PodStrv allowed_unsafe_sysctls; /* allowedUnsafeSysctls: names and "prefix*" patterns */
+        PodStrv ignored;                /* names of fields present but not supported */
 } PodKubeletConfig;
 
 void pod_kubelet_config_init(PodKubeletConfig *c);

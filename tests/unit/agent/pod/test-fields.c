@@ -181,29 +181,29 @@ static void test_unknown_fields(void **state) {
 static void test_inert_and_absent_values(void **state) {
         (void) state;
         /* a value that means the default says nothing; another is refused */
-        ASSERT_REFUSED(HDR CTR "  hostPID: true\n  hostUsers: false\n  dnsPolicy: None\n  os: {name: windows}\n"
-                               "  securityContext:\n    runAsNonRoot: true\n    appArmorProfile: {type: Unconfined}\n"
+        ASSERT_REFUSED(HDR CTR "  hostUsers: false\n  dnsPolicy: None\n  os: {name: windows}\n"
+                               "  securityContext:\n    appArmorProfile: {type: Unconfined}\n"
                                "    supplementalGroupsPolicy: Strict\n",
-                       "spec.hostPID: not supported by cubelet; spec.hostUsers: not supported by cubelet; "
+                       "spec.hostUsers: not supported by cubelet; "
                        "spec.dnsPolicy: not supported by cubelet; spec.os.name: not supported by cubelet; "
-                       "spec.securityContext.runAsNonRoot: not supported by cubelet; "
                        "spec.securityContext.appArmorProfile.type: not supported by cubelet; "
                        "spec.securityContext.supplementalGroupsPolicy: not supported by cubelet");
-        ASSERT_REFUSED(HDR CTR "    securityContext:\n      allowPrivilegeEscalation: false\n      privileged: true\n"
-                               "      procMount: Unmasked\n      readOnlyRootFilesystem: true\n"
-                               "      capabilities: {add: [NET_ADMIN]}\n",
-                       "spec.containers[0].securityContext.allowPrivilegeEscalation: not supported by cubelet; "
-                       "spec.containers[0].securityContext.privileged: not supported by cubelet; "
-                       "spec.containers[0].securityContext.procMount: not supported by cubelet; "
-                       "spec.containers[0].securityContext.readOnlyRootFilesystem: not supported by cubelet; "
-                       "spec.containers[0].securityContext.capabilities.add: not supported by cubelet");
+        /* the security context is implemented (issue 11 point 4), seLinuxOptions is not */
+        ASSERT_CLEAN(HDR CTR "    securityContext:\n      allowPrivilegeEscalation: false\n      privileged: false\n"
+                             "      procMount: Unmasked\n      readOnlyRootFilesystem: true\n"
+                             "      capabilities: {add: [NET_ADMIN], drop: [ALL]}\n      runAsNonRoot: true\n"
+                             "  hostPID: true\n  hostIPC: true\n"
+                             "  securityContext: {runAsUser: 1000, runAsGroup: 0, supplementalGroups: [5],"
+                             " sysctls: [{name: kernel.shm_rmid_forced, value: '1'}]}\n");
+        ASSERT_REFUSED(HDR CTR "    securityContext: {seLinuxOptions: {type: spc_t}}\n",
+                       "spec.containers[0].securityContext.seLinuxOptions: not supported by cubelet");
         /* null, "" and [] are absent; {} is not (emptyDir: {} is a volume) */
         ASSERT_CLEAN(HDR CTR "    volumeMounts: ~\n  activeDeadlineSeconds: null\n  hostAliases: []\n"
                              "  runtimeClassName: ''\n");
         ASSERT_REFUSED(HDR CTR "  dnsConfig: {}\n", "spec.dnsConfig: not supported by cubelet");
-        /* runAsUser: 0 is a value (root) */
-        ASSERT_REFUSED(HDR CTR "  securityContext: {runAsUser: 0}\n",
-                       "spec.securityContext.runAsUser: not supported by cubelet");
+        /* seLinuxOptions: {} is a value */
+        ASSERT_REFUSED(HDR CTR "  securityContext: {seLinuxOptions: {}}\n",
+                       "spec.securityContext.seLinuxOptions: not supported by cubelet");
 }
 
 static void test_warnings(void **state) {
@@ -295,7 +295,7 @@ static void count_field(const char *path, PodFieldClass cls, const char *what, c
                         void *userdata) {
         Counts *c = userdata;
 
-        if (strcmp(path, "spec.hostPID") == 0) {
+        if (strcmp(path, "spec.setHostnameAsFQDN") == 0) {
                 assert_non_null(inert);
                 assert_string_equal(inert[0], "false");
                 assert_null(inert[1]);
@@ -335,9 +335,9 @@ static void test_table(void **state) {
         assert_false(c.shared_twice);
         print_message("# fields: %zu implemented, %zu accepted with a warning, %zu refused\n",
                       c.n[POD_FIELD_IMPLEMENTED], c.n[POD_FIELD_WARN], c.n[POD_FIELD_REFUSE]);
-        assert_int_equal(c.n[POD_FIELD_IMPLEMENTED], 72);
+        assert_int_equal(c.n[POD_FIELD_IMPLEMENTED], 89);
         assert_int_equal(c.n[POD_FIELD_WARN], 24);
-        assert_int_equal(c.n[POD_FIELD_REFUSE], 90);
+        assert_int_equal(c.n[POD_FIELD_REFUSE], 73);
         assert_string_equal(pod_field_class_to_string(POD_FIELD_REFUSE), "refuse");
         assert_null(pod_field_class_to_string(_POD_FIELD_CLASS_MAX));
 }
