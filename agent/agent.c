@@ -208,6 +208,10 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
                 if (j->r < 0 && strcmp(p->last_error, j->error) != 0)
                         cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_, j->spec->pod->name, j->error);
                 (void) snprintf(p->last_error, sizeof(p->last_error), "%s", j->r < 0 ? j->error : "");
+                /* security context: containers the sync could not create */
+                for (size_t k = 0; k < p->n; k++)
+                        (void) snprintf(p->statuses[k].config_error, sizeof(p->statuses[k].config_error), "%s",
+                                        k < j->n_config_errors && j->config_errors[k] ? j->config_errors[k] : "");
                 p->sync_retry_usec = j->r < 0 ? agent_now_usec() + LC_SYNC_BACKOFF_USEC : 0;
         }
         agent_remove_unwanted(a);

@@ -344,6 +344,7 @@ static int run(const char *node_path, const char *running_path, const char *conf
 
         admit_options_init(&o);
         o.seccomp_root = seccomp_root;
+        o.allowed_unsafe_sysctls = &in.cfg.allowed_unsafe_sysctls; /* security context */
         r = admit_decide(in.snap, in.pod, &o, &d, err);
         if (r < 0)
                 return r;

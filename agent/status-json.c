@@ -29,6 +29,11 @@ static json_t *containers_json(const LcPod *p) {
                                 json_pack("{s:i,s:s}", "exitCode", (int) st->exit_code, "reason", st->reason));
                 if (st->waiting_backoff)
                         json_object_set_new(cj, "waitingReason", json_string("CrashLoopBackOff"));
+                /* security context */
+                if (*st->config_error && st->state == LC_CONTAINER_WAITING) {
+                        json_object_set_new(cj, "waitingReason", json_string(POD_CONFIG_ERROR_REASON));
+                        json_object_set_new(cj, "waitingMessage", json_string(st->config_error));
+                }
                 json_array_append_new(cs, cj);
         }
         return cs;

@@ -115,8 +115,7 @@ int cri_create_container(CriClient *c, const char *sandbox_id, const CriContaine
         *ns = (Runtime__V1__NamespaceOption) RUNTIME__V1__NAMESPACE_OPTION__INIT;
         ns->network =
                 sandbox && sandbox->host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
-        ns->pid = RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
-        ns->ipc = RUNTIME__V1__NAMESPACE_MODE__POD;
+        cri_namespaces_set(ns, sandbox);
         *sec = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
         sec->namespace_options = ns;
         sec->seccomp = cri_seccomp_profile(&a, cfg->seccomp, cfg->seccomp_localhost);
@@ -129,9 +128,31 @@ int cri_create_container(CriClient *c, const char *sandbox_id, const CriContaine
                                                       "/sys/firmware",     NULL };
                 static const char *const readonly[] = { "/proc/asound", "/proc/bus",           "/proc/fs", "/proc/irq",
                                                         "/proc/sys",    "/proc/sysrq-trigger", NULL };
-                sec->masked_paths = strv_arg(masked, &sec->n_masked_paths);
-                sec->readonly_paths = strv_arg(readonly, &sec->n_readonly_paths);
+                /* procMount Unmasked: kubelet's empty lists, which containerd reads as none */
+                if (!cfg->proc_unmasked) {
+                        sec->masked_paths = strv_arg(masked, &sec->n_masked_paths);
+                        sec->readonly_paths = strv_arg(readonly, &sec->n_readonly_paths);
+                }
         }
+        /* security context */
+        sec->privileged = cfg->privileged;
+        if (cfg->cap_add || cfg->cap_drop) {
+                Runtime__V1__Capability *cap = cri_arena_alloc(&a, sizeof(*cap));
+
+                if (cap) {
+                        *cap = (Runtime__V1__Capability) RUNTIME__V1__CAPABILITY__INIT;
+                        cap->add_capabilities = strv_arg(cfg->cap_add, &cap->n_add_capabilities);
+                        cap->drop_capabilities = strv_arg(cfg->cap_drop, &cap->n_drop_capabilities);
+                }
+                sec->capabilities = cap;
+        }
+        sec->run_as_user = cfg->run_as_user_set ? cri_int64_value(&a, cfg->run_as_user) : NULL;
+        sec->run_as_group = cfg->run_as_group_set ? cri_int64_value(&a, cfg->run_as_group) : NULL;
+        sec->run_as_username = cri_s_or_empty(cfg->run_as_username);
+        sec->readonly_rootfs = cfg->readonly_rootfs;
+        sec->supplemental_groups = (int64_t *) cfg->supplemental_groups;
+        sec->n_supplemental_groups = cfg->n_supplemental_groups;
+        sec->no_new_privs = cfg->no_new_privs;
         *lx = (Runtime__V1__LinuxContainerConfig) RUNTIME__V1__LINUX_CONTAINER_CONFIG__INIT;
         lx->resources = resources(&a, &cfg->resources);
         lx->security_context = sec;

@@ -68,6 +68,18 @@ typedef struct CriSandboxConfig {
         bool host_network;
         CriSeccompType seccomp;
         const char *seccomp_localhost; /* absolute path for CRI_SECCOMP_LOCALHOST */
+        /* security context: the pod's namespaces (kubelet's NamespacesForPod,
+         * the containers get the same), LinuxSandboxSecurityContext and the
+         * sysctls; zero = a pid namespace per container, the pod's ipc */
+        bool host_pid;   /* pid NODE */
+        bool share_pid;  /* pid POD (shareProcessNamespace) */
+        bool host_ipc;   /* ipc NODE */
+        bool privileged; /* some container is privileged */
+        bool run_as_user_set, run_as_group_set;
+        int64_t run_as_user, run_as_group;
+        const int64_t *supplemental_groups;
+        size_t n_supplemental_groups;
+        const char *const *sysctls; /* flat key/value list */
 } CriSandboxConfig;
 
 typedef enum CriSandboxState {
@@ -142,6 +154,19 @@ typedef struct CriContainerConfig {
         size_t n_mounts;
         const CriDevice *devices;
         size_t n_devices;
+        /* security context: LinuxContainerSecurityContext (namespaces from
+         * the sandbox config) */
+        bool privileged;
+        const char *const *cap_add; /* NULL-terminated, names as the pod writes them */
+        const char *const *cap_drop;
+        bool run_as_user_set, run_as_group_set;
+        int64_t run_as_user, run_as_group;
+        const char *run_as_username; /* the image's non-numeric user, when no uid */
+        bool readonly_rootfs;
+        const int64_t *supplemental_groups;
+        size_t n_supplemental_groups;
+        bool no_new_privs;
+        bool proc_unmasked; /* procMount Unmasked: no masked or read-only paths */
 } CriContainerConfig;
 
 typedef enum CriContainerState {
@@ -201,6 +226,13 @@ void cri_containers_free(CriContainer *ct, size_t n);
 void cri_container_status_done(CriContainerStatus *s);
 
 /* ---- images ------------------------------------------------------------- */
+
+/* security context (cri/image-user.c): the image's user as ImageStatus
+ * gives it: *ret_uid_set and *ret_uid for a numeric one, else *ret_username
+ * (NULL when neither; kubelet then takes uid 0). -ENOENT when the image is
+ * not there. */
+int cri_image_user(CriClient *c, const char *image, bool *ret_uid_set, int64_t *ret_uid, char **ret_username,
+                   CubError *err);
 
 /* *ret_present tells whether the image is there; ret_id (optional) its ID. */
 int cri_image_status(CriClient *c, const char *image, bool *ret_present, char **ret_id, CubError *err);

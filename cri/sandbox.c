@@ -15,6 +15,27 @@ CRI_DEFINE_MAP_BUILDER(sandbox_annotations, Runtime__V1__PodSandboxConfig__Annot
 CRI_DEFINE_MAP_BUILDER(sandbox_selector, Runtime__V1__PodSandboxFilter__LabelSelectorEntry,
                        RUNTIME__V1__POD_SANDBOX_FILTER__LABEL_SELECTOR_ENTRY__INIT)
 
+CRI_DEFINE_MAP_BUILDER(sandbox_sysctls, Runtime__V1__LinuxPodSandboxConfig__SysctlsEntry,
+                       RUNTIME__V1__LINUX_POD_SANDBOX_CONFIG__SYSCTLS_ENTRY__INIT)
+
+/* security context: kubelet's NamespacesForPod, for the sandbox and each container */
+void cri_namespaces_set(Runtime__V1__NamespaceOption *ns, const CriSandboxConfig *cfg) {
+        ns->pid = cfg && cfg->host_pid    ? RUNTIME__V1__NAMESPACE_MODE__NODE
+                  : cfg && cfg->share_pid ? RUNTIME__V1__NAMESPACE_MODE__POD
+                                          : RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
+        ns->ipc = cfg && cfg->host_ipc ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+}
+
+Runtime__V1__Int64Value *cri_int64_value(CriArena *a, int64_t v) {
+        Runtime__V1__Int64Value *p = cri_arena_alloc(a, sizeof(*p));
+
+        if (!p)
+                return NULL;
+        *p = (Runtime__V1__Int64Value) RUNTIME__V1__INT64_VALUE__INIT;
+        p->value = v;
+        return p;
+}
+
 CRI_DEFINE_MAP_COPIER(copy_sandbox_labels, Runtime__V1__PodSandbox__LabelsEntry)
 CRI_DEFINE_MAP_COPIER(copy_sandbox_status_labels, Runtime__V1__PodSandboxStatus__LabelsEntry)
 
@@ -50,14 +71,20 @@ Runtime__V1__PodSandboxConfig *cri_sandbox_config(CriArena *a, const CriSandboxC
         md->attempt = cfg->attempt;
         *ns = (Runtime__V1__NamespaceOption) RUNTIME__V1__NAMESPACE_OPTION__INIT;
         ns->network = cfg->host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
-        ns->pid = RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
-        ns->ipc = RUNTIME__V1__NAMESPACE_MODE__POD;
+        cri_namespaces_set(ns, cfg);
         *sec = (Runtime__V1__LinuxSandboxSecurityContext) RUNTIME__V1__LINUX_SANDBOX_SECURITY_CONTEXT__INIT;
         sec->namespace_options = ns;
         sec->seccomp = cri_seccomp_profile(a, cfg->seccomp, cfg->seccomp_localhost);
+        /* security context */
+        sec->privileged = cfg->privileged;
+        sec->run_as_user = cfg->run_as_user_set ? cri_int64_value(a, cfg->run_as_user) : NULL;
+        sec->run_as_group = cfg->run_as_group_set ? cri_int64_value(a, cfg->run_as_group) : NULL;
+        sec->supplemental_groups = (int64_t *) cfg->supplemental_groups;
+        sec->n_supplemental_groups = cfg->n_supplemental_groups;
         *lx = (Runtime__V1__LinuxPodSandboxConfig) RUNTIME__V1__LINUX_POD_SANDBOX_CONFIG__INIT;
         lx->cgroup_parent = cri_s_or_empty(cfg->cgroup_parent);
         lx->security_context = sec;
+        lx->sysctls = sandbox_sysctls(a, cfg->sysctls, &lx->n_sysctls);
         *sc = (Runtime__V1__PodSandboxConfig) RUNTIME__V1__POD_SANDBOX_CONFIG__INIT;
         sc->metadata = md;
         /* a host-network sandbox has no UTS namespace: runc refuses a hostname */

@@ -122,6 +122,8 @@ typedef struct AdmitOptions {
         unsigned weight_memory;
         /* false: report a resource shortfall without looking for victims */
         bool preemption;
+        /* security context: allowedUnsafeSysctls (NULL: none) */
+        const PodStrv *allowed_unsafe_sysctls;
 } AdmitOptions;
 
 void admit_options_init(AdmitOptions *o);
@@ -137,6 +139,7 @@ typedef enum AdmitFilterId {
         ADMIT_FILTER_NODE_PORTS,
         ADMIT_FILTER_TAINT_TOLERATION,
         ADMIT_FILTER_SECCOMP,
+        ADMIT_FILTER_SYSCTL, /* security context: kubelet's sysctl allow list (SysctlForbidden) */
         _ADMIT_FILTER_MAX,
         _ADMIT_FILTER_INVALID = -22,
 } AdmitFilterId;

@@ -297,6 +297,15 @@ static void filter_seccomp(const AdmitCtx *c, AdmitFilterResult *r) {
                         return;
 }
 
+/* ---- sysctls (security context: kubelet's sysctl admit handler) ------------------------------- */
+
+static void filter_sysctl(const AdmitCtx *c, AdmitFilterResult *r) {
+        char msg[sizeof(r->message)];
+
+        if (pod_sysctl_admit(c->pod, c->o ? c->o->allowed_unsafe_sysctls : NULL, msg, sizeof(msg)) < 0)
+                FAIL(r, POD_SYSCTL_FORBIDDEN_REASON, "%s", msg);
+}
+
 const AdmitFilterFn admit_filter_table[_ADMIT_FILTER_MAX] = {
         [ADMIT_FILTER_NODE_PRESSURE] = filter_node_pressure,
         [ADMIT_FILTER_CPU_MANAGER] = filter_cpu_manager,
@@ -306,6 +315,7 @@ const AdmitFilterFn admit_filter_table[_ADMIT_FILTER_MAX] = {
         [ADMIT_FILTER_NODE_PORTS] = filter_node_ports,
         [ADMIT_FILTER_TAINT_TOLERATION] = filter_taint_toleration,
         [ADMIT_FILTER_SECCOMP] = filter_seccomp,
+        [ADMIT_FILTER_SYSCTL] = filter_sysctl,
 };
 
 static const char *const filter_names[_ADMIT_FILTER_MAX] = {
@@ -317,6 +327,7 @@ static const char *const filter_names[_ADMIT_FILTER_MAX] = {
         [ADMIT_FILTER_NODE_PORTS] = "NodePorts",
         [ADMIT_FILTER_TAINT_TOLERATION] = "TaintToleration",
         [ADMIT_FILTER_SECCOMP] = "Seccomp",
+        [ADMIT_FILTER_SYSCTL] = "Sysctl",
 };
 
 const char *admit_filter_to_string(AdmitFilterId id) {

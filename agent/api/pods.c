@@ -165,6 +165,9 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
                                   rfc3339(st->started_at ? st->started_at / 1000000000 : pod_start(p, info), when));
         else if (st->state == LC_CONTAINER_TERMINATED)
                 state = json_pack("{s:o}", "terminated", terminated(st, cid));
+        else if (*st->config_error && !p->terminal) /* security context */
+                state = json_pack("{s:{s:s,s:s}}", "waiting", "reason", POD_CONFIG_ERROR_REASON, "message",
+                                  st->config_error);
         else
                 state = json_pack("{s:{s:s}}", "waiting", "reason",
                                   st->waiting_backoff ? "CrashLoopBackOff"

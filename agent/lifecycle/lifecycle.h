@@ -80,6 +80,9 @@ typedef struct LcContainerStatus {
         char reason[32];
         bool terminated_before;
         bool waiting_backoff;
+        /* security context: the last sync could not create it (kubelet's
+         * CreateContainerConfigError, e.g. runAsNonRoot): "" when none */
+        char config_error[512];
         bool oom_killed_now;             /* this observation saw a new OOM kill */
         int64_t started_at, finished_at; /* unix ns, the runtime's (0: unknown) */
 } LcContainerStatus;

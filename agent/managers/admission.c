@@ -208,6 +208,7 @@ static int admission_new(const LcEnv *env, void **ret, CubError *err) {
                 goto fail;
         admit_snapshot_set_cpumgr(m->snap, m->cpu);
         admit_options_init(&m->opt);
+        m->opt.allowed_unsafe_sysctls = &env->kc->allowed_unsafe_sysctls; /* security context */
         r = admit_ledger_load(m->ledger_path, &m->ledger, &m->n_ledger, err);
         if (r < 0) {
                 /* a broken ledger costs nothing but a fresh admission of every pod */

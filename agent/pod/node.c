@@ -287,6 +287,10 @@ static const PodField config_fields[] = {
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, eviction_pressure_transition_period) },
         { .name = "cubelet", .decode = pod_dec_inline, .sub = cubelet_fields },
+        /* security context */
+        { .name = "allowedUnsafeSysctls",
+          .decode = pod_dec_strv,
+          .offset = offsetof(PodKubeletConfig, allowed_unsafe_sysctls) },
         {},
 };
 
@@ -328,6 +332,7 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->static_pod_url_client_cert);
         free(c->static_pod_url_client_key);
         free(c->static_pod_url_timeout);
+        pod_strv_done(&c->allowed_unsafe_sysctls);
         pod_strv_done(&c->ignored);
         pod_kubelet_config_init(c);
 }
@@ -346,6 +351,12 @@ int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, P
         d.tree = &tree;
         pod_kubelet_config_init(&c);
         r = pod_dec_fields(&d, tree.root, &c, config_fields, NULL);
+        /* security context: kubelet refuses to start on a pattern that is not a namespaced sysctl */
+        for (size_t i = 0; r >= 0 && i < c.allowed_unsafe_sysctls.n; i++) {
+                r = pod_sysctl_pattern_check(c.allowed_unsafe_sysctls.items[i], err);
+                if (r < 0)
+                        r = cub_err_wrap(err, "%s: allowedUnsafeSysctls[%zu]", source, i);
+        }
         /* "kind" was decoded into cgroup_driver for checking only; absent
          * stays NULL: the default depends on the host (cg_driver_default()) */
         if (r >= 0) {

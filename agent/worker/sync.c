@@ -72,7 +72,70 @@ typedef struct SyncCtx {
         char grace[DECIMAL_STR_MAX(int64_t)];
         char cgroup_parent[sizeof(((CgGroupValues *) NULL)->path) + 1];
         uint64_t containers_started_usec; /* the last StartContainer that returned OK */
+        WorkerJob *j;                     /* security context: its config_errors */
+        bool config_error;                /* the last start_container() failed so */
 } SyncCtx;
+
+/* security context: a container that cannot be created as its spec says
+ * (kubelet's CreateContainerConfigError): noted for its status; the sync
+ * goes on with the others */
+static int config_error(SyncCtx *x, size_t idx, const char *name, const char *msg, CubError *err) {
+        WorkerJob *j = x->j;
+        size_t n = x->s->pod->n_init_containers + x->s->pod->n_containers;
+
+        if (!j->config_errors) {
+                j->config_errors = calloc(n, sizeof(char *));
+                if (!j->config_errors)
+                        return cub_err_set(err, ENOMEM, "out of memory");
+                j->n_config_errors = n;
+        }
+        free(j->config_errors[idx]);
+        j->config_errors[idx] = strdup(msg);
+        if (!j->config_errors[idx])
+                return cub_err_set(err, ENOMEM, "out of memory");
+        x->config_error = true;
+        return cub_err_set(err, EPERM, "container '%s': %s: %s", name, POD_CONFIG_ERROR_REASON, msg);
+}
+
+/* security context: LinuxContainerSecurityContext as kubelet's
+ * determineEffectiveSecurityContext fills it; the image's user when the pod
+ * names none; runAsNonRoot checked against it */
+static int security_config(SyncCtx *x, size_t idx, const PodContainer *c, CriContainerConfig *cfg, char **ret_username,
+                           CubError *err) {
+        const Pod *pod = x->s->pod;
+        PodSecurity eff;
+        bool uid_set;
+        int64_t uid;
+        char msg[512];
+        int r;
+
+        r = cri_image_user(x->p->cri, c->image, &uid_set, &uid, ret_username, err);
+        if (r < 0)
+                return cub_err_wrap(err, "container '%s': image '%s'", c->name, c->image);
+        if (pod_security_check_non_root(pod, c, uid_set, uid, *ret_username, msg, sizeof(msg)) < 0)
+                return config_error(x, idx, c->name, msg, err);
+        pod_security_effective(pod, c, &eff);
+        cfg->privileged = eff.privileged_set && eff.privileged;
+        cfg->cap_add = eff.cap_add.n > 0 ? (const char *const *) eff.cap_add.items : NULL;
+        cfg->cap_drop = eff.cap_drop.n > 0 ? (const char *const *) eff.cap_drop.items : NULL;
+        if (eff.run_as_user_set) {
+                cfg->run_as_user_set = true;
+                cfg->run_as_user = eff.run_as_user;
+        } else if (uid_set || !*ret_username) {
+                /* kubelet's getImageUser: no user at all is uid 0 */
+                cfg->run_as_user_set = true;
+                cfg->run_as_user = uid_set ? uid : 0;
+        } else
+                cfg->run_as_username = *ret_username;
+        cfg->run_as_group_set = eff.run_as_group_set;
+        cfg->run_as_group = eff.run_as_group;
+        cfg->readonly_rootfs = eff.read_only_root_fs_set && eff.read_only_root_fs;
+        cfg->supplemental_groups = eff.supplemental_groups;
+        cfg->n_supplemental_groups = eff.n_supplemental_groups;
+        cfg->no_new_privs = pod_security_no_new_privs(&eff);
+        cfg->proc_unmasked = eff.proc_mount && strcmp(eff.proc_mount, "Unmasked") == 0;
+        return 0;
+}
 
 /* The CRI resources of a container: the spec's, with this cpuset. */
 static CriResources cri_resources(const CgContainerResources *res, const char *cpuset) {
@@ -102,7 +165,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         WorkerLabels labels = {};
         const char **envs;
         size_t n_menv = 0;
-        _cleanup_free_ char *log_path = NULL, *id = NULL;
+        _cleanup_free_ char *log_path = NULL, *id = NULL, *username = NULL;
         _cleanup_free_ CriDevice *devices = NULL;
         _cleanup_free_ CriMount *mounts = NULL;
         CriContainerConfig cfg;
@@ -173,6 +236,11 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 .n_devices = devices ? mc->n_devices : 0,
         };
         cfg.seccomp = seccomp_of(&c->seccomp, &pod->seccomp, &cfg.seccomp_localhost);
+        r = security_config(x, idx, c, &cfg, &username, err);
+        if (r < 0) {
+                free(envs);
+                return r;
+        }
         r = cri_create_container(x->p->cri, x->sandbox_id, &cfg, x->sbc, &id, err);
         free(envs);
         if (r < 0)
@@ -223,9 +291,11 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         const char *hash = pod->config_hash ? pod->config_hash : pod->uid;
         WorkerLabels labels = {};
         _cleanup_free_ char *sandbox_id = NULL;
+        _cleanup_free_ const char **sysctls = NULL;
         CriContainer *ct = NULL;
         CriSandboxConfig sbc;
-        SyncCtx x = { .p = p, .s = s, .configs = j->configs };
+        SyncCtx x = { .p = p, .s = s, .configs = j->configs, .j = j };
+        CubError first = {};
         uint32_t attempt = 0;
         bool have_ready = false, blocked = false;
         size_t n_ct = 0;
@@ -274,6 +344,30 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         };
         sbc.seccomp = seccomp_of(NULL, &pod->seccomp, &local);
         sbc.seccomp_localhost = local;
+        /* security context: kubelet's generatePodSandboxLinuxConfig */
+        sbc.host_pid = pod->host_pid;
+        sbc.share_pid = pod->share_process_namespace;
+        sbc.host_ipc = pod->host_ipc;
+        sbc.privileged = pod_security_any_privileged(pod);
+        sbc.run_as_user_set = pod->security.run_as_user_set;
+        sbc.run_as_user = pod->security.run_as_user;
+        sbc.run_as_group_set = pod->security.run_as_group_set;
+        sbc.run_as_group = pod->security.run_as_group;
+        sbc.supplemental_groups = pod->security.supplemental_groups;
+        sbc.n_supplemental_groups = pod->security.n_supplemental_groups;
+        {
+                size_t n = pod->security.n_sysctls;
+                const char **kv = n ? calloc(2 * n + 1, sizeof(char *)) : NULL;
+
+                if (n && !kv)
+                        return cub_err_set(err, ENOMEM, "out of memory");
+                for (size_t i = 0; i < n; i++) {
+                        kv[2 * i] = pod->security.sysctls[i].name;
+                        kv[2 * i + 1] = pod->security.sysctls[i].value;
+                }
+                sysctls = kv;
+        }
+        sbc.sysctls = sysctls;
         if (!have_ready) {
                 uint64_t sent = worker_now_usec();
 
@@ -292,9 +386,23 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
          * that has not succeeded yet holds back the ones after it, sidecars keep
          * running beside the rest */
         for (size_t i = 0; i < pod->n_init_containers + pod->n_containers && !blocked; i++) {
+                bool init = i < pod->n_init_containers;
+
+                x.config_error = false;
                 r = sync_container(&x, ct, n_ct, i, !j->may_start || j->may_start[i], &blocked, err);
+                /* security context: an app container that cannot be created as
+                 * written does not hold back the others (kubelet's SyncPod) */
+                if (r < 0 && x.config_error && !init) {
+                        if (!first.code)
+                                first = *err;
+                        continue;
+                }
                 if (r < 0)
                         break;
+        }
+        if (r >= 0 && first.code) {
+                *err = first;
+                r = -first.code;
         }
         cri_containers_free(ct, n_ct);
         j->containers_started_usec = x.containers_started_usec;

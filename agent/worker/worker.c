@@ -169,6 +169,9 @@ WorkerJob *worker_job_free(WorkerJob *j) {
         free(j->uid);
         free(j->cgroup);
         worker_observed_free(j->observed, j->n_observed);
+        for (size_t i = 0; j->config_errors && i < j->n_config_errors; i++)
+                free(j->config_errors[i]);
+        free(j->config_errors);
         free(j);
         return NULL;
 }

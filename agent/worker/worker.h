@@ -141,6 +141,11 @@ typedef struct WorkerJob {
          * returned OK (0 when it started no container). */
         uint64_t sandbox_requested_usec;
         uint64_t containers_started_usec;
+        /* security context: SYNC result, per container (init first) the
+         * CreateContainerConfigError message of one that could not be created
+         * (runAsNonRoot), NULL for the others; NULL = none at all */
+        char **config_errors;
+        size_t n_config_errors;
         struct WorkerJob *next;
 } WorkerJob;
 

@@ -164,7 +164,7 @@ static void test_fits(void **state) {
         const AdmitDecision *d = decide(f, POD_HDR("a") APP("cpu: 500m, memory: 1Gi"));
 
         ASSERT_ADMIT(d);
-        assert_int_equal(d->n_filters, 8);
+        assert_int_equal(d->n_filters, 9);
         for (size_t i = 0; i < d->n_filters; i++)
                 assert_true(d->filters[i].ok);
         assert_string_equal(d->placement.cpuset, "");

@@ -322,12 +322,30 @@ static void test_sysctl_admit(void **state) {
                          0);
 }
 
+static void test_config_key(void **state) {
+        static const char ok[] = "allowedUnsafeSysctls: [net.core.somaxconn, 'kernel.msg*', 'net.*']\n";
+        static const char bad[] = "allowedUnsafeSysctls: [net.core.somaxconn, vm.swappiness]\n";
+        PodKubeletConfig c;
+        CubError err = {};
+
+        (void) state;
+        assert_int_equal(pod_kubelet_config_decode(ok, strlen(ok), "k.yaml", &c, &err), 0);
+        assert_int_equal(c.allowed_unsafe_sysctls.n, 3);
+        assert_string_equal(c.allowed_unsafe_sysctls.items[1], "kernel.msg*");
+        assert_int_equal(c.ignored.n, 0);
+        pod_kubelet_config_done(&c);
+        assert_int_equal(pod_kubelet_config_decode(bad, strlen(bad), "k.yaml", &c, &err), -EINVAL);
+        assert_string_equal(err.msg,
+                            "k.yaml: allowedUnsafeSysctls[1]: the sysctl \"vm.swappiness\" are not known to be namespaced");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_decode),           cmocka_unit_test(test_validation),
                 cmocka_unit_test(test_effective),        cmocka_unit_test(test_no_new_privs),
                 cmocka_unit_test(test_run_as_non_root),  cmocka_unit_test(test_sysctl_classes),
                 cmocka_unit_test(test_sysctl_patterns),  cmocka_unit_test(test_sysctl_admit),
+                cmocka_unit_test(test_config_key),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
