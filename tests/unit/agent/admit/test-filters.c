@@ -521,6 +521,29 @@ static void test_pressure_static_not_exempt(void **state) {
                       "The node had condition: [MemoryPressure]. ");
 }
 
+/* ---- Sysctl (security context: kubelet's sysctl admit handler) ------------------------------ */
+
+#define SYSCTL_POD(name, sysctl) \
+        POD_HDR(name) "  securityContext:\n    sysctls: [{name: " sysctl ", value: '1'}]\n" APP_BARE
+
+static void test_sysctl(void **state) {
+        Fx *f = *state;
+        char pattern[] = "net.core.*", *unsafe[] = { pattern, NULL };
+        PodStrv allowed = { .items = unsafe, .n = 1 };
+        AdmitOptions o;
+
+        ASSERT_ADMIT(decide(f, SYSCTL_POD("a", "kernel.shm_rmid_forced")));
+        ASSERT_REJECT(decide(f, SYSCTL_POD("b", "net.core.somaxconn")), "SysctlForbidden",
+                      "forbidden sysctl: \"net.core.somaxconn\" not allowlisted");
+        assert_false(filter(&f->d, "Sysctl")->ok);
+        assert_int_equal(f->d.n_victims, 0);
+        admit_options_init(&o);
+        o.allowed_unsafe_sysctls = &allowed;
+        ASSERT_ADMIT(decide_pod(f, keep(f, decode(SYSCTL_POD("c", "net.core.somaxconn"))), &o));
+        ASSERT_REJECT(decide_pod(f, keep(f, decode(SYSCTL_POD("d", "vm.swappiness"))), &o), "SysctlForbidden",
+                      "forbidden sysctl: \"vm.swappiness\" not allowlisted");
+}
+
 /* ---- Seccomp ------------------------------------------------------------------------------ */
 
 static void write_file(const char *dir, const char *name, const char *text) {
@@ -752,6 +775,7 @@ int main(void) {
                 T(test_pressure_critical_passes),
                 T(test_pressure_static_not_exempt),
                 T(test_seccomp),
+                T(test_sysctl),
                 T(test_all_failures_listed),
                 T(test_scores),
                 T(test_preempted_message),

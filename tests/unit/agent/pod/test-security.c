@@ -294,9 +294,8 @@ static void test_sysctl_admit(void **state) {
 
         (void) state;
         assert_int_equal(admit("", "[{name: kernel.shm_rmid_forced, value: '1'}]", NULL, msg, sizeof(msg)), 0);
-        assert_int_equal(admit("", "[{name: net.ipv4.ip_local_port_range, value: '1024 65535'}]", NULL, msg,
-                               sizeof(msg)),
-                         0);
+        assert_int_equal(
+                admit("", "[{name: net.ipv4.ip_local_port_range, value: '1024 65535'}]", NULL, msg, sizeof(msg)), 0);
         assert_int_equal(admit("", "[{name: net.core.somaxconn, value: '1024'}]", NULL, msg, sizeof(msg)), -EPERM);
         assert_string_equal(msg, "forbidden sysctl: \"net.core.somaxconn\" not allowlisted");
         /* allowedUnsafeSysctls: names and prefix* wildcards */
@@ -309,17 +308,16 @@ static void test_sysctl_admit(void **state) {
         assert_int_equal(admit("", "[{name: vm.swappiness, value: '1'}]", unsafe, msg, sizeof(msg)), -EPERM);
         assert_string_equal(msg, "forbidden sysctl: \"vm.swappiness\" not allowlisted");
         /* the host's namespaces */
-        assert_int_equal(admit("  hostNetwork: true\n", "[{name: net.ipv4.tcp_syncookies, value: '1'}]", NULL, msg,
-                               sizeof(msg)),
-                         -EPERM);
+        assert_int_equal(
+                admit("  hostNetwork: true\n", "[{name: net.ipv4.tcp_syncookies, value: '1'}]", NULL, msg, sizeof(msg)),
+                -EPERM);
         assert_string_equal(msg, "forbidden sysctl: \"net.ipv4.tcp_syncookies\" not allowed with host net enabled");
-        assert_int_equal(admit("  hostIPC: true\n", "[{name: kernel.shm_rmid_forced, value: '1'}]", NULL, msg,
-                               sizeof(msg)),
-                         -EPERM);
+        assert_int_equal(
+                admit("  hostIPC: true\n", "[{name: kernel.shm_rmid_forced, value: '1'}]", NULL, msg, sizeof(msg)),
+                -EPERM);
         assert_string_equal(msg, "forbidden sysctl: \"kernel.shm_rmid_forced\" not allowed with host ipc enabled");
-        assert_int_equal(admit("  hostIPC: true\n", "[{name: net.ipv4.tcp_syncookies, value: '1'}]", NULL, msg,
-                               sizeof(msg)),
-                         0);
+        assert_int_equal(
+                admit("  hostIPC: true\n", "[{name: net.ipv4.tcp_syncookies, value: '1'}]", NULL, msg, sizeof(msg)), 0);
 }
 
 static void test_config_key(void **state) {
@@ -335,16 +333,17 @@ static void test_config_key(void **state) {
         assert_int_equal(c.ignored.n, 0);
         pod_kubelet_config_done(&c);
         assert_int_equal(pod_kubelet_config_decode(bad, strlen(bad), "k.yaml", &c, &err), -EINVAL);
-        assert_string_equal(err.msg,
-                            "k.yaml: allowedUnsafeSysctls[1]: the sysctl \"vm.swappiness\" are not known to be namespaced");
+        assert_string_equal(
+                err.msg,
+                "k.yaml: allowedUnsafeSysctls[1]: the sysctl \"vm.swappiness\" are not known to be namespaced");
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_decode),           cmocka_unit_test(test_validation),
-                cmocka_unit_test(test_effective),        cmocka_unit_test(test_no_new_privs),
-                cmocka_unit_test(test_run_as_non_root),  cmocka_unit_test(test_sysctl_classes),
-                cmocka_unit_test(test_sysctl_patterns),  cmocka_unit_test(test_sysctl_admit),
+                cmocka_unit_test(test_decode),          cmocka_unit_test(test_validation),
+                cmocka_unit_test(test_effective),       cmocka_unit_test(test_no_new_privs),
+                cmocka_unit_test(test_run_as_non_root), cmocka_unit_test(test_sysctl_classes),
+                cmocka_unit_test(test_sysctl_patterns), cmocka_unit_test(test_sysctl_admit),
                 cmocka_unit_test(test_config_key),
         };
 
