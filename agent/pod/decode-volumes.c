@@ -208,11 +208,14 @@ static int check_mode(PodDec *d, const char *suffix, int32_t mode) {
 }
 
 /* the items of a downwardAPI volume or projection, at d's path (".items") */
-static int check_items(PodDec *d, const Pod *pod, PodDownwardFile *items, size_t n) {
+static int check_items(PodDec *d, const Pod *pod, json_t *arr, PodDownwardFile *items, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 PodDownwardFile *f = &items[i];
                 size_t old = pod_dec_push(d, ".items[%zu]", i);
-                int r = 0;
+                int r = 0, saved = d->line, line = pod_tree_line(d->tree, json_array_get(arr, i));
+
+                if (line > 0)
+                        d->line = line;
 
                 if (!*f->path)
                         r = pod_dec_fail(d, 0, ".path", "Required value");
@@ -255,6 +258,7 @@ static int check_items(PodDec *d, const Pod *pod, PodDownwardFile *items, size_t
                         if (r == 0 && f->divisor_text)
                                 r = parse_quantity_at(d, ".resourceFieldRef.divisor", f->divisor_text, &f->divisor);
                 }
+                d->line = saved;
                 pod_dec_pop(d, old);
                 if (r < 0)
                         return r;
@@ -428,7 +432,7 @@ static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
                 if (r == 0)
                         r = decode_items(d, src, v);
                 if (r == 0)
-                        r = check_items(d, pod, v->items, v->n_items);
+                        r = check_items(d, pod, json_object_get(src, "items"), v->items, v->n_items);
         } else {
                 json_t *srcs = json_object_get(src, "sources"), *e;
                 size_t i;
@@ -449,7 +453,8 @@ static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
                         o2 = pod_dec_push(d, ".sources[%zu].downwardAPI", i);
                         r = decode_items(d, dw, v);
                         if (r == 0)
-                                r = check_items(d, pod, v->items + first, v->n_items - first);
+                                r = check_items(d, pod, json_object_get(dw, "items"), v->items + first,
+                                                v->n_items - first);
                         /* a path given by two sources */
                         for (size_t k = first; r == 0 && k < v->n_items; k++)
                                 for (size_t j = 0; r == 0 && j < first; j++)
@@ -501,8 +506,10 @@ static int decode_mounts(PodDec *d, const Pod *pod, json_t *list, PodContainer *
                 for (size_t k = 0; r == 0 && k < c->n_volume_mounts; k++) {
                         PodVolumeMount *m = &c->volume_mounts[k];
                         size_t o2 = pod_dec_push(d, "[%zu]", k);
-                        int line = pod_tree_line(d->tree, json_array_get(vm, k));
+                        int saved = d->line, line = pod_tree_line(d->tree, json_array_get(vm, k));
 
+                        if (line > 0)
+                                d->line = line;
                         if (!*m->name)
                                 r = pod_dec_fail(d, line, ".name", "Required value");
                         else if (!find_volume(pod, m->name))
@@ -526,6 +533,7 @@ static int decode_mounts(PodDec *d, const Pod *pod, json_t *list, PodContainer *
                                 r = pod_dec_fail(d, line, ".mountPropagation",
                                                  "Forbidden: Bidirectional mount propagation is available only to "
                                                  "privileged containers");
+                        d->line = saved;
                         pod_dec_pop(d, o2);
                 }
                 pod_dec_pop(d, old);
@@ -554,12 +562,10 @@ int pod_decode_volumes(PodDec *d, json_t *root, Pod *pod) {
                         if (line > 0)
                                 d->line = line;
                         pod->n_volumes = i + 1;
-                        if (!json_is_object(v))
-                                r = pod_dec_fail(d, 0, NULL, "Invalid type: expected object, got %s",
-                                                 pod_json_type_name(v));
-                        else
+                        /* not an object: the field check notes it */
+                        if (json_is_object(v))
                                 r = decode_volume(d, pod, v, &pod->volumes[i]);
-                        for (size_t k = 0; r == 0 && k < i; k++)
+                        for (size_t k = 0; r == 0 && pod->volumes[i].name && k < i; k++)
                                 if (pod->volumes[k].name && strcmp(pod->volumes[k].name, pod->volumes[i].name) == 0)
                                         r = pod_dec_fail(d, pod_dec_field_line(d, v, "name"), ".name",
                                                          "Duplicate value: \"%s\"", pod->volumes[i].name);

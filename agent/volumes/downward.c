@@ -339,14 +339,14 @@ int vol_expand(const char *expr, char *const *envs, char **ret, CubError *err) {
         if (n_names > 0) {
                 qsort(names, n_names, sizeof(*names), cmp_str);
                 buf_str(&missing, "");
-                for (size_t i = 0; i < n_names; i++) {
+                for (size_t i = 0; i < n_names; i++)
                         if (i == 0 || strcmp(names[i], names[i - 1]) != 0) {
                                 if (missing.n > 0)
                                         buf_str(&missing, ", ");
                                 buf_str(&missing, names[i]);
                         }
+                for (size_t i = 0; i < n_names; i++)
                         free(names[i]);
-                }
                 free(names);
                 free(b.s);
                 (void) cub_err_set(err, EINVAL, "missing value for %s", missing.s ? missing.s : "?");

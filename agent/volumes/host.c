@@ -236,12 +236,12 @@ int vol_atomic_write(const char *dir, const VolFile *files, size_t n, CubError *
 
                                 keep = strlen(de->d_name) == len && strncmp(de->d_name, files[i].path, len) == 0;
                         }
-                        (void) snprintf(at, sizeof(at), "%s/%s", dir, de->d_name);
+                        (void) join(at, sizeof(at), dir, de->d_name);
                         l = readlink(at, cur, sizeof(cur) - 1);
                         if (!keep && l > 0)
                                 (void) unlink(at);
                 }
-                (void) snprintf(tmp, sizeof(tmp), "%s/%s", dir, old);
+                (void) join(tmp, sizeof(tmp), dir, old);
                 (void) rm_rf(tmp);
         }
         return 0;
@@ -274,7 +274,7 @@ static int own_walk(const char *path, dev_t dev, int64_t gid, bool readonly, uns
 
                         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                                 continue;
-                        (void) snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+                        (void) join(p, sizeof(p), path, de->d_name);
                         r = own_walk(p, dev, gid, readonly, depth + 1);
                         if (r < 0)
                                 return r;
@@ -395,7 +395,7 @@ int vol_pod_setup(const VolRoots *roots, const Pod *pod, int64_t pod_memory_limi
                                 break;
                         }
                 if (r < 0)
-                        return cub_err_wrap(err, "MountVolume.SetUp failed for volume \"%s\" : ", v->name);
+                        return cub_err_wrap(err, "MountVolume.SetUp failed for volume \"%s\" ", v->name);
         }
         return 0;
 }
@@ -408,7 +408,7 @@ int vol_pod_teardown(const VolRoots *roots, const char *uid, CubError *err) {
         if (r < 0)
                 return r;
         /* tmpfs mounts first: the removal does not cross mounts */
-        (void) snprintf(plugin, sizeof(plugin), "%s/%s", dir, VOL_DIR_EMPTY_DIR);
+        (void) join(plugin, sizeof(plugin), dir, VOL_DIR_EMPTY_DIR);
         {
                 _cleanup_(closedirp) DIR *d = opendir(plugin);
                 struct dirent *de;
@@ -418,7 +418,7 @@ int vol_pod_teardown(const VolRoots *roots, const char *uid, CubError *err) {
 
                         if (de->d_name[0] == '.')
                                 continue;
-                        (void) snprintf(p, sizeof(p), "%s/%s", plugin, de->d_name);
+                        (void) join(p, sizeof(p), plugin, de->d_name);
                         while (is_tmpfs_mount(p))
                                 if (umount2(p, MNT_DETACH) < 0)
                                         return cub_err_set(err, errno, "umount %s: %s", p, strerror(errno));
@@ -427,7 +427,7 @@ int vol_pod_teardown(const VolRoots *roots, const char *uid, CubError *err) {
         r = rm_rf(dir);
         if (r < 0)
                 return cub_err_set(err, -r, "rm -r %s: %s", dir, strerror(-r));
-        (void) snprintf(plugin, sizeof(plugin), "%s/%s", roots->pods_dir, uid);
+        (void) join(plugin, sizeof(plugin), roots->pods_dir, uid);
         (void) rmdir(plugin);
         return 0;
 }
@@ -546,7 +546,7 @@ int vol_container_mounts(const VolRoots *roots, const Pod *pod, const PodContain
                                                 expanded);
                         if (r < 0) {
                                 cub_err_wrap(err, "failed to prepare subPath for volumeMount \"%s\" of container "
-                                                  "\"%s\": ",
+                                                  "\"%s\"",
                                              m->name, c->name);
                                 break;
                         }
@@ -554,7 +554,7 @@ int vol_container_mounts(const VolRoots *roots, const Pod *pod, const PodContain
                 } else if (m->sub_path && *m->sub_path)
                         r = vol_subpath(path, m->sub_path, &sub, err);
                 if (r < 0) {
-                        cub_err_wrap(err, "failed to prepare subPath for volumeMount \"%s\" of container \"%s\": ",
+                        cub_err_wrap(err, "failed to prepare subPath for volumeMount \"%s\" of container \"%s\"",
                                      m->name, c->name);
                         break;
                 }
@@ -616,7 +616,7 @@ int vol_usage(const char *dir, uint64_t *ret, CubError *err) {
 
                         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                                 continue;
-                        (void) snprintf(p, sizeof(p), "%s/%s", cur, de->d_name);
+                        (void) join(p, sizeof(p), cur, de->d_name);
                         if (lstat(p, &st) < 0 || st.st_dev != root.st_dev)
                                 continue;
                         if (st.st_nlink > 1 && !S_ISDIR(st.st_mode)) {
