@@ -264,7 +264,8 @@ static void check_pod(Volumes *m, const LcPod *p) {
                 (void) snprintf(a.reason, sizeof(a.reason), "Evicted");
                 (void) snprintf(a.message, sizeof(a.message), "Usage of EmptyDir volume \"%s\" exceeds the limit \"%s\". ",
                                 v->name, pod_quantity_format(v->size_limit, false, q));
-                (void) snprintf(a.resource, sizeof(a.resource), "ephemeral-storage");
+                /* kubelet's evictions{eviction_signal} label for it */
+                (void) snprintf(a.resource, sizeof(a.resource), "emptydirfs.limit");
                 cub_log(LOG_WARNING, "pod %s/%s: emptyDir \"%s\" uses %" PRIu64 " bytes over its sizeLimit %s: evicting it",
                         pod->namespace_, pod->name, v->name, used, q);
                 m->env->act(m->env->loop, &a);
