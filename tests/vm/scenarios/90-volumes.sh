@@ -71,7 +71,7 @@ spec:
       - {path: labels, fieldRef: {fieldPath: metadata.labels}}
       - {path: mem_limit, resourceFieldRef: {containerName: app, resource: limits.memory, divisor: 1Mi}}
 Y
-t_ok "pod vols reaches Running" wait_phase "vols-$NODE" Running 150
+t_ok "pod vols reaches Running" wait_phase "vols-$NODE" Running 150 || t_diag "vols: $(podq vols .reason): $(podq vols .message)"
 uid=$(podq vols .uid)
 ED=$PODS/$uid/volumes/kubernetes.io~empty-dir
 
