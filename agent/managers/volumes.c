@@ -255,18 +255,19 @@ static void check_pod(Volumes *m, const LcPod *p) {
 
                 if (v->kind != POD_VOLUME_EMPTY_DIR || !v->size_limit_set || pod_quantity_is_zero(v->size_limit))
                         continue;
-                if (vol_path(&m->roots, pod->uid, v, path, sizeof(path), &err) < 0 ||
-                    vol_usage(path, &used, &err) < 0)
+                if (vol_path(&m->roots, pod->uid, v, path, sizeof(path), &err) < 0 || vol_usage(path, &used, &err) < 0)
                         continue;
                 if (used <= (uint64_t) pod_quantity_value(v->size_limit))
                         continue;
                 (void) snprintf(a.uid, sizeof(a.uid), "%s", pod->uid);
                 (void) snprintf(a.reason, sizeof(a.reason), "Evicted");
-                (void) snprintf(a.message, sizeof(a.message), "Usage of EmptyDir volume \"%s\" exceeds the limit \"%s\". ",
-                                v->name, pod_quantity_format(v->size_limit, false, q));
+                (void) snprintf(a.message, sizeof(a.message),
+                                "Usage of EmptyDir volume \"%s\" exceeds the limit \"%s\". ", v->name,
+                                pod_quantity_format(v->size_limit, false, q));
                 /* kubelet's evictions{eviction_signal} label for it */
                 (void) snprintf(a.resource, sizeof(a.resource), "emptydirfs.limit");
-                cub_log(LOG_WARNING, "pod %s/%s: emptyDir \"%s\" uses %" PRIu64 " bytes over its sizeLimit %s: evicting it",
+                cub_log(LOG_WARNING,
+                        "pod %s/%s: emptyDir \"%s\" uses %" PRIu64 " bytes over its sizeLimit %s: evicting it",
                         pod->namespace_, pod->name, v->name, used, q);
                 m->env->act(m->env->loop, &a);
                 return;

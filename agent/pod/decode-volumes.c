@@ -59,9 +59,9 @@ void pod_volumes_done(Pod *pod) {
 
 /* ---- tables ------------------------------------------------------------- */
 
-static const char *const host_path_types[] = { "",          "DirectoryOrCreate", "Directory",  "FileOrCreate",
-                                               "File",      "Socket",            "CharDevice", "BlockDevice",
-                                               NULL };
+static const char *const host_path_types[] = {
+        "", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice", NULL
+};
 static const char *const propagations[] = { "None", "HostToContainer", "Bidirectional", NULL };
 static const char *const fs_group_policies[] = { "OnRootMismatch", "Always", NULL };
 
@@ -165,8 +165,8 @@ static int parse_quantity_at(PodDec *d, const char *suffix, const char *text, Po
 }
 
 static bool is_volume_field_path(const char *fp) {
-        static const char *const ok[] = { "metadata.name", "metadata.namespace", "metadata.labels",
-                                          "metadata.annotations", "metadata.uid", NULL };
+        static const char *const ok[] = { "metadata.name",        "metadata.namespace", "metadata.labels",
+                                          "metadata.annotations", "metadata.uid",       NULL };
 
         for (const char *const *o = ok; *o; o++)
                 if (strcmp(fp, *o) == 0)
@@ -179,8 +179,12 @@ static bool is_volume_field_path(const char *fp) {
 }
 
 static bool is_volume_resource(const char *r) {
-        static const char *const ok[] = { "limits.cpu",           "limits.memory",   "limits.ephemeral-storage",
-                                          "requests.cpu",         "requests.memory", "requests.ephemeral-storage",
+        static const char *const ok[] = { "limits.cpu",
+                                          "limits.memory",
+                                          "limits.ephemeral-storage",
+                                          "requests.cpu",
+                                          "requests.memory",
+                                          "requests.ephemeral-storage",
                                           NULL };
 
         for (const char *const *o = ok; *o; o++)
@@ -201,8 +205,9 @@ static bool container_exists(const Pod *pod, const char *name) {
 
 static int check_mode(PodDec *d, const char *suffix, int32_t mode) {
         if (mode < 0 || mode > 0777)
-                return pod_dec_fail(d, 0, suffix, "Invalid value: %" PRId32 ": must be a number between 0 and 0777 "
-                                                  "(octal), both inclusive",
+                return pod_dec_fail(d, 0, suffix,
+                                    "Invalid value: %" PRId32 ": must be a number between 0 and 0777 "
+                                    "(octal), both inclusive",
                                     mode);
         return 0;
 }
@@ -227,11 +232,13 @@ static int check_items(PodDec *d, const Pod *pod, json_t *arr, PodDownwardFile *
                 if (r == 0 && f->mode_set)
                         r = check_mode(d, ".mode", f->mode);
                 if (r == 0 && f->field_path && f->resource)
-                        r = pod_dec_fail(d, 0, NULL, "Invalid value: \"resource\": fieldRef and resourceFieldRef can "
-                                                     "not be specified simultaneously");
+                        r = pod_dec_fail(d, 0, NULL,
+                                         "Invalid value: \"resource\": fieldRef and resourceFieldRef can "
+                                         "not be specified simultaneously");
                 if (r == 0 && !f->field_path && !f->resource)
-                        r = pod_dec_fail(d, 0, NULL, "Required value: one of fieldRef and resourceFieldRef is "
-                                                     "required");
+                        r = pod_dec_fail(d, 0, NULL,
+                                         "Required value: one of fieldRef and resourceFieldRef is "
+                                         "required");
                 if (r == 0 && f->field_path && !is_volume_field_path(f->field_path))
                         r = pod_dec_fail(d, 0, ".fieldRef.fieldPath",
                                          "Unsupported value: \"%s\": supported values: \"metadata.annotations\", "
@@ -239,8 +246,9 @@ static int check_items(PodDec *d, const Pod *pod, json_t *arr, PodDownwardFile *
                                          "\"metadata.uid\"",
                                          f->field_path);
                 if (r == 0 && f->field_api_version && strcmp(f->field_api_version, "v1") != 0)
-                        r = pod_dec_fail(d, 0, ".fieldRef.apiVersion", "Unsupported value: \"%s\": supported values: "
-                                                                      "\"v1\"",
+                        r = pod_dec_fail(d, 0, ".fieldRef.apiVersion",
+                                         "Unsupported value: \"%s\": supported values: "
+                                         "\"v1\"",
                                          f->field_api_version);
                 if (r == 0 && f->resource) {
                         if (!f->resource_container || !*f->resource_container)
@@ -393,8 +401,7 @@ static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
                 if (r == 0 && has_backsteps(v->host_path))
                         r = pod_dec_fail(d, 0, ".path", "Invalid value: \"%s\": must not contain '..'", v->host_path);
                 if (r == 0 && v->host_path[0] != '/')
-                        r = pod_dec_fail(d, 0, ".path",
-                                         "Invalid value: \"%s\": cubelet needs an absolute host path",
+                        r = pod_dec_fail(d, 0, ".path", "Invalid value: \"%s\": cubelet needs an absolute host path",
                                          v->host_path);
         } else if (strcmp(kind, "emptyDir") == 0) {
                 _cleanup_free_ char *limit = NULL;
@@ -523,9 +530,10 @@ static int decode_mounts(PodDec *d, const Pod *pod, json_t *list, PodContainer *
                         if (r == 0 && m->sub_path && *m->sub_path)
                                 r = check_local_path(d, ".subPath", m->sub_path);
                         if (r == 0 && m->sub_path_expr && *m->sub_path_expr && m->sub_path && *m->sub_path)
-                                r = pod_dec_fail(d, line, ".subPathExpr",
-                                                 "Invalid value: \"%s\": subPathExpr and subPath are mutually exclusive",
-                                                 m->sub_path_expr);
+                                r = pod_dec_fail(
+                                        d, line, ".subPathExpr",
+                                        "Invalid value: \"%s\": subPathExpr and subPath are mutually exclusive",
+                                        m->sub_path_expr);
                         if (r == 0 && m->sub_path_expr && *m->sub_path_expr)
                                 r = check_local_path(d, ".subPathExpr", m->sub_path_expr);
                         if (r == 0 && m->mount_propagation && strcmp(m->mount_propagation, "Bidirectional") == 0 &&

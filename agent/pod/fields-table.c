@@ -161,14 +161,8 @@ static const PodFieldRule resource_requirements[] = {
 
 /* volumes */
 static const PodFieldRule volume_mount[] = {
-        A("name"),
-        A("mountPath"),
-        A("readOnly"),
-        A("subPath"),
-        A("subPathExpr"),
-        A("mountPropagation"),
-        R("recursiveReadOnly"),
-        END,
+        A("name"),        A("mountPath"),        A("readOnly"),          A("subPath"),
+        A("subPathExpr"), A("mountPropagation"), R("recursiveReadOnly"), END,
 };
 
 static const PodFieldRule container[] = {
@@ -215,10 +209,7 @@ static const PodFieldRule resource_field_selector[] = {
 };
 
 static const PodFieldRule downward_api_file[] = {
-        A("path"),
-        AO("fieldRef", object_field_selector),
-        AO("resourceFieldRef", resource_field_selector),
-        A("mode"),
+        A("path"), AO("fieldRef", object_field_selector), AO("resourceFieldRef", resource_field_selector), A("mode"),
         END,
 };
 

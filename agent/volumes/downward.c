@@ -165,8 +165,8 @@ static int64_t ceil_div(int64_t a, int64_t b) {
         return a / b + (a % b != 0 && a > 0);
 }
 
-int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const VolNode *node,
-                       char *buf, size_t size, CubError *err) {
+int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const VolNode *node, char *buf,
+                       size_t size, CubError *err) {
         const char *dot = strchr(resource, '.');
         bool limit, cpu;
         const char *name;
@@ -189,8 +189,9 @@ int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity 
                 have = pod_resource_get(&c->limits, name, &q);
                 if (!have) {
                         /* MergeContainerResourceLimits: node allocatable */
-                        int64_t a = cpu ? node->cpu_milli : strcmp(name, "memory") == 0 ? node->memory
-                                                                                         : node->ephemeral_storage;
+                        int64_t a = cpu                           ? node->cpu_milli
+                                    : strcmp(name, "memory") == 0 ? node->memory
+                                                                  : node->ephemeral_storage;
 
                         q = cpu ? (PodQuantity){ .units = a / 1000, .milli = (uint16_t) (a % 1000) }
                                 : (PodQuantity){ .units = a };

@@ -365,9 +365,9 @@ static int setup_downward(const char *path, const Pod *pod, const PodVolume *v, 
         return r;
 }
 
-int vol_pod_setup(const VolRoots *roots, const Pod *pod, int64_t pod_memory_limit, const VolNode *node,
-                  CubError *err) {
-        bool on_root_mismatch = pod->fs_group_change_policy && strcmp(pod->fs_group_change_policy, "OnRootMismatch") == 0;
+int vol_pod_setup(const VolRoots *roots, const Pod *pod, int64_t pod_memory_limit, const VolNode *node, CubError *err) {
+        bool on_root_mismatch =
+                pod->fs_group_change_policy && strcmp(pod->fs_group_change_policy, "OnRootMismatch") == 0;
 
         for (size_t i = 0; i < pod->n_volumes; i++) {
                 const PodVolume *v = &pod->volumes[i];
@@ -541,12 +541,14 @@ int vol_container_mounts(const VolRoots *roots, const Pod *pod, const PodContain
 
                         r = vol_expand(m->sub_path_expr, envs, &expanded, err);
                         if (r == 0 && (expanded[0] == '/' || strstr(expanded, "..")))
-                                r = cub_err_set(err, EINVAL, "error SubPath `%s` must not be an absolute path or "
-                                                             "contain '..'",
+                                r = cub_err_set(err, EINVAL,
+                                                "error SubPath `%s` must not be an absolute path or "
+                                                "contain '..'",
                                                 expanded);
                         if (r < 0) {
-                                cub_err_wrap(err, "failed to prepare subPath for volumeMount \"%s\" of container "
-                                                  "\"%s\"",
+                                cub_err_wrap(err,
+                                             "failed to prepare subPath for volumeMount \"%s\" of container "
+                                             "\"%s\"",
                                              m->name, c->name);
                                 break;
                         }
@@ -561,11 +563,10 @@ int vol_container_mounts(const VolRoots *roots, const Pod *pod, const PodContain
                 l[n].container_path = strdup(m->mount_path);
                 l[n].host_path = strdup(sub ? sub : path);
                 l[n].readonly = m->read_only || v->kind == POD_VOLUME_DOWNWARD_API || v->kind == POD_VOLUME_PROJECTED;
-                l[n].propagation = !m->mount_propagation || strcmp(m->mount_propagation, "None") == 0
-                                           ? VOL_PROPAGATION_PRIVATE
-                                   : strcmp(m->mount_propagation, "HostToContainer") == 0
-                                           ? VOL_PROPAGATION_HOST_TO_CONTAINER
-                                           : VOL_PROPAGATION_BIDIRECTIONAL;
+                l[n].propagation =
+                        !m->mount_propagation || strcmp(m->mount_propagation, "None") == 0 ? VOL_PROPAGATION_PRIVATE
+                        : strcmp(m->mount_propagation, "HostToContainer") == 0 ? VOL_PROPAGATION_HOST_TO_CONTAINER
+                                                                               : VOL_PROPAGATION_BIDIRECTIONAL;
                 n++;
                 if (!l[n - 1].container_path || !l[n - 1].host_path)
                         r = cub_err_set(err, ENOMEM, "out of memory");

@@ -55,8 +55,8 @@ char *vol_format_map(const PodStringMap *m);
  * others in units), as text into buf. A limit the container does not set
  * is the node's allocatable; a request it does not set is its limit (API
  * defaulting), else 0. -EINVAL for an unknown resource. */
-int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const VolNode *node,
-                       char *buf, size_t size, CubError *err);
+int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const VolNode *node, char *buf,
+                       size_t size, CubError *err);
 
 /* The content of one downwardAPI file (malloc'd in *ret). */
 int vol_downward_value(const Pod *pod, const PodDownwardFile *f, const VolNode *node, char **ret, CubError *err);
@@ -99,8 +99,7 @@ int vol_set_ownership(const char *dir, int64_t fs_group, bool readonly, bool on_
  * pod adopted after a restart (a tmpfs already mounted stays as it is).
  * A failure names the volume as kubelet's FailedMount event:
  * `MountVolume.SetUp failed for volume "data" : hostPath type check failed: ...`. */
-int vol_pod_setup(const VolRoots *roots, const Pod *pod, int64_t pod_memory_limit, const VolNode *node,
-                  CubError *err);
+int vol_pod_setup(const VolRoots *roots, const Pod *pod, int64_t pod_memory_limit, const VolNode *node, CubError *err);
 /* Unmounts the pod's tmpfs volumes and removes <pods_dir>/<uid>/volumes
  * (and <pods_dir>/<uid> when it is then empty). */
 int vol_pod_teardown(const VolRoots *roots, const char *uid, CubError *err);

@@ -64,18 +64,18 @@ static Pod *decode(const char *text) {
         return pod;
 }
 
-#define CHECK_ERR(path, type, want)                                          \
-        do {                                                                 \
-                CubError e_ = {};                                            \
-                assert_true(vol_host_path_check((path), (type), &e_) < 0);   \
-                assert_string_equal(e_.msg, (want));                         \
+#define CHECK_ERR(path, type, want)                                        \
+        do {                                                               \
+                CubError e_ = {};                                          \
+                assert_true(vol_host_path_check((path), (type), &e_) < 0); \
+                assert_string_equal(e_.msg, (want));                       \
         } while (0)
 
-#define CHECK_OK(path, type)                                                           \
-        do {                                                                           \
-                CubError e_ = {};                                                      \
-                if (vol_host_path_check((path), (type), &e_) < 0)                      \
-                        fail_msg("%s %s: %s", (path), (type), e_.msg);                 \
+#define CHECK_OK(path, type)                                           \
+        do {                                                           \
+                CubError e_ = {};                                      \
+                if (vol_host_path_check((path), (type), &e_) < 0)      \
+                        fail_msg("%s %s: %s", (path), (type), e_.msg); \
         } while (0)
 
 static void test_host_path_types(void **state) {
@@ -169,9 +169,9 @@ static void test_resource_vectors(void **state) {
         static const struct {
                 const char *resource, *divisor, *want;
         } v[] = {
-                { "limits.cpu", NULL, "1" },        /* 250m / 1 → 1 */
-                { "limits.cpu", "1m", "250" },      /* 250m / 1m */
-                { "limits.cpu", "100m", "3" },      /* ceil(2.5) */
+                { "limits.cpu", NULL, "1" },   /* 250m / 1 → 1 */
+                { "limits.cpu", "1m", "250" }, /* 250m / 1m */
+                { "limits.cpu", "100m", "3" }, /* ceil(2.5) */
                 { "limits.memory", NULL, "67108864" },
                 { "limits.memory", "1Mi", "64" },
                 { "limits.memory", "1k", "67109" }, /* ceil(67108.864) */
@@ -193,9 +193,8 @@ static void test_resource_vectors(void **state) {
 
                 if (v[i].divisor)
                         assert_int_equal(pod_quantity_parse(v[i].divisor, &d, &err), 0);
-                assert_int_equal(vol_resource_value(&pod->containers[0], v[i].resource, d, &node, buf, sizeof(buf),
-                                                    &err),
-                                 0);
+                assert_int_equal(
+                        vol_resource_value(&pod->containers[0], v[i].resource, d, &node, buf, sizeof(buf), &err), 0);
                 if (strcmp(buf, v[i].want) != 0)
                         fail_msg("%s / %s: %s, want %s", v[i].resource, v[i].divisor ? v[i].divisor : "1", buf,
                                  v[i].want);
@@ -236,8 +235,9 @@ static void test_downward_values(void **state) {
                                   "      - {path: uid, fieldRef: {fieldPath: metadata.uid}}\n"
                                   "      - {path: mem, resourceFieldRef: {containerName: a, resource: limits.memory, "
                                   "divisor: 1Mi}}\n");
-        static const char *const want[] = { "app=\"web\"\ntier=\"b\"", "note=\"x y\"", "web", "", "p", "ns", "u-1",
-                                            "64" };
+        static const char *const want[] = {
+                "app=\"web\"\ntier=\"b\"", "note=\"x y\"", "web", "", "p", "ns", "u-1", "64"
+        };
         VolNode node = { .cpu_milli = 1000, .memory = 1 << 30 };
 
         (void) state;
@@ -548,12 +548,12 @@ static void test_setup_failure_names_volume(void **state) {
         pod_free(pod);
 }
 
-#define DECODE_ERR(text, want)                                                                  \
-        do {                                                                                    \
-                Pod *p_ = NULL;                                                                 \
-                CubError e_ = {};                                                               \
+#define DECODE_ERR(text, want)                                                                          \
+        do {                                                                                            \
+                Pod *p_ = NULL;                                                                         \
+                CubError e_ = {};                                                                       \
                 assert_true(pod_decode((text), strlen(text), "v.yaml", POD_FORMAT_YAML, &p_, &e_) < 0); \
-                assert_string_equal(e_.msg, (want));                                            \
+                assert_string_equal(e_.msg, (want));                                                    \
         } while (0)
 
 #define SPEC POD_HDR "spec:\n  containers:\n  - name: a\n    image: x\n"
