@@ -373,6 +373,7 @@ static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
                 }
         }
         /* another source (nfs, secret, ...) is the field table's refusal */
+        v->kind = _POD_VOLUME_KIND_INVALID;
         if (n == 0) {
                 const char *k;
                 json_t *x;
