@@ -68,6 +68,7 @@ API_SRCS    := $(wildcard agent/api/*.c)
 CPUMGR_SRCS := $(wildcard agent/cpumanager/*.c)
 ADMIT_SRCS  := $(wildcard agent/admit/*.c)
 EVICT_SRCS  := $(wildcard eviction/*.c)
+VOL_SRCS    := $(wildcard agent/volumes/*.c)
 PROTO_SRCS := $(wildcard proto/*.c)
 CRI_SRCS   := $(wildcard cri/*.c)
 DP_SRCS    := $(wildcard deviceplugin/*.c)
@@ -77,7 +78,7 @@ GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
 LIBS := $(B)/liblc.a $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
-	$(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
+	$(B)/libvol.a $(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
@@ -127,6 +128,8 @@ $(B)/libcpumgr.a: $(call obj,$(CPUMGR_SRCS))
 $(B)/libadmit.a: $(call obj,$(ADMIT_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libevict.a: $(call obj,$(EVICT_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libvol.a: $(call obj,$(VOL_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 
 $(B)/cubelet: $(call obj,$(AGENT_SRCS) $(MGR_SRCS)) $(LIBS)
@@ -265,7 +268,7 @@ lint: $(LIBS)
 
 FORMAT_FILES = $(UTIL_SRCS) $(POD_SRCS) $(CG_SRCS) $(AGENT_SRCS) $(CONFIG_SRCS) $(WORKER_SRCS) $(API_SRCS) \
 	$(LC_SRCS) $(MGR_SRCS) \
-	$(CPUMGR_SRCS) $(ADMIT_SRCS) $(EVICT_SRCS) \
+	$(CPUMGR_SRCS) $(ADMIT_SRCS) $(EVICT_SRCS) $(VOL_SRCS) \
 	$(CRI_SRCS) $(PROTO_SRCS) $(DP_SRCS) $(GPU_SRCS) \
 	$(wildcard agent/*/*.h agent/*.h cri/*.h proto/*.h eviction/*.h deviceplugin/*.h deviceplugin/gpu/*.h)
 format:

@@ -185,6 +185,8 @@ int cri_create_container(CriClient *c, const char *sandbox_id, const CriContaine
                         m->container_path = cri_s_or_empty(cfg->mounts[i].container_path);
                         m->host_path = cri_s_or_empty(cfg->mounts[i].host_path);
                         m->readonly = cfg->mounts[i].readonly;
+                        /* volumes */
+                        m->propagation = (Runtime__V1__MountPropagation) cfg->mounts[i].propagation;
                         cc->mounts[i] = m;
                 }
                 cc->n_mounts = cfg->n_mounts;

@@ -124,10 +124,19 @@ typedef struct CriResources {
         const char *const *unified; /* cgroup v2 files, flat key/value list */
 } CriResources;
 
+/* CRI MountPropagation (api.proto, Mount.propagation = 5) */
+typedef enum CriMountPropagation {
+        CRI_PROPAGATION_PRIVATE = 0,
+        CRI_PROPAGATION_HOST_TO_CONTAINER = 1,
+        CRI_PROPAGATION_BIDIRECTIONAL = 2,
+} CriMountPropagation;
+
 typedef struct CriMount {
         const char *container_path;
         const char *host_path;
         bool readonly;
+        /* volumes */
+        CriMountPropagation propagation;
 } CriMount;
 
 typedef struct CriDevice {

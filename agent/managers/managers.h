@@ -7,7 +7,8 @@
  * module: admission.c (agent/admit + agent/cpumanager: the admission ledger
  * and the static CPU manager), pressure.c (eviction/: signals, node
  * conditions, evictions), devices.c (deviceplugin/: plugins, device
- * allocations). A new manager is one file here, its logic in its
+ * allocations), volumes.c (agent/volumes/: pod volumes, emptyDir
+ * sizeLimit evictions). A new manager is one file here, its logic in its
  * own folder, and one line in mgr_table (managers.c); the loop does not
  * change.
  */
@@ -18,6 +19,7 @@
 extern const LcManagerVtable mgr_admission;
 extern const LcManagerVtable mgr_pressure;
 extern const LcManagerVtable mgr_devices;
+extern const LcManagerVtable mgr_volumes;
 
 /* The table, in the order the loop calls the hooks. */
 const LcManagerVtable *const *mgr_table(size_t *ret_n);

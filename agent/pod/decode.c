@@ -74,6 +74,7 @@ void pod_container_done(PodContainer *c) {
         free(c->restart_policy);
         seccomp_done(&c->seccomp);
         pod_security_done(&c->security);
+        pod_container_volumes_done(c);
 }
 
 Pod *pod_free(Pod *pod) {
@@ -116,6 +117,7 @@ Pod *pod_free(Pod *pod) {
         pod_resource_list_done(&pod->overhead);
         seccomp_done(&pod->seccomp);
         pod_security_done(&pod->security);
+        pod_volumes_done(pod);
         pod_field_notes_done(&pod->refused);
         pod_field_notes_done(&pod->warnings);
         free(pod);
@@ -389,6 +391,9 @@ static int decode_tree(const PodTree *tree, json_t *root, const char *prefix, Po
                                 return cub_err_set(err, ENOMEM, "out of memory");
                 }
         }
+        r = pod_decode_volumes(&d, root, pod);
+        if (r < 0)
+                return r;
         r = pod_default_and_validate(&d, root, pod);
         if (r < 0)
                 return r;

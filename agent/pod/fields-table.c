@@ -103,8 +103,8 @@ static const PodFieldRule pod_security_context[] = {
         A("runAsNonRoot"),
         A("supplementalGroups"),
         RI("supplementalGroupsPolicy", groups_policy_default),
-        R("fsGroup"),
-        R("fsGroupChangePolicy"),
+        A("fsGroup"),
+        A("fsGroupChangePolicy"),
         A("sysctls"),
         END,
 };
@@ -160,6 +160,12 @@ static const PodFieldRule resource_requirements[] = {
         END,
 };
 
+/* volumes */
+static const PodFieldRule volume_mount[] = {
+        A("name"),        A("mountPath"),        A("readOnly"),          A("subPath"),
+        A("subPathExpr"), A("mountPropagation"), R("recursiveReadOnly"), END,
+};
+
 static const PodFieldRule container[] = {
         A("name"),
         A("image"),
@@ -176,7 +182,7 @@ static const PodFieldRule container[] = {
         W("resizePolicy", "ignored: an edited manifest is a new pod, nothing is resized in place"),
         WI("terminationMessagePath", "ignored: cubelet does not read termination messages", message_path_default),
         WI("terminationMessagePolicy", "ignored: cubelet does not read termination messages", message_policy_default),
-        R("volumeMounts"),
+        AL("volumeMounts", volume_mount),
         R("volumeDevices"),
         R("livenessProbe"),
         R("readinessProbe"),
@@ -190,8 +196,49 @@ static const PodFieldRule container[] = {
 
 /* ---- Volume -------------------------------------------------------------- */
 
+static const PodFieldRule object_field_selector[] = {
+        A("apiVersion"),
+        A("fieldPath"),
+        END,
+};
+
+static const PodFieldRule resource_field_selector[] = {
+        A("containerName"),
+        A("resource"),
+        A("divisor"),
+        END,
+};
+
+static const PodFieldRule downward_api_file[] = {
+        A("path"), AO("fieldRef", object_field_selector), AO("resourceFieldRef", resource_field_selector), A("mode"),
+        END,
+};
+
+static const PodFieldRule downward_api_projection[] = {
+        AL("items", downward_api_file),
+        END,
+};
+
+static const PodFieldRule downward_api_volume[] = {
+        AL("items", downward_api_file),
+        A("defaultMode"),
+        END,
+};
+
+static const PodFieldRule host_path_volume[] = {
+        A("path"),
+        A("type"),
+        END,
+};
+
+static const PodFieldRule empty_dir_volume[] = {
+        A("medium"),
+        A("sizeLimit"),
+        END,
+};
+
 static const PodFieldRule projection[] = {
-        R("downwardAPI"),
+        AO("downwardAPI", downward_api_projection),
         RW("configMap", "static pods may not reference configmaps (via projected volumes)"),
         RW("secret", "static pods may not reference secrets (via projected volumes)"),
         RW("serviceAccountToken", "static pods may not reference serviceaccounts (via projected volumes)"),
@@ -201,15 +248,15 @@ static const PodFieldRule projection[] = {
 
 static const PodFieldRule projected_volume[] = {
         AL("sources", projection),
-        A("defaultMode"), /* no effect: every source is refused */
+        A("defaultMode"),
         END,
 };
 
 static const PodFieldRule volume[] = {
         A("name"),
-        R("hostPath"),
-        R("emptyDir"),
-        R("downwardAPI"),
+        AO("hostPath", host_path_volume),
+        AO("emptyDir", empty_dir_volume),
+        AO("downwardAPI", downward_api_volume),
         AO("projected", projected_volume),
         RW("configMap", "static pods may not reference configmaps (via configmap volumes)"),
         RW("secret", "static pods may not reference secrets (via secret volumes)"),

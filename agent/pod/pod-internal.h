@@ -167,6 +167,12 @@ extern const PodFieldRule pod_field_table[];
  * warnings. Fails only when out of memory. */
 int pod_fields_check(const PodTree *t, json_t *root, const char *prefix, Pod *pod, CubError *err);
 
+/* volumes (decode-volumes.c): spec.volumes, the containers' volumeMounts,
+ * securityContext.fsGroup/fsGroupChangePolicy; run after the containers */
+int pod_decode_volumes(PodDec *d, json_t *root, Pod *pod);
+void pod_volumes_done(Pod *pod);
+void pod_container_volumes_done(PodContainer *c);
+
 /* Defaulting and validation over the decoded struct (defaults.c). */
 int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod);
 bool pod_dns1123_label(const char *s);

@@ -121,6 +121,51 @@ typedef struct PodSecurity {
         PodSysctl *sysctls;
         size_t n_sysctls;
 } PodSecurity;
+/* volumes */
+typedef struct PodVolumeMount {
+        char *name;
+        char *mount_path;
+        bool read_only;
+        char *sub_path;          /* NULL when not set */
+        char *sub_path_expr;     /* NULL when not set */
+        char *mount_propagation; /* None (default), HostToContainer, Bidirectional */
+} PodVolumeMount;
+
+typedef enum PodVolumeKind {
+        POD_VOLUME_HOST_PATH,
+        POD_VOLUME_EMPTY_DIR,
+        POD_VOLUME_DOWNWARD_API,
+        POD_VOLUME_PROJECTED, /* downwardAPI sources only; items of every source in one list */
+        _POD_VOLUME_KIND_MAX,
+        _POD_VOLUME_KIND_INVALID = -22,
+} PodVolumeKind;
+
+/* One file of a downwardAPI volume (or projection). */
+typedef struct PodDownwardFile {
+        char *path;
+        char *field_path;         /* fieldRef.fieldPath, NULL for resourceFieldRef */
+        char *resource_container; /* resourceFieldRef.containerName */
+        char *resource;           /* resourceFieldRef.resource: limits.cpu, requests.memory, ... */
+        PodQuantity divisor;      /* 0 = 1 */
+        int32_t mode;
+        bool mode_set;
+        /* decoding only */
+        char *divisor_text;
+        char *field_api_version;
+} PodDownwardFile;
+
+typedef struct PodVolume {
+        char *name;
+        PodVolumeKind kind;
+        char *host_path;      /* hostPath.path */
+        char *host_path_type; /* hostPath.type, "" when not set */
+        char *medium;         /* emptyDir.medium, "" or "Memory" */
+        PodQuantity size_limit;
+        bool size_limit_set;
+        PodDownwardFile *items;
+        size_t n_items;
+        int32_t default_mode; /* defaulted to 0644 */
+} PodVolume;
 
 typedef struct PodContainer {
         char *name;
@@ -139,6 +184,9 @@ typedef struct PodContainer {
         PodSeccomp seccomp;
         /* security context */
         PodSecurity security;
+        /* volumes */
+        PodVolumeMount *volume_mounts;
+        size_t n_volume_mounts;
 } PodContainer;
 
 typedef struct PodNodeSelectorRequirement {
@@ -213,6 +261,12 @@ typedef struct Pod {
         bool host_pid;
         bool host_ipc;
         bool share_process_namespace;
+        /* volumes */
+        PodVolume *volumes;
+        size_t n_volumes;
+        int64_t fs_group;
+        bool fs_group_set;
+        char *fs_group_change_policy; /* Always (default) or OnRootMismatch; NULL when not set */
         /* fields of the manifest cubelet does not implement: refused ones
          * (the pod must not run: reason POD_REFUSED_REASON) and ignored ones
          * (a warning, once) */

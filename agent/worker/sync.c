@@ -210,7 +210,8 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 for (size_t i = 0; mounts && i < mc->n_mounts; i++)
                         mounts[i] = (CriMount){ .container_path = mc->mounts[i].container_path,
                                                 .host_path = mc->mounts[i].host_path,
-                                                .readonly = mc->mounts[i].readonly };
+                                                .readonly = mc->mounts[i].readonly,
+                                                .propagation = mc->mounts[i].propagation };
         }
         if ((mc && mc->n_devices > 0 && !devices) || (mc && mc->n_mounts > 0 && !mounts)) {
                 free(envs);

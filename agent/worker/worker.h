@@ -87,6 +87,8 @@ typedef struct WorkerMount {
         char *container_path;
         char *host_path;
         bool readonly;
+        /* volumes */
+        CriMountPropagation propagation;
 } WorkerMount;
 
 /* A container's share of the CRI container config from the managers; every

@@ -594,17 +594,17 @@ static void test_unread_fields_noted(void **state) {
         (void) state;
         pod = decode("unk.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n"
                                  "  creationTimestamp: null\n  generateName: x-\n  ownerReferences: [{a: 1}]\n"
-                                 "spec:\n  dnsPolicy: ClusterFirst\n  volumes: [{name: v, emptyDir: {}}]\n"
+                                 "spec:\n  dnsPolicy: ClusterFirst\n  volumes: [{name: v, nfs: {server: s, path: /}}]\n"
                                  "  containers:\n  - name: a\n    image: x:1\n"
-                                 "    livenessProbe: {httpGet: {path: /, port: 80}}\n"
+                                 "    stdin: true\n"
                                  "    resources: {claims: [{name: c}]}\n"
                                  "    securityContext: {privileged: true, runAsUser: 0, seLinuxOptions: {level: s0}}\n"
                                  "status:\n  phase: Running\n");
         assert_string_equal(pod->containers[0].name, "a");
         assert_int_equal(pod->containers[0].requests.n, 0);
         assert_int_equal(pod->refused.n, 4);
-        assert_string_equal(pod->refused.items[0].path, "spec.volumes[0].emptyDir");
-        assert_string_equal(pod->refused.items[1].path, "spec.containers[0].livenessProbe");
+        assert_string_equal(pod->refused.items[0].path, "spec.volumes[0].nfs");
+        assert_string_equal(pod->refused.items[1].path, "spec.containers[0].stdin");
         assert_string_equal(pod->refused.items[2].path, "spec.containers[0].resources.claims");
         assert_string_equal(pod->refused.items[3].path, "spec.containers[0].securityContext.seLinuxOptions");
         assert_int_equal(pod->warnings.n, 3);

@@ -92,7 +92,7 @@ static void test_refused_volumes(void **state) {
         char *s;
 
         (void) state;
-        pod = decode("vol.yaml", HDR CTR "  volumes:\n  - name: a\n    emptyDir: {}\n"
+        pod = decode("vol.yaml", HDR CTR "  volumes:\n  - name: a\n    gitRepo: {repository: r}\n"
                                          "  - name: b\n    nfs: {server: s, path: /x}\n"
                                          "  - name: c\n    configMap: {name: cm}\n");
         assert_int_equal(pod->refused.n, 3);
@@ -102,7 +102,7 @@ static void test_refused_volumes(void **state) {
         assert_string_equal(pod->refused.items[2].what,
                             "static pods may not reference configmaps (via configmap volumes)");
         s = pod_field_notes_join(&pod->refused, "vol.yaml");
-        assert_string_equal(s, "vol.yaml:11: spec.volumes[0].emptyDir: not supported by cubelet; "
+        assert_string_equal(s, "vol.yaml:11: spec.volumes[0].gitRepo: not supported by cubelet; "
                                "spec.volumes[1].nfs: not supported by cubelet; spec.volumes[2].configMap: static "
                                "pods may not reference configmaps (via configmap volumes)");
         free(s);
@@ -118,10 +118,19 @@ static void test_refused_volumes(void **state) {
         ASSERT_REFUSED(HDR CTR "  volumes:\n  - name: t\n    projected:\n      defaultMode: 420\n      sources:\n"
                                "      - serviceAccountToken: {path: token}\n      - downwardAPI: {items: []}\n",
                        "spec.volumes[0].projected.sources[0].serviceAccountToken: static pods may not reference "
-                       "serviceaccounts (via projected volumes); spec.volumes[0].projected.sources[1].downwardAPI: "
-                       "not supported by cubelet");
-        ASSERT_REFUSED(HDR CTR "  volumes:\n  - name: h\n    hostPath: {path: /data}\n",
-                       "spec.volumes[0].hostPath: not supported by cubelet");
+                       "serviceaccounts (via projected volumes)");
+        /* volumes cubelet implements: their fields are clean */
+        ASSERT_CLEAN(HDR CTR "    volumeMounts: [{name: h, mountPath: /h, readOnly: true, subPath: a, "
+                             "mountPropagation: HostToContainer}]\n"
+                             "  volumes:\n  - name: h\n    hostPath: {path: /data, type: DirectoryOrCreate}\n"
+                             "  - name: e\n    emptyDir: {medium: Memory, sizeLimit: 1Mi}\n"
+                             "  - name: d\n    downwardAPI:\n      defaultMode: 420\n      items:\n"
+                             "      - {path: l, fieldRef: {apiVersion: v1, fieldPath: metadata.labels}, mode: 384}\n"
+                             "      - {path: c, resourceFieldRef: {containerName: a, resource: limits.cpu, "
+                             "divisor: 1m}}\n");
+        ASSERT_REFUSED(HDR CTR "    volumeMounts: [{name: h, mountPath: /h, recursiveReadOnly: Enabled}]\n"
+                               "  volumes:\n  - name: h\n    hostPath: {path: /data}\n",
+                       "spec.containers[0].volumeMounts[0].recursiveReadOnly: not supported by cubelet");
 }
 
 static void test_refused_container_fields(void **state) {
@@ -129,12 +138,12 @@ static void test_refused_container_fields(void **state) {
         ASSERT_REFUSED(HDR CTR
                        "    livenessProbe: {exec: {command: [true]}}\n    readinessProbe: {tcpSocket: {port: 1}}\n"
                        "    startupProbe: {grpc: {port: 1}}\n    lifecycle: {preStop: {sleep: {seconds: 1}}}\n"
-                       "    volumeMounts: [{name: v, mountPath: /v}]\n    volumeDevices: [{name: d, devicePath: /d}]\n"
+                       "    volumeDevices: [{name: d, devicePath: /d}]\n"
                        "    stdin: true\n    tty: true\n",
                        "spec.containers[0].livenessProbe: not supported by cubelet; spec.containers[0].readinessProbe: "
                        "not supported by cubelet; spec.containers[0].startupProbe: not supported by cubelet; "
-                       "spec.containers[0].lifecycle: not supported by cubelet; spec.containers[0].volumeMounts: not "
-                       "supported by cubelet; spec.containers[0].volumeDevices: not supported by cubelet; "
+                       "spec.containers[0].lifecycle: not supported by cubelet; spec.containers[0].volumeDevices: not "
+                       "supported by cubelet; "
                        "spec.containers[0].stdin: not supported by cubelet; spec.containers[0].tty: not supported by "
                        "cubelet");
         /* init containers have the same table */
