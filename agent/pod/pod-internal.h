@@ -109,6 +109,12 @@ int pod_seccomp_post(PodDec *d, json_t *obj, void *base);
 int pod_container_post(PodDec *d, json_t *obj, void *base);
 int pod_init_container_post(PodDec *d, json_t *obj, void *base);
 
+/* env sources (decode-env.c): env[].valueFrom's table, its checks, the free */
+extern const PodField pod_env_source_fields[];
+int pod_env_var_post(PodDec *d, json_t *obj, PodEnvVar *e);
+int pod_env_dec_value_from(PodDec *d, json_t *v, void *dst, const PodField *f);
+void pod_env_var_done(PodEnvVar *e);
+
 void pod_strv_done(PodStrv *v);
 void pod_string_map_done(PodStringMap *m);
 void pod_container_done(PodContainer *c);
