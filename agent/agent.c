@@ -18,6 +18,7 @@
 #include "../cri/cri.h"
 #include "agent-internal.h"
 #include "derive.h"
+#include "logs/logs.h"
 #include "managers/managers.h"
 #include "util/cleanup.h"
 #include "util/fileio.h"
@@ -448,8 +449,9 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         agent_kubepods_capacity(&opt->kc, a->node.cpu_capacity_milli, a->node.memory_capacity,
                                 &a->cg.kubepods_cpu_milli, &a->cg.kubepods_memory);
 
-        if (asprintf(&a->log_root, "%s/pods", a->opt.state_dir) < 0) {
-                a->log_root = NULL;
+        /* logs: kubelet's podLogsDir (/var/log/pods) */
+        a->log_root = strdup(opt->kc.pod_logs_dir && *opt->kc.pod_logs_dir ? opt->kc.pod_logs_dir : LOGS_DEFAULT_ROOT);
+        if (!a->log_root) {
                 r = cub_err_set(err, ENOMEM, "out of memory");
                 goto fail;
         }

@@ -475,6 +475,11 @@ typedef struct PodKubeletConfig {
         char *static_pod_url_client_cert;
         char *static_pod_url_client_key;
         char *static_pod_url_timeout;
+        /* logs: podLogsDir (default /var/log/pods), containerLogMaxSize (a quantity, default "10Mi"),
+         * containerLogMaxFiles (default 5, at least 2) */
+        char *pod_logs_dir;
+        char *container_log_max_size;
+        int64_t container_log_max_files;
         PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 
