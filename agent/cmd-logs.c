@@ -327,7 +327,7 @@ int cli_logs(int argc, char **argv) {
         int o, fd, r;
 
         optind = 1;
-        while ((o = getopt_long(argc, argv, "+fpc:n:h", opts, NULL)) >= 0) {
+        while ((o = getopt_long(argc, argv, "fpc:n:h", opts, NULL)) >= 0) {
                 char *end;
 
                 switch (o) {
@@ -368,20 +368,14 @@ int cli_logs(int argc, char **argv) {
                         return CLI_EXIT_BAD_INPUT;
                 }
         }
-        /* POD, then -c may still follow it (kubectl's order: POD [-c CONTAINER]) */
+        /* getopt_long permutes: POD (and kubectl's positional CONTAINER) are left */
         if (optind < argc)
                 c.pod = argv[optind++];
-        while (optind < argc) {
-                if ((strcmp(argv[optind], "-c") == 0 || strcmp(argv[optind], "--container") == 0) &&
-                    optind + 1 < argc) {
-                        c.container = argv[optind + 1];
-                        optind += 2;
-                } else if (!c.container) {
-                        c.container = argv[optind++]; /* kubectl logs POD CONTAINER */
-                } else {
-                        cub_log(LOG_ERR, "logs: unexpected argument '%s'", argv[optind]);
-                        return CLI_EXIT_BAD_INPUT;
-                }
+        if (optind < argc && !c.container)
+                c.container = argv[optind++];
+        if (optind < argc) {
+                cub_log(LOG_ERR, "logs: unexpected argument '%s'", argv[optind]);
+                return CLI_EXIT_BAD_INPUT;
         }
         if (!c.pod) {
                 fputs("error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.\n", stderr);
@@ -416,7 +410,15 @@ int cli_logs(int argc, char **argv) {
         }
         attempt = find_attempt(cdir, (int64_t) UINT32_MAX + 1);
         if (attempt < 0) {
-                fprintf(stderr, "error: container %s is not valid for pod %s\n", c.container, c.pod);
+                struct stat st;
+
+                if (stat(cdir, &st) == 0)
+                        fprintf(stderr,
+                                "Error from server (BadRequest): container \"%s\" in pod \"%s\" is waiting to start: "
+                                "ContainerCreating\n",
+                                c.container, c.pod);
+                else
+                        fprintf(stderr, "error: container %s is not valid for pod %s\n", c.container, c.pod);
                 strv_free(containers);
                 return EXIT_FAIL;
         }
