@@ -104,3 +104,7 @@ typedef struct LogsPolicy {
 int logs_rotate_pass(CriClient *cri, const LogsPolicy *p, size_t *ret_rotated, CubError *err);
 /* gzip src into dst (through dst.tmp), then remove src. */
 int logs_compress(const char *src, const char *dst, CubError *err);
+/* kubelet's pod log GC: the directories "<ns>_<name>_<uid>" under root of
+ * pods the runtime holds no sandbox of, untouched for min_age_s, are
+ * removed. Nothing is removed when the runtime cannot be asked. */
+int logs_gc_pass(CriClient *cri, const char *root, int64_t min_age_s, size_t *ret_removed, CubError *err);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,4 +178,62 @@ int logs_rotate_pass(CriClient *cri, const LogsPolicy *p, size_t *ret_rotated, C
         }
         cri_containers_free(ct, n);
         return first;
+}
+
+/* ---- pod log directories of pods that are gone ----------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        (void) st;
+        (void) flag;
+        (void) ftw;
+        return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* the UID part of "<ns>_<name>_<uid>" */
+static const char *dir_uid(const char *name) {
+        const char *u = strrchr(name, '_');
+
+        return u && u != name && strchr(name, '_') != u ? u + 1 : NULL;
+}
+
+int logs_gc_pass(CriClient *cri, const char *root, int64_t min_age_s, size_t *ret_removed, CubError *err) {
+        static const char *const selector[] = { "cubelet.io/managed", "true", NULL };
+        CriSandbox *sb = NULL;
+        size_t n = 0;
+        struct dirent *de;
+        time_t now = time(NULL);
+        DIR *d;
+        int r;
+
+        *ret_removed = 0;
+        /* without the runtime's answer nothing is removed */
+        r = cri_list_pod_sandboxes(cri, selector, &sb, &n, err);
+        if (r < 0)
+                return r;
+        d = opendir(root);
+        if (!d) {
+                r = errno == ENOENT ? 0 : cub_err_set(err, errno, "'%s': %s", root, strerror(errno));
+                cri_sandboxes_free(sb, n);
+                return r;
+        }
+        while ((de = readdir(d))) {
+                const char *uid = dir_uid(de->d_name);
+                _cleanup_free_ char *path = NULL;
+                bool live = false;
+                struct stat st;
+
+                if (de->d_name[0] == '.' || !uid || !*uid)
+                        continue;
+                for (size_t i = 0; i < n && !live; i++)
+                        live = sb[i].uid && strcmp(sb[i].uid, uid) == 0;
+                if (live || asprintf(&path, "%s/%s", root, de->d_name) < 0)
+                        continue;
+                if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || now - st.st_mtime < min_age_s)
+                        continue;
+                if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0)
+                        (*ret_removed)++;
+        }
+        closedir(d);
+        cri_sandboxes_free(sb, n);
+        return 0;
 }

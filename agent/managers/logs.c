@@ -13,6 +13,9 @@
 #include "../util/log.h"
 #include "managers.h"
 
+/* a pod's log directory outlives its sandbox by at least this */
+#define LOGS_GC_MIN_AGE_S 60
+
 typedef struct Logs {
         const LcEnv *env;
         LogsPolicy policy;
@@ -26,10 +29,15 @@ typedef struct Logs {
 static void *pass_thread(void *userdata) {
         Logs *m = userdata;
         CubError err = {};
-        size_t n = 0;
+        size_t n = 0, gone = 0;
 
         if (logs_rotate_pass(m->env->cri, &m->policy, &n, &err) < 0)
                 cub_log(LOG_WARNING, "container log rotation: %s", err.msg);
+        err = (CubError){};
+        if (logs_gc_pass(m->env->cri, m->policy.root, LOGS_GC_MIN_AGE_S, &gone, &err) < 0)
+                cub_log(LOG_WARNING, "pod log directories: %s", err.msg);
+        else if (gone > 0)
+                cub_log(LOG_INFO, "removed the log directories of %zu pods that are gone", gone);
         __atomic_add_fetch(&m->rotated, n, __ATOMIC_SEQ_CST);
         __atomic_store_n(&m->running, false, __ATOMIC_SEQ_CST);
         return NULL;
