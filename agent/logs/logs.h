@@ -102,7 +102,7 @@ typedef struct LogsPolicy {
  * over max_size is rotated (rename, ReopenContainerLog, gzip, trim).
  * Blocking: run it off the loop. *ret_rotated counts the logs rotated. */
 int logs_rotate_pass(CriClient *cri, const LogsPolicy *p, size_t *ret_rotated, CubError *err);
-/* gzip src into dst (through dst.tmp), then remove src. */
+/* gzip src into dst (through src.tmp, as kubelet), then remove src. */
 int logs_compress(const char *src, const char *dst, CubError *err);
 /* kubelet's pod log GC: the directories "<ns>_<name>_<uid>" under root of
  * pods the runtime holds no sandbox of, untouched for min_age_s, are

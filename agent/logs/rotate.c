@@ -23,7 +23,7 @@ int logs_compress(const char *src, const char *dst, CubError *err) {
         ssize_t n;
         int fd, r = 0;
 
-        if (asprintf(&tmp, "%s.tmp", dst) < 0)
+        if (asprintf(&tmp, "%s.tmp", src) < 0) /* kubelet's: <log>.tmp, then <log>.gz */
                 return cub_err_set(err, ENOMEM, "out of memory");
         fd = open(src, O_RDONLY | O_CLOEXEC);
         if (fd < 0)

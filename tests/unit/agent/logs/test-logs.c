@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "agent/logs/logs.h"
 
@@ -175,10 +177,42 @@ static void test_plan(void **state) {
         logs_rotate_plan_done(&p);
 }
 
+/* gzip through <log>.tmp, the source removed, the bytes read back with zlib */
+static void test_compress(void **state) {
+        char dir[] = "/tmp/cubelet-logs-XXXXXX", src[128], dst[128], tmp[128], back[64] = "";
+        const char *text = "2024-01-01T00:00:00.1Z stdout F hello\n";
+        CubError err = {};
+        gzFile gz;
+        FILE *f;
+
+        (void) state;
+        assert_non_null(mkdtemp(dir));
+        (void) snprintf(src, sizeof(src), "%s/0.log.20240101-000000", dir);
+        (void) snprintf(dst, sizeof(dst), "%s.gz", src);
+        (void) snprintf(tmp, sizeof(tmp), "%s.tmp", src);
+        f = fopen(src, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+        assert_int_equal(logs_compress(src, dst, &err), 0);
+        assert_int_equal(access(src, F_OK), -1);
+        assert_int_equal(access(tmp, F_OK), -1);
+        gz = gzopen(dst, "rb");
+        assert_non_null(gz);
+        assert_int_equal(gzread(gz, back, sizeof(back) - 1), (int) strlen(text));
+        gzclose(gz);
+        assert_string_equal(back, text);
+        /* a missing source: an error naming it */
+        assert_int_equal(logs_compress(src, dst, &err), -ENOENT);
+        assert_non_null(strstr(err.msg, src));
+        assert_int_equal(unlink(dst), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse), cmocka_unit_test(test_render), cmocka_unit_test(test_tail),
-                cmocka_unit_test(test_names), cmocka_unit_test(test_plan),
+                cmocka_unit_test(test_names), cmocka_unit_test(test_plan),   cmocka_unit_test(test_compress),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
