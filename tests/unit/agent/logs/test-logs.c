@@ -179,7 +179,7 @@ static void test_plan(void **state) {
 
 /* gzip through <log>.tmp, the source removed, the bytes read back with zlib */
 static void test_compress(void **state) {
-        char dir[] = "/tmp/cubelet-logs-XXXXXX", src[128], dst[128], tmp[128], back[64] = "";
+        char dir[] = "/tmp/cubelet-logs-XXXXXX", src[128], dst[256], tmp[256], back[64] = "";
         const char *text = "2024-01-01T00:00:00.1Z stdout F hello\n";
         CubError err = {};
         gzFile gz;
