@@ -107,7 +107,9 @@ static void test_tail(void **state) {
         assert_string_equal(b + logs_tail_offset(b, n, 4), b);
         assert_string_equal(b + logs_tail_offset(b, n, 10), b);
         /* a last line without its newline counts */
-        assert_string_equal("a\nb\nc" + logs_tail_offset("a\nb\nc", 5, 2), "b\nc");
+        const char *nonl = "a\nb\nc";
+
+        assert_string_equal(nonl + logs_tail_offset(nonl, 5, 2), "b\nc");
         assert_int_equal(logs_tail_offset("", 0, 3), 0);
 }
 
