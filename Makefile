@@ -16,7 +16,7 @@ BUILD   ?= build
 VARIANT ?= release
 FUZZ_SECONDS ?= 60
 
-PKGS := jansson yaml-0.1 libcgroup libsystemd libcrypto grpc libprotobuf-c libseccomp libnl-3.0 libnl-idiag-3.0 libcurl libmicrohttpd gnutls
+PKGS := jansson yaml-0.1 libcgroup libsystemd libcrypto grpc libprotobuf-c libseccomp libnl-3.0 libnl-idiag-3.0 libcurl libmicrohttpd gnutls zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_CFLAGS := $(shell pkg-config --cflags cmocka 2>/dev/null)
@@ -64,6 +64,7 @@ CONFIG_SRCS := $(wildcard agent/config/*.c)
 WORKER_SRCS := $(wildcard agent/worker/*.c)
 LC_SRCS     := $(wildcard agent/lifecycle/*.c)
 MGR_SRCS    := $(wildcard agent/managers/*.c)
+LOGS_SRCS   := $(wildcard agent/logs/*.c)
 API_SRCS    := $(wildcard agent/api/*.c)
 CPUMGR_SRCS := $(wildcard agent/cpumanager/*.c)
 ADMIT_SRCS  := $(wildcard agent/admit/*.c)
@@ -77,7 +78,7 @@ PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/liblc.a $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
+LIBS := $(B)/liblc.a $(B)/liblogs.a $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
 	$(B)/libvol.a $(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
@@ -118,6 +119,8 @@ $(B)/libdp.a: $(call obj,$(DP_SRCS))
 $(B)/libpodsrc.a: $(call obj,$(CONFIG_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libworker.a: $(call obj,$(WORKER_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/liblogs.a: $(call obj,$(LOGS_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/liblc.a: $(call obj,$(LC_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^

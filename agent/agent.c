@@ -18,7 +18,9 @@
 #include "../cri/cri.h"
 #include "agent-internal.h"
 #include "derive.h"
+#include "logs/logs.h"
 #include "managers/managers.h"
+#include "util/cleanup.h"
 #include "util/fileio.h"
 #include "util/log.h"
 
@@ -328,6 +330,26 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         return 0;
 }
 
+/* env sources: the node's name and allocatable for env[].valueFrom */
+static int agent_set_node_env(Agent *a, CubError *err) {
+        _cleanup_(pod_resource_list_done) PodResourceList alloc = {};
+        WorkerNodeEnv e = { .node_name = a->opt.node_name };
+        PodQuantity q;
+        int r;
+
+        r = mgr_node_allocatable(&a->env, &alloc, err);
+        if (r < 0)
+                return r;
+        if (pod_resource_get(&alloc, "cpu", &q))
+                e.alloc_cpu_milli = pod_quantity_milli(q);
+        if (pod_resource_get(&alloc, "memory", &q))
+                e.alloc_memory = pod_quantity_value(q);
+        if (pod_resource_get(&alloc, "ephemeral-storage", &q))
+                e.alloc_ephemeral_storage = pod_quantity_value(q);
+        r = worker_pool_set_node_env(a->pool, &e);
+        return r < 0 ? cub_err_set(err, -r, "out of memory") : 0;
+}
+
 static int managers_new(Agent *a, CubError *err) {
         a->env = (LcEnv){
                 .event = a->event,
@@ -431,8 +453,9 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         agent_kubepods_capacity(&opt->kc, a->node.cpu_capacity_milli, a->node.memory_capacity,
                                 &a->cg.kubepods_cpu_milli, &a->cg.kubepods_memory);
 
-        if (asprintf(&a->log_root, "%s/pods", a->opt.state_dir) < 0) {
-                a->log_root = NULL;
+        /* logs: kubelet's podLogsDir (/var/log/pods) */
+        a->log_root = strdup(opt->kc.pod_logs_dir && *opt->kc.pod_logs_dir ? opt->kc.pod_logs_dir : LOGS_DEFAULT_ROOT);
+        if (!a->log_root) {
                 r = cub_err_set(err, ENOMEM, "out of memory");
                 goto fail;
         }
@@ -471,6 +494,9 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         /* before any group or sandbox: a runtime on the other driver would
          * put every container beside its pod's limits */
         r = worker_pool_check_runtime(a->pool, err);
+        if (r < 0)
+                goto fail;
+        r = agent_set_node_env(a, err); /* env sources */
         if (r < 0)
                 goto fail;
         r = add_sources(a, efd);

@@ -30,6 +30,10 @@ static void usage(FILE *f) {
               "                    The eviction order of pods for one pressure signal\n"
               "  devices [--device-plugin-dir DIR] [--wait SECONDS] [--allocate RESOURCE=N]...\n"
               "                    Device plugins that register in DIR, and an allocation\n"
+              "  logs [-f] [-p] [--tail N] [--timestamps] [-n NS] POD [-c CONTAINER]\n"
+              "                    A container's log, as kubectl logs prints it\n"
+              "  exec [-n NS] POD [-c CONTAINER] -- CMD...\n"
+              "                    Runs a command in a container (ExecSync), exit code passed through\n"
               "  version           Print the version as JSON\n"
               "\n"
               "Run 'cubelet COMMAND --help' for a command's options.\n",
@@ -51,8 +55,9 @@ int cli_main(int argc, char **argv) {
                 const char *name;
                 int (*run)(int argc, char **argv);
         } commands[] = {
-                { "run", cli_run },   { "status", cli_status },   { "plan", cli_plan },       { "admit", cli_admit },
-                { "rank", cli_rank }, { "version", cli_version }, { "devices", cli_devices },
+                { "run", cli_run },         { "status", cli_status }, { "plan", cli_plan },
+                { "admit", cli_admit },     { "rank", cli_rank },     { "version", cli_version },
+                { "devices", cli_devices }, { "logs", cli_logs },     { "exec", cli_exec },
         };
 
         if (argc < 2) {

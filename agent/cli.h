@@ -12,5 +12,7 @@ int cli_status(int argc, char **argv);
 int cli_admit(int argc, char **argv);
 int cli_rank(int argc, char **argv);
 int cli_devices(int argc, char **argv);
+int cli_logs(int argc, char **argv);
+int cli_exec(int argc, char **argv);
 
 #define CLI_EXIT_BAD_INPUT 2

@@ -234,6 +234,26 @@ void cri_container_done(CriContainer *ct);
 void cri_containers_free(CriContainer *ct, size_t n);
 void cri_container_status_done(CriContainerStatus *s);
 
+/* ---- exec and logs (exec.c) ------------------------------------------------ */
+
+typedef struct CriExecResult {
+        int32_t exit_code;
+        char *out;
+        size_t n_out;
+        char *err_out;
+        size_t n_err;
+} CriExecResult;
+
+/* ExecSync: cmd (NULL-terminated) in the container, at most timeout_s
+ * seconds (0 = no limit); stdout, stderr (NUL-terminated copies) and the
+ * exit code. */
+int cri_exec_sync(CriClient *c, const char *container_id, const char *const *cmd, int64_t timeout_s, CriExecResult *ret,
+                  CubError *err);
+void cri_exec_result_done(CriExecResult *r);
+/* ReopenContainerLog: the runtime reopens the container's log file (after
+ * log rotation renamed it). */
+int cri_reopen_container_log(CriClient *c, const char *container_id, CubError *err);
+
 /* ---- images ------------------------------------------------------------- */
 
 /* security context (cri/image-user.c): the image's user as ImageStatus

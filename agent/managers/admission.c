@@ -78,8 +78,7 @@ static int add_resource(PodResourceList *l, const char *name, int64_t v, bool cp
  * reserved) − the hard eviction thresholds (memory.available for memory,
  * nodefs.available for ephemeral-storage), kubelet's
  * GetNodeAllocatableReservation */
-static int node_allocatable(Admission *m, PodResourceList *ret, CubError *err) {
-        const LcEnv *env = m->env;
+int mgr_node_allocatable(const LcEnv *env, PodResourceList *ret, CubError *err) {
         const PodKubeletConfig *kc = env->kc;
         EvictConfig ec;
         PodQuantity q;
@@ -191,7 +190,7 @@ static int admission_new(const LcEnv *env, void **ret, CubError *err) {
                 if (r > 0)
                         cub_log(LOG_WARNING, "CPU manager state '%s': %s", m->cpu_state_path, note);
         }
-        r = node_allocatable(m, &alloc, err);
+        r = mgr_node_allocatable(m->env, &alloc, err);
         if (r < 0) {
                 pod_resource_list_done(&alloc);
                 goto fail;

@@ -10,6 +10,7 @@ static const LcManagerVtable *const table[] = {
         &mgr_devices,
         &mgr_pressure,
         &mgr_volumes,
+        &mgr_logs,
 };
 
 const LcManagerVtable *const *mgr_table(size_t *ret_n) {

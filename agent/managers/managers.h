@@ -20,6 +20,7 @@ extern const LcManagerVtable mgr_admission;
 extern const LcManagerVtable mgr_pressure;
 extern const LcManagerVtable mgr_devices;
 extern const LcManagerVtable mgr_volumes;
+extern const LcManagerVtable mgr_logs;
 
 /* The table, in the order the loop calls the hooks. */
 const LcManagerVtable *const *mgr_table(size_t *ret_n);
@@ -27,3 +28,8 @@ const LcManagerVtable *const *mgr_table(size_t *ret_n);
 /* The eviction configuration of a KubeletConfiguration (the pressure
  * manager runs it; admission sizes allocatable with its hard thresholds). */
 int mgr_eviction_config(const PodKubeletConfig *kc, EvictConfig *ret, uint64_t *ret_sample_usec, CubError *err);
+
+/* node allocatable (cpu, memory, ephemeral-storage, pods): capacity − kube/system
+ * reserved − the hard eviction thresholds (kubelet's GetNodeAllocatableReservation);
+ * admission checks against it, env resourceFieldRef limits default to it. */
+int mgr_node_allocatable(const LcEnv *env, PodResourceList *ret, CubError *err);

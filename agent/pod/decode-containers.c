@@ -32,6 +32,10 @@ const PodField pod_seccomp_fields[] = {
 static const PodField env_fields[] = {
         POD_STR_REQ("name", PodEnvVar, name),
         POD_STR("value", PodEnvVar, value),
+        { .name = "valueFrom",
+          .decode = pod_env_dec_value_from,
+          .sub = pod_env_source_fields,
+          .set_offset = offsetof(PodEnvVar, value_from_set) },
         {},
 };
 
@@ -116,7 +120,7 @@ static int env_post(PodDec *d, json_t *obj, void *base) {
 
         if (!*e->name)
                 return pod_dec_fail(d, pod_dec_field_line(d, obj, "name"), ".name", "Required value");
-        return 0;
+        return pod_env_var_post(d, obj, e);
 }
 
 static int port_post(PodDec *d, json_t *obj, void *base) {

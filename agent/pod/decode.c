@@ -57,10 +57,8 @@ void pod_container_done(PodContainer *c) {
         free(c->image_pull_policy);
         pod_strv_done(&c->command);
         pod_strv_done(&c->args);
-        for (size_t i = 0; i < c->n_env; i++) {
-                free(c->env[i].name);
-                free(c->env[i].value);
-        }
+        for (size_t i = 0; i < c->n_env; i++)
+                pod_env_var_done(&c->env[i]);
         free(c->env);
         free(c->working_dir);
         for (size_t i = 0; i < c->n_ports; i++) {
@@ -93,6 +91,7 @@ Pod *pod_free(Pod *pod) {
                 pod_container_done(&pod->init_containers[i]);
         free(pod->init_containers);
         free(pod->restart_policy);
+        free(pod->service_account_name), free(pod->service_account); /* env sources */
         free(pod->priority_class_name);
         free(pod->preemption_policy);
         free(pod->node_name);
@@ -250,6 +249,8 @@ static const PodField spec_fields[] = {
           .sub = toleration_fields,
           .post = toleration_post },
         { .name = "hostNetwork", .decode = pod_dec_bool, .offset = offsetof(Pod, host_network) },
+        POD_STR("serviceAccountName", Pod, service_account_name),
+        POD_STR("serviceAccount", Pod, service_account),
         { .name = "overhead", .decode = pod_dec_resources, .offset = offsetof(Pod, overhead) },
         { .name = "securityContext", .decode = pod_dec_inline, .sub = pod_security_fields },
         POD_SECURITY_POD_FIELD,

@@ -131,9 +131,22 @@ static const PodFieldRule container_port[] = {
         A("name"), A("containerPort"), A("hostPort"), A("hostIP"), A("protocol"), END,
 };
 
+static const PodFieldRule env_field_selector[] = {
+        A("apiVersion"),
+        A("fieldPath"),
+        END,
+};
+
+static const PodFieldRule env_resource_selector[] = {
+        A("containerName"),
+        A("resource"),
+        A("divisor"),
+        END,
+};
+
 static const PodFieldRule env_var_source[] = {
-        R("fieldRef"),
-        R("resourceFieldRef"),
+        AO("fieldRef", env_field_selector),
+        AO("resourceFieldRef", env_resource_selector),
         RW("configMapKeyRef", "static pods may not reference configmaps"),
         RW("secretKeyRef", "static pods may not reference secrets"),
         END,

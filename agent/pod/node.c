@@ -291,18 +291,29 @@ static const PodField config_fields[] = {
         { .name = "allowedUnsafeSysctls",
           .decode = pod_dec_strv,
           .offset = offsetof(PodKubeletConfig, allowed_unsafe_sysctls) },
+        /* logs */
+        { .name = "podLogsDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, pod_logs_dir) },
+        { .name = "containerLogMaxSize",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, container_log_max_size) },
+        { .name = "containerLogMaxFiles",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodKubeletConfig, container_log_max_files) },
         {},
 };
 
 void pod_kubelet_config_init(PodKubeletConfig *c) {
-        *c = (PodKubeletConfig){
-                .pod_pids_limit = -1, .cpu_cfs_quota = true, .max_pods = 110, .read_only_port = 10255
-        };
+        *c = (PodKubeletConfig){ .pod_pids_limit = -1,
+                                 .cpu_cfs_quota = true,
+                                 .max_pods = 110,
+                                 .read_only_port = 10255,
+                                 .container_log_max_files = 5 };
 }
 
 void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->cgroup_driver);
         free(c->static_pod_path);
+        free(c->pod_logs_dir), free(c->container_log_max_size); /* logs */
         free(c->runtime_endpoint);
         free(c->state_dir);
         free(c->socket_path);

@@ -136,6 +136,11 @@ bool pod_sysctl_name_valid(const char *name);
                 .name = "shareProcessNamespace", .decode = pod_dec_bool,                            \
                 .offset = offsetof(Pod, share_process_namespace)                                    \
         }
+/* env sources (decode-env.c): env[].valueFrom's table, its checks, the free */
+extern const PodField pod_env_source_fields[];
+int pod_env_var_post(PodDec *d, json_t *obj, PodEnvVar *e);
+int pod_env_dec_value_from(PodDec *d, json_t *v, void *dst, const PodField *f);
+void pod_env_var_done(PodEnvVar *e);
 
 void pod_strv_done(PodStrv *v);
 void pod_string_map_done(PodStringMap *m);

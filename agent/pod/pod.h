@@ -68,9 +68,27 @@ typedef struct PodStrv {
         size_t n;
 } PodStrv;
 
+/* env sources: env[].valueFrom.fieldRef / resourceFieldRef (decode-env.c, env.c) */
+typedef enum PodEnvSourceKind {
+        POD_ENV_VALUE,          /* value (or nothing: "") */
+        POD_ENV_FIELD_REF,      /* valueFrom.fieldRef */
+        POD_ENV_RESOURCE_FIELD, /* valueFrom.resourceFieldRef */
+        _POD_ENV_SOURCE_MAX,
+        _POD_ENV_SOURCE_INVALID = -22,
+} PodEnvSourceKind;
+
 typedef struct PodEnvVar {
         char *name;
         char *value; /* NULL for valueFrom */
+        /* env sources */
+        PodEnvSourceKind kind;
+        bool value_from_set, field_ref_set, resource_ref_set;
+        char *field_api_version;  /* fieldRef.apiVersion, defaulted to "v1" */
+        char *field_path;         /* fieldRef.fieldPath */
+        char *resource_container; /* resourceFieldRef.containerName, NULL = this container */
+        char *resource;           /* resourceFieldRef.resource */
+        char *divisor_text;       /* resourceFieldRef.divisor as written, NULL = 1 */
+        PodQuantity divisor;      /* zero = 1 */
 } PodEnvVar;
 
 typedef struct PodPort {
@@ -267,6 +285,9 @@ typedef struct Pod {
         int64_t fs_group;
         bool fs_group_set;
         char *fs_group_change_policy; /* Always (default) or OnRootMismatch; NULL when not set */
+        /* env sources */
+        char *service_account_name; /* spec.serviceAccountName (else the deprecated serviceAccount) */
+        char *service_account;
         /* fields of the manifest cubelet does not implement: refused ones
          * (the pod must not run: reason POD_REFUSED_REASON) and ignored ones
          * (a warning, once) */
@@ -335,6 +356,44 @@ const char *pod_field_class_to_string(PodFieldClass c);
 typedef void (*PodFieldVisitFn)(const char *path, PodFieldClass cls, const char *what, const char *const *inert,
                                 void *userdata);
 void pod_field_table_visit(PodFieldVisitFn fn, void *userdata);
+
+/* ---- env sources (env.c): kubelet's makeEnvironmentVariables ----------- */
+
+/* What kubelet knows of the node and the pod when it builds a container's env. */
+typedef struct PodEnvContext {
+        const char *node_name; /* spec.nodeName when the pod has none */
+        const char *pod_ip;    /* NULL or "" = unknown */
+        const char *pod_ips;   /* comma-separated; NULL = pod_ip */
+        const char *host_ip;
+        const char *host_ips; /* comma-separated; NULL = host_ip */
+        /* node allocatable: the limits of a container that sets none */
+        int64_t alloc_cpu_milli;
+        int64_t alloc_memory;
+        int64_t alloc_ephemeral_storage;
+} PodEnvContext;
+
+/* The value of a fieldRef path (metadata.name, metadata.labels['k'], ...);
+ * -EINVAL naming the path for one env does not support. */
+int pod_env_field_value(const Pod *pod, const char *field_path, const PodEnvContext *ctx, char **ret, CubError *err);
+/* kubelet's ExtractContainerResourceValue on the container with its limits
+ * merged with node allocatable: cpu is ceil(milli / divisor milli), memory
+ * and ephemeral-storage ceil(value / divisor value); a zero divisor is 1. */
+int pod_env_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const PodEnvContext *ctx,
+                           char **ret, CubError *err);
+/* kubelet's expansion.Expand: $(NAME) from the first of the flat,
+ * NULL-terminated key/value lists that has it (the last pair of a list with
+ * that key wins), "$$" is "$", unknown references and a lone or unclosed
+ * "$(" stay as written. NULL when out of memory. */
+char *pod_env_expand(const char *in, const char *const *const *maps, size_t n_maps);
+/* Container c's env as a flat, NULL-terminated name/value list (owned),
+ * in manifest order: values expanded against the earlier env, valueFrom
+ * resolved. */
+int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *ctx, char ***ret_env, CubError *err);
+/* command and args with $(VAR) expanded against env (flat list; later pairs
+ * win), as kubelet's ExpandContainerCommandAndArgs. NULL lists stay NULL. */
+int pod_env_expand_command(const PodContainer *c, char *const *env, char ***ret_command, char ***ret_args,
+                           CubError *err);
+void pod_env_strv_free(char **l);
 
 /* ---- Semantics --------------------------------------------------------- */
 
@@ -568,7 +627,12 @@ typedef struct PodKubeletConfig {
         char *static_pod_url_timeout;
         /* security context */
         PodStrv allowed_unsafe_sysctls; /* allowedUnsafeSysctls: names and "prefix*" patterns */
-        PodStrv ignored;                /* names of fields present but not supported */
+        /* logs: podLogsDir (default /var/log/pods), containerLogMaxSize (a quantity, default "10Mi"),
+         * containerLogMaxFiles (default 5, at least 2) */
+        char *pod_logs_dir;
+        char *container_log_max_size;
+        int64_t container_log_max_files;
+        PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 
 void pod_kubelet_config_init(PodKubeletConfig *c);

@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
 #include "../util/cleanup.h"
 #include "worker-internal.h"
 
@@ -74,7 +79,35 @@ typedef struct SyncCtx {
         uint64_t containers_started_usec; /* the last StartContainer that returned OK */
         WorkerJob *j;                     /* security context: its config_errors */
         bool config_error;                /* the last start_container() failed so */
+        const char *pod_ip;               /* the sandbox's primary IP (network); NULL = unknown → "" */
+        /* env sources: the host's addresses, read once per sync */
+        char host_ip[INET6_ADDRSTRLEN];
+        char host_ips[2 * INET6_ADDRSTRLEN + 2];
 } SyncCtx;
+
+/* env sources: the node's first IPv4 address that is up and not loopback
+ * (status.hostIP, as the status shows it), and with the first global IPv6
+ * one (status.hostIPs: one per family, as kubelet's node addresses). */
+static void host_ips(SyncCtx *x) {
+        struct ifaddrs *ifs = NULL;
+        char v6[INET6_ADDRSTRLEN] = "";
+
+        x->host_ip[0] = x->host_ips[0] = '\0';
+        if (getifaddrs(&ifs) < 0)
+                return;
+        for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+                if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+                        continue;
+                if (i->ifa_addr->sa_family == AF_INET && !x->host_ip[0])
+                        (void) inet_ntop(AF_INET, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, x->host_ip,
+                                         sizeof(x->host_ip));
+                if (i->ifa_addr->sa_family == AF_INET6 && !v6[0] &&
+                    !IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr))
+                        (void) inet_ntop(AF_INET6, &((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr, v6, sizeof(v6));
+        }
+        freeifaddrs(ifs);
+        (void) snprintf(x->host_ips, sizeof(x->host_ips), "%s%s%s", x->host_ip, x->host_ip[0] && v6[0] ? "," : "", v6);
+}
 
 /* security context: a container that cannot be created as its spec says
  * (kubelet's CreateContainerConfigError): noted for its status; the sync
@@ -154,6 +187,10 @@ static const CgContainerResources *resources_at(const WorkerSpec *s, size_t idx)
         return idx < s->pod->n_init_containers ? &s->init_res[idx] : &s->app_res[idx - s->pod->n_init_containers];
 }
 
+static void pod_env_strvp(char ***l) {
+        pod_env_strv_free(*l);
+}
+
 /* Creates and starts container idx (attempt), removing old_id first. */
 static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char *old_id, CubError *err) {
         const Pod *pod = x->s->pod;
@@ -166,6 +203,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         const char **envs;
         size_t n_menv = 0;
         _cleanup_free_ char *log_path = NULL, *id = NULL, *username = NULL;
+        _cleanup_(pod_env_strvp) char **pod_env = NULL, **command = NULL, **args = NULL;
         _cleanup_free_ CriDevice *devices = NULL;
         _cleanup_free_ CriMount *mounts = NULL;
         CriContainerConfig cfg;
@@ -188,15 +226,39 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 return cub_err_wrap(err, "container '%s'", c->name);
         while (mc && mc->envs && mc->envs[n_menv])
                 n_menv++;
+        /* env sources: valueFrom resolved, $(VAR) expanded (kubelet's makeEnvironmentVariables) */
+        {
+                const WorkerNodeEnv *ne = &x->p->node_env;
+                const char *pod_ip = x->pod_ip ? x->pod_ip : "";
+                PodEnvContext ectx = {
+                        .node_name = ne->node_name,
+                        /* a host-network pod's IP is the node's, as kubelet reports it */
+                        .pod_ip = !*pod_ip && pod->host_network ? x->host_ip : pod_ip,
+                        .pod_ips = !*pod_ip && pod->host_network ? x->host_ips : NULL,
+                        .host_ip = x->host_ip,
+                        .host_ips = x->host_ips,
+                        .alloc_cpu_milli = ne->alloc_cpu_milli,
+                        .alloc_memory = ne->alloc_memory,
+                        .alloc_ephemeral_storage = ne->alloc_ephemeral_storage,
+                };
+
+                r = pod_env_resolve(pod, c, &ectx, &pod_env, err);
+                if (r < 0)
+                        return cub_err_wrap(err, "CreateContainerConfigError: container '%s'", c->name);
+        }
         envs = calloc(n_menv + 2 * c->n_env + 1, sizeof(char *));
         if (!envs)
                 return cub_err_set(err, ENOMEM, "out of memory");
         /* the managers' first: containerd lets a later duplicate win, so the pod's own env wins */
         for (size_t i = 0; i < n_menv; i++)
                 envs[i] = mc->envs[i];
-        for (size_t i = 0, k = n_menv; i < c->n_env; i++) {
-                envs[k++] = c->env[i].name;
-                envs[k++] = c->env[i].value ? c->env[i].value : "";
+        for (size_t i = 0, k = n_menv; i < 2 * c->n_env; i++)
+                envs[k++] = pod_env[i];
+        /* command and args see the whole env, the managers' (devices) included */
+        r = pod_env_expand_command(c, (char *const *) envs, &command, &args, err);
+        if (r < 0) {
+                free(envs);
+                return r;
         }
         if (mc && mc->n_devices > 0) {
                 devices = calloc(mc->n_devices, sizeof(CriDevice));
@@ -223,8 +285,8 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 .name = c->name,
                 .attempt = attempt,
                 .image = c->image,
-                .command = (const char *const *) c->command.items,
-                .args = (const char *const *) c->args.items,
+                .command = (const char *const *) command,
+                .args = (const char *const *) args,
                 .working_dir = c->working_dir,
                 .envs = envs,
                 .labels = labels.kv,
@@ -379,6 +441,7 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         }
         x.sandbox_id = sandbox_id;
         x.sbc = &sbc;
+        host_ips(&x); /* env sources */
 
         r = cri_list_containers(p->cri, sandbox_id, NULL, &ct, &n_ct, err);
         if (r < 0)

@@ -23,7 +23,8 @@ struct WorkerPool {
         int efd;
         CriClient *cri;
         CgWriter *cg;
-        bool runtime_checked; /* __atomic: the runtime's cgroup driver matched */
+        bool runtime_checked;   /* __atomic: the runtime's cgroup driver matched */
+        WorkerNodeEnv node_env; /* env sources */
 };
 
 static inline uint64_t worker_now_usec(void) {

@@ -392,6 +392,18 @@ WorkerPool *worker_pool_free(WorkerPool *p) {
         pthread_cond_destroy(&p->cond);
         close(p->efd);
         free(p->threads);
+        free(p->node_env.node_name);
         free(p);
         return NULL;
+}
+
+int worker_pool_set_node_env(WorkerPool *p, const WorkerNodeEnv *e) {
+        char *name = strdup(e->node_name ? e->node_name : "");
+
+        if (!name)
+                return -ENOMEM;
+        free(p->node_env.node_name);
+        p->node_env = *e;
+        p->node_env.node_name = name;
+        return 0;
 }

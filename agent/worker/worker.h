@@ -168,6 +168,14 @@ void worker_pool_submit(WorkerPool *p, WorkerJob *j);
  * asked now, passes (asked again before the next sandbox); a match is
  * remembered. Any thread. */
 int worker_pool_check_runtime(WorkerPool *p, CubError *err);
+/* env sources: what the sync builds a container's env from (node name,
+ * node allocatable); the host's addresses are read at each sync. Call
+ * before the first job. */
+typedef struct WorkerNodeEnv {
+        char *node_name;
+        int64_t alloc_cpu_milli, alloc_memory, alloc_ephemeral_storage;
+} WorkerNodeEnv;
+int worker_pool_set_node_env(WorkerPool *p, const WorkerNodeEnv *e);
 /* Finished jobs, oldest first (a list through ->next); clears the eventfd. */
 WorkerJob *worker_pool_take(WorkerPool *p);
 WorkerPool *worker_pool_free(WorkerPool *p);

@@ -8,6 +8,12 @@
 #   OUTDIR/busybox.tar  OCI image archive, ref localhost/cubelet/busybox:1
 #                       one layer: /bin/busybox (Debian busybox-static) + /bin/<applet> -> busybox
 #                       symlinks + /tmp; config Cmd ["sh"], Env PATH
+#   OUTDIR/etcd.tar     OCI image archive, ref localhost/cubelet/etcd:1 (only where Debian's
+#                       etcd-server is installed: $ETCD, default /usr/bin/etcd)
+#                       one layer: /usr/local/bin/etcd and etcdctl (etcd-client, when installed)
+#                       as upstream's registry.k8s.io/etcd has them, their ldd closure (the
+#                       dynamic loader and libc) at the same paths, /tmp, /var/lib/etcd;
+#                       config Cmd ["etcd"], Env PATH
 #
 # Import on a node (names must be fully qualified, see cri-deviceplugin-facts.md 0.6):
 #   ctr -n k8s.io images import OUTDIR/pause.tar
@@ -20,8 +26,9 @@
 # and explicit modes, and the JSON documents are fixed text, so the same inputs ($CC, busybox-static
 # version) give byte-identical archives and digests.
 #
-# Environment: CC (default cc), BUSYBOX (default /bin/busybox), SOURCE_DATE_EPOCH (default 0),
-#              PAUSE_REF, BUSYBOX_REF (image names, defaults above).
+# Environment: CC (default cc), BUSYBOX (default /bin/busybox), ETCD, ETCDCTL (default
+#              /usr/bin/etcd, /usr/bin/etcdctl), SOURCE_DATE_EPOCH (default 0),
+#              PAUSE_REF, BUSYBOX_REF, ETCD_REF (image names, defaults above).
 set -eu
 
 usage() {
@@ -37,6 +44,9 @@ BUSYBOX=${BUSYBOX:-/bin/busybox}
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-0}
 PAUSE_REF=${PAUSE_REF:-localhost/cubelet/pause:1}
 BUSYBOX_REF=${BUSYBOX_REF:-localhost/cubelet/busybox:1}
+ETCD=${ETCD:-/usr/bin/etcd}
+ETCDCTL=${ETCDCTL:-/usr/bin/etcdctl}
+ETCD_REF=${ETCD_REF:-localhost/cubelet/etcd:1}
 DEFAULT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 export LC_ALL=C TZ=UTC
@@ -169,5 +179,41 @@ rtar "$bb" "$WORK/busybox.layer.tar" bin tmp
 busybox_digest=$(oci_archive busybox "$BUSYBOX_REF" "$WORK/busybox.layer.tar" \
         "\"Env\":[\"PATH=$DEFAULT_PATH\"],\"Cmd\":[\"sh\"],\"WorkingDir\":\"/\"")
 
+# ---- etcd -------------------------------------------------------------------------------------
+# Debian's etcd-server binary (and etcd-client's etcdctl) with the shared libraries ldd names, at
+# their own paths, so the dynamic loader finds them in the image as on the host.
+etcd_digest=
+if [ -x "$ETCD" ]; then
+        command -v ldd >/dev/null || die "ldd not found (libc-bin)"
+        er=$WORK/etcd.root
+        mkdir -p "$er/usr/local/bin" "$er/tmp" "$er/var/lib/etcd"
+        chmod 1777 "$er/tmp"
+        chmod 0700 "$er/var/lib/etcd"
+        bins=$ETCD
+        cp "$ETCD" "$er/usr/local/bin/etcd"
+        if [ -x "$ETCDCTL" ]; then
+                cp "$ETCDCTL" "$er/usr/local/bin/etcdctl"
+                bins="$bins $ETCDCTL"
+        fi
+        chmod 0755 "$er"/usr/local/bin/*
+        # ldd lines: "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)"
+        # shellcheck disable=SC2086 # bins is a list
+        libs=$(for b in $bins; do ldd "$b" 2>/dev/null; done | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
+        for l in $libs; do
+                mkdir -p "$er$(dirname "$l")"
+                cp -L "$l" "$er$l"
+                chmod 0755 "$er$l"
+        done
+        # shellcheck disable=SC2046 # top-level entries, sorted by rtar
+        rtar "$er" "$WORK/etcd.layer.tar" $(cd "$er" && ls -A)
+        etcd_digest=$(oci_archive etcd "$ETCD_REF" "$WORK/etcd.layer.tar" \
+                "\"Env\":[\"PATH=$DEFAULT_PATH\"],\"Cmd\":[\"etcd\"],\"WorkingDir\":\"/\"")
+fi
+
 echo "$PAUSE_REF $pause_digest $OUT/pause.tar"
 echo "$BUSYBOX_REF $busybox_digest $OUT/busybox.tar"
+if [ -n "$etcd_digest" ]; then
+        echo "$ETCD_REF $etcd_digest $OUT/etcd.tar"
+else
+        echo "build-images: '$ETCD' not found: no etcd image (apt-get install etcd-server)" >&2
+fi

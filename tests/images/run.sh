@@ -65,8 +65,16 @@ check "second build succeeds" "$BUILDER" "$T/b2"
 for f in pause.tar busybox.tar pause; do
         check "both builds produce '$f'" test -s "$T/b1/$f" -a -s "$T/b2/$f"
 done
-check "the build leaves no temporary files" sh -c "[ \$(ls -A '$T/b1' | wc -l) -eq 3 ]"
-for f in pause.tar busybox.tar pause; do
+ETCD=${ETCD:-/usr/bin/etcd}
+if [ -x "$ETCD" ]; then
+        extra=1
+        images="pause.tar busybox.tar etcd.tar pause"
+else
+        extra=0
+        images="pause.tar busybox.tar pause"
+fi
+check "the build leaves no temporary files" sh -c "[ \$(ls -A '$T/b1' | wc -l) -eq $((3 + extra)) ]"
+for f in $images; do
         check "'$f' is byte-identical across the two builds" cmp "$T/b1/$f" "$T/b2/$f"
 done
 
@@ -175,6 +183,32 @@ check "busybox: layer holds bin/busybox and bin/sh -> busybox" \
         sh -c "grep -q '^-rwxr-xr-x .* bin/busybox\$' '$T/busybox.list' && grep -q ' bin/sh -> busybox\$' '$T/busybox.list'"
 check "busybox: every applet of '$BUSYBOX --list' has its /bin link" \
         sh -c "for a in \$('$BUSYBOX' --list | grep -vx busybox); do grep -qF \" bin/\$a -> busybox\" '$T/busybox.list' || { echo \"no bin/\$a\"; exit 1; }; done"
+
+# ---- etcd (Debian's etcd-server with its ldd closure) -------------------------------------------
+if [ "$extra" = 1 ]; then
+        layout_checks etcd localhost/cubelet/etcd:1
+        C=$(jq -r '.manifests[0].digest' "$T/etcd.layout/index.json" 2>/dev/null)
+        C=$(jq -r '.config.digest' "$T/etcd.layout/blobs/sha256/${C#sha256:}" 2>/dev/null)
+        check "etcd: config Cmd is [\"etcd\"]" jq -e '.config.Cmd == ["etcd"]' "$T/etcd.layout/blobs/sha256/${C#sha256:}"
+        check "etcd: layer holds usr/local/bin/etcd, mode 0755" \
+                grep -q '^-rwxr-xr-x .* usr/local/bin/etcd$' "$T/etcd.list"
+        check "etcd: layer holds every library ldd names for etcd, at its own path" \
+                sh -c "for l in \$(ldd '$ETCD' | awk '\$2 == \"=>\" && \$3 ~ /^\\// { print \$3 } \$1 ~ /^\\// { print \$1 }'); do
+                        grep -q \" \${l#/}\$\" '$T/etcd.list' || { echo \"no \$l\"; exit 1; }; done"
+        check "etcd: layer has /tmp (1777) and /var/lib/etcd" \
+                sh -c "grep -q '^drwxrwxrwt .* tmp/\$' '$T/etcd.list' && grep -q ' var/lib/etcd/\$' '$T/etcd.list'"
+        mkdir -p "$T/etcd.rootfs"
+        L=$(jq -r '.rootfs.diff_ids[0]' "$T/etcd.layout/blobs/sha256/${C#sha256:}" | cut -d: -f2)
+        tar -xf "$T/etcd.layout/blobs/sha256/$L" -C "$T/etcd.rootfs" 2>/dev/null
+        if [ "$(id -u)" = 0 ] && command -v chroot >/dev/null; then
+                check "etcd: the image's etcd runs in its own root (chroot): etcd --version" \
+                        sh -c "chroot '$T/etcd.rootfs' /usr/local/bin/etcd --version | grep -q '^etcd Version: '"
+        else
+                skip "etcd: the image's etcd runs in its own root" "chroot needs root"
+        fi
+else
+        skip "etcd image" "'$ETCD' not installed (apt-get install etcd-server)"
+fi
 
 # ---- the pause program ----------------------------------------------------------------------
 P=$T/b1/pause

@@ -71,7 +71,7 @@ Y
 		# CRI log lines: <time> <stream> <tag> <count> <uptime> <idle>. At the decision
 		# cubelet saw `available` below the threshold by some KiB: the crossing was that
 		# many MiB of the pod's count earlier than the count it had printed by then.
-		log=$(ls /var/lib/cubelet/pods/*"$uid"/app/0.log 2>/dev/null | head -n 1)
+		log=$(ls /var/log/pods/*"$uid"/app/0.log 2>/dev/null | head -n 1)
 		dec=$(echo "$d" | jq -r '.decidedBootMs // empty')
 		avail=$(echo "$d" | jq -r .message | sed -n 's/.*available: \([0-9]*\)Ki\..*/\1/p')
 		late="" early=""

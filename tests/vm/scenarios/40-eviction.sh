@@ -119,7 +119,7 @@ t_is "$(podq bronze-a .reason)" Evicted "bronze-a's reason is Evicted"
 # read at once; the transition period (60 s) keeps bronze-a out until bronze-b is done
 t_is "$(jqs '[.eviction.decisions[].pod] | join(",")')" "default/hog-$NODE,default/bronze-a-$NODE" \
 	"decisions: the hog, then bronze-a"
-t_ok "bronze-b finishes its allocation" sh -c "for i in \$(seq 600); do grep -q held /var/lib/cubelet/pods/*bronze-b*/app/0.log 2>/dev/null && exit 0; sleep 0.5; done; exit 1"
+t_ok "bronze-b finishes its allocation" sh -c "for i in \$(seq 600); do grep -q held /var/log/pods/*bronze-b*/app/0.log 2>/dev/null && exit 0; sleep 0.5; done; exit 1"
 sleep 3
 t_is "$(podq bronze-b .phase)" Running "bronze-b (the one growing, but less over its request) survives"
 t_is "$(podq gold .phase)" Running "gold (Guaranteed) survives"

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `cubelet exec POD [-c CONTAINER] -- CMD...`: a non-interactive command in
+ * a running container of a pod cubelet manages, through the CRI's ExecSync
+ * (no TTY, no stdin). Its stdout and stderr are passed through and its exit
+ * code is cubelet's, as `kubectl exec` (which adds "command terminated with
+ * exit code N" on stderr).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../cri/cri.h"
+#include "cli.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "worker/worker.h"
+
+#define EXIT_FAIL 1
+
+static void exec_usage(FILE *f) {
+        fputs("Usage: cubelet exec [-n NAMESPACE] POD [-c CONTAINER] [--timeout SECONDS] -- CMD [ARG...]\n"
+              "\n"
+              "Runs CMD in the pod's running container through the CRI's ExecSync, passes\n"
+              "its stdout and stderr through and exits with its exit code. POD is the pod's\n"
+              "name as 'cubelet status' shows it (NAMESPACE default \"default\").\n"
+              "  -c, --container NAME      required when the pod has several containers\n"
+              "      --timeout SECONDS     ExecSync's timeout (default 0: none)\n"
+              "      --runtime-endpoint EP the CRI socket (default " CRI_DEFAULT_ENDPOINT ")\n",
+              f);
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t w = write(fd, p, n);
+
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += w;
+                n -= (size_t) w;
+        }
+        return 0;
+}
+
+int cli_exec(int argc, char **argv) {
+        static const struct option opts[] = {
+                { "container", required_argument, NULL, 'c' },
+                { "namespace", required_argument, NULL, 'n' },
+                { "timeout", required_argument, NULL, 't' },
+                { "runtime-endpoint", required_argument, NULL, 'r' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *ns = "default", *pod = NULL, *container = NULL, *endpoint = CRI_DEFAULT_ENDPOINT;
+        _cleanup_(cri_client_freep) CriClient *cri = NULL;
+        CriContainer *ct = NULL;
+        const CriContainer *target = NULL;
+        CriExecResult res = {};
+        CubError err = {};
+        int64_t timeout = 0;
+        size_t n = 0;
+        char **cmd;
+        int o, r, dash;
+
+        /* options and POD before "--", the command after it */
+        for (dash = 1; dash < argc && strcmp(argv[dash], "--") != 0; dash++)
+                ;
+        optind = 1;
+        while ((o = getopt_long(dash, argv, "c:n:h", opts, NULL)) >= 0) {
+                char *end;
+
+                switch (o) {
+                case 'c':
+                        container = optarg;
+                        break;
+                case 'n':
+                        ns = optarg;
+                        break;
+                case 't':
+                        errno = 0;
+                        timeout = strtoll(optarg, &end, 10);
+                        if (errno || *end || end == optarg || timeout < 0) {
+                                cub_log(LOG_ERR, "exec: --timeout '%s': expected seconds", optarg);
+                                return CLI_EXIT_BAD_INPUT;
+                        }
+                        break;
+                case 'r':
+                        endpoint = optarg;
+                        break;
+                case 'h':
+                        exec_usage(stdout);
+                        return 0;
+                default:
+                        exec_usage(stderr);
+                        return CLI_EXIT_BAD_INPUT;
+                }
+        }
+        if (optind < dash)
+                pod = argv[optind++];
+        if (!pod || optind != dash || dash + 1 >= argc) {
+                fputs("error: expected 'exec POD [-c CONTAINER] -- COMMAND [args...]'.\n", stderr);
+                return CLI_EXIT_BAD_INPUT;
+        }
+        cmd = argv + dash + 1;
+
+        r = cri_client_new(endpoint, 0, &cri, &err);
+        if (r >= 0) {
+                const char *selector[] = { WORKER_LABEL_NAME, pod, WORKER_LABEL_NAMESPACE, ns, NULL };
+
+                r = cri_list_containers(cri, NULL, selector, &ct, &n, &err);
+        }
+        if (r < 0) {
+                fprintf(stderr, "error: %s\n", err.msg);
+                return EXIT_FAIL;
+        }
+        if (n == 0) {
+                fprintf(stderr, "Error from server (NotFound): pods \"%s\" not found\n", pod);
+                return EXIT_FAIL;
+        }
+        if (!container) {
+                /* the distinct container names, in the runtime's order */
+                size_t distinct = 0;
+
+                for (size_t i = 0; i < n; i++) {
+                        bool dup = false;
+
+                        for (size_t k = 0; k < i; k++)
+                                dup = dup || strcmp(ct[k].name, ct[i].name) == 0;
+                        distinct += !dup;
+                }
+                if (distinct > 1) {
+                        fprintf(stderr, "error: a container name must be specified for pod %s, choose one of: [", pod);
+                        for (size_t i = 0, printed = 0; i < n; i++) {
+                                bool dup = false;
+
+                                for (size_t k = 0; k < i; k++)
+                                        dup = dup || strcmp(ct[k].name, ct[i].name) == 0;
+                                if (!dup)
+                                        fprintf(stderr, "%s%s", printed++ ? " " : "", ct[i].name);
+                        }
+                        fputs("]\n", stderr);
+                        cri_containers_free(ct, n);
+                        return EXIT_FAIL;
+                }
+                container = ct[0].name;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(ct[i].name, container) == 0 && ct[i].state == CRI_CONTAINER_RUNNING &&
+                    (!target || ct[i].attempt > target->attempt))
+                        target = &ct[i];
+        if (!target) {
+                bool known = false;
+
+                for (size_t i = 0; i < n; i++)
+                        known = known || strcmp(ct[i].name, container) == 0;
+                if (known)
+                        fprintf(stderr, "error: unable to upgrade connection: container not found (\"%s\")\n",
+                                container);
+                else
+                        fprintf(stderr, "Error from server (BadRequest): container %s is not valid for pod %s\n",
+                                container, pod);
+                cri_containers_free(ct, n);
+                return EXIT_FAIL;
+        }
+        r = cri_exec_sync(cri, target->id, (const char *const *) cmd, timeout, &res, &err);
+        cri_containers_free(ct, n);
+        if (r < 0) {
+                fprintf(stderr, "error: %s\n", err.msg);
+                return EXIT_FAIL;
+        }
+        (void) write_all(STDOUT_FILENO, res.out, res.n_out);
+        (void) write_all(STDERR_FILENO, res.err_out, res.n_err);
+        r = res.exit_code;
+        cri_exec_result_done(&res);
+        if (r != 0)
+                fprintf(stderr, "command terminated with exit code %d\n", r);
+        return r < 0 || r > 255 ? EXIT_FAIL : r;
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * agent/logs: container logs in kubelet's layout and the CRI log format.
+ * <podLogsDir>/<namespace>_<name>_<uid>/<container>/<restart>.log, each line
+ * "<RFC3339Nano> stdout|stderr F|P <text>" (P: a partial line, continued by
+ * the next). Rotation as kubelet's container log manager: a log at or over
+ * containerLogMaxSize is renamed to <log>.<YYYYMMDD-hhmmss>, the runtime
+ * reopens it (ReopenContainerLog), older rotated files are gzipped and
+ * removed beyond containerLogMaxFiles. The decisions are pure (plan.c,
+ * parse.c); rotate.c does the file and runtime work.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "../../cri/cri.h"
+#include "../util/err.h"
+
+#define LOGS_DEFAULT_ROOT "/var/log/pods"
+#define LOGS_DEFAULT_MAX_SIZE (10LL * 1024 * 1024)
+#define LOGS_DEFAULT_MAX_FILES 5
+#define LOGS_MONITOR_USEC (10ULL * 1000000ULL) /* kubelet's containerLogMonitorInterval */
+
+/* ---- the CRI log format (parse.c) ---------------------------------------- */
+
+typedef enum LogsStream {
+        LOGS_STDOUT,
+        LOGS_STDERR,
+        _LOGS_STREAM_MAX,
+        _LOGS_STREAM_INVALID = -22,
+} LogsStream;
+
+typedef struct LogsLine {
+        const char *timestamp; /* into the input */
+        size_t n_timestamp;
+        LogsStream stream;
+        bool partial; /* tag P */
+        const char *text;
+        size_t n_text;
+} LogsLine;
+
+/* One line without its newline; -EINVAL when it is not in the CRI format
+ * (kubelet's parseCRILog: a timestamp, a space, a stream, a space, a tag,
+ * and a space before the text unless the line ends after the tag). */
+int logs_parse_line(const char *line, size_t n, LogsLine *ret);
+
+/* The complete lines of buf[0..len) rendered as kubelet's ReadLogs writes
+ * them (what kubectl logs prints): an F line's text and a newline, a P
+ * line's text alone (the next piece continues it); with timestamps, each
+ * piece after its timestamp and a space. Lines that are not in the CRI
+ * format are skipped and counted in *ret_bad. With final, a last line
+ * without its newline is rendered too; else it is left: *ret_used says how
+ * many bytes of buf were consumed. The output is appended to *out (a
+ * malloc'd buffer of *n_out bytes). */
+int logs_render(const char *buf, size_t len, bool timestamps, bool final, char **out, size_t *n_out, size_t *ret_used,
+                size_t *ret_bad);
+
+/* The start of the last n lines of buf (n < 0: 0, all of it). */
+size_t logs_tail_offset(const char *buf, size_t len, int64_t n);
+
+/* ---- layout ---------------------------------------------------------------- */
+
+/* "<root>/<ns>_<name>_<uid>"; NULL when out of memory */
+char *logs_pod_dir(const char *root, const char *namespace_, const char *name, const char *uid);
+/* "<container>/<attempt>.log" (the CRI log_path, relative to the pod dir) */
+char *logs_container_path(const char *container, uint32_t attempt);
+/* kubelet's rotated name: "<log>.<YYYYMMDD-hhmmss>" in local time */
+int logs_rotated_name(const char *log, time_t now, char *buf, size_t size);
+
+/* ---- rotation decisions (plan.c) -------------------------------------------- */
+
+typedef struct LogsRotatePlan {
+        bool rotate;     /* the log is at or over the limit */
+        char **remove;   /* NULL-terminated, owned: full paths */
+        char **compress; /* the rotated files left uncompressed */
+} LogsRotatePlan;
+
+/* For log (a path) of size bytes, with the names of the directory's files
+ * that start with "<basename(log)>." (any order): kubelet's rotateLog —
+ * .tmp leftovers and uncompressed files that have a .gz twin go, then the
+ * oldest until max_files - 2 rotated files remain (the live log and the
+ * one about to be rotated make max_files), the rest are gzipped. Nothing
+ * at all when size < max_size. */
+int logs_rotate_plan(const char *log, int64_t size, int64_t max_size, int max_files, const char *const *rotated,
+                     LogsRotatePlan *ret);
+void logs_rotate_plan_done(LogsRotatePlan *p);
+
+/* ---- the rotation pass (rotate.c) ---------------------------------------------- */
+
+typedef struct LogsPolicy {
+        char *root;
+        int64_t max_size;
+        int max_files;
+} LogsPolicy;
+
+/* One pass over the running containers cubelet manages: each log at or
+ * over max_size is rotated (rename, ReopenContainerLog, gzip, trim).
+ * Blocking: run it off the loop. *ret_rotated counts the logs rotated. */
+int logs_rotate_pass(CriClient *cri, const LogsPolicy *p, size_t *ret_rotated, CubError *err);
+/* gzip src into dst (through src.tmp, as kubelet), then remove src. */
+int logs_compress(const char *src, const char *dst, CubError *err);
+/* kubelet's pod log GC: the directories "<ns>_<name>_<uid>" under root of
+ * pods the runtime holds no sandbox of, untouched for min_age_s, are
+ * removed. Nothing is removed when the runtime cannot be asked. */
+int logs_gc_pass(CriClient *cri, const char *root, int64_t min_age_s, size_t *ret_removed, CubError *err);

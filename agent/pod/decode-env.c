@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* env sources: the decoding of env[].valueFrom (fieldRef, resourceFieldRef)
+ * with the API server's validation (ValidateEnv: validateEnvVarValueFrom,
+ * validateObjectFieldSelector, validateContainerResourceFieldSelector and
+ * validateContainerResourceDivisor, their messages). configMapKeyRef and
+ * secretKeyRef are left to the field table, which refuses them. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pod-internal.h"
+
+/* validEnvDownwardAPIFieldPathExpressions, sorted as the API lists them */
+static const char *const env_field_paths[] = {
+        "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+        "status.hostIP", "status.hostIPs",     "status.podIP", "status.podIPs", NULL,
+};
+/* the labels podshelper.ConvertDownwardAPIFieldLabel converts (v1) */
+static const char *const convertible_paths[] = {
+        "metadata.annotations",
+        "metadata.labels",
+        "metadata.name",
+        "metadata.namespace",
+        "metadata.uid",
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.serviceAccountName",
+        "spec.schedulerName",
+        "status.phase",
+        "status.hostIP",
+        "status.hostIPs",
+        "status.podIP",
+        "status.podIPs",
+        NULL,
+};
+static const char *const resource_paths[] = {
+        "limits.cpu",   "limits.ephemeral-storage",   "limits.memory",
+        "requests.cpu", "requests.ephemeral-storage", "requests.memory",
+        NULL,
+};
+static const char *const memory_divisors[] = {
+        "1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei", NULL,
+};
+
+static bool in_list(const char *const *l, const char *s, size_t n) {
+        for (; *l; l++)
+                if (strlen(*l) == n && strncmp(*l, s, n) == 0)
+                        return true;
+        return false;
+}
+
+static int dec_divisor(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        char **text = dst, buf[64];
+
+        (void) f;
+        if (json_is_null(v))
+                return 0;
+        if (json_is_string(v))
+                (void) snprintf(buf, sizeof(buf), "%s", json_string_value(v));
+        else if (json_is_integer(v))
+                (void) snprintf(buf, sizeof(buf), "%lld", (long long) json_integer_value(v));
+        else
+                return pod_dec_fail(d, 0, NULL, "Invalid type: expected quantity (string or number), got %s",
+                                    pod_json_type_name(v));
+        free(*text);
+        *text = strdup(buf);
+        return *text ? 0 : cub_err_set(d->err, ENOMEM, "out of memory");
+}
+
+static const PodField field_ref_fields[] = {
+        POD_STR("apiVersion", PodEnvVar, field_api_version),
+        POD_STR("fieldPath", PodEnvVar, field_path),
+        {},
+};
+
+static const PodField resource_ref_fields[] = {
+        POD_STR("containerName", PodEnvVar, resource_container),
+        POD_STR("resource", PodEnvVar, resource),
+        { .name = "divisor", .decode = dec_divisor, .offset = offsetof(PodEnvVar, divisor_text) },
+        {},
+};
+
+const PodField pod_env_source_fields[] = {
+        { .name = "fieldRef",
+          .decode = pod_dec_inline,
+          .sub = field_ref_fields,
+          .set_offset = offsetof(PodEnvVar, field_ref_set) },
+        { .name = "resourceFieldRef",
+          .decode = pod_dec_inline,
+          .sub = resource_ref_fields,
+          .set_offset = offsetof(PodEnvVar, resource_ref_set) },
+        {},
+};
+
+/* valueFrom: a value of the wrong type is left to the field walker, which
+ * names it with the other notes */
+int pod_env_dec_value_from(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        if (!json_is_object(v))
+                return 0;
+        return pod_dec_inline(d, v, dst, f);
+}
+
+static int check_field_ref(PodDec *d, json_t *vf, PodEnvVar *e) {
+        json_t *fr = json_object_get(vf, "fieldRef");
+        const char *p;
+        size_t prefix, n;
+        int line = pod_dec_field_line(d, fr, "fieldPath");
+
+        if (!e->field_api_version) {
+                e->field_api_version = strdup("v1"); /* the API's defaulting */
+                if (!e->field_api_version)
+                        return cub_err_set(d->err, ENOMEM, "out of memory");
+        }
+        if (!*e->field_api_version)
+                return pod_dec_fail(d, line, ".valueFrom.fieldRef.apiVersion", "Required value");
+        if (!e->field_path || !*e->field_path)
+                return pod_dec_fail(d, line, ".valueFrom.fieldRef.fieldPath", "Required value");
+        p = e->field_path;
+        if (strcmp(e->field_api_version, "v1") != 0)
+                return pod_dec_fail(d, line, ".valueFrom.fieldRef.fieldPath",
+                                    "Invalid value: \"%s\": error converting fieldPath: unsupported pod version: %s", p,
+                                    e->field_api_version);
+        n = strlen(p);
+        /* SplitMaybeSubscriptedPath */
+        if (n > 2 && strcmp(p + n - 2, "']") == 0 && strstr(p, "['") && strstr(p, "['") != p) {
+                const char *key = strstr(p, "['") + 2;
+
+                prefix = (size_t) (key - 2 - p);
+                if (!((prefix == 15 && strncmp(p, "metadata.labels", 15) == 0) ||
+                      (prefix == 20 && strncmp(p, "metadata.annotations", 20) == 0)))
+                        return pod_dec_fail(d, line, ".valueFrom.fieldRef.fieldPath",
+                                            "Invalid value: \"%s\": error converting fieldPath: field label does not "
+                                            "support subscript: %s",
+                                            p, p);
+                if (key >= p + n - 2)
+                        return pod_dec_fail(d, line, ".valueFrom.fieldRef",
+                                            "Invalid value: \"\": name part must be non-empty");
+                return 0;
+        }
+        if (!in_list(convertible_paths, p, n))
+                return pod_dec_fail(d, line, ".valueFrom.fieldRef.fieldPath",
+                                    "Invalid value: \"%s\": error converting fieldPath: field label not supported: %s",
+                                    p, p);
+        if (!in_list(env_field_paths, p, n)) {
+                char list[512] = "";
+                size_t len = 0;
+
+                for (const char *const *a = env_field_paths; *a; a++)
+                        len += (size_t) snprintf(list + len, sizeof(list) - len, "%s\"%s\"",
+                                                 a == env_field_paths ? "" : ", ", *a);
+                return pod_dec_fail(d, line, ".valueFrom.fieldRef.fieldPath",
+                                    "Unsupported value: \"%s\": supported values: %s", p, list);
+        }
+        return 0;
+}
+
+static int check_resource_ref(PodDec *d, json_t *vf, PodEnvVar *e) {
+        json_t *rr = json_object_get(vf, "resourceFieldRef");
+        int line = pod_dec_field_line(d, rr, "resource");
+        const char *r = e->resource;
+        bool cpu, storage;
+        CubError qerr = {};
+
+        if (!r || !*r)
+                return pod_dec_fail(d, line, ".valueFrom.resourceFieldRef.resource", "Required value");
+        if (!in_list(resource_paths, r, strlen(r))) {
+                char list[512] = "";
+                size_t len = 0;
+
+                for (const char *const *a = resource_paths; *a; a++)
+                        len += (size_t) snprintf(list + len, sizeof(list) - len, "%s\"%s\"",
+                                                 a == resource_paths ? "" : ", ", *a);
+                return pod_dec_fail(d, line, ".valueFrom.resourceFieldRef.resource",
+                                    "Unsupported value: \"%s\": supported values: %s", r, list);
+        }
+        if (!e->divisor_text)
+                return 0;
+        line = pod_dec_field_line(d, rr, "divisor");
+        if (pod_quantity_parse(e->divisor_text, &e->divisor, &qerr) < 0)
+                return pod_dec_fail(d, line, ".valueFrom.resourceFieldRef.divisor", "%s", qerr.msg);
+        if (pod_quantity_is_zero(e->divisor))
+                return 0;
+        cpu = strstr(r, ".cpu") != NULL;
+        storage = strstr(r, "ephemeral-storage") != NULL;
+        if (cpu) {
+                int64_t m = pod_quantity_milli(e->divisor);
+
+                if (m != 1 && m != 1000)
+                        return pod_dec_fail(d, line, ".valueFrom.resourceFieldRef.divisor",
+                                            "Invalid value: \"%s\": only divisor's values 1m and 1 are supported with "
+                                            "the cpu resource",
+                                            r);
+        } else if (!in_list(memory_divisors, e->divisor_text, strlen(e->divisor_text)))
+                return pod_dec_fail(d, line, ".valueFrom.resourceFieldRef.divisor",
+                                    "Invalid value: \"%s\": only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, "
+                                    "1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the %s resource",
+                                    r, storage ? "local ephemeral storage" : "memory");
+        return 0;
+}
+
+int pod_env_var_post(PodDec *d, json_t *obj, PodEnvVar *e) {
+        json_t *vf = json_object_get(obj, "valueFrom");
+        int n_sources = 0;
+
+        if (!vf || json_is_null(vf))
+                return 0;
+        if (!json_is_object(vf))
+                return 0; /* the decoder said so already */
+        n_sources = e->field_ref_set + e->resource_ref_set;
+        if (json_object_get(vf, "configMapKeyRef"))
+                n_sources++;
+        if (json_object_get(vf, "secretKeyRef"))
+                n_sources++;
+        if (e->value && *e->value)
+                return pod_dec_fail(d, pod_dec_field_line(d, obj, "valueFrom"), ".valueFrom",
+                                    "Invalid value: \"\": may not be specified when `value` is not empty");
+        if (n_sources == 0)
+                return pod_dec_fail(d, pod_dec_field_line(d, obj, "valueFrom"), ".valueFrom",
+                                    "Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, "
+                                    "`configMapKeyRef` or `secretKeyRef`");
+        if (n_sources > 1)
+                return pod_dec_fail(d, pod_dec_field_line(d, obj, "valueFrom"), ".valueFrom",
+                                    "Invalid value: \"\": may not have more than one field specified at a time");
+        if (e->field_ref_set) {
+                e->kind = POD_ENV_FIELD_REF;
+                return check_field_ref(d, vf, e);
+        }
+        if (e->resource_ref_set) {
+                e->kind = POD_ENV_RESOURCE_FIELD;
+                return check_resource_ref(d, vf, e);
+        }
+        return 0;
+}
+
+void pod_env_var_done(PodEnvVar *e) {
+        free(e->name);
+        free(e->value);
+        free(e->field_api_version);
+        free(e->field_path);
+        free(e->resource_container);
+        free(e->resource);
+        free(e->divisor_text);
+}

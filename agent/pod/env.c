@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* env sources: a container's env as kubelet builds it (kubelet_pods.go
+ * makeEnvironmentVariables): values with $(VAR) expanded against the env
+ * before them (third_party/forked/golang/expansion), env[].valueFrom
+ * fieldRef (podFieldSelectorRuntimeValue) and resourceFieldRef
+ * (ExtractContainerResourceValue with the limits merged with node
+ * allocatable), and command/args expanded against the result. Pure: the
+ * node's and the pod's addresses come in a PodEnvContext. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pod-internal.h"
+
+void pod_env_strv_free(char **l) {
+        for (size_t i = 0; l && l[i]; i++)
+                free(l[i]);
+        free(l);
+}
+
+/* ---- expansion ------------------------------------------------------------ */
+
+typedef struct Buf {
+        char *p;
+        size_t n, cap;
+        bool oom;
+} Buf;
+
+static void buf_add(Buf *b, const char *s, size_t n) {
+        if (b->oom)
+                return;
+        if (b->n + n + 1 > b->cap) {
+                size_t cap = (b->n + n + 1) * 2;
+                char *p = realloc(b->p, cap);
+
+                if (!p) {
+                        b->oom = true;
+                        return;
+                }
+                b->p = p;
+                b->cap = cap;
+        }
+        memcpy(b->p + b->n, s, n);
+        b->n += n;
+        b->p[b->n] = '\0';
+}
+
+static const char *lookup(const char *name, size_t len, const char *const *const *maps, size_t n_maps) {
+        for (size_t m = 0; m < n_maps; m++) {
+                const char *found = NULL;
+
+                for (size_t i = 0; maps[m] && maps[m][i] && maps[m][i + 1]; i += 2)
+                        if (strlen(maps[m][i]) == len && memcmp(maps[m][i], name, len) == 0)
+                                found = maps[m][i + 1];
+                if (found)
+                        return found;
+        }
+        return NULL;
+}
+
+char *pod_env_expand(const char *in, const char *const *const *maps, size_t n_maps) {
+        Buf b = {};
+        size_t len = strlen(in), checkpoint = 0;
+
+        buf_add(&b, "", 0);
+        for (size_t cursor = 0; cursor < len; cursor++) {
+                const char *rest;
+                size_t advance = 1;
+
+                if (in[cursor] != '$' || cursor + 1 >= len)
+                        continue;
+                buf_add(&b, in + checkpoint, cursor - checkpoint);
+                rest = in + cursor + 1;
+                if (rest[0] == '$') {
+                        buf_add(&b, "$", 1); /* escaped operator */
+                } else if (rest[0] == '(') {
+                        const char *close = strchr(rest + 1, ')');
+
+                        if (close) {
+                                size_t n = (size_t) (close - rest - 1);
+                                const char *v = lookup(rest + 1, n, maps, n_maps);
+
+                                if (v)
+                                        buf_add(&b, v, strlen(v));
+                                else
+                                        buf_add(&b, rest - 1, n + 3); /* $(NAME) as written */
+                                advance = n + 2;
+                        } else
+                                buf_add(&b, "$(", 2); /* incomplete reference */
+                } else {
+                        buf_add(&b, rest - 1, 2); /* "$x": the operator and the byte */
+                }
+                cursor += advance;
+                checkpoint = cursor + 1;
+        }
+        if (checkpoint < len)
+                buf_add(&b, in + checkpoint, len - checkpoint);
+        if (b.oom) {
+                free(b.p);
+                return NULL;
+        }
+        return b.p;
+}
+
+/* ---- fieldRef --------------------------------------------------------------- */
+
+static const char *map_get(const PodStringMap *m, const char *key, size_t len) {
+        for (size_t i = 0; i < m->n; i++)
+                if (strlen(m->keys[i]) == len && memcmp(m->keys[i], key, len) == 0)
+                        return m->values[i];
+        return NULL;
+}
+
+/* "metadata.labels['k']" → prefix "metadata.labels", key "k" (fieldpath's
+ * SplitMaybeSubscriptedPath). */
+static bool split_subscript(const char *path, size_t *ret_prefix, const char **ret_key, size_t *ret_key_len) {
+        size_t len = strlen(path);
+        const char *open;
+
+        if (len < 2 || strcmp(path + len - 2, "']") != 0)
+                return false;
+        open = strstr(path, "['");
+        if (!open || open == path || open + 2 > path + len - 2)
+                return false;
+        *ret_prefix = (size_t) (open - path);
+        *ret_key = open + 2;
+        *ret_key_len = (size_t) (path + len - 2 - *ret_key);
+        return true;
+}
+
+static int dup_ret(const char *v, char **ret, CubError *err) {
+        *ret = strdup(v ? v : "");
+        return *ret ? 0 : cub_err_set(err, ENOMEM, "out of memory");
+}
+
+int pod_env_field_value(const Pod *pod, const char *path, const PodEnvContext *ctx, char **ret, CubError *err) {
+        size_t prefix, klen;
+        const char *key;
+
+        if (split_subscript(path, &prefix, &key, &klen)) {
+                if (prefix == strlen("metadata.labels") && strncmp(path, "metadata.labels", prefix) == 0)
+                        return dup_ret(map_get(&pod->labels, key, klen), ret, err);
+                if (prefix == strlen("metadata.annotations") && strncmp(path, "metadata.annotations", prefix) == 0)
+                        return dup_ret(map_get(&pod->annotations, key, klen), ret, err);
+                return cub_err_set(err, EINVAL, "fieldPath '%s': field label does not support subscript", path);
+        }
+        if (strcmp(path, "metadata.name") == 0)
+                return dup_ret(pod->name, ret, err);
+        if (strcmp(path, "metadata.namespace") == 0)
+                return dup_ret(pod->namespace_, ret, err);
+        if (strcmp(path, "metadata.uid") == 0)
+                return dup_ret(pod->uid, ret, err);
+        if (strcmp(path, "spec.nodeName") == 0)
+                return dup_ret(pod->node_name && *pod->node_name ? pod->node_name : ctx->node_name, ret, err);
+        if (strcmp(path, "spec.serviceAccountName") == 0)
+                return dup_ret(pod->service_account_name ? pod->service_account_name : pod->service_account, ret, err);
+        if (strcmp(path, "status.hostIP") == 0)
+                return dup_ret(ctx->host_ip, ret, err);
+        if (strcmp(path, "status.hostIPs") == 0)
+                return dup_ret(ctx->host_ips ? ctx->host_ips : ctx->host_ip, ret, err);
+        if (strcmp(path, "status.podIP") == 0)
+                return dup_ret(ctx->pod_ip, ret, err);
+        if (strcmp(path, "status.podIPs") == 0)
+                return dup_ret(ctx->pod_ips ? ctx->pod_ips : ctx->pod_ip, ret, err);
+        return cub_err_set(err, EINVAL, "fieldPath '%s': not supported for env", path);
+}
+
+/* ---- resourceFieldRef -------------------------------------------------------- */
+
+int pod_env_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const PodEnvContext *ctx,
+                           char **ret, CubError *err) {
+        static const struct {
+                const char *field;
+                const char *name;
+                bool limit;
+        } table[] = {
+                { "limits.cpu", "cpu", true },
+                { "limits.memory", "memory", true },
+                { "limits.ephemeral-storage", "ephemeral-storage", true },
+                { "requests.cpu", "cpu", false },
+                { "requests.memory", "memory", false },
+                { "requests.ephemeral-storage", "ephemeral-storage", false },
+        };
+        char buf[32];
+
+        if (pod_quantity_is_zero(divisor))
+                divisor = (PodQuantity){ .units = 1 };
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+                PodQuantity q;
+                bool cpu = strcmp(table[i].name, "cpu") == 0, found;
+                double v, d;
+
+                if (strcmp(resource, table[i].field) != 0)
+                        continue;
+                found = pod_resource_get(table[i].limit ? &c->limits : &c->requests, table[i].name, &q);
+                if (cpu) {
+                        /* MergeContainerResourceLimits: an unset limit is node allocatable */
+                        v = (double) (table[i].limit && !found ? ctx->alloc_cpu_milli : pod_quantity_milli(q));
+                        d = (double) pod_quantity_milli(divisor);
+                } else {
+                        int64_t alloc =
+                                strcmp(table[i].name, "memory") == 0 ? ctx->alloc_memory : ctx->alloc_ephemeral_storage;
+
+                        v = (double) (table[i].limit && !found ? alloc : pod_quantity_value(q));
+                        d = (double) pod_quantity_value(divisor);
+                }
+                if (d <= 0)
+                        return cub_err_set(err, EINVAL, "resource '%s': divisor must be positive", resource);
+                /* int64(math.Ceil(float64(v) / float64(d))), without libm */
+                {
+                        double ratio = v / d;
+                        int64_t t = (int64_t) ratio;
+
+                        if ((double) t < ratio)
+                                t++;
+                        (void) snprintf(buf, sizeof(buf), "%" PRId64, t);
+                }
+                return dup_ret(buf, ret, err);
+        }
+        return cub_err_set(err, EINVAL, "unsupported container resource : %s", resource);
+}
+
+/* ---- the env of a container --------------------------------------------------- */
+
+static const PodContainer *find_container(const Pod *pod, const char *name) {
+        for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++) {
+                const PodContainer *c = pod_container_at(pod, k, NULL);
+
+                if (strcmp(c->name, name) == 0)
+                        return c;
+        }
+        return NULL;
+}
+
+int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *ctx, char ***ret_env, CubError *err) {
+        char **env = calloc(2 * c->n_env + 1, sizeof(char *));
+        int r = 0;
+
+        if (!env)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        for (size_t i = 0; i < c->n_env && r >= 0; i++) {
+                const PodEnvVar *e = &c->env[i];
+                char *v = NULL;
+
+                switch (e->kind) {
+                case POD_ENV_FIELD_REF:
+                        r = pod_env_field_value(pod, e->field_path, ctx, &v, err);
+                        break;
+                case POD_ENV_RESOURCE_FIELD: {
+                        const PodContainer *t = e->resource_container && *e->resource_container
+                                                        ? find_container(pod, e->resource_container)
+                                                        : c;
+
+                        if (!t)
+                                r = cub_err_set(err, ENOENT, "container %s not found", e->resource_container);
+                        else
+                                r = pod_env_resource_value(t, e->resource, e->divisor, ctx, &v, err);
+                        break;
+                }
+                default: {
+                        const char *const *maps[] = { (const char *const *) env };
+
+                        /* the env so far (tmpEnv); no service env: a static pod has no services */
+                        v = pod_env_expand(e->value ? e->value : "", maps, 1);
+                        if (!v)
+                                r = cub_err_set(err, ENOMEM, "out of memory");
+                        break;
+                }
+                }
+                if (r < 0) {
+                        (void) cub_err_wrap(err, "env '%s'", e->name);
+                        break;
+                }
+                env[2 * i] = strdup(e->name);
+                env[2 * i + 1] = v;
+                if (!env[2 * i])
+                        r = cub_err_set(err, ENOMEM, "out of memory");
+        }
+        if (r < 0) {
+                pod_env_strv_free(env);
+                return r;
+        }
+        *ret_env = env;
+        return 0;
+}
+
+static int expand_list(const PodStrv *in, char *const *env, char ***ret) {
+        char **out;
+
+        *ret = NULL;
+        if (!in->items)
+                return 0;
+        out = calloc(in->n + 1, sizeof(char *));
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < in->n; i++) {
+                const char *const *maps[] = { (const char *const *) env };
+
+                out[i] = pod_env_expand(in->items[i], maps, 1);
+                if (!out[i]) {
+                        pod_env_strv_free(out);
+                        return -ENOMEM;
+                }
+        }
+        *ret = out;
+        return 0;
+}
+
+int pod_env_expand_command(const PodContainer *c, char *const *env, char ***ret_command, char ***ret_args,
+                           CubError *err) {
+        char **cmd = NULL, **args = NULL;
+
+        if (expand_list(&c->command, env, &cmd) < 0 || expand_list(&c->args, env, &args) < 0) {
+                pod_env_strv_free(cmd);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        *ret_command = cmd;
+        *ret_args = args;
+        return 0;
+}
