@@ -21,7 +21,7 @@ t_is "$(systemctl is-active cubelet)" active "cubelet.service is active"
 
 podq() { status_json | jq -r --arg n "$1-$NODE" ".pods[] | select(.name==\$n) | $2"; }
 # log POD CONTAINER: the container's first run's output, without the CRI prefix
-ctr_log() { cat /var/lib/cubelet/pods/default_"$1-$NODE"_*/"$2"/0.log 2>/dev/null | cut -d' ' -f4-; }
+ctr_log() { cat /var/log/pods/default_"$1-$NODE"_*/"$2"/0.log 2>/dev/null | cut -d' ' -f4-; }
 wait_log() { # wait_log POD CONTAINER NEEDLE
 	for i in $(seq 240); do
 		ctr_log "$1" "$2" | grep -q "$3" && return 0
