@@ -115,3 +115,6 @@ int cri_by_id(CriClient *c, const char *method, const ProtobufCMessage *req, con
 
 Runtime__V1__SecurityProfile *cri_seccomp_profile(CriArena *a, CriSeccompType t, const char *localhost);
 Runtime__V1__PodSandboxConfig *cri_sandbox_config(CriArena *a, const CriSandboxConfig *cfg);
+
+/* network.c: DNSConfig and port mappings of a sandbox config */
+int cri_sandbox_network(CriArena *a, const CriSandboxConfig *cfg, Runtime__V1__PodSandboxConfig *sc);

@@ -114,6 +114,7 @@ Pod *pod_free(Pod *pod) {
         free(pod->tolerations);
         pod_resource_list_done(&pod->overhead);
         seccomp_done(&pod->seccomp);
+        pod_network_done(pod);
         pod_field_notes_done(&pod->refused);
         pod_field_notes_done(&pod->warnings);
         free(pod);
@@ -248,6 +249,7 @@ static const PodField spec_fields[] = {
         { .name = "hostNetwork", .decode = pod_dec_bool, .offset = offsetof(Pod, host_network) },
         { .name = "overhead", .decode = pod_dec_resources, .offset = offsetof(Pod, overhead) },
         { .name = "securityContext", .decode = pod_dec_inline, .sub = pod_security_fields },
+        POD_NETWORK_FIELDS, /* network */
         {},
 };
 

@@ -72,6 +72,9 @@ typedef struct SyncCtx {
         char grace[DECIMAL_STR_MAX(int64_t)];
         char cgroup_parent[sizeof(((CgGroupValues *) NULL)->path) + 1];
         uint64_t containers_started_usec; /* the last StartContainer that returned OK */
+        /* network */
+        const char *pod_ip;     /* NULL = unknown */
+        const char *hosts_path; /* the pod's /etc/hosts, NULL = none mounted */
 } SyncCtx;
 
 /* The CRI resources of a container: the spec's, with this cpuset. */
@@ -91,6 +94,13 @@ static const CgContainerResources *resources_at(const WorkerSpec *s, size_t idx)
         return idx < s->pod->n_init_containers ? &s->init_res[idx] : &s->app_res[idx - s->pod->n_init_containers];
 }
 
+static bool mounts_have(const CriMount *m, size_t n, const char *container_path) {
+        for (size_t i = 0; i < n; i++)
+                if (m[i].container_path && strcmp(m[i].container_path, container_path) == 0)
+                        return true;
+        return false;
+}
+
 /* Creates and starts container idx (attempt), removing old_id first. */
 static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char *old_id, CubError *err) {
         const Pod *pod = x->s->pod;
@@ -101,7 +111,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         const char *cpuset = mc && mc->cpuset ? mc->cpuset : res->cpuset_cpus;
         WorkerLabels labels = {};
         const char **envs;
-        size_t n_menv = 0;
+        size_t n_menv = 0, n_mounts;
         _cleanup_free_ char *log_path = NULL, *id = NULL;
         _cleanup_free_ CriDevice *devices = NULL;
         _cleanup_free_ CriMount *mounts = NULL;
@@ -142,14 +152,18 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                                                   .host_path = mc->devices[i].host_path,
                                                   .permissions = mc->devices[i].permissions };
         }
-        if (mc && mc->n_mounts > 0) {
-                mounts = calloc(mc->n_mounts, sizeof(CriMount));
-                for (size_t i = 0; mounts && i < mc->n_mounts; i++)
+        n_mounts = mc ? mc->n_mounts : 0;
+        if (n_mounts > 0 || x->hosts_path) {
+                mounts = calloc(n_mounts + 1, sizeof(CriMount));
+                for (size_t i = 0; mounts && i < n_mounts; i++)
                         mounts[i] = (CriMount){ .container_path = mc->mounts[i].container_path,
                                                 .host_path = mc->mounts[i].host_path,
                                                 .readonly = mc->mounts[i].readonly };
+                /* network: the pod's /etc/hosts, unless a volume mounts one (kubelet's makeMounts) */
+                if (mounts && x->hosts_path && !mounts_have(mounts, n_mounts, "/etc/hosts"))
+                        mounts[n_mounts++] = (CriMount){ .container_path = "/etc/hosts", .host_path = x->hosts_path };
         }
-        if ((mc && mc->n_devices > 0 && !devices) || (mc && mc->n_mounts > 0 && !mounts)) {
+        if ((mc && mc->n_devices > 0 && !devices) || (n_mounts > 0 && !mounts)) {
                 free(envs);
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
@@ -168,7 +182,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 .log_path = log_path,
                 .resources = cri_resources(res, cpuset),
                 .mounts = mounts,
-                .n_mounts = mounts ? mc->n_mounts : 0,
+                .n_mounts = mounts ? n_mounts : 0,
                 .devices = devices,
                 .n_devices = devices ? mc->n_devices : 0,
         };
@@ -223,6 +237,7 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         const char *hash = pod->config_hash ? pod->config_hash : pod->uid;
         WorkerLabels labels = {};
         _cleanup_free_ char *sandbox_id = NULL;
+        _cleanup_(worker_pod_net_done) WorkerPodNet net = {};
         CriContainer *ct = NULL;
         CriSandboxConfig sbc;
         SyncCtx x = { .p = p, .s = s, .configs = j->configs };
@@ -264,16 +279,17 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
                 .uid = pod->uid,
                 .namespace_ = pod->namespace_,
                 .attempt = attempt,
-                .hostname = pod->name,
                 .log_directory = s->log_dir,
                 .labels = labels.kv,
                 .annotations = NULL,
                 .cgroup_parent = x.cgroup_parent,
-                /* CNI arrives later: every pod shares the node's network for now */
-                .host_network = true,
         };
         sbc.seccomp = seccomp_of(NULL, &pod->seccomp, &local);
         sbc.seccomp_localhost = local;
+        /* network: hostname, DNS, port mappings; after the sandbox its IP and the pod's /etc/hosts */
+        r = worker_pod_net_prepare(p, pod, &net, &sbc, err);
+        if (r < 0)
+                return cub_err_wrap(err, "sandbox");
         if (!have_ready) {
                 uint64_t sent = worker_now_usec();
 
@@ -282,6 +298,13 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
                         return cub_err_wrap(err, "sandbox");
                 j->sandbox_requested_usec = sent;
         }
+        r = worker_pod_net_started(p, pod, sandbox_id, &net, err);
+        if (r < 0)
+                return r;
+        x.pod_ip = net.pod_ip;
+        x.hosts_path = net.hosts_path;
+        free(j->pod_ip);
+        j->pod_ip = net.pod_ip ? strdup(net.pod_ip) : NULL;
         x.sandbox_id = sandbox_id;
         x.sbc = &sbc;
 

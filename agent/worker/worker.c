@@ -150,6 +150,7 @@ void worker_observed_free(WorkerObserved *o, size_t n) {
                 free(o[i].namespace_);
                 free(o[i].config_hash);
                 free(o[i].cgroup);
+                free(o[i].pod_ip);
                 for (size_t k = 0; k < o[i].n_containers; k++)
                         worker_container_done(&o[i].containers[k]);
                 free(o[i].containers);
@@ -168,6 +169,7 @@ WorkerJob *worker_job_free(WorkerJob *j) {
         free(j->may_start);
         free(j->uid);
         free(j->cgroup);
+        free(j->pod_ip);
         worker_observed_free(j->observed, j->n_observed);
         free(j);
         return NULL;
@@ -389,6 +391,7 @@ WorkerPool *worker_pool_free(WorkerPool *p) {
         pthread_cond_destroy(&p->cond);
         close(p->efd);
         free(p->threads);
+        worker_network_done(p);
         free(p);
         return NULL;
 }
