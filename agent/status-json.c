@@ -51,7 +51,7 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
         /* network: kubelet's podIP (a host-network pod's is the node's) and hostIP */
         {
                 const char *host_ip = a->host_ip[0] ? a->host_ip : "127.0.0.1";
-                const char *pod_ip = *p->pod_ip                                     ? p->pod_ip
+                const char *pod_ip = *p->pod_ip                                         ? p->pod_ip
                                      : pod->host_network && p->observed && !p->terminal ? host_ip
                                                                                         : "";
 

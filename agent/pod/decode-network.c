@@ -36,7 +36,6 @@ const PodField pod_host_alias_fields[] = {
         {},
 };
 
-
 bool pod_ip_valid(const char *s) {
         unsigned char buf[sizeof(struct in6_addr)];
 
@@ -71,7 +70,7 @@ static int line_at(PodDec *d, json_t *root, const char *a, const char *b) {
         return line > 0 ? line : pod_tree_key_line(d->tree, spec, a);
 }
 
-#define LABEL_MSG                                                                                      \
+#define LABEL_MSG                                                                                         \
         "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must " \
         "start and end with an alphanumeric character"
 

@@ -266,9 +266,8 @@ int pod_dns_config(const Pod *pod, const PodDnsNode *node, PodDns *ret, CubError
                 for (size_t i = 0; r >= 0 && i < c->n_options; i++) {
                         _cleanup_free_ char *o = NULL;
 
-                        if (asprintf(&o, "%s%s%s", c->options[i].name, c->options[i].value && *c->options[i].value
-                                                                               ? ":"
-                                                                               : "",
+                        if (asprintf(&o, "%s%s%s", c->options[i].name,
+                                     c->options[i].value && *c->options[i].value ? ":" : "",
                                      c->options[i].value ? c->options[i].value : "") < 0)
                                 o = NULL;
                         r = o ? opt_set(&d.options, o, strlen(o)) : -ENOMEM;
@@ -430,8 +429,8 @@ int pod_cni_conflist(const char *cidr, char **ret, CubError *err) {
                                    cidr ? cidr : "");
         doc = json_pack("{s:s,s:s,s:[{s:s,s:s,s:b,s:b,s:b,s:{s:s,s:[[{s:s}]],s:[{s:s}]}},{s:s,s:{s:b},s:b}]}",
                         "cniVersion", "0.4.0", "name", "cubelet", "plugins", "type", "bridge", "bridge", "cubelet0",
-                        "isGateway", 1, "ipMasq", 1, "hairpinMode", 1, "ipam", "type", "host-local", "ranges",
-                        "subnet", cidr, "routes", "dst", strchr(cidr, ':') ? "::/0" : "0.0.0.0/0", "type", "portmap",
+                        "isGateway", 1, "ipMasq", 1, "hairpinMode", 1, "ipam", "type", "host-local", "ranges", "subnet",
+                        cidr, "routes", "dst", strchr(cidr, ':') ? "::/0" : "0.0.0.0/0", "type", "portmap",
                         "capabilities", "portMappings", 1, "snat", 1);
         if (!doc)
                 return cub_err_set(err, ENOMEM, "out of memory");

@@ -450,7 +450,7 @@ typedef struct PodKubeletConfig {
         char *cluster_domain;
         char *resolv_conf;
         char *cni_conf_dir; /* cubelet's own: where 10-cubelet.conflist goes, NULL = /etc/cni/net.d, "" = none */
-        PodStrv ignored; /* names of fields present but not supported */
+        PodStrv ignored;    /* names of fields present but not supported */
 } PodKubeletConfig;
 
 void pod_kubelet_config_init(PodKubeletConfig *c);

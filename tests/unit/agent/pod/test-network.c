@@ -142,7 +142,7 @@ static void test_resolv_conf(void **state) {
         check_resolv("options ndots:5 attempts:2", "", "", "ndots:5 attempts:2");
         check_resolv("options ndots:1\noptions ndots:5 attempts:3", "", "", "ndots:5 attempts:3");
         check_resolv("nameserver 1.2.3.4\nsearch foo\noptions ndots:5 attempts:4", "1.2.3.4", "foo",
-                      "ndots:5 attempts:4");
+                     "ndots:5 attempts:4");
 }
 
 /* ---- GetPodDNS (kubelet's TestGetPodDNSCustom) ---------------------------- */
@@ -178,7 +178,7 @@ static void check_dns(const DnsCase *c) {
         pod_free(pod);
 }
 
-#define POD_DNS_CONFIG                                                                                \
+#define POD_DNS_CONFIG                                                                                 \
         "  dnsConfig:\n    nameservers: [10.0.0.11]\n    searches: [my.domain]\n    options: [{name: " \
         "ndots, value: \"3\"}, {name: debug}]\n"
 
@@ -315,13 +315,13 @@ static void test_hostname(void **state) {
         pod_free(pod);
 }
 
-#define MANAGED                                   \
-        "# Kubernetes-managed hosts file.\n"      \
-        "127.0.0.1\tlocalhost\n"                  \
+#define MANAGED                                       \
+        "# Kubernetes-managed hosts file.\n"          \
+        "127.0.0.1\tlocalhost\n"                      \
         "::1\tlocalhost ip6-localhost ip6-loopback\n" \
-        "fe00::0\tip6-localnet\n"                 \
-        "fe00::0\tip6-mcastprefix\n"              \
-        "fe00::1\tip6-allnodes\n"                 \
+        "fe00::0\tip6-localnet\n"                     \
+        "fe00::0\tip6-mcastprefix\n"                  \
+        "fe00::1\tip6-allnodes\n"                     \
         "fe00::2\tip6-allrouters\n"
 
 static void test_hosts_file(void **state) {
