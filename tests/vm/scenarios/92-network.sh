@@ -142,6 +142,18 @@ pods=$(curl -s http://127.0.0.1:10255/pods)
 t_contains "$pods" "\"podIP\":\"$sip\"" "/pods: server's podIP"
 t_contains "$pods" "\"podIPs\":[{\"ip\":\"$cip\"}]" "/pods: client's podIPs"
 
+# a restarted cubelet finds the pod IPs again (the relist asks PodSandboxStatus once per sandbox)
+suid=$(pod_field "server-$NODE" uid)
+before=$(sandboxes_of "$suid")
+systemctl restart cubelet
+sleep 3
+for i in $(seq 40); do
+	[ "$(pod_field "server-$NODE" podIP)" = "$sip" ] && break
+	sleep 0.5
+done
+t_is "$(pod_field "server-$NODE" podIP)" "$sip" "after a cubelet restart server's podIP is the same"
+t_is "$(sandboxes_of "$suid")" "$before" "... and its sandbox and container were kept ($before in containerd)"
+
 # removal: the pod's hosts file goes with it
 rm -f "$M/client.yaml"
 t_ok "client goes away" wait_gone "client-$NODE" 90
