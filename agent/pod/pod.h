@@ -449,8 +449,9 @@ typedef struct PodKubeletConfig {
         PodStrv cluster_dns;
         char *cluster_domain;
         char *resolv_conf;
-        char *cni_conf_dir; /* cubelet's own: where 10-cubelet.conflist goes, NULL = /etc/cni/net.d, "" = none */
-        PodStrv ignored;    /* names of fields present but not supported */
+        /* cubelet's own cniConfDir: where 10-cubelet.conflist goes, NULL = /etc/cni/net.d, "" = none */
+        char *cni_conf_dir;
+        PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 
 void pod_kubelet_config_init(PodKubeletConfig *c);
