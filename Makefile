@@ -286,6 +286,9 @@ install: $(B)/cubelet $(B)/cubelet-gpu-plugin
 	test -e $(DESTDIR)/etc/cubelet/config.yaml || \
 		install -D -m 0644 packaging/cubelet.yaml $(DESTDIR)/etc/cubelet/config.yaml
 	install -d -m 0755 $(DESTDIR)/etc/kubernetes/manifests
+	install -d -m 0755 $(DESTDIR)/etc/cni/net.d
+	test -e $(DESTDIR)/etc/cni/net.d/10-cubelet.conflist || \
+		install -D -m 0644 packaging/cni/10-cubelet.conflist $(DESTDIR)/etc/cni/net.d/10-cubelet.conflist
 	install -D -m 0644 packaging/containerd/config.toml $(DESTDIR)$(PREFIX)/share/cubelet/containerd-config.toml
 	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/cubelet/README.md
 

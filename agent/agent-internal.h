@@ -126,6 +126,13 @@ void agent_update_resources(Agent *a);
 void agent_victim_stopped(Agent *a, const char *uid);
 void agent_pods_free(Agent *a);
 
+/* network.c: the node's pod network (the CNI conflist, the workers'
+ * settings, the node's IP) */
+int agent_network_setup(Agent *a, CubError *err);
+/* The node's first IPv4 address that is up and not loopback; 127.0.0.1
+ * when there is none (a node without a network card). */
+void agent_host_ip(char buf[static 64]);
+
 /* serve.c: the HTTP API */
 int agent_http_start(Agent *a, CubError *err);
 void agent_http_stop(Agent *a);

@@ -491,6 +491,9 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         r = worker_pool_new(a->opt.workers, a->cri, a->writer, &a->pool, &efd, err);
         if (r < 0)
                 goto fail;
+        r = agent_network_setup(a, err); /* network */
+        if (r < 0)
+                goto fail;
         /* before any group or sandbox: a runtime on the other driver would
          * put every container beside its pod's limits */
         r = worker_pool_check_runtime(a->pool, err);

@@ -17,22 +17,6 @@
 
 #define TICK_USEC CUB_USEC_PER_SEC
 
-/* The node's first IPv4 address that is up and not loopback (every pod
- * shares the node's network: it is also their podIP). */
-static void host_ip(char buf[static 64]) {
-        struct ifaddrs *ifs = NULL;
-
-        buf[0] = '\0';
-        if (getifaddrs(&ifs) < 0)
-                return;
-        for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
-                if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
-                    !(i->ifa_flags & IFF_LOOPBACK) &&
-                    inet_ntop(AF_INET, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, buf, 64))
-                        break;
-        freeifaddrs(ifs);
-}
-
 static void publish(Agent *a, uint64_t now) {
         ApiPodsInfo info = { .node_name = a->opt.node_name,
                              .host_ip = a->host_ip[0] ? a->host_ip : NULL,
@@ -101,7 +85,6 @@ int agent_http_start(Agent *a, CubError *err) {
         c.fs_path = a->opt.state_dir;
         if (sd_watchdog_enabled(false, &wd) > 0 && wd > 0)
                 c.stall_usec = wd;
-        host_ip(a->host_ip);
         r = api_http_new(&c, &a->http, err);
         if (r < 0)
                 return r;

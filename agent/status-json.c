@@ -53,6 +53,18 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
 
         if (!pj)
                 return NULL;
+        /* network: kubelet's podIP (a host-network pod's is the node's) and hostIP */
+        {
+                const char *host_ip = a->host_ip[0] ? a->host_ip : "127.0.0.1";
+                const char *pod_ip = *p->pod_ip                                         ? p->pod_ip
+                                     : pod->host_network && p->observed && !p->terminal ? host_ip
+                                                                                        : "";
+
+                json_object_set_new(pj, "podIP", json_string(pod_ip));
+                json_object_set_new(pj, "podIPs", *pod_ip ? json_pack("[s]", pod_ip) : json_array());
+                json_object_set_new(pj, "hostIP", json_string(host_ip));
+                json_object_set_new(pj, "hostIPs", json_pack("[s]", host_ip));
+        }
         /* the fields of its manifest cubelet accepts and ignores */
         if (pod->warnings.n > 0) {
                 json_t *ws = json_array();

@@ -119,3 +119,6 @@ Runtime__V1__PodSandboxConfig *cri_sandbox_config(CriArena *a, const CriSandboxC
  * be NULL: the defaults) and an Int64Value */
 void cri_namespaces_set(Runtime__V1__NamespaceOption *ns, const CriSandboxConfig *cfg);
 Runtime__V1__Int64Value *cri_int64_value(CriArena *a, int64_t v);
+
+/* network.c: DNSConfig and port mappings of a sandbox config */
+int cri_sandbox_network(CriArena *a, const CriSandboxConfig *cfg, Runtime__V1__PodSandboxConfig *sc);

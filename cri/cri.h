@@ -55,6 +55,22 @@ typedef enum CriSeccompType {
         _CRI_SECCOMP_INVALID = -22,
 } CriSeccompType;
 
+/* network */
+typedef enum CriProtocol {
+        CRI_PROTOCOL_TCP,
+        CRI_PROTOCOL_UDP,
+        CRI_PROTOCOL_SCTP,
+        _CRI_PROTOCOL_MAX,
+        _CRI_PROTOCOL_INVALID = -22,
+} CriProtocol;
+
+typedef struct CriPortMapping {
+        CriProtocol protocol;
+        int32_t container_port;
+        int32_t host_port; /* 0: none (containerd's portmap skips it) */
+        const char *host_ip;
+} CriPortMapping;
+
 typedef struct CriSandboxConfig {
         const char *name;
         const char *uid;
@@ -80,6 +96,13 @@ typedef struct CriSandboxConfig {
         const int64_t *supplemental_groups;
         size_t n_supplemental_groups;
         const char *const *sysctls; /* flat key/value list */
+        /* network: DNSConfig (NULL-terminated lists; all NULL = the runtime's
+         * default, the node's resolv.conf) and port mappings */
+        const char *const *dns_servers;
+        const char *const *dns_searches;
+        const char *const *dns_options;
+        const CriPortMapping *port_mappings;
+        size_t n_port_mappings;
 } CriSandboxConfig;
 
 typedef enum CriSandboxState {
@@ -101,6 +124,9 @@ typedef struct CriSandbox {
 } CriSandbox;
 
 int cri_run_pod_sandbox(CriClient *c, const CriSandboxConfig *cfg, char **ret_id, CubError *err);
+/* The primary IP of PodSandboxStatus.network (cri/network.c); NULL in
+ * *ret_ip when none (host network). */
+int cri_pod_sandbox_ip(CriClient *c, const char *sandbox_id, char **ret_ip, CubError *err);
 /* Stop and remove treat NOT_FOUND as success (they are idempotent). */
 int cri_stop_pod_sandbox(CriClient *c, const char *id, CubError *err);
 int cri_remove_pod_sandbox(CriClient *c, const char *id, CubError *err);

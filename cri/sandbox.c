@@ -93,6 +93,9 @@ Runtime__V1__PodSandboxConfig *cri_sandbox_config(CriArena *a, const CriSandboxC
         sc->labels = sandbox_labels(a, cfg->labels, &sc->n_labels);
         sc->annotations = sandbox_annotations(a, cfg->annotations, &sc->n_annotations);
         sc->linux = lx;
+        /* network */
+        if (cri_sandbox_network(a, cfg, sc) < 0)
+                return NULL;
         return a->failed ? NULL : sc;
 }
 

@@ -93,6 +93,54 @@ static json_t *container_spec(const PodContainer *c) {
         return cj;
 }
 
+/* network: the pod network fields of the spec */
+static json_t *strv_of(const PodStrv *v) {
+        json_t *a = json_array();
+
+        for (size_t i = 0; a && i < v->n; i++)
+                json_array_append_new(a, json_string(v->items[i]));
+        return a;
+}
+
+static void network_spec(const Pod *pod, json_t *spec) {
+        if (pod->dns_policy)
+                json_object_set_new(spec, "dnsPolicy", json_string(pod->dns_policy));
+        if (pod->hostname)
+                json_object_set_new(spec, "hostname", json_string(pod->hostname));
+        if (pod->subdomain)
+                json_object_set_new(spec, "subdomain", json_string(pod->subdomain));
+        if (pod->set_hostname_as_fqdn)
+                json_object_set_new(spec, "setHostnameAsFQDN", json_true());
+        if (pod->dns_config_set) {
+                json_t *dc = json_object(), *opts = json_array();
+
+                if (pod->dns_config.nameservers.n)
+                        json_object_set_new(dc, "nameservers", strv_of(&pod->dns_config.nameservers));
+                if (pod->dns_config.searches.n)
+                        json_object_set_new(dc, "searches", strv_of(&pod->dns_config.searches));
+                for (size_t i = 0; i < pod->dns_config.n_options; i++) {
+                        json_t *o = json_pack("{s:s}", "name", pod->dns_config.options[i].name);
+
+                        if (o && pod->dns_config.options[i].value)
+                                json_object_set_new(o, "value", json_string(pod->dns_config.options[i].value));
+                        json_array_append_new(opts, o);
+                }
+                if (pod->dns_config.n_options)
+                        json_object_set_new(dc, "options", opts);
+                else
+                        json_decref(opts);
+                json_object_set_new(spec, "dnsConfig", dc);
+        }
+        if (pod->n_host_aliases) {
+                json_t *ha = json_array();
+
+                for (size_t i = 0; i < pod->n_host_aliases; i++)
+                        json_array_append_new(ha, json_pack("{s:s,s:o}", "ip", pod->host_aliases[i].ip, "hostnames",
+                                                            strv_of(&pod->host_aliases[i].hostnames)));
+                json_object_set_new(spec, "hostAliases", ha);
+        }
+}
+
 static json_t *spec_json(const Pod *pod, const char *node_name) {
         json_t *cs = json_array(), *ics = json_array(), *tol = json_array(), *spec;
 
@@ -133,6 +181,7 @@ static json_t *spec_json(const Pod *pod, const char *node_name) {
                 json_object_set_new(spec, "priorityClassName", json_string(pod->priority_class_name));
         if (pod->node_selector.n)
                 json_object_set_new(spec, "nodeSelector", string_map(&pod->node_selector));
+        network_spec(pod, spec);
         return spec;
 }
 
@@ -226,10 +275,13 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
         if (status && info->host_ip) {
                 json_object_set_new(status, "hostIP", json_string(info->host_ip));
                 json_object_set_new(status, "hostIPs", json_pack("[{s:s}]", "ip", info->host_ip));
-                if (sandbox) {
-                        json_object_set_new(status, "podIP", json_string(info->host_ip));
-                        json_object_set_new(status, "podIPs", json_pack("[{s:s}]", "ip", info->host_ip));
-                }
+        }
+        /* network: the sandbox's IP; a host-network pod's is the node's */
+        if (status && sandbox && (*p->pod_ip || (pod->host_network && info->host_ip))) {
+                const char *ip = *p->pod_ip ? p->pod_ip : info->host_ip;
+
+                json_object_set_new(status, "podIP", json_string(ip));
+                json_object_set_new(status, "podIPs", json_pack("[{s:s}]", "ip", ip));
         }
         if (status && p->latency.event)
                 json_object_set_new(status, "startTime", json_string(rfc3339(pod_start(p, info), when)));
@@ -263,6 +315,7 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
         /* the UID too: a new spec may come at the address of a freed one */
         fprintf(f, "%s %d %d %d %s\n%s\n%s\n%s\n", p->spec->pod->uid, (int) p->phase, p->observed, p->terminal,
                 p->reason, p->message, info->host_ip ? info->host_ip : "", info->node_name);
+        fprintf(f, "%s\n", p->pod_ip); /* network */
         fwrite(p->statuses, sizeof(*p->statuses), p->n, f);
         if (fclose(f) != 0) {
                 free(key);

@@ -119,6 +119,8 @@ typedef struct LcPod {
         uint64_t *numa;            /* LcAdmitResult.numa of its admission, NULL = no hints */
         LcLatency latency;
         uint64_t sync_retry_usec; /* after a failed sync: no new one before (CLOCK_MONOTONIC µs) */
+        /* network */
+        char pod_ip[64]; /* of its ready sandbox, "" = none (host network: the node's IP is shown) */
 } LcPod;
 
 /* Takes a reference on spec. */

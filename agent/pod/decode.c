@@ -117,6 +117,7 @@ Pod *pod_free(Pod *pod) {
         seccomp_done(&pod->seccomp);
         pod_security_done(&pod->security);
         pod_volumes_done(pod);
+        pod_network_done(pod);
         pod_field_notes_done(&pod->refused);
         pod_field_notes_done(&pod->warnings);
         free(pod);
@@ -255,6 +256,7 @@ static const PodField spec_fields[] = {
         { .name = "securityContext", .decode = pod_dec_inline, .sub = pod_security_fields },
         POD_SECURITY_POD_FIELD,
         POD_SECURITY_SPEC_FIELDS,
+        POD_NETWORK_FIELDS, /* network */
         {},
 };
 

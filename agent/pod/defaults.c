@@ -103,6 +103,9 @@ int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod) {
         r = set_default(d, &pod->preemption_policy, "PreemptLowerPriority");
         if (r < 0)
                 return r;
+        r = pod_network_validate(d, root, pod);
+        if (r < 0)
+                return r;
         if (!pod->termination_grace_period_seconds_set)
                 pod->termination_grace_period_seconds = 30;
         else if (pod->termination_grace_period_seconds < 0) {

@@ -41,13 +41,31 @@ static const char *const is_false[] = { "false", NULL };
 static const char *const is_true[] = { "true", NULL };
 static const char *const apparmor_default[] = { "RuntimeDefault", NULL };
 static const char *const groups_policy_default[] = { "Merge", NULL };
-/* ClusterFirst without cluster DNS falls back to Default, as kubelet's; all
- * three give the node's resolv.conf */
-static const char *const dns_policy_host[] = { "ClusterFirst", "ClusterFirstWithHostNet", "Default", NULL };
 static const char *const os_linux[] = { "linux", NULL };
 static const char *const message_path_default[] = { "/dev/termination-log", NULL };
 static const char *const message_policy_default[] = { "File", NULL };
 static const char *const scheduler_default[] = { "default-scheduler", NULL };
+
+/* ---- the pod network ------------------------------------------------------ */
+
+static const PodFieldRule host_alias[] = {
+        A("ip"),
+        A("hostnames"),
+        END,
+};
+
+static const PodFieldRule dns_option[] = {
+        A("name"),
+        A("value"),
+        END,
+};
+
+static const PodFieldRule dns_config[] = {
+        A("nameservers"),
+        A("searches"),
+        AL("options", dns_option),
+        END,
+};
 
 /* ---- ObjectMeta ---------------------------------------------------------- */
 
@@ -364,7 +382,7 @@ static const PodFieldRule pod_spec[] = {
         A("hostNetwork"),
         AO("securityContext", pod_security_context),
         AO("os", pod_os),
-        RI("dnsPolicy", dns_policy_host),
+        A("dnsPolicy"),
         WI("schedulerName", NOT_SCHEDULED, scheduler_default),
         W("topologySpreadConstraints", NOT_SCHEDULED),
         W("schedulingGates", NOT_SCHEDULED),
@@ -379,11 +397,11 @@ static const PodFieldRule pod_spec[] = {
         A("hostIPC"),
         A("shareProcessNamespace"),
         RI("hostUsers", is_true),
-        R("hostname"),
-        R("subdomain"),
-        RI("setHostnameAsFQDN", is_false),
-        R("hostAliases"),
-        R("dnsConfig"),
+        A("hostname"),
+        A("subdomain"),
+        A("setHostnameAsFQDN"),
+        AL("hostAliases", host_alias),
+        AO("dnsConfig", dns_config),
         R("readinessGates"),
         R("runtimeClassName"),
         END,

@@ -219,6 +219,7 @@ static const PodField cubelet_fields[] = {
         { .name = "devicePluginDir",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, device_plugin_dir) },
+        { .name = "cniConfDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cni_conf_dir) },
         {},
 };
 
@@ -286,6 +287,11 @@ static const PodField config_fields[] = {
         { .name = "evictionPressureTransitionPeriod",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, eviction_pressure_transition_period) },
+        /* network */
+        { .name = "podCIDR", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, pod_cidr) },
+        { .name = "clusterDNS", .decode = pod_dec_strv, .offset = offsetof(PodKubeletConfig, cluster_dns) },
+        { .name = "clusterDomain", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cluster_domain) },
+        { .name = "resolvConf", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, resolv_conf) },
         { .name = "cubelet", .decode = pod_dec_inline, .sub = cubelet_fields },
         /* security context */
         { .name = "allowedUnsafeSysctls",
@@ -344,6 +350,11 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->static_pod_url_client_key);
         free(c->static_pod_url_timeout);
         pod_strv_done(&c->allowed_unsafe_sysctls);
+        free(c->pod_cidr);
+        pod_strv_done(&c->cluster_dns);
+        free(c->cluster_domain);
+        free(c->resolv_conf);
+        free(c->cni_conf_dir);
         pod_strv_done(&c->ignored);
         pod_kubelet_config_init(c);
 }

@@ -141,6 +141,29 @@ extern const PodField pod_env_source_fields[];
 int pod_env_var_post(PodDec *d, json_t *obj, PodEnvVar *e);
 int pod_env_dec_value_from(PodDec *d, json_t *v, void *dst, const PodField *f);
 void pod_env_var_done(PodEnvVar *e);
+/* network (decode-network.c): the PodSpec entries, their validation (from
+ * pod_default_and_validate) and destructor (from pod_free) */
+extern const PodField pod_dns_config_fields[];
+extern const PodField pod_host_alias_fields[];
+extern const char *const pod_dns_policies[];
+#define POD_NETWORK_FIELDS                                                                                    \
+        POD_STR("hostname", Pod, hostname), POD_STR("subdomain", Pod, subdomain),                             \
+                { .name = "setHostnameAsFQDN",                                                                \
+                  .decode = pod_dec_bool,                                                                     \
+                  .offset = offsetof(Pod, set_hostname_as_fqdn) },                                            \
+                POD_ENUM("dnsPolicy", Pod, dns_policy, pod_dns_policies),                                     \
+                { .name = "dnsConfig",                                                                        \
+                  .decode = pod_dec_object,                                                                   \
+                  .offset = offsetof(Pod, dns_config),                                                        \
+                  .set_offset = offsetof(Pod, dns_config_set),                                                \
+                  .sub = pod_dns_config_fields },                                                             \
+        {                                                                                                     \
+                .name = "hostAliases", .decode = pod_dec_object_array, .offset = offsetof(Pod, host_aliases), \
+                .count_offset = offsetof(Pod, n_host_aliases), .elem_size = sizeof(PodHostAlias),             \
+                .sub = pod_host_alias_fields                                                                  \
+        }
+int pod_network_validate(PodDec *d, json_t *root, Pod *pod);
+void pod_network_done(Pod *pod);
 
 void pod_strv_done(PodStrv *v);
 void pod_string_map_done(PodStringMap *m);

@@ -64,6 +64,22 @@ int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err) {
                         o->attempt = sb[i].attempt;
                 }
         }
+        /* network: the pod IP of each pod's newest ready sandbox (cached per sandbox) */
+        worker_sandbox_ips_prune(p, sb, n_sb);
+        for (size_t k = 0; k < n_obs; k++) {
+                const CriSandbox *best = NULL;
+                CubError e = {};
+
+                for (size_t i = 0; i < n_sb; i++) {
+                        const char *uid = cri_kv_get(sb[i].labels, WORKER_LABEL_UID);
+
+                        if (uid && strcmp(uid, obs[k].uid) == 0 && sb[i].state == CRI_SANDBOX_READY &&
+                            (!best || sb[i].attempt > best->attempt))
+                                best = &sb[i];
+                }
+                if (best)
+                        (void) worker_sandbox_ip(p, best->id, &obs[k].pod_ip, &e);
+        }
         for (size_t i = 0; i < n_ct; i++) {
                 const char *uid = cri_kv_get(ct[i].labels, WORKER_LABEL_UID);
                 WorkerObserved *o = NULL;

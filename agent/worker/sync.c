@@ -83,6 +83,7 @@ typedef struct SyncCtx {
         /* env sources: the host's addresses, read once per sync */
         char host_ip[INET6_ADDRSTRLEN];
         char host_ips[2 * INET6_ADDRSTRLEN + 2];
+        const char *hosts_path;           /* network: the pod's /etc/hosts, NULL = none mounted */
 } SyncCtx;
 
 /* env sources: the node's first IPv4 address that is up and not loopback
@@ -191,6 +192,13 @@ static void pod_env_strvp(char ***l) {
         pod_env_strv_free(*l);
 }
 
+static bool mounts_have(const CriMount *m, size_t n, const char *container_path) {
+        for (size_t i = 0; i < n; i++)
+                if (m[i].container_path && strcmp(m[i].container_path, container_path) == 0)
+                        return true;
+        return false;
+}
+
 /* Creates and starts container idx (attempt), removing old_id first. */
 static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char *old_id, CubError *err) {
         const Pod *pod = x->s->pod;
@@ -201,7 +209,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         const char *cpuset = mc && mc->cpuset ? mc->cpuset : res->cpuset_cpus;
         WorkerLabels labels = {};
         const char **envs;
-        size_t n_menv = 0;
+        size_t n_menv = 0, n_mounts;
         _cleanup_free_ char *log_path = NULL, *id = NULL, *username = NULL;
         _cleanup_(pod_env_strvp) char **pod_env = NULL, **command = NULL, **args = NULL;
         _cleanup_free_ CriDevice *devices = NULL;
@@ -267,15 +275,19 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                                                   .host_path = mc->devices[i].host_path,
                                                   .permissions = mc->devices[i].permissions };
         }
-        if (mc && mc->n_mounts > 0) {
-                mounts = calloc(mc->n_mounts, sizeof(CriMount));
-                for (size_t i = 0; mounts && i < mc->n_mounts; i++)
+        n_mounts = mc ? mc->n_mounts : 0;
+        if (n_mounts > 0 || x->hosts_path) {
+                mounts = calloc(n_mounts + 1, sizeof(CriMount));
+                for (size_t i = 0; mounts && i < n_mounts; i++)
                         mounts[i] = (CriMount){ .container_path = mc->mounts[i].container_path,
                                                 .host_path = mc->mounts[i].host_path,
                                                 .readonly = mc->mounts[i].readonly,
                                                 .propagation = mc->mounts[i].propagation };
+                /* network: the pod's /etc/hosts, unless a volume mounts one (kubelet's makeMounts) */
+                if (mounts && x->hosts_path && !mounts_have(mounts, n_mounts, "/etc/hosts"))
+                        mounts[n_mounts++] = (CriMount){ .container_path = "/etc/hosts", .host_path = x->hosts_path };
         }
-        if ((mc && mc->n_devices > 0 && !devices) || (mc && mc->n_mounts > 0 && !mounts)) {
+        if ((mc && mc->n_devices > 0 && !devices) || (n_mounts > 0 && !mounts)) {
                 free(envs);
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
@@ -294,7 +306,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 .log_path = log_path,
                 .resources = cri_resources(res, cpuset),
                 .mounts = mounts,
-                .n_mounts = mounts ? mc->n_mounts : 0,
+                .n_mounts = mounts ? n_mounts : 0,
                 .devices = devices,
                 .n_devices = devices ? mc->n_devices : 0,
         };
@@ -355,6 +367,7 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         WorkerLabels labels = {};
         _cleanup_free_ char *sandbox_id = NULL;
         _cleanup_free_ const char **sysctls = NULL;
+        _cleanup_(worker_pod_net_done) WorkerPodNet net = {};
         CriContainer *ct = NULL;
         CriSandboxConfig sbc;
         SyncCtx x = { .p = p, .s = s, .configs = j->configs, .j = j };
@@ -397,13 +410,10 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
                 .uid = pod->uid,
                 .namespace_ = pod->namespace_,
                 .attempt = attempt,
-                .hostname = pod->name,
                 .log_directory = s->log_dir,
                 .labels = labels.kv,
                 .annotations = NULL,
                 .cgroup_parent = x.cgroup_parent,
-                /* CNI arrives later: every pod shares the node's network for now */
-                .host_network = true,
         };
         sbc.seccomp = seccomp_of(NULL, &pod->seccomp, &local);
         sbc.seccomp_localhost = local;
@@ -431,6 +441,10 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
                 sysctls = kv;
         }
         sbc.sysctls = sysctls;
+        /* network: hostname, DNS, port mappings; after the sandbox its IP and the pod's /etc/hosts */
+        r = worker_pod_net_prepare(p, pod, &net, &sbc, err);
+        if (r < 0)
+                return cub_err_wrap(err, "sandbox");
         if (!have_ready) {
                 uint64_t sent = worker_now_usec();
 
@@ -439,6 +453,13 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
                         return cub_err_wrap(err, "sandbox");
                 j->sandbox_requested_usec = sent;
         }
+        r = worker_pod_net_started(p, pod, sandbox_id, &net, err);
+        if (r < 0)
+                return r;
+        x.pod_ip = net.pod_ip;
+        x.hosts_path = net.hosts_path;
+        free(j->pod_ip);
+        j->pod_ip = net.pod_ip ? strdup(net.pod_ip) : NULL;
         x.sandbox_id = sandbox_id;
         x.sbc = &sbc;
         host_ips(&x); /* env sources */

@@ -25,6 +25,13 @@ struct WorkerPool {
         CgWriter *cg;
         bool runtime_checked;   /* __atomic: the runtime's cgroup driver matched */
         WorkerNodeEnv node_env; /* env sources */
+        /* network (set before any job runs, read-only after) */
+        char *pods_dir;
+        char **cluster_dns;
+        char *cluster_domain;
+        char *resolv_conf;
+        char *host_ip;
+        char **sandbox_ips; /* under lock: flat sandbox id, pod IP ("" none) list, pruned by relist */
 };
 
 static inline uint64_t worker_now_usec(void) {
@@ -44,3 +51,27 @@ int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err);
  * *ret_attempt is set past every attempt seen. */
 int worker_kill_uid(WorkerPool *p, const char *uid, const char *keep_hash, int64_t grace, uint32_t *ret_attempt,
                     bool *ret_have_ready, char **ret_ready_id, CubError *err);
+
+/* network (network.c): the pod IP of a sandbox, from the pool's cache or
+ * PodSandboxStatus (NULL: none); remember/prune keep the cache. */
+int worker_sandbox_ip(WorkerPool *p, const char *sandbox_id, char **ret_ip, CubError *err);
+void worker_sandbox_ip_remember(WorkerPool *p, const char *sandbox_id, const char *ip);
+void worker_sandbox_ips_prune(WorkerPool *p, const CriSandbox *sb, size_t n);
+void worker_network_done(WorkerPool *p);
+
+/* network (network.c): a pod's share of the sandbox config and its
+ * /etc/hosts, per SYNC */
+typedef struct WorkerPodNet {
+        char *hostname, *domain, *kernel_hostname;
+        PodDns dns;
+        CriPortMapping *ports;
+        size_t n_ports;
+        char *hosts_path;
+        char *pod_ip;
+} WorkerPodNet;
+
+/* Hostname, DNS and port mappings into sbc (which then points into n). */
+int worker_pod_net_prepare(WorkerPool *p, const Pod *pod, WorkerPodNet *n, CriSandboxConfig *sbc, CubError *err);
+/* After RunPodSandbox or for the kept sandbox: the pod IP and the hosts file. */
+int worker_pod_net_started(WorkerPool *p, const Pod *pod, const char *sandbox_id, WorkerPodNet *n, CubError *err);
+void worker_pod_net_done(WorkerPodNet *n);

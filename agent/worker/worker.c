@@ -150,6 +150,7 @@ void worker_observed_free(WorkerObserved *o, size_t n) {
                 free(o[i].namespace_);
                 free(o[i].config_hash);
                 free(o[i].cgroup);
+                free(o[i].pod_ip);
                 for (size_t k = 0; k < o[i].n_containers; k++)
                         worker_container_done(&o[i].containers[k]);
                 free(o[i].containers);
@@ -168,6 +169,7 @@ WorkerJob *worker_job_free(WorkerJob *j) {
         free(j->may_start);
         free(j->uid);
         free(j->cgroup);
+        free(j->pod_ip);
         worker_observed_free(j->observed, j->n_observed);
         for (size_t i = 0; j->config_errors && i < j->n_config_errors; i++)
                 free(j->config_errors[i]);
@@ -393,6 +395,7 @@ WorkerPool *worker_pool_free(WorkerPool *p) {
         close(p->efd);
         free(p->threads);
         free(p->node_env.node_name);
+        worker_network_done(p);
         free(p);
         return NULL;
 }

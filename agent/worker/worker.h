@@ -74,6 +74,8 @@ typedef struct WorkerObserved {
         uint32_t attempt;            /* of the newest sandbox */
         WorkerContainer *containers; /* latest attempt per container name */
         size_t n_containers;
+        /* network */
+        char *pod_ip; /* of the newest ready sandbox; NULL: none or host network */
 } WorkerObserved;
 
 /* A host device or mount handed to a container (owned strings). */
@@ -148,6 +150,8 @@ typedef struct WorkerJob {
          * (runAsNonRoot), NULL for the others; NULL = none at all */
         char **config_errors;
         size_t n_config_errors;
+        /* network: SYNC, the pod IP of its sandbox (NULL: none or host network) */
+        char *pod_ip;
         struct WorkerJob *next;
 } WorkerJob;
 
@@ -179,6 +183,21 @@ int worker_pool_set_node_env(WorkerPool *p, const WorkerNodeEnv *e);
 /* Finished jobs, oldest first (a list through ->next); clears the eventfd. */
 WorkerJob *worker_pool_take(WorkerPool *p);
 WorkerPool *worker_pool_free(WorkerPool *p);
+
+/* network: the node's settings for the pod network (sync.c), strings
+ * copied: the pod's /etc/hosts goes to <pods_dir>/<uid>/etc-hosts. */
+typedef struct WorkerNetwork {
+        const char *pods_dir;
+        const char *const *cluster_dns; /* NULL-terminated; NULL = none */
+        const char *cluster_domain;     /* NULL or "" = none */
+        const char *resolv_conf;        /* NULL = /etc/resolv.conf, "" = none */
+        const char *host_ip;            /* the node's IP (hostNetwork pods' podIP) */
+} WorkerNetwork;
+
+int worker_pool_set_network(WorkerPool *p, const WorkerNetwork *n, CubError *err);
+/* The pod's hosts file path (malloc'd) and its removal with the pod. */
+char *worker_hosts_path(const char *pods_dir, const char *uid);
+void worker_hosts_remove(const char *pods_dir, const char *uid);
 
 /* Whether a container that ended this way is started again. */
 bool worker_should_restart(const char *restart_policy, int32_t exit_code);

@@ -32,6 +32,8 @@ cubelet_install() {
 	if [ "$CUBELET_DRIVER" = systemd ]; then
 		sed -i 's/^\( *SystemdCgroup = \)false/\1true/' /etc/containerd/config.toml
 	fi
+	# the pod network's conflist, as `make install` puts it (README "Pod network")
+	install -D -m 0644 "$VM_REPO/packaging/cni/10-cubelet.conflist" /etc/cni/net.d/10-cubelet.conflist
 	systemctl restart containerd
 	for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
 	for img in pause busybox; do

@@ -145,6 +145,7 @@ static void test_pod_list(void **state) {
         q->wanted = false; /* no source defines it any more: not listed */
         p->phase = LC_PHASE_RUNNING;
         p->observed = true;
+        (void) snprintf(p->pod_ip, sizeof(p->pod_ip), "10.88.0.7"); /* network: its sandbox's IP */
         p->statuses[0] = (LcContainerStatus){ .id = "i1", .state = LC_CONTAINER_TERMINATED, .reason = "Completed" };
         p->statuses[1] = (LcContainerStatus){ .id = "c1",
                                               .state = LC_CONTAINER_RUNNING,
@@ -164,7 +165,9 @@ static void test_pod_list(void **state) {
         st = json_object_get(item, "status");
         assert_string_equal(json_string_value(json_object_get(st, "phase")), "Running");
         assert_string_equal(json_string_value(json_object_get(st, "qosClass")), "Burstable");
-        assert_string_equal(json_string_value(json_object_get(st, "podIP")), "10.0.0.5");
+        assert_string_equal(json_string_value(json_object_get(st, "podIP")), "10.88.0.7");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(st, "podIPs"), 0), "ip")),
+                            "10.88.0.7");
         assert_string_equal(json_string_value(json_object_get(st, "hostIP")), "10.0.0.5");
         assert_string_equal(json_string_value(json_object_get(json_object_get(item, "metadata"), "name")), "web-node1");
         assert_string_equal(json_string_value(json_object_get(json_object_get(item, "spec"), "nodeName")), "node1");

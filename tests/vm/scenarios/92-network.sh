@@ -1,0 +1,163 @@
+#!/bin/bash
+# The pod network through containerd's CNI (bridge + host-local + portmap):
+# cubelet writes /etc/cni/net.d/10-cubelet.conflist at start (podCIDR); two
+# pods get their own network namespace and IPs in podCIDR (status podIP),
+# one reaches the other's `busybox httpd` by pod IP; a hostPort reaches a pod
+# from the node; the pod's /etc/hosts has its hostname, FQDN and hostAliases,
+# its /etc/resolv.conf dnsConfig's nameserver; a hostNetwork pod sees the
+# node's interfaces (the bridge) and has the node's IP as podIP. The VM has
+# no network card: loopback, the bridge and veths only.
+# vm-timeout: 600
+# vm-mem: 1536M
+set -u
+# shellcheck disable=SC1091
+. "$VM_LIB/tap.sh"
+# shellcheck disable=SC1091
+. "$VM_LIB/cubelet.sh"
+
+# the kernel modules of bridge, veth and the iptables rules of bridge/portmap (autoloaded too, mostly)
+for m in bridge veth br_netfilter nf_conntrack nf_nat nf_tables nft_chain_nat nft_compat xt_MASQUERADE \
+	xt_comment xt_mark xt_multiport xt_addrtype xt_conntrack xt_nat; do
+	modprobe "$m" >>"$VM_OUT/scenario.log" 2>&1
+done
+sysctl -qw net.ipv4.ip_forward=1
+cubelet_install
+rm -f /etc/cni/net.d/* # cubelet writes it (the lib installed the packaged one)
+echo "podCIDR: 10.88.0.0/16" >>/etc/cubelet/config.yaml
+cat >>/etc/cubelet/config.yaml <<'Y'
+clusterDomain: cluster.local
+Y
+systemctl daemon-reload
+systemctl start cubelet
+t_is "$(systemctl is-active cubelet)" active "cubelet.service is active"
+t_is "$(cat /etc/cni/net.d/10-cubelet.conflist 2>&1; echo)" "$(cat "$VM_REPO/packaging/cni/10-cubelet.conflist")" \
+	"cubelet wrote /etc/cni/net.d/10-cubelet.conflist for podCIDR 10.88.0.0/16 (the packaged file's content)"
+
+in_cidr() { case "$1" in 10.88.*.*) return 0 ;; *) return 1 ;; esac; }
+
+# the log file of a pod's container (its CRI log, whatever the layout)
+logof() { find /var/lib/cubelet/pods /var/log/pods -path "*_$1-${NODE}_*" -name '0.log' 2>/dev/null | grep "/$2/" | head -1; }
+wait_log() { # wait_log POD CONTAINER TEXT [SECONDS]
+	for i in $(seq $((${4:-60} * 2))); do
+		f=$(logof "$1" "$2")
+		[ -n "$f" ] && grep -q -- "$3" "$f" && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+cat >"$M/server.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: server}
+spec:
+  containers:
+  - name: httpd
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, 'mkdir -p /www && echo hello-from-server >/www/index.html && exec httpd -f -p 8080 -h /www']
+    ports: [{containerPort: 8080, hostPort: 18080}]
+Y
+cat >"$M/hostnet.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: hostnet}
+spec:
+  hostNetwork: true
+  hostAliases: [{ip: 10.9.9.9, hostnames: [alias.hostnet]}]
+  containers:
+  - name: sh
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, 'ip -o link; echo ---; cat /etc/hosts; echo done-hostnet; exec sleep 3600']
+Y
+t_ok "pod server reaches Running" wait_phase "server-$NODE" Running 120
+t_ok "pod hostnet reaches Running" wait_phase "hostnet-$NODE" Running 120
+for i in $(seq 20); do
+	sip=$(pod_field "server-$NODE" podIP)
+	[ -n "$sip" ] && break
+	sleep 0.5
+done
+t_ok "server's podIP '$sip' is in podCIDR 10.88.0.0/16" in_cidr "$sip"
+t_is "$(pod_field "server-$NODE" hostIP)" "127.0.0.1" "server's hostIP is the node's (127.0.0.1: the VM has no network card)"
+
+# (`timeout 5 wget`: busybox-static's own wget -T segfaults)
+cat >"$M/client.yaml" <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  hostname: web-0
+  subdomain: web
+  dnsPolicy: None
+  dnsConfig:
+    nameservers: [10.96.0.10]
+    searches: [my.domain]
+    options: [{name: ndots, value: "2"}]
+  hostAliases: [{ip: 10.1.2.3, hostnames: [db.local, cache.local]}]
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: sh
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, 'hostname; cat /etc/hosts; cat /etc/resolv.conf; for i in \$(seq 60); do timeout 5 wget -q -O - http://$sip:8080/ && break; sleep 1; done; echo done-client; exec sleep 3600']
+Y
+t_ok "pod client reaches Running" wait_phase "client-$NODE" Running 120
+cip=$(pod_field "client-$NODE" podIP)
+t_ok "client's podIP '$cip' is in podCIDR" in_cidr "$cip"
+t_ok "the two pods have different IPs" test "$cip" != "$sip"
+t_ok "client's log ends (done-client)" wait_log client sh done-client 90
+clog=$(cat "$(logof client sh)" 2>/dev/null | sed 's/^[^ ]* [^ ]* [^ ]* //')
+t_contains "$clog" "hello-from-server" "client reached server's httpd at $sip:8080 by pod IP"
+t_contains "$clog" "$(printf '%s\tweb-0.web.default.svc.cluster.local\tweb-0' "$cip")" \
+	"/etc/hosts has the pod's IP, FQDN (subdomain) and hostname"
+t_contains "$clog" "$(printf '10.1.2.3\tdb.local\tcache.local')" "/etc/hosts has hostAliases"
+t_contains "$clog" "# Kubernetes-managed hosts file." "/etc/hosts is kubelet's managed file"
+t_contains "$clog" "nameserver 10.96.0.10" "/etc/resolv.conf has dnsConfig's nameserver"
+t_contains "$clog" "search my.domain" "/etc/resolv.conf has dnsConfig's search"
+t_contains "$clog" "options ndots:2" "/etc/resolv.conf has dnsConfig's option"
+t_is "$(printf '%s\n' "$clog" | head -1)" "web-0" "the container's hostname is spec.hostname"
+uid=$(pod_field "client-$NODE" uid)
+t_ok "the hosts file is at /var/lib/cubelet/pods/<uid>/etc-hosts" test -f "/var/lib/cubelet/pods/$uid/etc-hosts"
+
+# hostPort through portmap, from the node
+out=""
+for i in $(seq 30); do
+	out=$(curl -s -m 3 http://127.0.0.1:18080/ 2>&1) && break
+	sleep 1
+done
+t_is "$out" "hello-from-server" "hostPort 18080 reaches server from the node (curl 127.0.0.1:18080)"
+[ "$out" = "hello-from-server" ] || {
+	t_diag "via the bridge: $(curl -s -m 3 http://10.88.0.1:18080/ 2>&1)"
+	iptables-save >"$VM_OUT/iptables.txt" 2>&1
+}
+
+# the host network pod
+t_ok "hostnet's log ends" wait_log hostnet sh done-hostnet 60
+hlog=$(cat "$(logof hostnet sh)" 2>/dev/null)
+t_contains "$hlog" "cubelet0" "a hostNetwork pod sees the node's interfaces (the bridge cubelet0)"
+t_contains "$hlog" "# Kubernetes-managed hosts file (host network)." "hostnet's /etc/hosts: the node's, kubelet's header"
+t_contains "$hlog" "$(printf '10.9.9.9\talias.hostnet')" "hostnet's /etc/hosts has its hostAliases"
+t_is "$(pod_field "hostnet-$NODE" podIP)" "127.0.0.1" "hostnet's podIP is the node's IP"
+
+# the HTTP API's /pods shows the same
+pods=$(curl -s http://127.0.0.1:10255/pods)
+t_contains "$pods" "\"podIP\":\"$sip\"" "/pods: server's podIP"
+t_contains "$pods" "\"podIPs\":[{\"ip\":\"$cip\"}]" "/pods: client's podIPs"
+
+# a restarted cubelet finds the pod IPs again (the relist asks PodSandboxStatus once per sandbox)
+suid=$(pod_field "server-$NODE" uid)
+before=$(sandboxes_of "$suid")
+systemctl restart cubelet
+sleep 3
+for i in $(seq 40); do
+	[ "$(pod_field "server-$NODE" podIP)" = "$sip" ] && break
+	sleep 0.5
+done
+t_is "$(pod_field "server-$NODE" podIP)" "$sip" "after a cubelet restart server's podIP is the same"
+t_is "$(sandboxes_of "$suid")" "$before" "... and its sandbox and container were kept ($before in containerd)"
+
+# removal: the pod's hosts file goes with it
+rm -f "$M/client.yaml"
+t_ok "client goes away" wait_gone "client-$NODE" 90
+t_ok "its hosts file is removed" sh -c "for i in \$(seq 40); do [ ! -e /var/lib/cubelet/pods/$uid/etc-hosts ] && exit 0; sleep 0.5; done; exit 1"
+
+cubelet_teardown
+t_done
