@@ -64,6 +64,7 @@ CONFIG_SRCS := $(wildcard agent/config/*.c)
 WORKER_SRCS := $(wildcard agent/worker/*.c)
 LC_SRCS     := $(wildcard agent/lifecycle/*.c)
 MGR_SRCS    := $(wildcard agent/managers/*.c)
+PROBE_SRCS  := $(wildcard agent/probes/*.c)
 API_SRCS    := $(wildcard agent/api/*.c)
 CPUMGR_SRCS := $(wildcard agent/cpumanager/*.c)
 ADMIT_SRCS  := $(wildcard agent/admit/*.c)
@@ -76,7 +77,7 @@ PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/liblc.a $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
+LIBS := $(B)/liblc.a $(B)/libworker.a $(B)/libprobes.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
 	$(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
@@ -117,6 +118,8 @@ $(B)/libdp.a: $(call obj,$(DP_SRCS))
 $(B)/libpodsrc.a: $(call obj,$(CONFIG_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libworker.a: $(call obj,$(WORKER_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libprobes.a: $(call obj,$(PROBE_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/liblc.a: $(call obj,$(LC_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^

@@ -29,6 +29,11 @@ static json_t *containers_json(const LcPod *p) {
                                 json_pack("{s:i,s:s}", "exitCode", (int) st->exit_code, "reason", st->reason));
                 if (st->waiting_backoff)
                         json_object_set_new(cj, "waitingReason", json_string("CrashLoopBackOff"));
+                /* probes and hooks */
+                json_object_set_new(cj, "ready", json_boolean(lc_container_ready(p, k)));
+                json_object_set_new(cj, "started", json_boolean(lc_container_started(p, k)));
+                if (*st->message)
+                        json_object_set_new(cj, "message", json_string(st->message));
                 json_array_append_new(cs, cj);
         }
         return cs;
@@ -48,6 +53,8 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
 
         if (!pj)
                 return NULL;
+        /* probes and hooks: the Ready condition */
+        json_object_set_new(pj, "ready", json_boolean(p->cond_value[LC_POD_COND_READY]));
         /* the fields of its manifest cubelet accepts and ignores */
         if (pod->warnings.n > 0) {
                 json_t *ws = json_array();

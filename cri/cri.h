@@ -209,3 +209,20 @@ int cri_pull_image(CriClient *c, const char *image, char **ret_ref, CubError *er
 /* flat key/value list helpers */
 void cri_strv_free(char **l);
 const char *cri_kv_get(char *const *kv, const char *key);
+
+/* ---- exec (cri/exec.c) ---------------------------------------------------- */
+
+typedef struct CriExecResult {
+        int32_t exit_code;
+        char *out;
+        size_t n_out;
+        char *err_out;
+        size_t n_err;
+} CriExecResult;
+
+/* ExecSync: runs cmd (NULL-terminated) in the container, at most timeout_s
+ * seconds (0: no limit); -ETIMEDOUT when it ran past it. out and err_out
+ * are NUL-terminated copies of the output. */
+int cri_exec_sync(CriClient *c, const char *container_id, const char *const *cmd, int64_t timeout_s, CriExecResult *ret,
+                  CubError *err);
+void cri_exec_result_done(CriExecResult *r);

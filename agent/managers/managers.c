@@ -9,6 +9,7 @@ static const LcManagerVtable *const table[] = {
         &mgr_admission,
         &mgr_devices,
         &mgr_pressure,
+        &mgr_probes,
 };
 
 const LcManagerVtable *const *mgr_table(size_t *ret_n) {

@@ -73,6 +73,7 @@ void pod_container_done(PodContainer *c) {
         pod_resource_list_done(&c->limits);
         free(c->restart_policy);
         seccomp_done(&c->seccomp);
+        pod_container_probes_done(c);
 }
 
 Pod *pod_free(Pod *pod) {

@@ -168,6 +168,7 @@ WorkerJob *worker_job_free(WorkerJob *j) {
         free(j->may_start);
         free(j->uid);
         free(j->cgroup);
+        free(j->container_id);
         worker_observed_free(j->observed, j->n_observed);
         free(j);
         return NULL;
@@ -263,6 +264,9 @@ static void *worker_main(void *arg) {
                         break;
                 case WORKER_UPDATE:
                         j->r = worker_job_update(p, j, &err);
+                        break;
+                case WORKER_STOP_CONTAINER:
+                        j->r = worker_job_stop_container(p, j, &err);
                         break;
                 default:
                         j->r = cub_err_set(&err, EINVAL, "unknown job");

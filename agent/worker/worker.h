@@ -112,7 +112,8 @@ typedef enum WorkerJobKind {
         WORKER_RELIST,
         WORKER_SYNC,
         WORKER_KILL,
-        WORKER_UPDATE, /* UpdateContainerResources with new cpusets on running containers */
+        WORKER_UPDATE,         /* UpdateContainerResources with new cpusets on running containers */
+        WORKER_STOP_CONTAINER, /* probes and hooks: one container killed (preStop, then StopContainer) */
         _WORKER_JOB_MAX,
         _WORKER_JOB_INVALID = -22,
 } WorkerJobKind;
@@ -129,6 +130,10 @@ typedef struct WorkerJob {
         char *uid;
         char *cgroup;
         int64_t grace;
+        /* probes and hooks: STOP_CONTAINER's container (and spec); KILL's
+         * spec when the loop still has it (NULL: no preStop hooks) */
+        char *container_id;
+        size_t container;
         /* result */
         int r;
         char error[CUB_ERR_MSG_MAX];

@@ -602,12 +602,12 @@ static void test_unread_fields_noted(void **state) {
                                  "status:\n  phase: Running\n");
         assert_string_equal(pod->containers[0].name, "a");
         assert_int_equal(pod->containers[0].requests.n, 0);
-        assert_int_equal(pod->refused.n, 5);
+        /* probes are implemented */
+        assert_int_equal(pod->refused.n, 4);
         assert_string_equal(pod->refused.items[0].path, "spec.volumes[0].emptyDir");
-        assert_string_equal(pod->refused.items[1].path, "spec.containers[0].livenessProbe");
-        assert_string_equal(pod->refused.items[2].path, "spec.containers[0].resources.claims");
-        assert_string_equal(pod->refused.items[3].path, "spec.containers[0].securityContext.privileged");
-        assert_string_equal(pod->refused.items[4].path, "spec.containers[0].securityContext.runAsUser");
+        assert_string_equal(pod->refused.items[1].path, "spec.containers[0].resources.claims");
+        assert_string_equal(pod->refused.items[2].path, "spec.containers[0].securityContext.privileged");
+        assert_string_equal(pod->refused.items[3].path, "spec.containers[0].securityContext.runAsUser");
         assert_int_equal(pod->warnings.n, 3);
         assert_string_equal(pod->warnings.items[0].path, "metadata.generateName");
         assert_string_equal(pod->warnings.items[1].path, "metadata.ownerReferences");

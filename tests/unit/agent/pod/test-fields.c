@@ -82,6 +82,12 @@ static void test_every_implemented_field_is_clean(void **state) {
                      "      readOnlyRootFilesystem: false\n      capabilities: {add: [], drop: []}\n"
                      "    stdin: false\n    stdinOnce: false\n    tty: false\n"
                      "    terminationMessagePath: /dev/termination-log\n    terminationMessagePolicy: File\n"
+                     "    livenessProbe: {httpGet: {path: /h, port: web, host: 127.0.0.1, scheme: HTTP,\n"
+                     "      httpHeaders: [{name: X, value: y}]}, initialDelaySeconds: 1, timeoutSeconds: 1,\n"
+                     "      periodSeconds: 1, successThreshold: 1, failureThreshold: 1, terminationGracePeriodSeconds: 1}\n"
+                     "    readinessProbe: {tcpSocket: {port: 80, host: 127.0.0.1}}\n"
+                     "    startupProbe: {grpc: {port: 80, service: s}}\n"
+                     "    lifecycle: {postStart: {exec: {command: [a]}}, preStop: {sleep: {seconds: 1}}}\n"
                      "  schedulerName: default-scheduler\n  enableServiceLinks: true\n  hostPID: false\n"
                      "  hostIPC: false\n  shareProcessNamespace: false\n  hostUsers: true\n"
                      "  setHostnameAsFQDN: false\n  volumes: []\n  hostname: ''\n  dnsConfig: null\n");
@@ -126,21 +132,21 @@ static void test_refused_volumes(void **state) {
 
 static void test_refused_container_fields(void **state) {
         (void) state;
+        /* probes are implemented; a lifecycle hook's tcpSocket is refused (kubelet does not run it) */
         ASSERT_REFUSED(HDR CTR
-                       "    livenessProbe: {exec: {command: [true]}}\n    readinessProbe: {tcpSocket: {port: 1}}\n"
-                       "    startupProbe: {grpc: {port: 1}}\n    lifecycle: {preStop: {sleep: {seconds: 1}}}\n"
+                       "    livenessProbe: {exec: {command: [\"true\"]}}\n    readinessProbe: {tcpSocket: {port: 1}}\n"
+                       "    startupProbe: {grpc: {port: 1}}\n    lifecycle: {preStop: {tcpSocket: {port: 1}}}\n"
                        "    volumeMounts: [{name: v, mountPath: /v}]\n    volumeDevices: [{name: d, devicePath: /d}]\n"
                        "    stdin: true\n    tty: true\n",
-                       "spec.containers[0].livenessProbe: not supported by cubelet; spec.containers[0].readinessProbe: "
-                       "not supported by cubelet; spec.containers[0].startupProbe: not supported by cubelet; "
-                       "spec.containers[0].lifecycle: not supported by cubelet; spec.containers[0].volumeMounts: not "
+                       "spec.containers[0].lifecycle.preStop.tcpSocket: not supported for lifecycle hooks (kubelet "
+                       "does not run it either); spec.containers[0].volumeMounts: not "
                        "supported by cubelet; spec.containers[0].volumeDevices: not supported by cubelet; "
                        "spec.containers[0].stdin: not supported by cubelet; spec.containers[0].tty: not supported by "
                        "cubelet");
         /* init containers have the same table */
         ASSERT_REFUSED(HDR CTR
-                       "  initContainers:\n  - name: i\n    image: x:1\n    startupProbe: {exec: {command: [a]}}\n",
-                       "spec.initContainers[0].startupProbe: not supported by cubelet");
+                       "  initContainers:\n  - name: i\n    image: x:1\n    volumeDevices: [{name: d, devicePath: /d}]\n",
+                       "spec.initContainers[0].volumeDevices: not supported by cubelet");
         ASSERT_REFUSED(HDR CTR "  ephemeralContainers: [{name: e, image: x:1}]\n",
                        "spec.ephemeralContainers: Forbidden: cannot be set on create");
 }
@@ -174,8 +180,11 @@ static void test_unknown_fields(void **state) {
                        "spec.containers[0].ports[0].hostport: unknown field; spec.affinity.nodeAfinity: unknown "
                        "field");
         /* nothing below a refused field is looked at */
+        ASSERT_REFUSED(HDR CTR "    volumeDevices: [{name: d, devicePath: /d, bogus: 1}]\n",
+                       "spec.containers[0].volumeDevices: not supported by cubelet");
+        /* below an implemented one, an unknown field is one */
         ASSERT_REFUSED(HDR CTR "    livenessProbe: {exec: {command: [a]}, bogus: 1}\n",
-                       "spec.containers[0].livenessProbe: not supported by cubelet");
+                       "spec.containers[0].livenessProbe.bogus: unknown field");
 }
 
 static void test_inert_and_absent_values(void **state) {
@@ -269,7 +278,7 @@ static void test_json_and_types(void **state) {
 }
 
 static void test_static_decode_keeps_notes(void **state) {
-        const char *m = HDR CTR "    livenessProbe: {exec: {command: [a]}}\n  schedulerName: s\n";
+        const char *m = HDR CTR "    volumeDevices: [{name: d, devicePath: /d}]\n  schedulerName: s\n";
         Pod *pod = NULL;
         CubError err = {};
 
@@ -312,7 +321,7 @@ static void count_field(const char *path, PodFieldClass cls, const char *what, c
         c->n[cls]++;
         if (strcmp(path, "spec.volumes[].nfs") == 0 && cls == POD_FIELD_REFUSE)
                 c->nfs = true;
-        if (strcmp(path, "spec.containers[].livenessProbe") == 0 && cls == POD_FIELD_REFUSE)
+        if (strcmp(path, "spec.containers[].livenessProbe") == 0 && cls == POD_FIELD_IMPLEMENTED)
                 c->probe = true;
         if (strcmp(path, "spec.containers[].env[].valueFrom.configMapKeyRef") == 0 &&
             strcmp(what, "static pods may not reference configmaps") == 0)
@@ -335,9 +344,9 @@ static void test_table(void **state) {
         assert_false(c.shared_twice);
         print_message("# fields: %zu implemented, %zu accepted with a warning, %zu refused\n",
                       c.n[POD_FIELD_IMPLEMENTED], c.n[POD_FIELD_WARN], c.n[POD_FIELD_REFUSE]);
-        assert_int_equal(c.n[POD_FIELD_IMPLEMENTED], 72);
+        assert_int_equal(c.n[POD_FIELD_IMPLEMENTED], 104);
         assert_int_equal(c.n[POD_FIELD_WARN], 24);
-        assert_int_equal(c.n[POD_FIELD_REFUSE], 90);
+        assert_int_equal(c.n[POD_FIELD_REFUSE], 87);
         assert_string_equal(pod_field_class_to_string(POD_FIELD_REFUSE), "refuse");
         assert_null(pod_field_class_to_string(_POD_FIELD_CLASS_MAX));
 }
