@@ -60,37 +60,38 @@ static char *refused_of(const char *text) {
 
 static void test_every_implemented_field_is_clean(void **state) {
         (void) state;
-        ASSERT_CLEAN("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ns\n  uid: u-1\n"
-                     "  labels: {a: b}\n  annotations: {c: d}\n"
-                     "spec:\n  restartPolicy: OnFailure\n  terminationGracePeriodSeconds: 5\n  nodeName: n\n"
-                     "  nodeSelector: {kubernetes.io/os: linux}\n  priority: 10\n  priorityClassName: x\n"
-                     "  preemptionPolicy: Never\n  overhead: {cpu: 10m}\n  hostNetwork: true\n"
-                     "  os: {name: linux}\n  dnsPolicy: ClusterFirstWithHostNet\n"
-                     "  securityContext:\n    seccompProfile: {type: RuntimeDefault}\n"
-                     "    appArmorProfile: {type: RuntimeDefault}\n    runAsNonRoot: false\n"
-                     "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
-                     "        nodeSelectorTerms:\n        - matchExpressions: [{key: a, operator: In, values: [b]}]\n"
-                     "          matchFields: [{key: metadata.name, operator: In, values: [n]}]\n"
-                     "  tolerations: [{key: k, operator: Equal, value: v, effect: NoExecute, tolerationSeconds: 3}]\n"
-                     "  initContainers:\n  - name: i\n    image: x:1\n    restartPolicy: Always\n"
-                     "  containers:\n  - name: a\n    image: x:1\n    imagePullPolicy: Never\n    command: [sh]\n"
-                     "    args: [-c, 'true']\n    workingDir: /\n    env: [{name: A, value: b}]\n"
-                     "    ports: [{name: web, containerPort: 80, hostPort: 80, hostIP: 0.0.0.0, protocol: TCP}]\n"
-                     "    resources: {limits: {cpu: 1}, requests: {cpu: 1}}\n"
-                     "    securityContext:\n      seccompProfile: {type: Localhost, localhostProfile: p.json}\n"
-                     "      privileged: false\n      allowPrivilegeEscalation: true\n      procMount: Default\n"
-                     "      readOnlyRootFilesystem: false\n      capabilities: {add: [], drop: []}\n"
-                     "    stdin: false\n    stdinOnce: false\n    tty: false\n"
-                     "    terminationMessagePath: /dev/termination-log\n    terminationMessagePolicy: File\n"
-                     "    livenessProbe: {httpGet: {path: /h, port: web, host: 127.0.0.1, scheme: HTTP,\n"
-                     "      httpHeaders: [{name: X, value: y}]}, initialDelaySeconds: 1, timeoutSeconds: 1,\n"
-                     "      periodSeconds: 1, successThreshold: 1, failureThreshold: 1, terminationGracePeriodSeconds: 1}\n"
-                     "    readinessProbe: {tcpSocket: {port: 80, host: 127.0.0.1}}\n"
-                     "    startupProbe: {grpc: {port: 80, service: s}}\n"
-                     "    lifecycle: {postStart: {exec: {command: [a]}}, preStop: {sleep: {seconds: 1}}}\n"
-                     "  schedulerName: default-scheduler\n  enableServiceLinks: true\n  hostPID: false\n"
-                     "  hostIPC: false\n  shareProcessNamespace: false\n  hostUsers: true\n"
-                     "  setHostnameAsFQDN: false\n  volumes: []\n  hostname: ''\n  dnsConfig: null\n");
+        ASSERT_CLEAN(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ns\n  uid: u-1\n"
+                "  labels: {a: b}\n  annotations: {c: d}\n"
+                "spec:\n  restartPolicy: OnFailure\n  terminationGracePeriodSeconds: 5\n  nodeName: n\n"
+                "  nodeSelector: {kubernetes.io/os: linux}\n  priority: 10\n  priorityClassName: x\n"
+                "  preemptionPolicy: Never\n  overhead: {cpu: 10m}\n  hostNetwork: true\n"
+                "  os: {name: linux}\n  dnsPolicy: ClusterFirstWithHostNet\n"
+                "  securityContext:\n    seccompProfile: {type: RuntimeDefault}\n"
+                "    appArmorProfile: {type: RuntimeDefault}\n    runAsNonRoot: false\n"
+                "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+                "        nodeSelectorTerms:\n        - matchExpressions: [{key: a, operator: In, values: [b]}]\n"
+                "          matchFields: [{key: metadata.name, operator: In, values: [n]}]\n"
+                "  tolerations: [{key: k, operator: Equal, value: v, effect: NoExecute, tolerationSeconds: 3}]\n"
+                "  initContainers:\n  - name: i\n    image: x:1\n    restartPolicy: Always\n"
+                "  containers:\n  - name: a\n    image: x:1\n    imagePullPolicy: Never\n    command: [sh]\n"
+                "    args: [-c, 'true']\n    workingDir: /\n    env: [{name: A, value: b}]\n"
+                "    ports: [{name: web, containerPort: 80, hostPort: 80, hostIP: 0.0.0.0, protocol: TCP}]\n"
+                "    resources: {limits: {cpu: 1}, requests: {cpu: 1}}\n"
+                "    securityContext:\n      seccompProfile: {type: Localhost, localhostProfile: p.json}\n"
+                "      privileged: false\n      allowPrivilegeEscalation: true\n      procMount: Default\n"
+                "      readOnlyRootFilesystem: false\n      capabilities: {add: [], drop: []}\n"
+                "    stdin: false\n    stdinOnce: false\n    tty: false\n"
+                "    terminationMessagePath: /dev/termination-log\n    terminationMessagePolicy: File\n"
+                "    livenessProbe: {httpGet: {path: /h, port: web, host: 127.0.0.1, scheme: HTTP,\n"
+                "      httpHeaders: [{name: X, value: y}]}, initialDelaySeconds: 1, timeoutSeconds: 1,\n"
+                "      periodSeconds: 1, successThreshold: 1, failureThreshold: 1, terminationGracePeriodSeconds: 1}\n"
+                "    readinessProbe: {tcpSocket: {port: 80, host: 127.0.0.1}}\n"
+                "    startupProbe: {grpc: {port: 80, service: s}}\n"
+                "    lifecycle: {postStart: {exec: {command: [a]}}, preStop: {sleep: {seconds: 1}}}\n"
+                "  schedulerName: default-scheduler\n  enableServiceLinks: true\n  hostPID: false\n"
+                "  hostIPC: false\n  shareProcessNamespace: false\n  hostUsers: true\n"
+                "  setHostnameAsFQDN: false\n  volumes: []\n  hostname: ''\n  dnsConfig: null\n");
 }
 
 static void test_refused_volumes(void **state) {
@@ -144,9 +145,10 @@ static void test_refused_container_fields(void **state) {
                        "spec.containers[0].stdin: not supported by cubelet; spec.containers[0].tty: not supported by "
                        "cubelet");
         /* init containers have the same table */
-        ASSERT_REFUSED(HDR CTR
-                       "  initContainers:\n  - name: i\n    image: x:1\n    volumeDevices: [{name: d, devicePath: /d}]\n",
-                       "spec.initContainers[0].volumeDevices: not supported by cubelet");
+        ASSERT_REFUSED(
+                HDR CTR
+                "  initContainers:\n  - name: i\n    image: x:1\n    volumeDevices: [{name: d, devicePath: /d}]\n",
+                "spec.initContainers[0].volumeDevices: not supported by cubelet");
         ASSERT_REFUSED(HDR CTR "  ephemeralContainers: [{name: e, image: x:1}]\n",
                        "spec.ephemeralContainers: Forbidden: cannot be set on create");
 }
