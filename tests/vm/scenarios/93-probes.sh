@@ -66,6 +66,7 @@ spec:
     readinessProbe:
       exec: {command: [cat, /tmp/ready]}
       periodSeconds: 1
+      timeoutSeconds: 5
 Y
 cat >"$M/web.yaml" <<Y
 apiVersion: v1
@@ -102,6 +103,7 @@ spec:
     startupProbe:
       exec: {command: [cat, /tmp/started]}
       periodSeconds: 1
+      timeoutSeconds: 5
       failureThreshold: 120
     livenessProbe:
       exec: {command: ["false"]}
