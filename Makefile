@@ -73,7 +73,7 @@ PROTO_SRCS := $(wildcard proto/*.c)
 CRI_SRCS   := $(wildcard cri/*.c)
 DP_SRCS    := $(wildcard deviceplugin/*.c)
 GPU_SRCS   := $(wildcard deviceplugin/gpu/*.c)
-PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto
+PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto proto/grpc/health.proto
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 

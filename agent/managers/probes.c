@@ -210,6 +210,10 @@ static ProbeTarget target_of(const ProbeWorker *w, const PodContainer *c, const 
         case POD_HANDLER_TCP_SOCKET:
                 t.host = h->tcp_socket.host ? h->tcp_socket.host : "127.0.0.1";
                 break;
+        case POD_HANDLER_GRPC:
+                t.host = "127.0.0.1";
+                t.grpc_service = h->grpc.service;
+                break;
         default:
                 break;
         }

@@ -12,7 +12,8 @@
  *  - ProbeRunner: runs probes without blocking the sd-event loop or each
  *    other: tcpSocket as a non-blocking connect with an sd-event io source
  *    and timer, httpGet through libcurl's multi interface on the loop
- *    (agent/config's curl glue), exec through CRI ExecSync on a few probe
+ *    (agent/config's curl glue), exec through CRI ExecSync and grpc through
+ *    grpc.health.v1 Health/Check (gRPC core, proto/grpcx) on a few probe
  *    threads whose results come back through an eventfd.
  */
 
@@ -92,7 +93,8 @@ typedef struct ProbeTarget {
         const PodHTTPHeader *headers; /* httpGet */
         size_t n_headers;
         int64_t timeout_s;
-        int64_t sleep_s; /* sleep (hooks) */
+        int64_t sleep_s;          /* sleep (hooks) */
+        const char *grpc_service; /* grpc: NULL = "" */
 } ProbeTarget;
 
 typedef struct ProbeRunner ProbeRunner;

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../../proto/grpcx.h"
 #include "../config/podsrc.h"
 #include "../util/time.h"
 #include "probes.h"
@@ -39,7 +40,8 @@ struct ProbeCall {
         /* http */
         CURL *easy;
         struct curl_slist *headers;
-        /* exec */
+        /* exec; grpc: the target and service */
+        char *grpc_target, *grpc_service;
         char *container_id;
         char **command;
         int64_t timeout_s;
@@ -76,6 +78,8 @@ static void call_free(ProbeCall *c) {
                 curl_easy_cleanup(c->easy);
         }
         curl_slist_free_all(c->headers);
+        free(c->grpc_target);
+        free(c->grpc_service);
         free(c->container_id);
         if (c->command)
                 for (char **s = c->command; *s; s++)
@@ -287,11 +291,42 @@ static int start_http(ProbeCall *c, const ProbeTarget *t) {
 
 /* ---- exec ---------------------------------------------------------------------- */
 
+/* kubelet's grpc prober (probe/grpc): SERVING is success, anything else a
+ * failure with its messages */
+static void grpc_one(ProbeCall *c) {
+        CubError err = {};
+        int status = 0, code = -1, k;
+
+        k = grpcx_health_check(c->grpc_target, c->grpc_service, (uint64_t) c->timeout_s * CUB_USEC_PER_SEC, &status,
+                               &code, &err);
+        if (k >= 0 && status == GRPCX_HEALTH_SERVING)
+                set_result(c, PROBE_RESULT_SUCCESS, "%s", "ok");
+        else if (k >= 0)
+                set_result(c, PROBE_RESULT_FAILURE, "service unhealthy (responded with \"%s\")",
+                           grpcx_health_status_name(status));
+        else if (code == GRPCX_UNIMPLEMENTED)
+                set_result(c, PROBE_RESULT_FAILURE,
+                           "this server does not implement the grpc health protocol (grpc.health.v1.Health): %.160s",
+                           err.msg);
+        else if (code == GRPCX_DEADLINE_EXCEEDED)
+                set_result(c, PROBE_RESULT_FAILURE, "timeout: health rpc did not complete within %" PRId64 "s",
+                           c->timeout_s);
+        else if (code == GRPCX_UNAVAILABLE)
+                set_result(c, PROBE_RESULT_FAILURE, "timeout: failed to connect service \"%s\" within %" PRId64 "s",
+                           c->grpc_target, c->timeout_s);
+        else
+                set_result(c, PROBE_RESULT_FAILURE, "error: health rpc probe failed: %.180s", err.msg);
+}
+
 static void exec_one(ProbeRunner *r, ProbeCall *c) {
         CriExecResult res = {};
         CubError err = {};
         int k;
 
+        if (c->kind == POD_HANDLER_GRPC) {
+                grpc_one(c);
+                return;
+        }
         k = cri_exec_sync(r->cri, c->container_id, (const char *const *) c->command, c->timeout_s, &res, &err);
         if (k == -ETIMEDOUT)
                 set_result(c, PROBE_RESULT_FAILURE, "command timed out after %" PRId64 "s", c->timeout_s);
@@ -360,8 +395,42 @@ static int on_exec_done(sd_event_source *s, int fd, uint32_t revents, void *user
         return 0;
 }
 
+static void enqueue(ProbeRunner *r, ProbeCall *c) {
+        pthread_mutex_lock(&r->lock);
+        if (r->queue_tail)
+                r->queue_tail->next = c;
+        else
+                r->queue_head = c;
+        r->queue_tail = c;
+        pthread_cond_signal(&r->cond);
+        pthread_mutex_unlock(&r->lock);
+}
+
+static int start_grpc(ProbeCall *c, const ProbeTarget *t) {
+        const char *host = t->host && *t->host ? t->host : "127.0.0.1";
+        struct in_addr a4;
+        struct in6_addr a6;
+        int k;
+
+        if (inet_pton(AF_INET, host, &a4) == 1)
+                k = asprintf(&c->grpc_target, "ipv4:%s:%d", host, t->port);
+        else if (inet_pton(AF_INET6, host, &a6) == 1)
+                k = asprintf(&c->grpc_target, "ipv6:[%s]:%d", host, t->port);
+        else
+                k = asprintf(&c->grpc_target, "dns:%s:%d", host, t->port);
+        if (k < 0) {
+                c->grpc_target = NULL;
+                return -ENOMEM;
+        }
+        c->grpc_service = strdup(t->grpc_service ? t->grpc_service : "");
+        if (!c->grpc_service)
+                return -ENOMEM;
+        c->timeout_s = t->timeout_s > 0 ? t->timeout_s : 1;
+        enqueue(c->r, c);
+        return 0;
+}
+
 static int start_exec(ProbeCall *c, const ProbeTarget *t) {
-        ProbeRunner *r = c->r;
         size_t n = 0;
 
         while (t->command && t->command[n])
@@ -374,14 +443,7 @@ static int start_exec(ProbeCall *c, const ProbeTarget *t) {
                 if (!(c->command[i] = strdup(t->command[i])))
                         return -ENOMEM;
         c->timeout_s = t->timeout_s > 0 ? t->timeout_s : 1;
-        pthread_mutex_lock(&r->lock);
-        if (r->queue_tail)
-                r->queue_tail->next = c;
-        else
-                r->queue_head = c;
-        r->queue_tail = c;
-        pthread_cond_signal(&r->cond);
-        pthread_mutex_unlock(&r->lock);
+        enqueue(c->r, c);
         return 0;
 }
 
@@ -409,6 +471,9 @@ int probe_run(ProbeRunner *r, const ProbeTarget *t, ProbeDoneFn fn, void *userda
         case POD_HANDLER_EXEC:
                 k = start_exec(c, t);
                 break;
+        case POD_HANDLER_GRPC:
+                k = start_grpc(c, t);
+                break;
         default:
                 set_result(c, PROBE_RESULT_UNKNOWN, "probe handler not supported by cubelet");
                 k = start_timer(c, 0);
@@ -428,7 +493,7 @@ void probe_cancel(ProbeCall *c) {
         if (!c)
                 return;
         r = c->r;
-        if (c->kind == POD_HANDLER_EXEC) {
+        if (c->kind == POD_HANDLER_EXEC || c->kind == POD_HANDLER_GRPC) {
                 /* a thread may hold it: its completion frees it */
                 pthread_mutex_lock(&r->lock);
                 c->cancelled = true;

@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -76,6 +78,59 @@ static int listener(int backlog, int *ret_port) {
         assert_int_equal(getsockname(fd, (struct sockaddr *) &a, &len), 0);
         *ret_port = ntohs(a.sin_port);
         return fd;
+}
+
+static void grpc_case(sd_event *e, ProbeRunner *r, int port, const char *service, ProbeResult want,
+                      const char *want_out) {
+        ProbeTarget t = {
+                .kind = POD_HANDLER_GRPC, .host = "127.0.0.1", .port = port, .timeout_s = 2, .grpc_service = service
+        };
+        CubError err = {};
+        Got g = {};
+
+        assert_int_equal(probe_run(r, &t, on_done, &g, NULL, &err), 0);
+        wait_result(e, &g);
+        assert_int_equal(g.r, want);
+        assert_true(strncmp(g.out, want_out, strlen(want_out)) == 0);
+}
+
+static void grpc_cases(sd_event *e, ProbeRunner *r) {
+        int fds[2], port = 0, st;
+        pid_t pid;
+        FILE *f;
+
+        if (access("/usr/bin/python3", X_OK) != 0) {
+                print_message("# grpc probes: skipped, no python3\n");
+                return;
+        }
+        assert_int_equal(pipe(fds), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                dup2(fds[1], 1);
+                close(fds[0]);
+                close(fds[1]);
+                execl("/usr/bin/python3", "python3", "tests/unit/agent/probes/health-server.py", (char *) NULL);
+                _exit(127);
+        }
+        close(fds[1]);
+        f = fdopen(fds[0], "r");
+        assert_non_null(f);
+        if (fscanf(f, "%d", &port) != 1) {
+                /* no python3-grpcio: the server could not start */
+                print_message("# grpc probes: skipped, no python3-grpcio\n");
+                (void) waitpid(pid, &st, 0);
+                fclose(f);
+                return;
+        }
+        grpc_case(e, r, port, NULL, PROBE_RESULT_SUCCESS, "ok");
+        grpc_case(e, r, port, "down", PROBE_RESULT_FAILURE, "service unhealthy (responded with \"NOT_SERVING\")");
+        grpc_case(e, r, port, "other", PROBE_RESULT_FAILURE, "service unhealthy (responded with \"SERVICE_UNKNOWN\")");
+        grpc_case(e, r, port, "unimpl", PROBE_RESULT_FAILURE,
+                  "this server does not implement the grpc health protocol (grpc.health.v1.Health)");
+        kill(pid, SIGTERM);
+        (void) waitpid(pid, &st, 0);
+        fclose(f);
 }
 
 static void test_runner(void **state) {
@@ -154,14 +209,20 @@ static void test_runner(void **state) {
                         (void) sd_event_run(e, 10000);
                 assert_int_equal(g.n, 0);
         }
-        /* grpc is not there yet: Unknown (an errored probe) */
+        /* grpc against a python3-grpcio health server (skipped without it) */
+        grpc_cases(e, r);
         {
-                ProbeTarget t = { .kind = POD_HANDLER_GRPC, .host = "127.0.0.1", .port = port, .timeout_s = 1 };
+                /* nothing listens: a failure */
+                ProbeTarget t = { .kind = POD_HANDLER_GRPC, .host = "127.0.0.1", .port = closed_port, .timeout_s = 1 };
+                char want[160];
 
                 g = (Got){};
                 assert_int_equal(probe_run(r, &t, on_done, &g, NULL, &err), 0);
                 wait_result(e, &g);
-                assert_int_equal(g.r, PROBE_RESULT_UNKNOWN);
+                assert_int_equal(g.r, PROBE_RESULT_FAILURE);
+                (void) snprintf(want, sizeof(want),
+                                "timeout: failed to connect service \"ipv4:127.0.0.1:%d\" within 1s", closed_port);
+                assert_string_equal(g.out, want);
         }
         probe_runner_free(r);
         sd_event_unref(e);
