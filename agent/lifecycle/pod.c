@@ -69,6 +69,9 @@ LcPod *lc_pod_free(LcPod *p) {
 
 void lc_pod_reset(LcPod *p) {
         p->terminal = p->evicted = false;
+        /* a new attempt: pod_started again on its first sync (the probes
+         * manager dropped the pod's probes when it became terminal) */
+        p->started = false;
         p->reason[0] = p->message[0] = '\0';
         free(p->numa);
         p->numa = NULL;
