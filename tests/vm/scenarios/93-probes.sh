@@ -31,7 +31,7 @@ api_cond() {
 wait_for() { # wait_for SECONDS CMD...: until CMD succeeds
 	local s=$1
 	shift
-	for i in $(seq $((s * 2))); do
+	for _ in $(seq $((s * 2))); do
 		"$@" && return 0
 		sleep 0.5
 	done
