@@ -54,7 +54,9 @@ struct ProbeWorker {
         ProbeCall *call;
         char call_container[80]; /* the container the probe in flight is for */
         bool last_started, last_ready;
-        char reported_id[80]; /* the container last reported */
+        char reported_id[80];       /* the container last reported */
+        uint64_t seen_running_usec; /* when this worker first saw container seen_id run (no StartedAt) */
+        char seen_id[80];
 };
 
 static void worker_free(ProbeWorker *w) {
@@ -248,11 +250,16 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 report(m, w, st->id);
         if (w->call)
                 return 0; /* the last one has not answered yet */
+        if (running && strcmp(w->seen_id, st->id) != 0) {
+                (void) snprintf(w->seen_id, sizeof(w->seen_id), "%s", st->id);
+                w->seen_running_usec = usec;
+        }
         if (st->started_at > 0) {
                 int64_t now_ns = (int64_t) cub_now_usec(CLOCK_REALTIME) * 1000;
 
                 running_for = (now_ns - st->started_at) / 1000000000;
-        }
+        } else if (running)
+                running_for = (int64_t) ((usec - w->seen_running_usec) / CUB_USEC_PER_SEC);
         startup = sibling(m, w, PROBE_STARTUP);
         started = probe_container_started(running, startup ? &startup->st : NULL);
         if (!probe_state_due(&w->st, running, running_for, started))
