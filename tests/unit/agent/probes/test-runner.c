@@ -4,6 +4,7 @@
  * that never answers (timeoutSeconds), a cancelled probe; the result always
  * arrives from the loop, never inside probe_run(). */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 
 #include "agent/probes/probes.h"
+#include "agent/util/time.h"
 
 typedef struct Got {
         int n;
@@ -231,9 +233,51 @@ static void test_runner(void **state) {
         MHD_stop_daemon(d);
 }
 
+/* hooks on the calling thread: httpGet fails only when the request does
+ * (any status is fine, as kubelet's handler runner), sleep sleeps */
+static void test_hooks(void **state) {
+        struct MHD_Daemon *d;
+        CubError err = {};
+        int closed_port, closed;
+        uint64_t t0;
+
+        (void) state;
+        d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, answer, NULL, MHD_OPTION_END);
+        assert_non_null(d);
+        closed = listener(-1, &closed_port);
+        {
+                ProbeTarget t = { .kind = POD_HANDLER_HTTP_GET,
+                                  .host = "127.0.0.1",
+                                  .port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port,
+                                  .scheme = "HTTP",
+                                  .path = "/quit",
+                                  .timeout_s = 2 };
+
+                assert_int_equal(probe_run_hook(NULL, &t, &err), 0); /* a 500 is no failure for a hook */
+                t.port = closed_port;
+                assert_int_equal(probe_run_hook(NULL, &t, &err), -EIO);
+                assert_non_null(strstr(err.msg, "Get \"http://127.0.0.1:"));
+        }
+        {
+                ProbeTarget t = { .kind = POD_HANDLER_SLEEP, .sleep_s = 1 };
+
+                t0 = cub_now_usec(CLOCK_MONOTONIC);
+                assert_int_equal(probe_run_hook(NULL, &t, &err), 0);
+                assert_true(cub_now_usec(CLOCK_MONOTONIC) - t0 >= 1000000);
+        }
+        {
+                ProbeTarget t = { .kind = POD_HANDLER_TCP_SOCKET };
+
+                assert_int_equal(probe_run_hook(NULL, &t, &err), -EOPNOTSUPP);
+        }
+        close(closed);
+        MHD_stop_daemon(d);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_runner),
+                cmocka_unit_test(test_hooks),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
