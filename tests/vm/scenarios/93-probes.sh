@@ -66,7 +66,7 @@ spec:
   containers:
   - name: app
     image: $IMG
-    command: [sh, -c, "sleep 20; touch /tmp/ready; exec sleep 3600"]
+    command: [sh, -c, "sleep 45; touch /tmp/ready; exec sleep 3600"]
     readinessProbe:
       exec: {command: [cat, /tmp/ready]}
       periodSeconds: 1
