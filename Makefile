@@ -65,6 +65,7 @@ WORKER_SRCS := $(wildcard agent/worker/*.c)
 LC_SRCS     := $(wildcard agent/lifecycle/*.c)
 MGR_SRCS    := $(wildcard agent/managers/*.c)
 LOGS_SRCS   := $(wildcard agent/logs/*.c)
+PROBE_SRCS  := $(wildcard agent/probes/*.c)
 API_SRCS    := $(wildcard agent/api/*.c)
 CPUMGR_SRCS := $(wildcard agent/cpumanager/*.c)
 ADMIT_SRCS  := $(wildcard agent/admit/*.c)
@@ -74,11 +75,11 @@ PROTO_SRCS := $(wildcard proto/*.c)
 CRI_SRCS   := $(wildcard cri/*.c)
 DP_SRCS    := $(wildcard deviceplugin/*.c)
 GPU_SRCS   := $(wildcard deviceplugin/gpu/*.c)
-PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto
+PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto proto/grpc/health.proto
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/liblc.a $(B)/liblogs.a $(B)/libworker.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
+LIBS := $(B)/liblc.a $(B)/liblogs.a $(B)/libworker.a $(B)/libprobes.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
 	$(B)/libvol.a $(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
@@ -121,6 +122,8 @@ $(B)/libpodsrc.a: $(call obj,$(CONFIG_SRCS))
 $(B)/libworker.a: $(call obj,$(WORKER_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/liblogs.a: $(call obj,$(LOGS_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libprobes.a: $(call obj,$(PROBE_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/liblc.a: $(call obj,$(LC_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^

@@ -60,6 +60,54 @@ static void apply_fail(Agent *a, const LcAction *act) {
                 cub_log(LOG_ERR, "out of memory recording a preemption victim");
 }
 
+/* probes and hooks: the container's probes said started/ready */
+static void apply_probe(Agent *a, const LcAction *act) {
+        LcPod *p = agent_find_pod(a, act->uid);
+        LcContainerStatus *st;
+
+        if (!p || act->container >= p->n)
+                return;
+        st = &p->statuses[act->container];
+        if (strcmp(st->id, act->container_id) != 0)
+                return; /* about a container that is gone */
+        st->probe_known = true;
+        st->probe_started = act->started;
+        st->probe_ready = act->ready;
+        (void) lc_pod_track_conditions(p, (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
+}
+
+/* probes and hooks: a liveness or startup failure kills the container; the
+ * next sync starts it again per restartPolicy */
+static void apply_restart_container(Agent *a, const LcAction *act) {
+        LcPod *p = agent_find_pod(a, act->uid);
+        const Pod *pod;
+        WorkerJob *j;
+
+        if (!p || p->terminal || act->container >= p->n ||
+            strcmp(p->statuses[act->container].id, act->container_id) != 0)
+                return;
+        pod = p->spec->pod;
+        cub_log(LOG_INFO, "pod %s/%s: %s", pod->namespace_, pod->name, act->message);
+        (void) snprintf(p->statuses[act->container].message, sizeof(p->statuses[act->container].message), "%.150s",
+                        act->message);
+        j = worker_job_new(WORKER_STOP_CONTAINER);
+        if (!j || !(j->container_id = strdup(act->container_id)) || !(j->uid = strdup(pod->uid))) {
+                worker_job_free(j);
+                cub_log(LOG_ERR, "out of memory stopping a container");
+                return;
+        }
+        /* the preStop httpGet hook's target (network) */
+        if (*p->pod_ip && !(j->pod_ip = strdup(p->pod_ip))) {
+                worker_job_free(j);
+                cub_log(LOG_ERR, "out of memory stopping a container");
+                return;
+        }
+        j->spec = worker_spec_ref(p->spec);
+        j->container = act->container;
+        j->grace = act->grace >= 0 ? act->grace : pod->termination_grace_period_seconds;
+        worker_pool_submit(a->pool, j);
+}
+
 void agent_apply_actions(Agent *a) {
         /* actions may queue more actions: take the list first */
         while (a->actions.n > 0) {
@@ -93,6 +141,12 @@ void agent_apply_actions(Agent *a) {
                                         cub_log(LOG_ERR, "out of memory recording a pod to wait for");
                                 break;
                         }
+                        case LC_ACTION_PROBE:
+                                apply_probe(a, act);
+                                break;
+                        case LC_ACTION_RESTART_CONTAINER:
+                                apply_restart_container(a, act);
+                                break;
                         case LC_ACTION_NODE_RESOURCE:
                                 for (size_t m = 0; m < a->n_mgr; m++)
                                         if (a->mgr[m]->node_resource)

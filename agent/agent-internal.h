@@ -62,6 +62,10 @@ struct Agent {
         size_t n_pending;
         char **killing; /* UIDs with a kill job in flight */
         size_t n_killing;
+        /* probes and hooks: specs of pods that left the table while something
+         * of them ran, for their kill job's preStop hooks */
+        WorkerSpec **gone_specs;
+        size_t n_gone_specs;
         bool relist_busy, relist_again;
         bool trim_pending; /* pods came or went: give freed memory back once things are quiet */
         bool runtime_ready, runtime_known;

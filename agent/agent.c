@@ -144,6 +144,8 @@ static void on_relist(Agent *a, WorkerJob *j) {
         }
         cub_hashmap_free(observed);
         for (size_t i = 0; i < a->n_pods; i++) {
+                /* probes and hooks: the pod conditions' transitions */
+                (void) lc_pod_track_conditions(a->pods[i], (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
                 a->n_running += a->pods[i]->phase == LC_PHASE_RUNNING;
                 busy = busy || a->pods[i]->busy;
         }
@@ -251,6 +253,13 @@ static int on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdat
                                 cub_log(LOG_INFO, "pod uid %s removed", j->uid);
                                 agent_pod_stopped(a, j->uid);
                         }
+                        agent_request_relist(a);
+                        break;
+                case WORKER_STOP_CONTAINER:
+                        /* probes and hooks: a container killed for its probe */
+                        if (j->r < 0)
+                                cub_log(LOG_WARNING, "pod %s/%s: stopping container %s: %s", j->spec->pod->namespace_,
+                                        j->spec->pod->name, j->container_id, j->error);
                         agent_request_relist(a);
                         break;
                 case WORKER_UPDATE:

@@ -56,6 +56,36 @@ void agent_pod_forget(Agent *a, LcPod *p) {
                         a->mgr[i]->pod_removed(a->mgr_state[i], p);
 }
 
+/* probes and hooks: a removed pod's spec stays until its kill job takes it
+ * (its preStop hooks); at most GONE_SPECS_MAX */
+#define GONE_SPECS_MAX 256
+static void keep_gone_spec(Agent *a, LcPod *p) {
+        WorkerSpec **n;
+
+        if (!p->observed || a->n_gone_specs >= GONE_SPECS_MAX)
+                return;
+        n = realloc(a->gone_specs, (a->n_gone_specs + 1) * sizeof(*n));
+        if (!n)
+                return;
+        a->gone_specs = n;
+        a->gone_specs[a->n_gone_specs++] = worker_spec_ref(p->spec);
+}
+
+static WorkerSpec *take_spec(Agent *a, const char *uid) {
+        LcPod *p = agent_find_pod(a, uid);
+
+        if (p)
+                return worker_spec_ref(p->spec);
+        for (size_t i = 0; i < a->n_gone_specs; i++)
+                if (strcmp(a->gone_specs[i]->pod->uid, uid) == 0) {
+                        WorkerSpec *s = a->gone_specs[i];
+
+                        a->gone_specs[i] = a->gone_specs[--a->n_gone_specs];
+                        return s;
+                }
+        return NULL;
+}
+
 void agent_remove_unwanted(Agent *a) {
         size_t i = 0;
 
@@ -74,6 +104,7 @@ void agent_remove_unwanted(Agent *a) {
                 a->n_pods--;
                 unindex(a, p);
                 agent_pod_forget(a, p);
+                keep_gone_spec(a, p);
                 lc_pod_free(p);
         }
 }
@@ -88,6 +119,9 @@ void agent_pods_free(Agent *a) {
         for (size_t i = 0; i < a->n_killing; i++)
                 free(a->killing[i]);
         free(a->killing);
+        for (size_t i = 0; i < a->n_gone_specs; i++)
+                worker_spec_unref(a->gone_specs[i]);
+        free(a->gone_specs);
         a->killing = NULL;
         a->n_killing = 0;
 }
@@ -325,6 +359,7 @@ void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *na
         j->uid = strdup(uid);
         j->cgroup = cgroup ? strdup(cgroup) : NULL;
         j->grace = grace;
+        j->spec = take_spec(a, uid); /* probes and hooks: its preStop hooks */
         nk = realloc(a->killing, (a->n_killing + 1) * sizeof(char *));
         if (!j->uid || (cgroup && !j->cgroup) || !nk || !(nk[a->n_killing] = strdup(uid))) {
                 if (nk)

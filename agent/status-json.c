@@ -34,6 +34,11 @@ static json_t *containers_json(const LcPod *p) {
                         json_object_set_new(cj, "waitingReason", json_string(POD_CONFIG_ERROR_REASON));
                         json_object_set_new(cj, "waitingMessage", json_string(st->config_error));
                 }
+                /* probes and hooks */
+                json_object_set_new(cj, "ready", json_boolean(lc_container_ready(p, k)));
+                json_object_set_new(cj, "started", json_boolean(lc_container_started(p, k)));
+                if (*st->message)
+                        json_object_set_new(cj, "message", json_string(st->message));
                 json_array_append_new(cs, cj);
         }
         return cs;
@@ -65,6 +70,8 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
                 json_object_set_new(pj, "hostIP", json_string(host_ip));
                 json_object_set_new(pj, "hostIPs", json_pack("[s]", host_ip));
         }
+        /* probes and hooks: the Ready condition */
+        json_object_set_new(pj, "ready", json_boolean(p->cond_value[LC_POD_COND_READY]));
         /* the fields of its manifest cubelet accepts and ignores */
         if (pod->warnings.n > 0) {
                 json_t *ws = json_array();

@@ -79,7 +79,9 @@ int grpcx_channel_new(const char *target, GrpcxChannel **ret, CubError *err) {
                 free(c);
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
-        if (strncmp(c->target, "unix:", 5) != 0) {
+        /* unix sockets; TCP ("ipv4:", "ipv6:", "dns:") for the grpc probes */
+        if (strncmp(c->target, "unix:", 5) != 0 && strncmp(c->target, "ipv4:", 5) != 0 &&
+            strncmp(c->target, "ipv6:", 5) != 0 && strncmp(c->target, "dns:", 4) != 0) {
                 int r = cub_err_set(err, EINVAL, "gRPC target '%s': only unix sockets are supported", target);
                 free(c->target);
                 free(c);

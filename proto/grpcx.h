@@ -46,10 +46,28 @@ int grpcx_status_to_errno(int code);
 
 /* ---- client ------------------------------------------------------------- */
 
+/* The grpc.health.v1 statuses (HealthCheckResponse.ServingStatus). */
+enum {
+        GRPCX_HEALTH_UNKNOWN = 0,
+        GRPCX_HEALTH_SERVING = 1,
+        GRPCX_HEALTH_NOT_SERVING = 2,
+        GRPCX_HEALTH_SERVICE_UNKNOWN = 3,
+};
+const char *grpcx_health_status_name(int status);
+
+/* grpc.health.v1.Health/Check of service ("" = the server) at target (a new
+ * channel, no wait for ready), within timeout_usec: 0 with the serving
+ * status in *ret_status, or a negative errno as grpcx_unary() and the gRPC
+ * status code in *ret_code (-1 when the call did not get one). Blocking:
+ * the probe threads call it. */
+int grpcx_health_check(const char *target, const char *service, uint64_t timeout_usec, int *ret_status, int *ret_code,
+                       CubError *err);
+
 typedef struct GrpcxChannel GrpcxChannel;
 
 /* target: "unix:///path" or "unix:/path" (a bare absolute path is taken as
- * unix://path). The channel reconnects by itself (100 ms..3 s backoff). */
+ * unix://path); "ipv4:IP:PORT", "ipv6:[IP]:PORT" or "dns:HOST:PORT" for the
+ * grpc probes. The channel reconnects by itself (100 ms..3 s backoff). */
 int grpcx_channel_new(const char *target, GrpcxChannel **ret, CubError *err);
 GrpcxChannel *grpcx_channel_free(GrpcxChannel *c);
 static inline void grpcx_channel_freep(GrpcxChannel **c) {

@@ -201,6 +201,29 @@ static json_t *terminated(const LcContainerStatus *st, const char *cid) {
         return t;
 }
 
+/* probes and hooks: the waiting reason of a container the last sync could
+ * not start (kubelet's CreateContainerConfigError, ErrImageNeverPull, ...),
+ * from the sync's error "container '<name>': ..."; NULL when it is not about c */
+static const char *waiting_reason(const LcPod *p, const PodContainer *c) {
+        static const char *const reasons[] = { "ErrImageNeverPull", "PostStartHookError", "CreateContainerConfigError",
+                                               "InvalidImageName", NULL };
+        char who[128];
+
+        (void) snprintf(who, sizeof(who), "container '%s': ", c->name);
+        if (!*p->last_error || !strstr(p->last_error, who))
+                return NULL;
+        for (const char *const *r = reasons; *r; r++)
+                if (strstr(p->last_error, *r))
+                        return *r;
+        if (strstr(p->last_error, "': image '"))
+                return "ErrImagePull";
+        if (strstr(p->last_error, "': create"))
+                return "CreateContainerError";
+        if (strstr(p->last_error, "': start"))
+                return "RunContainerError";
+        return NULL;
+}
+
 static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c, const ApiPodsInfo *info,
                                 bool *ret_ready) {
         const LcContainerStatus *st = &p->statuses[k];
@@ -217,6 +240,8 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
         else if (*st->config_error && !p->terminal) /* security context */
                 state = json_pack("{s:{s:s,s:s}}", "waiting", "reason", POD_CONFIG_ERROR_REASON, "message",
                                   st->config_error);
+        else if (!st->waiting_backoff && !p->terminal && waiting_reason(p, c))
+                state = json_pack("{s:{s:s,s:s}}", "waiting", "reason", waiting_reason(p, c), "message", p->last_error);
         else
                 state = json_pack("{s:{s:s}}", "waiting", "reason",
                                   st->waiting_backoff ? "CrashLoopBackOff"
@@ -225,23 +250,36 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
         last = st->terminated_before && st->state != LC_CONTAINER_TERMINATED
                        ? json_pack("{s:o}", "terminated", terminated(st, NULL))
                        : json_object();
+        /* probes and hooks: ready and started as the probes say */
         cj = json_pack("{s:s,s:o,s:o,s:b,s:i,s:s,s:s,s:b}", "name", c->name, "state", state, "lastState", last, "ready",
-                       running && !p->terminal, "restartCount", (int) st->restarts, "image", c->image, "imageID", "",
-                       "started", running);
+                       lc_container_ready(p, k), "restartCount", (int) st->restarts, "image", c->image, "imageID", "",
+                       "started", lc_container_started(p, k));
         if (cj && *st->id)
                 json_object_set_new(cj, "containerID", json_string(cid));
-        *ret_ready = running && !p->terminal;
+        *ret_ready = lc_container_ready(p, k);
         return cj;
 }
 
-static json_t *condition(const char *type, bool status) {
-        return json_pack("{s:s,s:s,s:n}", "type", type, "status", status ? "True" : "False", "lastProbeTime");
+/* probes and hooks: kubelet's condition with its reason, message and
+ * lastTransitionTime (since: unix s, 0 = unknown) */
+static json_t *condition(const char *type, bool status, const char *reason, const char *message, int64_t since) {
+        json_t *c = json_pack("{s:s,s:s,s:n}", "type", type, "status", status ? "True" : "False", "lastProbeTime");
+        char when[32];
+
+        if (c && since > 0)
+                json_object_set_new(c, "lastTransitionTime", json_string(rfc3339(since, when)));
+        if (c && reason)
+                json_object_set_new(c, "reason", json_string(reason));
+        if (c && message && *message)
+                json_object_set_new(c, "message", json_string(message));
+        return c;
 }
 
 void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
         const Pod *pod = p->spec->pod;
         json_t *meta, *status, *ics = json_array(), *cs = json_array(), *conds;
         bool all_ready = pod->n_containers > 0, initialized = true, sandbox = p->observed && !p->terminal;
+        LcPodConditions pc;
         char when[32];
 
         for (size_t k = 0; k < p->n; k++) {
@@ -259,9 +297,18 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
                         json_array_append_new(cs, cj);
                 }
         }
-        conds = json_pack("[o,o,o,o,o]", condition("PodReadyToStartContainers", sandbox),
-                          condition("Initialized", initialized), condition("Ready", all_ready),
-                          condition("ContainersReady", all_ready), condition("PodScheduled", true));
+        lc_pod_conditions(p, &pc);
+        (void) initialized;
+        (void) all_ready;
+        conds = json_pack(
+                "[o,o,o,o,o]",
+                condition("PodReadyToStartContainers", sandbox, NULL, NULL, p->cond_since[LC_POD_COND_SANDBOX]),
+                condition("Initialized", pc.initialized, pc.initialized_reason, pc.init_message,
+                          p->cond_since[LC_POD_COND_INITIALIZED]),
+                condition("Ready", pc.ready, pc.ready_reason, pc.message, p->cond_since[LC_POD_COND_READY]),
+                condition("ContainersReady", pc.containers_ready, pc.ready_reason, pc.message,
+                          p->cond_since[LC_POD_COND_CONTAINERS_READY]),
+                condition("PodScheduled", true, NULL, NULL, p->latency.event ? pod_start(p, info) : 0));
         meta = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "name", pod->name, "namespace", pod->namespace_, "uid", pod->uid,
                          "creationTimestamp", rfc3339(pod_start(p, info), when), "labels", string_map(&pod->labels),
                          "annotations", string_map(&pod->annotations));
@@ -317,6 +364,9 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
                 p->reason, p->message, info->host_ip ? info->host_ip : "", info->node_name);
         fprintf(f, "%s\n", p->pod_ip); /* network */
         fwrite(p->statuses, sizeof(*p->statuses), p->n, f);
+        /* probes and hooks: the conditions' transitions, the sync's error (waiting reasons) */
+        fwrite(p->cond_since, sizeof(p->cond_since), 1, f);
+        fprintf(f, "%s\n", p->last_error);
         if (fclose(f) != 0) {
                 free(key);
                 return NULL;

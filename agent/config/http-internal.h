@@ -27,9 +27,8 @@ struct PodsrcHttp {
         uint64_t start_usec;
         PodsrcHttpStats stats;
         /* the poller (http-loop.c) */
-        sd_event *event;
-        CURLM *multi;
-        sd_event_source *period_timer, *curl_timer;
+        PodsrcCurl *curl;
+        sd_event_source *period_timer;
         uint64_t period_usec;
         PodsrcHttpFn fn;
         void *userdata;

@@ -85,6 +85,11 @@ typedef struct LcContainerStatus {
         char config_error[512];
         bool oom_killed_now;             /* this observation saw a new OOM kill */
         int64_t started_at, finished_at; /* unix ns, the runtime's (0: unknown) */
+        /* probes and hooks: what the probes said of the container `id`
+         * (LC_ACTION_PROBE); without probe_known, started/ready follow
+         * running alone */
+        bool probe_known, probe_started, probe_ready;
+        char message[160]; /* why it was last killed (liveness, postStart) */
 } LcContainerStatus;
 
 /* Latencies of the pod's start, CLOCK_MONOTONIC µs; 0 = not (yet) seen. */
@@ -94,6 +99,16 @@ typedef struct LcLatency {
         uint64_t sandbox; /* RunPodSandbox was sent */
         uint64_t started; /* its containers were started */
 } LcLatency;
+
+/* probes and hooks: the pod conditions whose transitions are tracked */
+typedef enum LcPodCond {
+        LC_POD_COND_SANDBOX, /* PodReadyToStartContainers */
+        LC_POD_COND_INITIALIZED,
+        LC_POD_COND_CONTAINERS_READY,
+        LC_POD_COND_READY,
+        _LC_POD_COND_MAX,
+        _LC_POD_COND_INVALID = -22,
+} LcPodCond;
 
 typedef struct LcPod {
         WorkerSpec *spec;
@@ -121,6 +136,10 @@ typedef struct LcPod {
         uint64_t sync_retry_usec; /* after a failed sync: no new one before (CLOCK_MONOTONIC µs) */
         /* network */
         char pod_ip[64]; /* of its ready sandbox, "" = none (host network: the node's IP is shown) */
+        /* probes and hooks: each condition's value and when it last changed
+         * (unix s; 0: not computed yet), by lc_pod_track_conditions() */
+        bool cond_value[_LC_POD_COND_MAX];
+        int64_t cond_since[_LC_POD_COND_MAX];
 } LcPod;
 
 /* Takes a reference on spec. */
@@ -142,6 +161,23 @@ size_t lc_pod_restarts(const LcPod *p);
  */
 bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now);
 
+/* probes and hooks: a container's `started` and `ready` as kubelet
+ * reports them (running, and what its probes said, or true without
+ * probes), and the pod's conditions. */
+bool lc_container_started(const LcPod *p, size_t k);
+bool lc_container_ready(const LcPod *p, size_t k);
+typedef struct LcPodConditions {
+        bool initialized, containers_ready, ready;
+        const char *initialized_reason; /* "ContainersNotInitialized", "PodCompleted" or NULL */
+        const char *ready_reason;       /* "ContainersNotReady", "PodCompleted" or NULL */
+        char message[LC_MESSAGE_MAX];   /* "containers with unready status: [a b]" */
+        char init_message[LC_MESSAGE_MAX];
+} LcPodConditions;
+void lc_pod_conditions(const LcPod *p, LcPodConditions *ret);
+/* Records a transition of each condition at now (unix s); returns whether
+ * one changed. */
+bool lc_pod_track_conditions(LcPod *p, int64_t now);
+
 /* ---- the manager table ---------------------------------------------------- */
 
 typedef enum LcActionKind {
@@ -150,6 +186,9 @@ typedef enum LcActionKind {
         LC_ACTION_RESOURCES_CHANGED, /* running containers' resources changed: update them */
         LC_ACTION_NODE_RESOURCE,     /* the node's allocatable of resource is now quantity */
         LC_ACTION_WAIT,              /* pod waiter starts only once pod uid (stopping) has stopped */
+        /* probes and hooks */
+        LC_ACTION_PROBE,             /* container (index) of uid: started and ready as its probes say */
+        LC_ACTION_RESTART_CONTAINER, /* kill container_id with grace (message); it restarts per restartPolicy */
         _LC_ACTION_MAX,
         _LC_ACTION_INVALID = -22,
 } LcActionKind;
@@ -173,6 +212,10 @@ typedef struct LcAction {
         bool conditions[_LC_CONDITION_MAX];
         char resource[128]; /* NODE_RESOURCE; FAIL: the eviction signal or the preemption's resource */
         int64_t quantity;
+        /* probes and hooks: PROBE, RESTART_CONTAINER */
+        size_t container; /* init containers first */
+        char container_id[80];
+        bool started, ready;
 } LcAction;
 
 typedef struct LcActions {

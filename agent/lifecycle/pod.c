@@ -69,6 +69,9 @@ LcPod *lc_pod_free(LcPod *p) {
 
 void lc_pod_reset(LcPod *p) {
         p->terminal = p->evicted = false;
+        /* a new attempt: pod_started again on its first sync (the probes
+         * manager dropped the pod's probes when it became terminal) */
+        p->started = false;
         p->reason[0] = p->message[0] = '\0';
         free(p->numa);
         p->numa = NULL;
@@ -173,6 +176,8 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
                 }
                 st->restarts = wc->attempt;
                 st->waiting_backoff = false;
+                if (strcmp(st->id, wc->id) != 0)
+                        st->probe_known = st->probe_started = st->probe_ready = false; /* a new container */
                 (void) snprintf(st->id, sizeof(st->id), "%s", wc->id);
                 st->started_at = wc->started_at;
                 st->finished_at = wc->finished_at;
@@ -231,6 +236,108 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
         else
                 p->phase = LC_PHASE_PENDING;
         return need;
+}
+
+/* ---- probes and hooks: started, ready, conditions -------------------------- */
+
+static bool running_at(const LcPod *p, size_t k) {
+        return !p->terminal && p->statuses[k].state == LC_CONTAINER_RUNNING;
+}
+
+bool lc_container_started(const LcPod *p, size_t k) {
+        const PodContainer *c = pod_container_at(p->spec->pod, k, NULL);
+
+        if (!running_at(p, k))
+                return false;
+        if (!c->startup_probe_set)
+                return true;
+        return p->statuses[k].probe_known && p->statuses[k].probe_started;
+}
+
+bool lc_container_ready(const LcPod *p, size_t k) {
+        const PodContainer *c = pod_container_at(p->spec->pod, k, NULL);
+
+        if (!lc_container_started(p, k))
+                return false;
+        if (!c->readiness_probe_set)
+                return true;
+        return p->statuses[k].probe_known && p->statuses[k].probe_ready;
+}
+
+/* appends " name" or "[name" to a "[a b]" list */
+static void list_add(char *buf, size_t size, const char *name) {
+        size_t n = strlen(buf);
+
+        (void) snprintf(buf + n, size - n, "%s%s", n ? " " : "[", name);
+}
+
+static void list_end(char *buf, size_t size, const char *prefix) {
+        char tmp[LC_MESSAGE_MAX];
+
+        if (!*buf)
+                return;
+        (void) snprintf(tmp, sizeof(tmp), "%s%s]", prefix, buf);
+        (void) snprintf(buf, size, "%s", tmp);
+}
+
+void lc_pod_conditions(const LcPod *p, LcPodConditions *ret) {
+        const Pod *pod = p->spec->pod;
+        char unready[LC_MESSAGE_MAX] = "", incomplete[LC_MESSAGE_MAX] = "";
+
+        *ret = (LcPodConditions){};
+        for (size_t k = 0; k < p->n; k++) {
+                bool init;
+                const PodContainer *c = pod_container_at(pod, k, &init);
+                const LcContainerStatus *st = &p->statuses[k];
+                bool sidecar = init && pod_container_is_sidecar(c);
+
+                if (init && !sidecar) {
+                        if (!(st->state == LC_CONTAINER_TERMINATED && st->exit_code == 0))
+                                list_add(incomplete, sizeof(incomplete), c->name);
+                        continue;
+                }
+                if (!lc_container_ready(p, k))
+                        list_add(unready, sizeof(unready), c->name);
+        }
+        /* GeneratePodInitializedCondition */
+        ret->initialized = !*incomplete || p->phase == LC_PHASE_SUCCEEDED;
+        if (p->phase == LC_PHASE_SUCCEEDED && pod->n_init_containers > 0)
+                ret->initialized_reason = "PodCompleted";
+        else if (*incomplete) {
+                ret->initialized_reason = "ContainersNotInitialized";
+                list_end(incomplete, sizeof(incomplete), "containers with incomplete status: ");
+                (void) snprintf(ret->init_message, sizeof(ret->init_message), "%s", incomplete);
+        }
+        /* GenerateContainersReadyCondition and GeneratePodReadyCondition */
+        if (p->phase == LC_PHASE_SUCCEEDED) {
+                ret->ready_reason = "PodCompleted";
+                return;
+        }
+        if (*unready || pod->n_containers == 0) {
+                ret->ready_reason = "ContainersNotReady";
+                list_end(unready, sizeof(unready), "containers with unready status: ");
+                (void) snprintf(ret->message, sizeof(ret->message), "%s", unready);
+                return;
+        }
+        ret->containers_ready = ret->ready = true;
+}
+
+bool lc_pod_track_conditions(LcPod *p, int64_t now) {
+        LcPodConditions c;
+        bool v[_LC_POD_COND_MAX], changed = false;
+
+        lc_pod_conditions(p, &c);
+        v[LC_POD_COND_SANDBOX] = p->observed && !p->terminal;
+        v[LC_POD_COND_INITIALIZED] = c.initialized;
+        v[LC_POD_COND_CONTAINERS_READY] = c.containers_ready;
+        v[LC_POD_COND_READY] = c.ready;
+        for (int i = 0; i < _LC_POD_COND_MAX; i++)
+                if (p->cond_since[i] == 0 || p->cond_value[i] != v[i]) {
+                        p->cond_value[i] = v[i];
+                        p->cond_since[i] = now;
+                        changed = true;
+                }
+        return changed;
 }
 
 int lc_actions_push(LcActions *l, const LcAction *a) {

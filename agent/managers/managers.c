@@ -11,6 +11,7 @@ static const LcManagerVtable *const table[] = {
         &mgr_pressure,
         &mgr_volumes,
         &mgr_logs,
+        &mgr_probes,
 };
 
 const LcManagerVtable *const *mgr_table(size_t *ret_n) {

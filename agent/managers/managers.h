@@ -21,6 +21,7 @@ extern const LcManagerVtable mgr_pressure;
 extern const LcManagerVtable mgr_devices;
 extern const LcManagerVtable mgr_volumes;
 extern const LcManagerVtable mgr_logs;
+extern const LcManagerVtable mgr_probes;
 
 /* The table, in the order the loop calls the hooks. */
 const LcManagerVtable *const *mgr_table(size_t *ret_n);

@@ -88,7 +88,8 @@ static const PodField container_security_fields[] = {
                   .post = port_post },                                                                     \
                 { .name = "resources", .decode = pod_dec_inline, .sub = resources_fields },                \
                 { .name = "securityContext", .decode = pod_dec_inline, .sub = container_security_fields }, \
-                POD_SECURITY_CONTAINER_FIELD, POD_ENUM("restartPolicy", PodContainer, restart_policy, restart_allowed)
+                POD_SECURITY_CONTAINER_FIELD, POD_ENUM("restartPolicy", PodContainer, restart_policy, restart_allowed), \
+                POD_PROBE_FIELDS
 
 const PodField pod_container_fields[] = {
         CONTAINER_FIELDS(sidecar_policies),
@@ -313,5 +314,7 @@ int pod_container_post(PodDec *d, json_t *obj, void *base) {
 }
 
 int pod_init_container_post(PodDec *d, json_t *obj, void *base) {
-        return container_common(d, obj, base);
+        int r = pod_probes_check(d, obj, base, true);
+
+        return r < 0 ? r : container_common(d, obj, base);
 }

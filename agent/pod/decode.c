@@ -73,6 +73,7 @@ void pod_container_done(PodContainer *c) {
         seccomp_done(&c->seccomp);
         pod_security_done(&c->security);
         pod_container_volumes_done(c);
+        pod_container_probes_done(c);
 }
 
 Pod *pod_free(Pod *pod) {

@@ -197,6 +197,68 @@ static const PodFieldRule volume_mount[] = {
         A("subPathExpr"), A("mountPropagation"), R("recursiveReadOnly"), END,
 };
 
+/* ---- probes and hooks ----------------------------------------------------- */
+
+static const PodFieldRule exec_action[] = {
+        A("command"),
+        END,
+};
+
+static const PodFieldRule http_header[] = {
+        A("name"),
+        A("value"),
+        END,
+};
+
+static const PodFieldRule http_get_action[] = {
+        A("path"), A("port"), A("host"), A("scheme"), AL("httpHeaders", http_header), END,
+};
+
+static const PodFieldRule tcp_socket_action[] = {
+        A("port"),
+        A("host"),
+        END,
+};
+
+static const PodFieldRule grpc_action[] = {
+        A("port"),
+        A("service"),
+        END,
+};
+
+static const PodFieldRule sleep_action[] = {
+        A("seconds"),
+        END,
+};
+
+static const PodFieldRule probe[] = {
+        AO("exec", exec_action),
+        AO("httpGet", http_get_action),
+        AO("tcpSocket", tcp_socket_action),
+        AO("grpc", grpc_action),
+        A("initialDelaySeconds"),
+        A("timeoutSeconds"),
+        A("periodSeconds"),
+        A("successThreshold"),
+        A("failureThreshold"),
+        A("terminationGracePeriodSeconds"),
+        END,
+};
+
+static const PodFieldRule lifecycle_handler[] = {
+        AO("exec", exec_action),
+        AO("httpGet", http_get_action),
+        RW("tcpSocket", "not supported for lifecycle hooks (kubelet does not run it either)"),
+        AO("sleep", sleep_action),
+        END,
+};
+
+static const PodFieldRule lifecycle[] = {
+        AO("postStart", lifecycle_handler),
+        AO("preStop", lifecycle_handler),
+        END,
+};
+
 static const PodFieldRule container[] = {
         A("name"),
         A("image"),
@@ -215,10 +277,10 @@ static const PodFieldRule container[] = {
         WI("terminationMessagePolicy", "ignored: cubelet does not read termination messages", message_policy_default),
         AL("volumeMounts", volume_mount),
         R("volumeDevices"),
-        R("livenessProbe"),
-        R("readinessProbe"),
-        R("startupProbe"),
-        R("lifecycle"),
+        AO("livenessProbe", probe),
+        AO("readinessProbe", probe),
+        AO("startupProbe", probe),
+        AO("lifecycle", lifecycle),
         RI("stdin", is_false),
         RI("stdinOnce", is_false),
         RI("tty", is_false),

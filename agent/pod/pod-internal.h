@@ -164,6 +164,36 @@ extern const char *const pod_dns_policies[];
         }
 int pod_network_validate(PodDec *d, json_t *root, Pod *pod);
 void pod_network_done(Pod *pod);
+/* probes and hooks (decode-probes.c): the Container fields */
+extern const PodField pod_probe_table[];
+extern const PodField pod_lifecycle_table[];
+int pod_liveness_post(PodDec *d, json_t *obj, void *base);
+int pod_readiness_post(PodDec *d, json_t *obj, void *base);
+/* init containers that are not sidecars may have no probe or hook */
+int pod_probes_check(PodDec *d, json_t *obj, PodContainer *c, bool init);
+#define POD_PROBE_FIELDS                                                                                    \
+        { .name = "livenessProbe",                                                                          \
+          .decode = pod_dec_object,                                                                         \
+          .offset = offsetof(PodContainer, liveness_probe),                                                 \
+          .set_offset = offsetof(PodContainer, liveness_probe_set),                                         \
+          .sub = pod_probe_table,                                                                           \
+          .post = pod_liveness_post },                                                                      \
+                { .name = "readinessProbe",                                                                 \
+                  .decode = pod_dec_object,                                                                 \
+                  .offset = offsetof(PodContainer, readiness_probe),                                        \
+                  .set_offset = offsetof(PodContainer, readiness_probe_set),                                \
+                  .sub = pod_probe_table,                                                                   \
+                  .post = pod_readiness_post },                                                             \
+                { .name = "startupProbe",                                                                   \
+                  .decode = pod_dec_object,                                                                 \
+                  .offset = offsetof(PodContainer, startup_probe),                                          \
+                  .set_offset = offsetof(PodContainer, startup_probe_set),                                  \
+                  .sub = pod_probe_table,                                                                   \
+                  .post = pod_liveness_post },                                                              \
+        {                                                                                                   \
+                .name = "lifecycle", .decode = pod_dec_object, .offset = offsetof(PodContainer, lifecycle), \
+                .sub = pod_lifecycle_table                                                                  \
+        }
 
 void pod_strv_done(PodStrv *v);
 void pod_string_map_done(PodStringMap *m);

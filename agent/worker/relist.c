@@ -112,6 +112,10 @@ int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err) {
                                 strcmp(cri_kv_get(ct[i].labels, WORKER_LABEL_INIT), "true") == 0,
                         .attempt = ct[i].attempt,
                         .state = ct[i].state,
+                        /* probes and hooks: a running container's StartedAt, as near as
+                         * ListContainers says (its creation; initialDelaySeconds counts
+                         * from it); an ended one gets its own below */
+                        .started_at = ct[i].created_at,
                         .reason = xstrdup(""),
                         .devices = cri_kv_get(ct[i].labels, WORKER_LABEL_DEVICES)
                                            ? xstrdup(cri_kv_get(ct[i].labels, WORKER_LABEL_DEVICES))

@@ -324,6 +324,21 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': start", c->name);
         x->containers_started_usec = worker_now_usec();
+        /* probes and hooks: postStart right after StartContainer; when it
+         * fails the container is killed (kubelet's FailedPostStartHook) and
+         * restarted per restartPolicy */
+        if (c->lifecycle.post_start_set) {
+                ProbeTarget t;
+                CubError herr = {};
+                int64_t grace;
+
+                worker_hook_target(c, &c->lifecycle.post_start, id, x->pod_ip, 0, &t);
+                if (probe_run_hook(x->p->cri, &t, &herr) < 0) {
+                        grace = worker_pre_stop(x->p, pod, c, id, x->pod_ip, pod->termination_grace_period_seconds);
+                        (void) cri_stop_container(x->p->cri, id, grace, NULL);
+                        return cub_err_set(err, EIO, "container '%s': PostStartHookError: %s", c->name, herr.msg);
+                }
+        }
         return 0;
 }
 
@@ -401,7 +416,7 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
                 return cub_err_wrap(err, "sandbox");
 
         /* keep the ready sandbox of this spec; tear down stale ones (spec changed, not ready) */
-        r = worker_kill_uid(p, pod->uid, hash, pod->termination_grace_period_seconds, &attempt, &have_ready,
+        r = worker_kill_uid(p, NULL, pod->uid, hash, pod->termination_grace_period_seconds, &attempt, &have_ready,
                             &sandbox_id, err);
         if (r < 0)
                 return r;

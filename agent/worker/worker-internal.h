@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "../probes/probes.h"
 #include "../util/time.h"
 #include "worker.h"
 
@@ -45,12 +46,22 @@ int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err);
 int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err);
 int worker_job_kill(WorkerPool *p, WorkerJob *j, CubError *err);
 int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err);
+/* probes and hooks (kill.c) */
+int worker_job_stop_container(WorkerPool *p, WorkerJob *j, CubError *err);
+/* Runs the preStop hook of container c (id) within grace seconds; returns
+ * the grace left for StopContainer (kubelet's minimum of 2 s). */
+int64_t worker_pre_stop(WorkerPool *p, const Pod *pod, const PodContainer *c, const char *id, const char *pod_ip,
+                        int64_t grace);
+/* A hook's target: the handler h of container c (id) in the pod at pod_ip
+ * (NULL or "": the node's loopback), with timeout_s. */
+void worker_hook_target(const PodContainer *c, const PodHandler *h, const char *id, const char *pod_ip,
+                        int64_t timeout_s, ProbeTarget *ret);
 
 /* Tears down the sandboxes of pod uid; with keep_hash, the first ready one
  * of that config hash is kept and its id returned in *ret_ready_id, and
  * *ret_attempt is set past every attempt seen. */
-int worker_kill_uid(WorkerPool *p, const char *uid, const char *keep_hash, int64_t grace, uint32_t *ret_attempt,
-                    bool *ret_have_ready, char **ret_ready_id, CubError *err);
+int worker_kill_uid(WorkerPool *p, const Pod *pod, const char *uid, const char *keep_hash, int64_t grace,
+                    uint32_t *ret_attempt, bool *ret_have_ready, char **ret_ready_id, CubError *err);
 
 /* network (network.c): the pod IP of a sandbox, from the pool's cache or
  * PodSandboxStatus (NULL: none); remember/prune keep the cache. */

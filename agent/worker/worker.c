@@ -170,6 +170,7 @@ WorkerJob *worker_job_free(WorkerJob *j) {
         free(j->uid);
         free(j->cgroup);
         free(j->pod_ip);
+        free(j->container_id);
         worker_observed_free(j->observed, j->n_observed);
         for (size_t i = 0; j->config_errors && i < j->n_config_errors; i++)
                 free(j->config_errors[i]);
@@ -268,6 +269,9 @@ static void *worker_main(void *arg) {
                         break;
                 case WORKER_UPDATE:
                         j->r = worker_job_update(p, j, &err);
+                        break;
+                case WORKER_STOP_CONTAINER:
+                        j->r = worker_job_stop_container(p, j, &err);
                         break;
                 default:
                         j->r = cub_err_set(&err, EINVAL, "unknown job");

@@ -116,7 +116,8 @@ typedef enum WorkerJobKind {
         WORKER_RELIST,
         WORKER_SYNC,
         WORKER_KILL,
-        WORKER_UPDATE, /* UpdateContainerResources with new cpusets on running containers */
+        WORKER_UPDATE,         /* UpdateContainerResources with new cpusets on running containers */
+        WORKER_STOP_CONTAINER, /* probes and hooks: one container killed (preStop, then StopContainer) */
         _WORKER_JOB_MAX,
         _WORKER_JOB_INVALID = -22,
 } WorkerJobKind;
@@ -133,6 +134,10 @@ typedef struct WorkerJob {
         char *uid;
         char *cgroup;
         int64_t grace;
+        /* probes and hooks: STOP_CONTAINER's container (and spec); KILL's
+         * spec when the loop still has it (NULL: no preStop hooks) */
+        char *container_id;
+        size_t container;
         /* result */
         int r;
         char error[CUB_ERR_MSG_MAX];
@@ -150,8 +155,7 @@ typedef struct WorkerJob {
          * (runAsNonRoot), NULL for the others; NULL = none at all */
         char **config_errors;
         size_t n_config_errors;
-        /* network: SYNC, the pod IP of its sandbox (NULL: none or host network) */
-        char *pod_ip;
+        char *pod_ip; /* network: SYNC, the pod IP of its sandbox (NULL: none or host network); STOP_CONTAINER: the target of its preStop httpGet */
         struct WorkerJob *next;
 } WorkerJob;
 

@@ -159,6 +159,22 @@ static void test_pod_lifecycle(void **state) {
         assert_string_equal(cri_kv_get(ct[0].labels, "cubelet.io/container-name"), "app");
         cri_containers_free(ct, n);
 
+        {
+                /* probes and hooks: ExecSync's exit code and output, and its timeout */
+                static const char *const echo[] = { "sh", "-c", "echo out; echo err >&2; exit 4", NULL };
+                static const char *const slow[] = { "sleep", "10", NULL };
+                CriExecResult res = {};
+
+                assert_int_equal(cri_exec_sync(c, cid, echo, 5, &res, &err), 0);
+                assert_int_equal(res.exit_code, 4);
+                assert_string_equal(res.out, "out\n");
+                assert_string_equal(res.err_out, "err\n");
+                assert_int_equal(res.n_out, 4);
+                cri_exec_result_done(&res);
+                assert_int_equal(cri_exec_sync(c, cid, slow, 1, &res, &err), -ETIMEDOUT);
+                assert_int_equal(cri_exec_sync(c, "no-such-container", echo, 1, &res, &err), -ENOENT);
+        }
+
         /* sh as PID 1 ignores SIGTERM: SIGKILL after the timeout, exit 137 */
         assert_int_equal(cri_stop_container(c, cid, 1, &err), 0);
         wait_state(c, cid, CRI_CONTAINER_EXITED, &cs);

@@ -130,6 +130,73 @@ static const char *const WEB = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: we
                                "    ports: [{containerPort: 80}]\n"
                                "    resources: {limits: {cpu: 500m, memory: 128Mi}}\n";
 
+/* probes and hooks: ready/started from the probes, the conditions' reasons
+ * and messages, a waiting reason from the last sync's error */
+static void test_probe_status(void **state) {
+        LcPod *p = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: pr}\nspec:\n  containers:\n"
+                            "  - name: a\n    image: x:1\n    readinessProbe: {exec: {command: [t]}}\n"
+                            "    startupProbe: {exec: {command: [t]}}\n  - {name: b, image: 'y:1'}\n");
+        LcPod *pods[1] = { p };
+        ApiPodsInfo info = { .node_name = "node1", .runtime = "containerd" };
+        _cleanup_free_ char *text = NULL;
+        json_t *doc, *st, *c, *cond;
+        json_error_t jerr;
+        size_t i;
+
+        (void) state;
+        p->wanted = p->observed = true;
+        p->phase = LC_PHASE_RUNNING;
+        p->statuses[0] = (LcContainerStatus){ .id = "c1", .state = LC_CONTAINER_RUNNING };
+        p->statuses[1] = (LcContainerStatus){ .state = LC_CONTAINER_WAITING };
+        (void) snprintf(p->last_error, sizeof(p->last_error), "%s",
+                        "container 'b': image 'y:1': ErrImageNeverPull: Container image \"y:1\" is not present with "
+                        "pull policy of Never");
+        assert_true(lc_pod_track_conditions(p, 1700000000));
+        text = api_pod_list_json(pods, 1, &info);
+        doc = json_loads(text, 0, &jerr);
+        assert_non_null(doc);
+        st = json_object_get(json_array_get(json_object_get(doc, "items"), 0), "status");
+        c = json_array_get(json_object_get(st, "containerStatuses"), 0);
+        assert_true(json_is_false(json_object_get(c, "ready")));
+        assert_true(json_is_false(json_object_get(c, "started")));
+        c = json_array_get(json_object_get(st, "containerStatuses"), 1);
+        assert_string_equal(
+                json_string_value(json_object_get(json_object_get(json_object_get(c, "state"), "waiting"), "reason")),
+                "ErrImageNeverPull");
+        json_array_foreach(json_object_get(st, "conditions"), i, cond) {
+                if (strcmp(json_string_value(json_object_get(cond, "type")), "Ready") != 0)
+                        continue;
+                assert_string_equal(json_string_value(json_object_get(cond, "status")), "False");
+                assert_string_equal(json_string_value(json_object_get(cond, "reason")), "ContainersNotReady");
+                assert_string_equal(json_string_value(json_object_get(cond, "message")),
+                                    "containers with unready status: [a b]");
+                assert_string_equal(json_string_value(json_object_get(cond, "lastTransitionTime")),
+                                    "2023-11-14T22:13:20Z");
+        }
+        json_decref(doc);
+        free(text);
+        /* the probes said started and ready; b runs */
+        p->statuses[0].probe_known = p->statuses[0].probe_started = p->statuses[0].probe_ready = true;
+        p->statuses[1] = (LcContainerStatus){ .id = "c2", .state = LC_CONTAINER_RUNNING };
+        p->last_error[0] = '\0';
+        assert_true(lc_pod_track_conditions(p, 1700000100));
+        text = api_pod_list_json(pods, 1, &info);
+        doc = json_loads(text, 0, &jerr);
+        st = json_object_get(json_array_get(json_object_get(doc, "items"), 0), "status");
+        c = json_array_get(json_object_get(st, "containerStatuses"), 0);
+        assert_true(json_is_true(json_object_get(c, "ready")) && json_is_true(json_object_get(c, "started")));
+        json_array_foreach(json_object_get(st, "conditions"), i, cond) {
+                if (strcmp(json_string_value(json_object_get(cond, "type")), "Ready") != 0)
+                        continue;
+                assert_string_equal(json_string_value(json_object_get(cond, "status")), "True");
+                assert_null(json_object_get(cond, "reason"));
+                assert_string_equal(json_string_value(json_object_get(cond, "lastTransitionTime")),
+                                    "2023-11-14T22:15:00Z");
+        }
+        json_decref(doc);
+        lc_pod_free(p);
+}
+
 static void test_pod_list(void **state) {
         LcPod *p = make_pod(WEB), *q = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: gone}\n"
                                                 "spec: {containers: [{name: a, image: x}]}\n");
@@ -350,9 +417,8 @@ static void test_resource(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_metrics_text),
-                cmocka_unit_test(test_process_metrics),
-                cmocka_unit_test(test_pod_list),
+                cmocka_unit_test(test_metrics_text), cmocka_unit_test(test_process_metrics),
+                cmocka_unit_test(test_pod_list),     cmocka_unit_test(test_probe_status),
                 cmocka_unit_test(test_resource),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

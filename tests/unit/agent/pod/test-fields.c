@@ -60,31 +60,38 @@ static char *refused_of(const char *text) {
 
 static void test_every_implemented_field_is_clean(void **state) {
         (void) state;
-        ASSERT_CLEAN("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ns\n  uid: u-1\n"
-                     "  labels: {a: b}\n  annotations: {c: d}\n"
-                     "spec:\n  restartPolicy: OnFailure\n  terminationGracePeriodSeconds: 5\n  nodeName: n\n"
-                     "  nodeSelector: {kubernetes.io/os: linux}\n  priority: 10\n  priorityClassName: x\n"
-                     "  preemptionPolicy: Never\n  overhead: {cpu: 10m}\n  hostNetwork: true\n"
-                     "  os: {name: linux}\n  dnsPolicy: ClusterFirstWithHostNet\n"
-                     "  securityContext:\n    seccompProfile: {type: RuntimeDefault}\n"
-                     "    appArmorProfile: {type: RuntimeDefault}\n    runAsNonRoot: false\n"
-                     "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
-                     "        nodeSelectorTerms:\n        - matchExpressions: [{key: a, operator: In, values: [b]}]\n"
-                     "          matchFields: [{key: metadata.name, operator: In, values: [n]}]\n"
-                     "  tolerations: [{key: k, operator: Equal, value: v, effect: NoExecute, tolerationSeconds: 3}]\n"
-                     "  initContainers:\n  - name: i\n    image: x:1\n    restartPolicy: Always\n"
-                     "  containers:\n  - name: a\n    image: x:1\n    imagePullPolicy: Never\n    command: [sh]\n"
-                     "    args: [-c, 'true']\n    workingDir: /\n    env: [{name: A, value: b}]\n"
-                     "    ports: [{name: web, containerPort: 80, hostPort: 80, hostIP: 0.0.0.0, protocol: TCP}]\n"
-                     "    resources: {limits: {cpu: 1}, requests: {cpu: 1}}\n"
-                     "    securityContext:\n      seccompProfile: {type: Localhost, localhostProfile: p.json}\n"
-                     "      privileged: false\n      allowPrivilegeEscalation: true\n      procMount: Default\n"
-                     "      readOnlyRootFilesystem: false\n      capabilities: {add: [], drop: []}\n"
-                     "    stdin: false\n    stdinOnce: false\n    tty: false\n"
-                     "    terminationMessagePath: /dev/termination-log\n    terminationMessagePolicy: File\n"
-                     "  schedulerName: default-scheduler\n  enableServiceLinks: true\n  hostPID: false\n"
-                     "  hostIPC: false\n  shareProcessNamespace: false\n  hostUsers: true\n"
-                     "  setHostnameAsFQDN: false\n  volumes: []\n  hostname: ''\n  dnsConfig: null\n");
+        ASSERT_CLEAN(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ns\n  uid: u-1\n"
+                "  labels: {a: b}\n  annotations: {c: d}\n"
+                "spec:\n  restartPolicy: OnFailure\n  terminationGracePeriodSeconds: 5\n  nodeName: n\n"
+                "  nodeSelector: {kubernetes.io/os: linux}\n  priority: 10\n  priorityClassName: x\n"
+                "  preemptionPolicy: Never\n  overhead: {cpu: 10m}\n  hostNetwork: true\n"
+                "  os: {name: linux}\n  dnsPolicy: ClusterFirstWithHostNet\n"
+                "  securityContext:\n    seccompProfile: {type: RuntimeDefault}\n"
+                "    appArmorProfile: {type: RuntimeDefault}\n    runAsNonRoot: false\n"
+                "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+                "        nodeSelectorTerms:\n        - matchExpressions: [{key: a, operator: In, values: [b]}]\n"
+                "          matchFields: [{key: metadata.name, operator: In, values: [n]}]\n"
+                "  tolerations: [{key: k, operator: Equal, value: v, effect: NoExecute, tolerationSeconds: 3}]\n"
+                "  initContainers:\n  - name: i\n    image: x:1\n    restartPolicy: Always\n"
+                "  containers:\n  - name: a\n    image: x:1\n    imagePullPolicy: Never\n    command: [sh]\n"
+                "    args: [-c, 'true']\n    workingDir: /\n    env: [{name: A, value: b}]\n"
+                "    ports: [{name: web, containerPort: 80, hostPort: 80, hostIP: 0.0.0.0, protocol: TCP}]\n"
+                "    resources: {limits: {cpu: 1}, requests: {cpu: 1}}\n"
+                "    securityContext:\n      seccompProfile: {type: Localhost, localhostProfile: p.json}\n"
+                "      privileged: false\n      allowPrivilegeEscalation: true\n      procMount: Default\n"
+                "      readOnlyRootFilesystem: false\n      capabilities: {add: [], drop: []}\n"
+                "    stdin: false\n    stdinOnce: false\n    tty: false\n"
+                "    terminationMessagePath: /dev/termination-log\n    terminationMessagePolicy: File\n"
+                "    livenessProbe: {httpGet: {path: /h, port: web, host: 127.0.0.1, scheme: HTTP,\n"
+                "      httpHeaders: [{name: X, value: y}]}, initialDelaySeconds: 1, timeoutSeconds: 1,\n"
+                "      periodSeconds: 1, successThreshold: 1, failureThreshold: 1, terminationGracePeriodSeconds: 1}\n"
+                "    readinessProbe: {tcpSocket: {port: 80, host: 127.0.0.1}}\n"
+                "    startupProbe: {grpc: {port: 80, service: s}}\n"
+                "    lifecycle: {postStart: {exec: {command: [a]}}, preStop: {sleep: {seconds: 1}}}\n"
+                "  schedulerName: default-scheduler\n  enableServiceLinks: true\n  hostPID: false\n"
+                "  hostIPC: false\n  shareProcessNamespace: false\n  hostUsers: true\n"
+                "  setHostnameAsFQDN: false\n  volumes: []\n  hostname: ''\n  dnsConfig: null\n");
 }
 
 static void test_refused_volumes(void **state) {
@@ -135,21 +142,21 @@ static void test_refused_volumes(void **state) {
 
 static void test_refused_container_fields(void **state) {
         (void) state;
+        /* probes are implemented; a lifecycle hook's tcpSocket is refused (kubelet does not run it) */
         ASSERT_REFUSED(HDR CTR
-                       "    livenessProbe: {exec: {command: [true]}}\n    readinessProbe: {tcpSocket: {port: 1}}\n"
-                       "    startupProbe: {grpc: {port: 1}}\n    lifecycle: {preStop: {sleep: {seconds: 1}}}\n"
+                       "    livenessProbe: {exec: {command: [\"true\"]}}\n    readinessProbe: {tcpSocket: {port: 1}}\n"
+                       "    startupProbe: {grpc: {port: 1}}\n    lifecycle: {preStop: {tcpSocket: {port: 1}}}\n"
                        "    volumeDevices: [{name: d, devicePath: /d}]\n"
                        "    stdin: true\n    tty: true\n",
-                       "spec.containers[0].livenessProbe: not supported by cubelet; spec.containers[0].readinessProbe: "
-                       "not supported by cubelet; spec.containers[0].startupProbe: not supported by cubelet; "
-                       "spec.containers[0].lifecycle: not supported by cubelet; spec.containers[0].volumeDevices: not "
-                       "supported by cubelet; "
+                       "spec.containers[0].lifecycle.preStop.tcpSocket: not supported for lifecycle hooks (kubelet "
+                       "does not run it either); spec.containers[0].volumeDevices: not supported by cubelet; "
                        "spec.containers[0].stdin: not supported by cubelet; spec.containers[0].tty: not supported by "
                        "cubelet");
         /* init containers have the same table */
-        ASSERT_REFUSED(HDR CTR
-                       "  initContainers:\n  - name: i\n    image: x:1\n    startupProbe: {exec: {command: [a]}}\n",
-                       "spec.initContainers[0].startupProbe: not supported by cubelet");
+        ASSERT_REFUSED(
+                HDR CTR
+                "  initContainers:\n  - name: i\n    image: x:1\n    volumeDevices: [{name: d, devicePath: /d}]\n",
+                "spec.initContainers[0].volumeDevices: not supported by cubelet");
         ASSERT_REFUSED(HDR CTR "  ephemeralContainers: [{name: e, image: x:1}]\n",
                        "spec.ephemeralContainers: Forbidden: cannot be set on create");
 }
@@ -181,8 +188,11 @@ static void test_unknown_fields(void **state) {
                        "spec.containers[0].ports[0].hostport: unknown field; spec.affinity.nodeAfinity: unknown "
                        "field");
         /* nothing below a refused field is looked at */
+        ASSERT_REFUSED(HDR CTR "    volumeDevices: [{name: d, devicePath: /d, bogus: 1}]\n",
+                       "spec.containers[0].volumeDevices: not supported by cubelet");
+        /* below an implemented one, an unknown field is one */
         ASSERT_REFUSED(HDR CTR "    livenessProbe: {exec: {command: [a]}, bogus: 1}\n",
-                       "spec.containers[0].livenessProbe: not supported by cubelet");
+                       "spec.containers[0].livenessProbe.bogus: unknown field");
 }
 
 static void test_inert_and_absent_values(void **state) {
@@ -276,7 +286,7 @@ static void test_json_and_types(void **state) {
 }
 
 static void test_static_decode_keeps_notes(void **state) {
-        const char *m = HDR CTR "    livenessProbe: {exec: {command: [a]}}\n  schedulerName: s\n";
+        const char *m = HDR CTR "    volumeDevices: [{name: d, devicePath: /d}]\n  schedulerName: s\n";
         Pod *pod = NULL;
         CubError err = {};
 
@@ -319,7 +329,7 @@ static void count_field(const char *path, PodFieldClass cls, const char *what, c
         c->n[cls]++;
         if (strcmp(path, "spec.volumes[].nfs") == 0 && cls == POD_FIELD_REFUSE)
                 c->nfs = true;
-        if (strcmp(path, "spec.containers[].livenessProbe") == 0 && cls == POD_FIELD_REFUSE)
+        if (strcmp(path, "spec.containers[].livenessProbe") == 0 && cls == POD_FIELD_IMPLEMENTED)
                 c->probe = true;
         if (strcmp(path, "spec.containers[].env[].valueFrom.configMapKeyRef") == 0 &&
             strcmp(what, "static pods may not reference configmaps") == 0)
@@ -342,9 +352,9 @@ static void test_table(void **state) {
         assert_false(c.shared_twice);
         print_message("# fields: %zu implemented, %zu accepted with a warning, %zu refused\n",
                       c.n[POD_FIELD_IMPLEMENTED], c.n[POD_FIELD_WARN], c.n[POD_FIELD_REFUSE]);
-        assert_int_equal(c.n[POD_FIELD_IMPLEMENTED], 138);
+        assert_int_equal(c.n[POD_FIELD_IMPLEMENTED], 170);
         assert_int_equal(c.n[POD_FIELD_WARN], 24);
-        assert_int_equal(c.n[POD_FIELD_REFUSE], 59);
+        assert_int_equal(c.n[POD_FIELD_REFUSE], 56);
         assert_string_equal(pod_field_class_to_string(POD_FIELD_REFUSE), "refuse");
         assert_null(pod_field_class_to_string(_POD_FIELD_CLASS_MAX));
 }

@@ -186,7 +186,7 @@ static void test_list_items_field_check(void **state) {
                                    "    containers:\n"
                                    "    - name: c\n"
                                    "      image: busybox:1\n"
-                                   "      livenessProbe: {exec: {command: [true]}}\n";
+                                   "      volumeDevices: [{name: d, devicePath: /d}]\n";
         Pod **pods = NULL;
         size_t n = 0;
         CubError err = {};
@@ -199,7 +199,7 @@ static void test_list_items_field_check(void **state) {
         assert_int_equal(pods[0]->refused.n, 0);
         assert_int_equal(pods[0]->warnings.n, 0);
         assert_int_equal(pods[1]->refused.n, 1);
-        assert_string_equal(pods[1]->refused.items[0].path, "items[1].spec.containers[0].livenessProbe");
+        assert_string_equal(pods[1]->refused.items[0].path, "items[1].spec.containers[0].volumeDevices");
         pod_list_free(pods, n);
 }
 
