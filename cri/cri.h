@@ -296,4 +296,3 @@ int cri_pull_image(CriClient *c, const char *image, char **ret_ref, CubError *er
 /* flat key/value list helpers */
 void cri_strv_free(char **l);
 const char *cri_kv_get(char *const *kv, const char *key);
-

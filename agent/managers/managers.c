@@ -6,12 +6,7 @@
 /* Admission first: a pod is admitted (and its CPUs taken) before the
  * other managers see it; then its devices. */
 static const LcManagerVtable *const table[] = {
-        &mgr_admission,
-        &mgr_devices,
-        &mgr_pressure,
-        &mgr_volumes,
-        &mgr_logs,
-        &mgr_probes,
+        &mgr_admission, &mgr_devices, &mgr_pressure, &mgr_volumes, &mgr_logs, &mgr_probes,
 };
 
 const LcManagerVtable *const *mgr_table(size_t *ret_n) {

@@ -88,8 +88,8 @@ static const PodField container_security_fields[] = {
                   .post = port_post },                                                                     \
                 { .name = "resources", .decode = pod_dec_inline, .sub = resources_fields },                \
                 { .name = "securityContext", .decode = pod_dec_inline, .sub = container_security_fields }, \
-                POD_SECURITY_CONTAINER_FIELD, POD_ENUM("restartPolicy", PodContainer, restart_policy, restart_allowed), \
-                POD_PROBE_FIELDS
+                POD_SECURITY_CONTAINER_FIELD,                                                              \
+                POD_ENUM("restartPolicy", PodContainer, restart_policy, restart_allowed), POD_PROBE_FIELDS
 
 const PodField pod_container_fields[] = {
         CONTAINER_FIELDS(sidecar_policies),

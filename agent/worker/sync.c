@@ -83,7 +83,7 @@ typedef struct SyncCtx {
         /* env sources: the host's addresses, read once per sync */
         char host_ip[INET6_ADDRSTRLEN];
         char host_ips[2 * INET6_ADDRSTRLEN + 2];
-        const char *hosts_path;           /* network: the pod's /etc/hosts, NULL = none mounted */
+        const char *hosts_path; /* network: the pod's /etc/hosts, NULL = none mounted */
 } SyncCtx;
 
 /* env sources: the node's first IPv4 address that is up and not loopback

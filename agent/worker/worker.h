@@ -155,7 +155,8 @@ typedef struct WorkerJob {
          * (runAsNonRoot), NULL for the others; NULL = none at all */
         char **config_errors;
         size_t n_config_errors;
-        char *pod_ip; /* network: SYNC, the pod IP of its sandbox (NULL: none or host network); STOP_CONTAINER: the target of its preStop httpGet */
+        char *pod_ip; /* network: SYNC, the pod IP of its sandbox (NULL: none or host network); STOP_CONTAINER: the
+                         target of its preStop httpGet */
         struct WorkerJob *next;
 } WorkerJob;
 
