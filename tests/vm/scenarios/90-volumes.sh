@@ -104,7 +104,8 @@ t_is "$(grep -c " $ED/mem tmpfs" /proc/mounts)" 1 "one tmpfs mounted at $ED/mem 
 in_ctr vols 'echo kept > /cache/marker' >/dev/null
 id=$(podq vols '.containers[0].id')
 ctr -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1
-t_ok "the container is restarted" wait_for 90 sh -c "[ \"\$(podq vols '.containers[0].restarts')\" -ge 1 ] && [ \"\$(podq vols '.containers[0].state')\" = running ]"
+restarted() { [ "$(podq vols '.containers[0].restarts')" -ge 1 ] && [ "$(podq vols '.containers[0].state')" = Running ]; }
+t_ok "the container is restarted" wait_for 90 restarted
 t_is "$(in_ctr vols 'cat /cache/marker')" kept "the emptyDir's file is still there after the restart"
 
 # ---- e. cubelet restart: nothing duplicated, nothing lost -----------------------------------
