@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/strbuf.h"
 #include "pod-internal.h"
 
 void pod_env_strv_free(char **l) {
@@ -21,31 +22,6 @@ void pod_env_strv_free(char **l) {
 }
 
 /* ---- expansion ------------------------------------------------------------ */
-
-typedef struct Buf {
-        char *p;
-        size_t n, cap;
-        bool oom;
-} Buf;
-
-static void buf_add(Buf *b, const char *s, size_t n) {
-        if (b->oom)
-                return;
-        if (b->n + n + 1 > b->cap) {
-                size_t cap = (b->n + n + 1) * 2;
-                char *p = realloc(b->p, cap);
-
-                if (!p) {
-                        b->oom = true;
-                        return;
-                }
-                b->p = p;
-                b->cap = cap;
-        }
-        memcpy(b->p + b->n, s, n);
-        b->n += n;
-        b->p[b->n] = '\0';
-}
 
 static const char *lookup(const char *name, size_t len, const char *const *const *maps, size_t n_maps) {
         for (size_t m = 0; m < n_maps; m++) {
@@ -61,20 +37,20 @@ static const char *lookup(const char *name, size_t len, const char *const *const
 }
 
 char *pod_env_expand(const char *in, const char *const *const *maps, size_t n_maps) {
-        Buf b = {};
+        CubStrBuf b = {};
         size_t len = strlen(in), checkpoint = 0;
 
-        buf_add(&b, "", 0);
+        cub_strbuf_add(&b, "", 0);
         for (size_t cursor = 0; cursor < len; cursor++) {
                 const char *rest;
                 size_t advance = 1;
 
                 if (in[cursor] != '$' || cursor + 1 >= len)
                         continue;
-                buf_add(&b, in + checkpoint, cursor - checkpoint);
+                cub_strbuf_add(&b, in + checkpoint, cursor - checkpoint);
                 rest = in + cursor + 1;
                 if (rest[0] == '$') {
-                        buf_add(&b, "$", 1); /* escaped operator */
+                        cub_strbuf_add(&b, "$", 1); /* escaped operator */
                 } else if (rest[0] == '(') {
                         const char *close = strchr(rest + 1, ')');
 
@@ -83,25 +59,25 @@ char *pod_env_expand(const char *in, const char *const *const *maps, size_t n_ma
                                 const char *v = lookup(rest + 1, n, maps, n_maps);
 
                                 if (v)
-                                        buf_add(&b, v, strlen(v));
+                                        cub_strbuf_add(&b, v, strlen(v));
                                 else
-                                        buf_add(&b, rest - 1, n + 3); /* $(NAME) as written */
+                                        cub_strbuf_add(&b, rest - 1, n + 3); /* $(NAME) as written */
                                 advance = n + 2;
                         } else
-                                buf_add(&b, "$(", 2); /* incomplete reference */
+                                cub_strbuf_add(&b, "$(", 2); /* incomplete reference */
                 } else {
-                        buf_add(&b, rest - 1, 2); /* "$x": the operator and the byte */
+                        cub_strbuf_add(&b, rest - 1, 2); /* "$x": the operator and the byte */
                 }
                 cursor += advance;
                 checkpoint = cursor + 1;
         }
         if (checkpoint < len)
-                buf_add(&b, in + checkpoint, len - checkpoint);
+                cub_strbuf_add(&b, in + checkpoint, len - checkpoint);
         if (b.oom) {
-                free(b.p);
+                free(b.s);
                 return NULL;
         }
-        return b.p;
+        return b.s;
 }
 
 /* ---- fieldRef --------------------------------------------------------------- */

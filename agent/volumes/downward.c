@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../util/cleanup.h"
+#include "../util/strbuf.h"
 #include "volumes.h"
 
 int vol_pod_dir(const VolRoots *roots, const char *uid, char *buf, size_t size, CubError *err) {
@@ -47,78 +48,48 @@ done:
 
 /* ---- FormatMap ------------------------------------------------------------------ */
 
-typedef struct Buf {
-        char *s;
-        size_t n, cap;
-        bool oom;
-} Buf;
-
-static void buf_add(Buf *b, const char *s, size_t n) {
-        if (b->oom)
-                return;
-        if (b->n + n + 1 > b->cap) {
-                size_t cap = (b->n + n + 1) * 2;
-                char *p = realloc(b->s, cap);
-
-                if (!p) {
-                        b->oom = true;
-                        return;
-                }
-                b->s = p;
-                b->cap = cap;
-        }
-        memcpy(b->s + b->n, s, n);
-        b->n += n;
-        b->s[b->n] = '\0';
-}
-
-static void buf_str(Buf *b, const char *s) {
-        buf_add(b, s, strlen(s));
-}
-
-/* Go's strconv.Quote for ASCII; bytes >= 0x80 (UTF-8) are copied */
-static void buf_quote(Buf *b, const char *s) {
-        buf_add(b, "\"", 1);
+static void buf_quote(CubStrBuf *b, const char *s) {
+        cub_strbuf_add(b, "\"", 1);
         for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
                 char esc[8];
 
                 switch (*p) {
                 case '"':
-                        buf_str(b, "\\\"");
+                        cub_strbuf_str(b, "\\\"");
                         break;
                 case '\\':
-                        buf_str(b, "\\\\");
+                        cub_strbuf_str(b, "\\\\");
                         break;
                 case '\a':
-                        buf_str(b, "\\a");
+                        cub_strbuf_str(b, "\\a");
                         break;
                 case '\b':
-                        buf_str(b, "\\b");
+                        cub_strbuf_str(b, "\\b");
                         break;
                 case '\f':
-                        buf_str(b, "\\f");
+                        cub_strbuf_str(b, "\\f");
                         break;
                 case '\n':
-                        buf_str(b, "\\n");
+                        cub_strbuf_str(b, "\\n");
                         break;
                 case '\r':
-                        buf_str(b, "\\r");
+                        cub_strbuf_str(b, "\\r");
                         break;
                 case '\t':
-                        buf_str(b, "\\t");
+                        cub_strbuf_str(b, "\\t");
                         break;
                 case '\v':
-                        buf_str(b, "\\v");
+                        cub_strbuf_str(b, "\\v");
                         break;
                 default:
                         if (*p < 0x20 || *p == 0x7f) {
                                 (void) snprintf(esc, sizeof(esc), "\\x%02x", *p);
-                                buf_str(b, esc);
+                                cub_strbuf_str(b, esc);
                         } else
-                                buf_add(b, (const char *) p, 1);
+                                cub_strbuf_add(b, (const char *) p, 1);
                 }
         }
-        buf_add(b, "\"", 1);
+        cub_strbuf_add(b, "\"", 1);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -127,9 +98,9 @@ static int cmp_str(const void *a, const void *b) {
 
 char *vol_format_map(const PodStringMap *m) {
         _cleanup_free_ const char **keys = NULL;
-        Buf b = {};
+        CubStrBuf b = {};
 
-        buf_str(&b, "");
+        cub_strbuf_str(&b, "");
         keys = calloc(m->n + 1, sizeof(*keys));
         if (!keys) {
                 free(b.s);
@@ -145,9 +116,9 @@ char *vol_format_map(const PodStringMap *m) {
                         if (strcmp(m->keys[k], keys[i]) == 0)
                                 value = m->values[k];
                 if (i > 0)
-                        buf_str(&b, "\n");
-                buf_str(&b, keys[i]);
-                buf_str(&b, "=");
+                        cub_strbuf_str(&b, "\n");
+                cub_strbuf_str(&b, keys[i]);
+                cub_strbuf_str(&b, "=");
                 buf_quote(&b, value);
         }
         if (b.oom) {
@@ -304,21 +275,21 @@ static const char *env_get(char *const *envs, const char *key, size_t n) {
 }
 
 int vol_expand(const char *expr, char *const *envs, char **ret, CubError *err) {
-        Buf b = {}, missing = {};
+        CubStrBuf b = {}, missing = {};
         char **names = NULL;
         size_t n_names = 0;
 
-        buf_str(&b, "");
+        cub_strbuf_str(&b, "");
         for (const char *p = expr; *p; p++) {
                 if (p[0] == '$' && p[1] == '$') {
-                        buf_add(&b, "$", 1);
+                        cub_strbuf_add(&b, "$", 1);
                         p++;
                 } else if (p[0] == '$' && p[1] == '(') {
                         const char *close = strchr(p + 2, ')');
                         const char *v;
 
                         if (!close) { /* not a reference: kept as written */
-                                buf_str(&b, p);
+                                cub_strbuf_str(&b, p);
                                 break;
                         }
                         v = env_get(envs, p + 2, (size_t) (close - p - 2));
@@ -332,19 +303,19 @@ int vol_expand(const char *expr, char *const *envs, char **ret, CubError *err) {
                                                 n_names++;
                                 }
                         } else
-                                buf_str(&b, v);
+                                cub_strbuf_str(&b, v);
                         p = close;
                 } else
-                        buf_add(&b, p, 1);
+                        cub_strbuf_add(&b, p, 1);
         }
         if (n_names > 0) {
                 qsort(names, n_names, sizeof(*names), cmp_str);
-                buf_str(&missing, "");
+                cub_strbuf_str(&missing, "");
                 for (size_t i = 0; i < n_names; i++)
                         if (i == 0 || strcmp(names[i], names[i - 1]) != 0) {
                                 if (missing.n > 0)
-                                        buf_str(&missing, ", ");
-                                buf_str(&missing, names[i]);
+                                        cub_strbuf_str(&missing, ", ");
+                                cub_strbuf_str(&missing, names[i]);
                         }
                 for (size_t i = 0; i < n_names; i++)
                         free(names[i]);
