@@ -16,6 +16,7 @@
 #include "../cri/cri.h"
 #include "cli.h"
 #include "util/cleanup.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "worker/worker.h"
 
@@ -31,21 +32,6 @@ static void exec_usage(FILE *f) {
               "      --timeout SECONDS     ExecSync's timeout (default 0: none)\n"
               "      --runtime-endpoint EP the CRI socket (default " CRI_DEFAULT_ENDPOINT ")\n",
               f);
-}
-
-static int write_all(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t w = write(fd, p, n);
-
-                if (w < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += w;
-                n -= (size_t) w;
-        }
-        return 0;
 }
 
 int cli_exec(int argc, char **argv) {
@@ -174,8 +160,8 @@ int cli_exec(int argc, char **argv) {
                 fprintf(stderr, "error: %s\n", err.msg);
                 return EXIT_FAIL;
         }
-        (void) write_all(STDOUT_FILENO, res.out, res.n_out);
-        (void) write_all(STDERR_FILENO, res.err_out, res.n_err);
+        (void) cub_write_all(STDOUT_FILENO, res.out, res.n_out);
+        (void) cub_write_all(STDERR_FILENO, res.err_out, res.n_err);
         r = res.exit_code;
         cri_exec_result_done(&res);
         if (r != 0)

@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "logs/logs.h"
 #include "util/cleanup.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "worker/worker.h"
 
@@ -158,21 +159,6 @@ static int64_t find_attempt(const char *cdir, int64_t below) {
         return best;
 }
 
-static int write_all(const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t w = write(STDOUT_FILENO, p, n);
-
-                if (w < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += w;
-                n -= (size_t) w;
-        }
-        return 0;
-}
-
 /* Renders buf[0..len) to stdout; returns the bytes consumed. */
 static size_t emit(const LogsCli *c, const char *buf, size_t len, bool final) {
         _cleanup_free_ char *out = NULL;
@@ -183,7 +169,7 @@ static size_t emit(const LogsCli *c, const char *buf, size_t len, bool final) {
                 return len;
         }
         if (n_out > 0)
-                (void) write_all(out, n_out);
+                (void) cub_write_all(STDOUT_FILENO, out, n_out);
         return used;
 }
 

@@ -141,3 +141,20 @@ int cub_mkdir_p(const char *path, mode_t mode) {
                 return -errno;
         return 0;
 }
+
+int cub_write_all(int fd, const void *p, size_t n) {
+        const char *c = p;
+
+        while (n > 0) {
+                ssize_t w = write(fd, c, n);
+
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                c += w;
+                n -= (size_t) w;
+        }
+        return 0;
+}

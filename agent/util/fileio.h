@@ -17,3 +17,6 @@ int cub_write_file_atomic(const char *path, const void *data, size_t size, mode_
 
 /* mkdir -p: creates path and its missing parents; existing ones are fine. */
 int cub_mkdir_p(const char *path, mode_t mode);
+
+/* write(2) until all n bytes are out (EINTR retried); -errno on failure. */
+int cub_write_all(int fd, const void *p, size_t n);
