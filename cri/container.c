@@ -396,3 +396,47 @@ int cri_update_container_resources(CriClient *c, const char *id, const CriResour
         cri_free_msg(resp);
         return 0;
 }
+
+void cri_container_stats_free(CriContainerStats *l, size_t n) {
+        for (size_t i = 0; l && i < n; i++)
+                free(l[i].id);
+        free(l);
+}
+
+int cri_list_container_stats(CriClient *c, CriContainerStats **ret, size_t *ret_n, CubError *err) {
+        Runtime__V1__ListContainerStatsRequest req = RUNTIME__V1__LIST_CONTAINER_STATS_REQUEST__INIT;
+        Runtime__V1__ListContainerStatsResponse *resp = NULL;
+        CriContainerStats *out;
+        size_t n = 0;
+        int r;
+
+        r = cri_call(c, CRI_RT "ListContainerStats", &req, &runtime__v1__list_container_stats_response__descriptor, 0,
+                     &resp, err);
+        if (r < 0)
+                return r;
+        out = calloc(resp->n_stats + 1, sizeof(CriContainerStats));
+        for (size_t i = 0; out && i < resp->n_stats; i++) {
+                const Runtime__V1__ContainerStats *s = resp->stats[i];
+                const Runtime__V1__FilesystemUsage *w = s ? s->writable_layer : NULL;
+
+                if (!s || !s->attributes)
+                        continue;
+                out[n].id = cri_dup_or_empty(s->attributes->id);
+                if (!out[n].id) {
+                        cri_container_stats_free(out, n);
+                        out = NULL;
+                        break;
+                }
+                if (w && w->used_bytes) {
+                        out[n].writable_layer_set = true;
+                        out[n].writable_layer_used_bytes = w->used_bytes->value;
+                }
+                n++;
+        }
+        cri_free_msg(resp);
+        if (!out)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        *ret = out;
+        *ret_n = n;
+        return 0;
+}

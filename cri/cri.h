@@ -256,6 +256,18 @@ int cri_list_containers(CriClient *c, const char *sandbox_id, const char *const 
                         size_t *ret_n, CubError *err);
 int cri_container_status(CriClient *c, const char *id, CriContainerStatus *ret, CubError *err);
 int cri_update_container_resources(CriClient *c, const char *id, const CriResources *res, CubError *err);
+
+/* ListContainerStats (no filter): per container its id and writable layer
+ * (ContainerStats.writable_layer); *_set is false when the runtime left a
+ * value out. */
+typedef struct CriContainerStats {
+        char *id;
+        bool writable_layer_set;
+        uint64_t writable_layer_used_bytes;
+} CriContainerStats;
+
+int cri_list_container_stats(CriClient *c, CriContainerStats **ret, size_t *ret_n, CubError *err);
+void cri_container_stats_free(CriContainerStats *l, size_t n);
 void cri_container_done(CriContainer *ct);
 void cri_containers_free(CriContainer *ct, size_t n);
 void cri_container_status_done(CriContainerStatus *s);

@@ -16,22 +16,51 @@
  *    mounted twice;
  *  - local storage: every sample period the emptyDirs with a sizeLimit are
  *    measured; one over its limit evicts the pod at once (grace 0) with
- *    kubelet's message.
+ *    kubelet's message;
+ *  - ephemeral-storage limits: every sample period a pass on a thread of its
+ *    own (CRI ListContainers / ListContainerStats and du are blocking)
+ *    measures the pods with a limit: each container's writable layer and
+ *    log directory, the emptyDirs on disk. The next tick, on the loop,
+ *    joins it and decides (vol_storage_check); a pod over its limit is
+ *    evicted at once (grace 0) with kubelet's message. A pass still running
+ *    skips the tick.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "../logs/logs.h"
 #include "../util/cleanup.h"
 #include "../util/log.h"
 #include "../util/time.h"
 #include "../volumes/volumes.h"
+#include "../worker/worker.h"
 #include "managers.h"
+
+/* one pod of an ephemeral-storage pass: what to measure (copied on the
+ * loop) and what was measured (on the thread) */
+typedef struct EphPod {
+        char *uid;
+        char *log_dir;  /* <podLogsDir>/<ns>_<name>_<uid> */
+        char **volumes; /* emptyDirs on disk, NULL-terminated */
+        char **names;   /* every container, init ones first, NULL-terminated */
+        size_t n_names;
+        VolContainerUsage *usage; /* n_names, names borrowed */
+        uint64_t volumes_used;
+        bool measured;
+} EphPod;
+
+typedef struct EphPass {
+        CriClient *cri;
+        EphPod *pods;
+        size_t n;
+} EphPass;
 
 typedef struct Volumes {
         const LcEnv *env;
@@ -40,7 +69,32 @@ typedef struct Volumes {
         VolNode node;
         uint64_t period_usec;
         sd_event_source *timer;
+        char *logs_root;
+        EphPass *pass;
+        pthread_t thread;
+        bool running; /* __atomic: a pass is in flight */
+        bool joinable;
 } Volumes;
+
+static void eph_pass_free(EphPass *p) {
+        if (!p)
+                return;
+        for (size_t i = 0; i < p->n; i++) {
+                EphPod *e = &p->pods[i];
+
+                free(e->uid);
+                free(e->log_dir);
+                for (size_t k = 0; e->volumes && e->volumes[k]; k++)
+                        free(e->volumes[k]);
+                free(e->volumes);
+                for (size_t k = 0; k < e->n_names; k++)
+                        free(e->names[k]);
+                free(e->names);
+                free(e->usage);
+        }
+        free(p->pods);
+        free(p);
+}
 
 static void volumes_free(void *userdata) {
         Volumes *m = userdata;
@@ -48,6 +102,10 @@ static void volumes_free(void *userdata) {
         if (!m)
                 return;
         sd_event_source_disable_unref(m->timer);
+        if (m->joinable)
+                (void) pthread_join(m->thread, NULL);
+        eph_pass_free(m->pass);
+        free(m->logs_root);
         free(m->pods_dir);
         free(m);
 }
@@ -61,6 +119,13 @@ static int volumes_new(const LcEnv *env, void **ret, CubError *err) {
                 return cub_err_set(err, ENOMEM, "out of memory");
         m->env = env;
         if (asprintf(&m->pods_dir, "%s/pods", env->state_dir) < 0) {
+                free(m);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        m->logs_root =
+                strdup(env->kc->pod_logs_dir && *env->kc->pod_logs_dir ? env->kc->pod_logs_dir : LOGS_DEFAULT_ROOT);
+        if (!m->logs_root) {
+                free(m->pods_dir);
                 free(m);
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
@@ -243,7 +308,8 @@ static bool exempt(const Pod *pod) {
         return pod->priority >= EVICT_CRITICAL_PRIORITY;
 }
 
-static void check_pod(Volumes *m, const LcPod *p) {
+/* true when it evicted the pod */
+static bool check_pod(Volumes *m, const LcPod *p) {
         const Pod *pod = p->spec->pod;
 
         for (size_t i = 0; i < pod->n_volumes; i++) {
@@ -270,22 +336,211 @@ static void check_pod(Volumes *m, const LcPod *p) {
                         "pod %s/%s: emptyDir \"%s\" uses %" PRIu64 " bytes over its sizeLimit %s: evicting it",
                         pod->namespace_, pod->name, v->name, used, q);
                 m->env->act(m->env->loop, &a);
+                return true;
+        }
+        return false;
+}
+
+/* ---- local storage: ephemeral-storage limits ---------------------------------------- */
+
+static bool measure_pod(const Pod *pod) {
+        return !exempt(pod) && vol_storage_limited(pod);
+}
+
+static char **strv_new(size_t n) {
+        return calloc(n + 1, sizeof(char *));
+}
+
+/* on the loop: what the pass measures for p */
+static int eph_pod_init(Volumes *m, const Pod *pod, EphPod *e) {
+        size_t nv = 0, nc = pod->n_init_containers + pod->n_containers;
+
+        e->uid = strdup(pod->uid);
+        e->log_dir = logs_pod_dir(m->logs_root, pod->namespace_, pod->name, pod->uid);
+        e->volumes = strv_new(pod->n_volumes);
+        e->names = strv_new(nc);
+        e->usage = calloc(nc + 1, sizeof(VolContainerUsage));
+        if (!e->uid || !e->log_dir || !e->volumes || !e->names || !e->usage)
+                return -ENOMEM;
+        for (size_t i = 0; i < pod->n_volumes; i++) {
+                const PodVolume *v = &pod->volumes[i];
+                char path[PATH_MAX];
+                CubError err = {};
+
+                /* kubelet's local ephemeral volumes: an emptyDir not in memory */
+                if (v->kind != POD_VOLUME_EMPTY_DIR || (v->medium && strcmp(v->medium, "Memory") == 0) ||
+                    vol_path(&m->roots, pod->uid, v, path, sizeof(path), &err) < 0)
+                        continue;
+                if (!(e->volumes[nv++] = strdup(path)))
+                        return -ENOMEM;
+        }
+        for (size_t k = 0; k < nc; k++) {
+                if (!(e->names[k] = strdup(pod_container_at(pod, k, NULL)->name)))
+                        return -ENOMEM;
+                e->n_names++;
+                e->usage[k].name = e->names[k];
+        }
+        return 0;
+}
+
+/* kubelet's removeTerminatedContainers: of the containers of one name, the
+ * running one, else the latest */
+static const CriContainer *pick(const CriContainer *ct, size_t n, const char *uid, const char *name) {
+        const CriContainer *best = NULL;
+
+        for (size_t i = 0; i < n; i++) {
+                const char *u = cri_kv_get(ct[i].labels, WORKER_LABEL_UID);
+                bool run = ct[i].state == CRI_CONTAINER_RUNNING;
+
+                if (!u || strcmp(u, uid) != 0 || strcmp(ct[i].name, name) != 0)
+                        continue;
+                if (!best || run > (best->state == CRI_CONTAINER_RUNNING) ||
+                    (run == (best->state == CRI_CONTAINER_RUNNING) && ct[i].created_at > best->created_at))
+                        best = &ct[i];
+        }
+        return best;
+}
+
+static uint64_t du(const char *dir) {
+        uint64_t used = 0;
+        CubError err = {};
+
+        return vol_usage(dir, &used, &err) < 0 ? 0 : used;
+}
+
+static void *eph_thread(void *userdata) {
+        static const char *const selector[] = { WORKER_LABEL_MANAGED, "true", NULL };
+        Volumes *m = userdata;
+        EphPass *pass = m->pass;
+        CriContainer *ct = NULL;
+        CriContainerStats *st = NULL;
+        size_t nct = 0, nst = 0;
+        CubError err = {};
+
+        if (cri_list_containers(pass->cri, NULL, selector, &ct, &nct, &err) < 0 ||
+            cri_list_container_stats(pass->cri, &st, &nst, &err) < 0) {
+                cub_log(LOG_WARNING, "ephemeral-storage limits: %s", err.msg);
+                goto out;
+        }
+        for (size_t i = 0; i < pass->n; i++) {
+                EphPod *e = &pass->pods[i];
+
+                for (size_t k = 0; e->volumes[k]; k++)
+                        e->volumes_used += du(e->volumes[k]);
+                for (size_t k = 0; k < e->n_names; k++) {
+                        const CriContainer *c = pick(ct, nct, e->uid, e->names[k]);
+                        _cleanup_free_ char *dir = NULL;
+
+                        for (size_t j = 0; c && j < nst; j++)
+                                if (strcmp(st[j].id, c->id) == 0 && st[j].writable_layer_set)
+                                        e->usage[k].rootfs = st[j].writable_layer_used_bytes;
+                        if (asprintf(&dir, "%s/%s", e->log_dir, e->names[k]) >= 0)
+                                e->usage[k].logs = du(dir);
+                }
+                e->measured = true;
+        }
+out:
+        cri_containers_free(ct, nct);
+        cri_container_stats_free(st, nst);
+        __atomic_store_n(&m->running, false, __ATOMIC_SEQ_CST);
+        return NULL;
+}
+
+/* on the loop: the last pass's decisions (pods evicted this tick already,
+ * acted[], are left alone) */
+static void eph_apply(Volumes *m, LcPod *const *pods, size_t n, const bool *acted) {
+        for (size_t i = 0; i < m->pass->n; i++) {
+                const EphPod *e = &m->pass->pods[i];
+                VolPodUsage u = { .containers = e->usage, .n_containers = e->n_names, .volumes = e->volumes_used };
+                VolStorageVerdict v;
+                CubError err = {};
+
+                if (!e->measured)
+                        continue;
+                for (size_t k = 0; k < n; k++) {
+                        const LcPod *p = pods[k];
+                        const Pod *pod = p->spec->pod;
+                        LcAction a = { .kind = LC_ACTION_FAIL, .grace = 0, .evicted = true };
+
+                        if (strcmp(pod->uid, e->uid) != 0 || acted[k] || !p->admitted || p->terminal || !p->wanted ||
+                            !measure_pod(pod))
+                                continue;
+                        if (vol_storage_check(pod, &u, &v, &err) <= 0)
+                                break;
+                        (void) snprintf(a.uid, sizeof(a.uid), "%s", pod->uid);
+                        (void) snprintf(a.reason, sizeof(a.reason), "Evicted");
+                        (void) snprintf(a.message, sizeof(a.message), "%s", v.message);
+                        (void) snprintf(a.resource, sizeof(a.resource), "%s", v.signal);
+                        cub_log(LOG_WARNING, "pod %s/%s: uses %" PRIu64 " bytes of ephemeral storage: %s: evicting it",
+                                pod->namespace_, pod->name, v.used, v.message);
+                        m->env->act(m->env->loop, &a);
+                        break;
+                }
+        }
+}
+
+/* on the loop: a new pass over the pods with an ephemeral-storage limit */
+static void eph_start(Volumes *m, LcPod *const *pods, size_t n) {
+        EphPass *pass;
+
+        if (!m->env->cri)
+                return;
+        pass = calloc(1, sizeof(*pass));
+        if (!pass || !(pass->pods = calloc(n + 1, sizeof(EphPod)))) {
+                eph_pass_free(pass);
                 return;
         }
+        pass->cri = m->env->cri;
+        for (size_t i = 0; i < n; i++) {
+                const LcPod *p = pods[i];
+
+                if (!p->admitted || p->terminal || !p->wanted || !measure_pod(p->spec->pod))
+                        continue;
+                if (eph_pod_init(m, p->spec->pod, &pass->pods[pass->n++]) < 0) {
+                        eph_pass_free(pass);
+                        return;
+                }
+        }
+        if (pass->n == 0) {
+                eph_pass_free(pass);
+                return;
+        }
+        m->pass = pass;
+        __atomic_store_n(&m->running, true, __ATOMIC_SEQ_CST);
+        if (pthread_create(&m->thread, NULL, eph_thread, m) != 0) {
+                __atomic_store_n(&m->running, false, __ATOMIC_SEQ_CST);
+                m->pass = NULL;
+                eph_pass_free(pass);
+                return;
+        }
+        m->joinable = true;
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Volumes *m = userdata;
         size_t n = 0;
         LcPod *const *pods = m->env->pods(m->env->loop, &n);
+        _cleanup_free_ bool *acted = calloc(n + 1, sizeof(bool));
 
+        (void) sd_event_source_set_time(s, usec + m->period_usec);
+        if (!acted)
+                return 0;
         for (size_t i = 0; i < n; i++) {
                 const LcPod *p = pods[i];
 
                 if (p->admitted && !p->terminal && p->wanted && p->spec->pod->n_volumes > 0 && !exempt(p->spec->pod))
-                        check_pod(m, p);
+                        acted[i] = check_pod(m, p);
         }
-        (void) sd_event_source_set_time(s, usec + m->period_usec);
+        if (__atomic_load_n(&m->running, __ATOMIC_SEQ_CST))
+                return 0;
+        if (m->joinable) {
+                (void) pthread_join(m->thread, NULL);
+                m->joinable = false;
+                eph_apply(m, pods, n, acted);
+                eph_pass_free(m->pass);
+                m->pass = NULL;
+        }
+        eph_start(m, pods, n);
         return 0;
 }
 

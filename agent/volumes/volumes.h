@@ -134,3 +134,39 @@ int vol_subpath(const char *base, const char *sub, char **ret, CubError *err);
 /* Bytes used under dir (du: blocks of every file, hard links once, not
  * crossing into other mounts). */
 int vol_usage(const char *dir, uint64_t *ret, CubError *err);
+
+/* ---- local storage limits (storage.c, pure) ------------------------------- */
+
+/* kubelet's evictions{eviction_signal} labels */
+#define VOL_SIGNAL_POD_LIMIT "ephemeralpodfs.limit"
+#define VOL_SIGNAL_CONTAINER_LIMIT "ephemeralcontainerfs.limit"
+
+typedef struct VolContainerUsage {
+        const char *name;
+        uint64_t rootfs; /* its writable layer (CRI ContainerStats) */
+        uint64_t logs;   /* its directory under podLogsDir */
+} VolContainerUsage;
+
+typedef struct VolPodUsage {
+        const VolContainerUsage *containers; /* one per container name */
+        size_t n_containers;
+        uint64_t volumes; /* the local ephemeral volumes: emptyDirs on disk */
+} VolPodUsage;
+
+typedef struct VolStorageVerdict {
+        const char *signal; /* VOL_SIGNAL_* */
+        char message[512];  /* kubelet's text, with its trailing space */
+        uint64_t used;
+} VolStorageVerdict;
+
+/* Whether the pod has an ephemeral-storage limit at all (PodLimits: any
+ * container, init or sidecar sets one), i.e. whether it needs measuring. */
+bool vol_storage_limited(const Pod *pod);
+
+/* kubelet's podEphemeralStorageLimitEviction then
+ * containerEphemeralStorageLimitEviction on measured usages: the pod's
+ * usage (containers' writable layers and logs + volumes) over PodLimits'
+ * ephemeral-storage, or a container's (writable layer + logs) over its
+ * own limit. Returns 1 with *ret filled when the pod is to be evicted, 0
+ * when it is within its limits, a negative errno on error. */
+int vol_storage_check(const Pod *pod, const VolPodUsage *u, VolStorageVerdict *ret, CubError *err);
