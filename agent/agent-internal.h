@@ -93,8 +93,12 @@ struct Agent {
 uint64_t agent_now_usec(void);
 
 /* agent.c */
-void agent_request_relist(Agent *a);
 void agent_notify_status(Agent *a);
+
+/* jobs.c: the worker pool's eventfd handler (finished jobs applied to the
+ * pod table), and a relist asked for (one in flight at a time) */
+int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+void agent_request_relist(Agent *a);
 
 /* actions.c */
 /* Applies what the managers queued. */
