@@ -182,7 +182,9 @@ t_is "$(api_cond "web-$NODE" Ready message)" "containers with unready status: [b
 t_ok "gate: once started, the liveness probe restarts it" wait_for 120 ctr_ge "gate-$NODE" app restarts 1
 
 # ---- e. postStart and preStop -----------------------------------------------------------------
-log=$(find /var/lib/cubelet/pods -path "*hooks-${NODE}_*" -name 0.log | head -n 1)
+hooks_log() { find /var/log/pods -path "*hooks-${NODE}_*" -name 0.log 2>/dev/null | head -n 1; }
+for i in $(seq 60); do [ -n "$(hooks_log)" ] && break; sleep 0.5; done
+log=$(hooks_log)
 t_ok "hooks: the container's log exists" test -n "$log"
 t_ok "hooks: postStart wrote its marker" wait_for 30 grep -q poststart "$log"
 rm -f "$M/hooks.yaml"

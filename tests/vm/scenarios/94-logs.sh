@@ -67,10 +67,11 @@ t_contains "$out" "MY_NODE=$NODE" "fieldRef spec.nodeName"
 hostip=$(ip -4 -o addr show scope global up 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $4; exit }')
 t_contains "$out" "MY_HOST_IP=$hostip
 " "fieldRef status.hostIP is the node's first IPv4 address ('$hostip': the guest may have none)"
-# this branch has no pod network yet: the sandbox's IP is unknown and the pod is not
-# hostNetwork, so status.podIP is empty (the network branch fills SyncCtx.pod_ip)
-t_contains "$out" "MY_POD_IP=
-" "fieldRef status.podIP is empty before the pod network (no sandbox IP on this branch)"
+# the pod is on the pod network: status.podIP is its sandbox's address, as cubelet status shows it
+podip=$(pod_field "envpod-$NODE" podIP)
+t_contains "$podip" "10.88." "the pod has an address in the pod CIDR ('$podip')"
+t_contains "$out" "MY_POD_IP=$podip
+" "fieldRef status.podIP is the sandbox's address"
 t_contains "$out" "MEM_MI=64" "resourceFieldRef limits.memory, divisor 1Mi: 64"
 t_contains "$out" "CPU_M=250" "resourceFieldRef limits.cpu, divisor 1m: 250"
 t_contains "$out" "CPU_CORES=1" "resourceFieldRef limits.cpu, divisor 1: 250m rounds up to 1"
