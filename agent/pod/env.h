@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* agent/pod: env sources: kubelet's makeEnvironmentVariables (env.c). Included by pod.h. */
+
+#include "pod.h"
+
+/* ---- env sources (env.c): kubelet's makeEnvironmentVariables ----------- */
+
+/* What kubelet knows of the node and the pod when it builds a container's env. */
+typedef struct PodEnvContext {
+        const char *node_name; /* spec.nodeName when the pod has none */
+        const char *pod_ip;    /* NULL or "" = unknown */
+        const char *pod_ips;   /* comma-separated; NULL = pod_ip */
+        const char *host_ip;
+        const char *host_ips; /* comma-separated; NULL = host_ip */
+        /* node allocatable: the limits of a container that sets none */
+        int64_t alloc_cpu_milli;
+        int64_t alloc_memory;
+        int64_t alloc_ephemeral_storage;
+} PodEnvContext;
+
+/* The value of a fieldRef path (metadata.name, metadata.labels['k'], ...);
+ * -EINVAL naming the path for one env does not support. */
+int pod_env_field_value(const Pod *pod, const char *field_path, const PodEnvContext *ctx, char **ret, CubError *err);
+/* kubelet's ExtractContainerResourceValue on the container with its limits
+ * merged with node allocatable: cpu is ceil(milli / divisor milli), memory
+ * and ephemeral-storage ceil(value / divisor value); a zero divisor is 1. */
+int pod_env_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const PodEnvContext *ctx,
+                           char **ret, CubError *err);
+/* kubelet's expansion.Expand: $(NAME) from the first of the flat,
+ * NULL-terminated key/value lists that has it (the last pair of a list with
+ * that key wins), "$$" is "$", unknown references and a lone or unclosed
+ * "$(" stay as written. NULL when out of memory. */
+char *pod_env_expand(const char *in, const char *const *const *maps, size_t n_maps);
+/* Container c's env as a flat, NULL-terminated name/value list (owned),
+ * in manifest order: values expanded against the earlier env, valueFrom
+ * resolved. */
+int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *ctx, char ***ret_env, CubError *err);
+/* command and args with $(VAR) expanded against env (flat list; later pairs
+ * win), as kubelet's ExpandContainerCommandAndArgs. NULL lists stay NULL. */
+int pod_env_expand_command(const PodContainer *c, char *const *env, char ***ret_command, char ***ret_args,
+                           CubError *err);
+void pod_env_strv_free(char **l);

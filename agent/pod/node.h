@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * agent/pod's inputs besides the pod (node.c): the node (capacity,
+ * allocatable, labels, taints, conditions, CPU topology) and the
+ * KubeletConfiguration file with cubelet's own keys. Included by pod.h.
+ */
+
+#include "pod.h"
+
+/* ---- Node and configuration inputs -------------------------------------- */
+
+typedef struct PodTaint {
+        char *key;
+        char *value;
+        char *effect;
+} PodTaint;
+
+typedef struct PodNodeCondition {
+        char *type;   /* MemoryPressure, DiskPressure, PIDPressure, Ready, ... */
+        char *status; /* "True", "False", "Unknown" */
+} PodNodeCondition;
+
+/* One CPU of the node's optional top-level "topology" list (cubelet's
+ * extension for `cubelet admit`). */
+typedef struct PodCpuInfo {
+        int32_t cpu;
+        int32_t core;
+        int32_t socket;
+        int32_t numa;
+} PodCpuInfo;
+
+typedef struct PodNode {
+        char *name;
+        PodStringMap labels;
+        PodResourceList capacity;
+        PodResourceList allocatable;
+        PodTaint *taints;
+        size_t n_taints;
+        PodNodeCondition *conditions;
+        size_t n_conditions;
+        PodCpuInfo *topology;
+        size_t n_topology;
+} PodNode;
+
+PodNode *pod_node_free(PodNode *n);
+static inline void pod_node_freep(PodNode **p) {
+        if (*p)
+                pod_node_free(*p);
+}
+/* A v1 Node (JSON or YAML). */
+int pod_node_load_file(const char *path, PodNode **ret, CubError *err);
+int pod_node_decode(const char *buf, size_t len, const char *source, PodNode **ret, CubError *err);
+
+/* The KubeletConfiguration fields cubelet supports so far. */
+typedef struct PodKubeletConfig {
+        int64_t pod_pids_limit; /* podPidsLimit, -1 = unlimited */
+        bool cpu_cfs_quota;     /* cpuCFSQuota, default true */
+        char *cgroup_driver;    /* cgroupDriver: "cgroupfs" or "systemd"; NULL when not set */
+        PodResourceList kube_reserved;
+        PodResourceList system_reserved;
+        char *static_pod_path;  /* staticPodPath */
+        char *runtime_endpoint; /* containerRuntimeEndpoint */
+        /* cubelet's own settings, under "cubelet:" */
+        char *state_dir;
+        char *socket_path;
+        char *node_name;
+        char *cgroup_mount;
+        /* admission and the CPU manager */
+        int64_t max_pods;           /* maxPods, default 110 */
+        char *cpu_manager_policy;   /* cpuManagerPolicy: "none" (default) or "static" */
+        char *reserved_system_cpus; /* reservedSystemCPUs, a cpu list */
+        /* eviction: kubelet's maps, signal -> value, kept as text for eviction/ to parse */
+        PodStringMap eviction_hard; /* evictionHard; NULL items = kubelet's defaults */
+        bool eviction_hard_set;
+        PodStringMap eviction_soft;                /* evictionSoft */
+        PodStringMap eviction_soft_grace_period;   /* evictionSoftGracePeriod, Go durations */
+        PodStringMap eviction_minimum_reclaim;     /* evictionMinimumReclaim */
+        int64_t eviction_max_pod_grace_period;     /* evictionMaxPodGracePeriod, seconds */
+        char *eviction_pressure_transition_period; /* Go duration, default "5m" */
+        /* cubelet's own, under "cubelet:" */
+        char *eviction_policy;        /* evictionPolicy: "cubelet" (default) or "kubelet" */
+        char *eviction_sample_period; /* evictionSamplePeriod: Go duration, default "1s" */
+        char *psi_memory_trigger;     /* psiMemoryTrigger, default "some 150000 1000000" */
+        char *device_plugin_dir;      /* devicePluginDir, default /var/lib/kubelet/device-plugins; "" = none */
+        /* the HTTP API: readOnlyPort (default 10255, 0 = off), address, TLS, authentication.x509.clientCAFile */
+        int64_t read_only_port;
+        char *address, *tls_cert_file, *tls_private_key_file, *client_ca_file;
+        /* the manifest URL: kubelet's staticPodURL, staticPodURLHeader (as "Name: value" lines, each
+         * name's values in order), httpCheckFrequency (Go duration, default "20s"); cubelet's own
+         * under "cubelet:" the TLS files and the timeout (Go duration, default "10s") */
+        char *static_pod_url;
+        PodStrv static_pod_url_header;
+        char *http_check_frequency;
+        char *static_pod_url_ca_file;
+        char *static_pod_url_client_cert;
+        char *static_pod_url_client_key;
+        char *static_pod_url_timeout;
+        /* security context */
+        PodStrv allowed_unsafe_sysctls; /* allowedUnsafeSysctls: names and "prefix*" patterns */
+        /* logs: podLogsDir (default /var/log/pods), containerLogMaxSize (a quantity, default "10Mi"),
+         * containerLogMaxFiles (default 5, at least 2) */
+        char *pod_logs_dir;
+        char *container_log_max_size;
+        int64_t container_log_max_files;
+        /* network: kubelet's podCIDR (standalone mode: the bridge's range), clusterDNS, clusterDomain,
+         * resolvConf (NULL = /etc/resolv.conf, "" = none) */
+        char *pod_cidr;
+        PodStrv cluster_dns;
+        char *cluster_domain;
+        char *resolv_conf;
+        /* cubelet's own cniConfDir: where 10-cubelet.conflist goes, NULL = /etc/cni/net.d, "" = none */
+        char *cni_conf_dir;
+        PodStrv ignored; /* names of fields present but not supported */
+} PodKubeletConfig;
+
+void pod_kubelet_config_init(PodKubeletConfig *c);
+void pod_kubelet_config_done(PodKubeletConfig *c);
+int pod_kubelet_config_load_file(const char *path, PodKubeletConfig *ret, CubError *err);
+int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, PodKubeletConfig *ret, CubError *err);
