@@ -75,7 +75,7 @@ PROTO_SRCS := $(wildcard proto/*.c)
 CRI_SRCS   := $(wildcard cri/*.c)
 DP_SRCS    := $(wildcard deviceplugin/*.c)
 GPU_SRCS   := $(wildcard deviceplugin/gpu/*.c)
-PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto proto/grpc/health.proto
+PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto proto/grpc/health.proto proto/containerd/events.proto
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
@@ -253,6 +253,14 @@ $(B)/tests/vm/bench/%: tests/vm/bench/%.c $(LIBS)
 	@mkdir -p $(dir $@)
 	@echo "  BENCH   $@"
 	@$(CC) $(CFLAGS_ALL) -o $@ $< $(LIBS) $(PKG_LIBS)
+
+# the RSS floor links exactly the shared objects cubelet needs (readelf), kept
+# even where unused, so that it maps what cubelet maps
+$(B)/tests/vm/bench/rss-floor: tests/vm/bench/rss-floor.c $(B)/cubelet
+	@mkdir -p $(dir $@)
+	@echo "  BENCH   $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $< -Wl,--no-as-needed \
+		$$(readelf -d $(B)/cubelet | sed -n 's/.*Shared library: \[\(.*\)\]/-l:\1/p')
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-host

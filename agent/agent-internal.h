@@ -67,6 +67,13 @@ struct Agent {
         WorkerSpec **gone_specs;
         size_t n_gone_specs;
         bool relist_busy, relist_again;
+        /* evented relist (jobs.c): containerd's event stream, whether the
+         * last relist found every pod settled, and until when (CLOCK_MONOTONIC
+         * µs) relists stay at relist_usec after an event */
+        CriEvents *events;
+        sd_event_source *events_src;
+        bool relist_steady;
+        uint64_t relist_hot_until;
         bool trim_pending; /* pods came or went: give freed memory back once things are quiet */
         bool runtime_ready, runtime_known;
         char runtime_error[CUB_ERR_MSG_MAX];
@@ -99,6 +106,13 @@ void agent_notify_status(Agent *a);
  * pod table), and a relist asked for (one in flight at a time) */
 int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 void agent_request_relist(Agent *a);
+/* The evented relist (jobs.c): containerd's event stream when the runtime
+ * has it (a failure leaves the timer's relist alone), and the period the
+ * relist timer waits next: relist_usec, or events_relist_usec on a steady
+ * node whose stream is up and had no event in the last two periods. */
+void agent_events_attach(Agent *a);
+void agent_events_detach(Agent *a);
+uint64_t agent_relist_period(Agent *a, uint64_t now);
 
 /* actions.c */
 /* Applies what the managers queued. */

@@ -33,7 +33,10 @@ static char *dup_or_null(const char *s) {
 }
 
 void agent_options_init(AgentOptions *o) {
-        *o = (AgentOptions){ .relist_usec = CUB_USEC_PER_SEC, .rescan_usec = 20 * CUB_USEC_PER_SEC, .workers = 4 };
+        *o = (AgentOptions){ .relist_usec = CUB_USEC_PER_SEC,
+                             .events_relist_usec = AGENT_EVENTS_RELIST_USEC,
+                             .rescan_usec = 20 * CUB_USEC_PER_SEC,
+                             .workers = 4 };
         pod_kubelet_config_init(&o->kc);
 }
 
@@ -84,7 +87,7 @@ static int on_actions(sd_event_source *s, void *userdata) {
 static int on_relist_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
 
-        (void) sd_event_source_set_time(s, usec + a->opt.relist_usec);
+        (void) sd_event_source_set_time(s, usec + agent_relist_period(a, usec));
         agent_request_relist(a);
         return 0;
 }
@@ -122,6 +125,7 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->http_check_usec = src->http_check_usec;
         dst->http_timeout_usec = src->http_timeout_usec;
         dst->relist_usec = src->relist_usec ? src->relist_usec : CUB_USEC_PER_SEC;
+        dst->events_relist_usec = src->events_relist_usec;
         dst->rescan_usec = src->rescan_usec ? src->rescan_usec : 20 * CUB_USEC_PER_SEC;
         dst->workers = src->workers ? src->workers : 4;
         dst->http_address = dup_or_null(src->http_address ? src->http_address : "127.0.0.1");
@@ -312,6 +316,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 r = cub_err_set(err, -r, "event sources: %s", strerror(-r));
                 goto fail;
         }
+        agent_events_attach(a);
         r = api_server_new(a->event, a->opt.socket_path, render_status, a, &a->api, err);
         if (r >= 0)
                 r = agent_http_start(a, err);
@@ -348,6 +353,7 @@ Agent *agent_free(Agent *a) {
         if (!a)
                 return NULL;
         a->pool = worker_pool_free(a->pool);
+        agent_events_detach(a);
         a->api = api_server_free(a->api);
         agent_http_stop(a);
         agent_source_dir_done(a);

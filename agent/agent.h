@@ -13,6 +13,9 @@
 #include "pod/pod.h"
 #include "util/err.h"
 
+/* the relist period of a steady node with the runtime's event stream */
+#define AGENT_EVENTS_RELIST_USEC (10ULL * 1000000ULL)
+
 typedef struct AgentOptions {
         char *manifest_dir;
         char *runtime_endpoint;
@@ -25,6 +28,9 @@ typedef struct AgentOptions {
         uint64_t http_check_usec;   /* httpCheckFrequency */
         uint64_t http_timeout_usec; /* cubelet.staticPodURLTimeout */
         uint64_t relist_usec;
+        /* with the runtime's event stream (containerd's Events.Subscribe):
+         * the relist period of a steady node; 0 = no stream, relist_usec */
+        uint64_t events_relist_usec;
         uint64_t rescan_usec;
         unsigned workers;
         char *http_address; /* the HTTP API (agent/api/http.h); port 0 = off */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
@@ -17,6 +18,61 @@
 #include "util/time.h"
 
 /* ---- the runtime: relist and jobs ------------------------------------------ */
+
+/* the relist timer fires within relist_usec from now */
+static void relist_timer_pull(Agent *a, uint64_t now) {
+        uint64_t next = 0;
+
+        if (a->relist_timer && sd_event_source_get_time(a->relist_timer, &next) >= 0 &&
+            next > now + a->opt.relist_usec)
+                (void) sd_event_source_set_time(a->relist_timer, now + a->opt.relist_usec);
+}
+
+uint64_t agent_relist_period(Agent *a, uint64_t now) {
+        if (!a->events || !a->relist_steady || now < a->relist_hot_until ||
+            cri_events_state(a->events, NULL, NULL, 0) != CRI_EVENTS_SUBSCRIBED ||
+            a->opt.events_relist_usec <= a->opt.relist_usec)
+                return a->opt.relist_usec;
+        return a->opt.events_relist_usec;
+}
+
+/* A runtime event (or the stream's loss or return): relist now, and on the
+ * short period for two more periods, since the CRI plugin applies the same
+ * event to its own state meanwhile and the first relist may not see it. */
+static int on_runtime_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Agent *a = userdata;
+        uint64_t now = agent_now_usec();
+
+        (void) s;
+        (void) fd;
+        (void) revents;
+        if (cri_events_take(a->events) == 0)
+                return 0;
+        a->relist_hot_until = now + 2 * a->opt.relist_usec + a->opt.relist_usec / 2;
+        relist_timer_pull(a, now);
+        agent_request_relist(a);
+        return 0;
+}
+
+void agent_events_attach(Agent *a) {
+        CubError err = {};
+
+        if (a->opt.events_relist_usec == 0)
+                return;
+        if (cri_events_start(a->cri, CRI_EVENTS_NAMESPACE, &a->events, &err) < 0 ||
+            sd_event_add_io(a->event, &a->events_src, cri_events_fd(a->events), EPOLLIN, on_runtime_event, a) < 0) {
+                cub_log(LOG_WARNING, "runtime events: %s; relisting every %.1f s",
+                        err.msg[0] ? err.msg : "cannot watch the stream", (double) a->opt.relist_usec / 1e6);
+                a->events = cri_events_free(a->events);
+                return;
+        }
+        (void) sd_event_source_set_description(a->events_src, "runtime-events");
+}
+
+void agent_events_detach(Agent *a) {
+        a->events_src = sd_event_source_disable_unref(a->events_src);
+        a->events = cri_events_free(a->events);
+}
 
 static void on_relist(Agent *a, WorkerJob *j) {
         uint64_t now = agent_now_usec();
@@ -78,12 +134,16 @@ static void on_relist(Agent *a, WorkerJob *j) {
                 agent_submit_kill(a, o->uid, o->namespace_, o->name, o->cgroup, o->grace);
         }
         cub_hashmap_free(observed);
+        a->relist_steady = a->n_killing == 0 && agent_sources_ready(a);
         for (size_t i = 0; i < a->n_pods; i++) {
                 /* probes and hooks: the pod conditions' transitions */
                 (void) lc_pod_track_conditions(a->pods[i], (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
                 a->n_running += a->pods[i]->phase == LC_PHASE_RUNNING;
                 busy = busy || a->pods[i]->busy;
+                a->relist_steady = a->relist_steady && lc_pod_steady(a->pods[i]);
         }
+        if (!a->relist_steady)
+                relist_timer_pull(a, now);
         if (a->trim_pending && !busy && a->n_killing == 0) {
                 /* a burst of pods is over: hand its freed heap back (0.2-0.8 MB
                  * with 110-250 pods, measured in the bench) */

@@ -41,6 +41,9 @@ static void run_usage(FILE *f) {
               "                           systemReserved; cubelet: {stateDir, socket, nodeName,\n"
               "                           cgroupMount})\n"
               "  --relist-period SECONDS  how often the runtime is relisted (default 1)\n"
+              "  --evented-relist-period SECONDS\n"
+              "                           with containerd's event stream, how often a node whose pods\n"
+              "                           are all settled is relisted (default 10; 0 = no event stream)\n"
               "  --http-address IP        the HTTP API's address (config address; default 127.0.0.1)\n"
               "  --http-port PORT         the HTTP API's port (config readOnlyPort; default 10255, 0 = off)\n",
               f);
@@ -115,6 +118,7 @@ int cli_run(int argc, char **argv) {
                 { "socket", required_argument, NULL, 'S' },
                 { "config", required_argument, NULL, 'c' },
                 { "relist-period", required_argument, NULL, 'p' },
+                { "evented-relist-period", required_argument, NULL, 'E' },
                 { "http-address", required_argument, NULL, 'A' },
                 { "http-port", required_argument, NULL, 'P' },
                 { "manifest-url", required_argument, NULL, 'u' },
@@ -132,7 +136,7 @@ int cli_run(int argc, char **argv) {
         Agent *agent = NULL;
         CubError err = {};
         sigset_t mask;
-        double period = 1.0;
+        double period = 1.0, evented_period = (double) AGENT_EVENTS_RELIST_USEC / 1e6;
         const char *driver_from;
         int c, r;
 
@@ -178,6 +182,18 @@ int cli_run(int argc, char **argv) {
                         period = strtod(optarg, &end);
                         if (*end || period < 0.05 || period > 3600) {
                                 cub_log(LOG_ERR, "run: --relist-period '%s': expected seconds between 0.05 and 3600",
+                                        optarg);
+                                return CLI_EXIT_BAD_INPUT;
+                        }
+                        break;
+                }
+                case 'E': {
+                        char *end;
+                        evented_period = strtod(optarg, &end);
+                        if (*end || evented_period < 0 || evented_period > 3600) {
+                                cub_log(LOG_ERR,
+                                        "run: --evented-relist-period '%s': expected seconds between 0 (no event "
+                                        "stream) and 3600",
                                         optarg);
                                 return CLI_EXIT_BAD_INPUT;
                         }
@@ -250,6 +266,7 @@ int cli_run(int argc, char **argv) {
                 return 1;
         }
         opt.relist_usec = (uint64_t) (period * 1e6);
+        opt.events_relist_usec = (uint64_t) (evented_period * 1e6);
         if (http_port < 0 && (opt.kc.read_only_port < 0 || opt.kc.read_only_port > 65535)) {
                 cub_log(LOG_ERR, "%s: readOnlyPort %lld: expected 0 to 65535 (0 = off)", f_config,
                         (long long) opt.kc.read_only_port);

@@ -90,6 +90,25 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
         return pj;
 }
 
+/* the evented relist: the event stream's state and the relist period now */
+static void runtime_events_json(Agent *a, json_t *rt) {
+        char error[CUB_ERR_MSG_MAX] = "";
+        uint64_t n = 0;
+
+        if (!rt)
+                return;
+        (void) json_object_set_new(rt, "relistPeriodSeconds",
+                                   json_real((double) agent_relist_period(a, agent_now_usec()) / 1e6));
+        if (a->events) {
+                CriEventsState st = cri_events_state(a->events, &n, error, sizeof(error));
+
+                (void) json_object_set_new(rt, "events",
+                                           json_pack("{s:s,s:I,s:s}", "state", cri_events_state_to_string(st),
+                                                     "received", (json_int_t) n, "error", error));
+        } else
+                (void) json_object_set_new(rt, "events", json_pack("{s:s}", "state", "off"));
+}
+
 char *agent_status_json(Agent *a) {
         json_t *doc, *pods = json_array(), *errors = json_array();
         char *text;
@@ -104,6 +123,7 @@ char *agent_status_json(Agent *a) {
                         a->runtime_error, "manifestDir", a->opt.manifest_dir, "pods", pods, "errors", errors);
         if (!doc)
                 return NULL;
+        runtime_events_json(a, json_object_get(doc, "runtime"));
         agent_source_http_status(a, doc);
         for (size_t i = 0; i < a->n_mgr; i++)
                 if (a->mgr[i]->node_status)

@@ -308,3 +308,37 @@ int cri_pull_image(CriClient *c, const char *image, char **ret_ref, CubError *er
 /* flat key/value list helpers */
 void cri_strv_free(char **l);
 const char *cri_kv_get(char *const *kv, const char *key);
+
+/* ---- runtime events (cri/events.c) -------------------------------------- */
+
+/* containerd's event stream (Events.Subscribe on the CRI socket; not CRI,
+ * containerd 1.6 has no GetContainerEvents): a thread reads it and counts,
+ * on an eventfd, each task exit, start or OOM kill and each container
+ * deletion in namespace ns (containerd's CRI uses "k8s.io"), execs' exits
+ * left out, and each (re)subscription or loss of the stream (events may have
+ * been missed). The loop watches cri_events_fd() for reading, drains it with
+ * cri_events_take(), and relists. The stream shares c's channel; c must
+ * outlive it. */
+#define CRI_EVENTS_NAMESPACE "k8s.io"
+typedef enum CriEventsState {
+        CRI_EVENTS_CONNECTING,  /* not subscribed (yet, or again after a back-off) */
+        CRI_EVENTS_SUBSCRIBED,  /* the stream is up */
+        CRI_EVENTS_UNSUPPORTED, /* the runtime has no such service (UNIMPLEMENTED) */
+        _CRI_EVENTS_STATE_MAX,
+        _CRI_EVENTS_STATE_INVALID = -22,
+} CriEventsState;
+typedef struct CriEvents CriEvents;
+
+int cri_events_start(CriClient *c, const char *ns, CriEvents **ret, CubError *err);
+CriEvents *cri_events_free(CriEvents *e);
+static inline void cri_events_freep(CriEvents **e) {
+        if (*e)
+                cri_events_free(*e);
+}
+int cri_events_fd(const CriEvents *e);
+uint64_t cri_events_take(CriEvents *e);
+/* the state, the count of wanted events so far, and the last error ("" none) */
+CriEventsState cri_events_state(CriEvents *e, uint64_t *ret_events, char *error, size_t n_error);
+const char *cri_events_state_to_string(CriEventsState s);
+/* pure: whether one packed Envelope asks for a relist (exposed for tests) */
+bool cri_event_wanted(const char *ns, const uint8_t *envelope, size_t len);

@@ -161,6 +161,13 @@ size_t lc_pod_restarts(const LcPod *p);
  */
 bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now);
 
+/* Whether the pod, as last observed, waits on nothing the agent must
+ * relist for on time: no job in flight, no back-off or retry running, and
+ * every container running or ended for good (or, for a terminal pod,
+ * nothing left in the runtime). A node whose pods are all steady relists
+ * on the runtime's events and a long timer (agent/jobs.c). Pure. */
+bool lc_pod_steady(const LcPod *p);
+
 /* probes and hooks: a container's `started` and `ready` as kubelet
  * reports them (running, and what its probes said, or true without
  * probes), and the pod's conditions. */

@@ -238,6 +238,23 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
         return need;
 }
 
+bool lc_pod_steady(const LcPod *p) {
+        if (!p->wanted || p->busy || p->n_victims > 0 || p->sync_retry_usec != 0)
+                return false;
+        if (p->terminal)
+                return !p->observed;
+        if (!p->admitted || !p->observed || p->phase == LC_PHASE_PENDING)
+                return false;
+        for (size_t k = 0; k < p->n; k++) {
+                const LcContainerStatus *st = &p->statuses[k];
+
+                if (st->waiting_backoff || st->config_error[0] ||
+                    (st->state != LC_CONTAINER_RUNNING && st->state != LC_CONTAINER_TERMINATED))
+                        return false;
+        }
+        return true;
+}
+
 /* ---- probes and hooks: started, ready, conditions -------------------------- */
 
 static bool running_at(const LcPod *p, size_t k) {

@@ -8,8 +8,10 @@
 #   3. cubelet: pod-driver renames each manifest in and times
 #      manifest -> pod cgroup configured and -> container running; cubelet's
 #      own latencies from `cubelet status -o json` when it reports them;
-#   4. cubelet's footprint: RSS with 0 and N pods, an RSS breakdown from
-#      /proc/PID/smaps, threads, CPU over 60 s idle; glibc's malloc defaults
+#   4. cubelet's footprint: RSS with 0 and N pods beside the RSS floor of its
+#      libraries (rss-floor.c), an RSS breakdown from /proc/PID/smaps,
+#      threads, CPU over 60 s idle with the runtime's event stream and
+#      without it (a relist every second); glibc's malloc defaults
 #      (MALLOC_ARENA_MAX=8 x CPUs, which turns off cubelet's own mallopt)
 #      against cubelet's settings, after a restart over the same N pods; what
 #      malloc_trim(0) would give back (called through gdb when there is one).
@@ -92,6 +94,8 @@ systemctl restart cubelet
 sleep 10
 footprint "0 pods, cubelet's mallopt"
 say "cubelet 0 pods idle CPU: $(idle_cpu 20)"
+# the floor: cubelet's shared objects loaded and gRPC and libcurl started, nothing else
+say "RSS floor (tests/vm/bench/rss-floor: linked as cubelet, grpc_init + curl_global_init, idle): $("$BIN/tests/vm/bench/rss-floor")"
 
 # ---- 4. cubelet: N pods one at a time ------------------------------------------
 # BENCH_SCRAPE=1: the HTTP API scraped once a second meanwhile, as Prometheus would
@@ -145,7 +149,7 @@ say "  (cubelet's side polled every 2 ms from the rename; raw CRI timed to Start
 # ---- 5. footprint with N pods --------------------------------------------------
 say ""
 sleep 5
-say "cubelet with $N pods, idle CPU: $(idle_cpu 60) (relist every 1 s)"
+say "cubelet with $N pods, idle CPU: $(idle_cpu 60) (relist every $(status_json | jq -r .runtime.relistPeriodSeconds) s, runtime events $(status_json | jq -r .runtime.events.state))"
 footprint "$N pods, cubelet's mallopt, after adding them one at a time"
 trim_probe
 say "containerd-shims: $(pgrep -c containerd-shim), tasks running: $(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)"
@@ -160,4 +164,15 @@ for mode in defaults cubelet; do
 	say "  idle CPU: $(idle_cpu 30)"
 	trim_probe
 done
+# the baseline of the evented relist: no event stream, a relist every second
+mkdir -p /etc/systemd/system/cubelet.service.d
+printf '[Service]\nExecStart=\nExecStart=%s run --config /etc/cubelet/config.yaml --evented-relist-period 0\n' \
+	"$CUBELET" >/etc/systemd/system/cubelet.service.d/bench-relist.conf
+systemctl daemon-reload
+systemctl restart cubelet
+wait_running "$N" 600 || say "  (only $(running_pods) pods Running after the restart)"
+sleep 10
+say "cubelet with $N pods, no event stream (--evented-relist-period 0, relist every $(status_json | jq -r .runtime.relistPeriodSeconds) s): idle CPU $(idle_cpu 60)"
+rm -f /etc/systemd/system/cubelet.service.d/bench-relist.conf
+systemctl daemon-reload
 cubelet_teardown

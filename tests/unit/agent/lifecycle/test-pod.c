@@ -252,6 +252,67 @@ static void test_sidecar_does_not_gate(void **state) {
         lc_pod_free(p);
 }
 
+/* the evented relist: a pod is steady when nothing of it waits on a timely relist */
+static void test_steady(void **state) {
+        LcPod *p = make_pod(ONE);
+        LcPod *n = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  restartPolicy: Never\n"
+                            "  containers:\n  - {name: app, image: x}\n");
+        Obs x;
+        WorkerContainer *c;
+
+        (void) state;
+        p->wanted = p->admitted = n->wanted = n->admitted = true;
+        /* nothing observed yet: pending */
+        assert_true(lc_pod_observe(p, NULL, 0));
+        assert_false(lc_pod_steady(p));
+        /* running */
+        obs_init(&x, p);
+        c = add(&x, "app", CRI_CONTAINER_RUNNING, 0, 1, 0);
+        assert_false(lc_pod_observe(p, &x.o, 5 * SEC));
+        assert_true(lc_pod_steady(p));
+        /* a job in flight, a failed sync's retry, a victim, leaving */
+        p->busy = true;
+        assert_false(lc_pod_steady(p));
+        p->busy = false;
+        p->sync_retry_usec = 10 * SEC;
+        assert_false(lc_pod_steady(p));
+        p->sync_retry_usec = 0;
+        assert_int_equal(lc_pod_add_victim(p, "v"), 0);
+        assert_false(lc_pod_steady(p));
+        assert_true(lc_pod_drop_victim(p, "v"));
+        p->wanted = false;
+        assert_false(lc_pod_steady(p));
+        p->wanted = true;
+        /* created, not started */
+        c->state = CRI_CONTAINER_CREATED;
+        (void) lc_pod_observe(p, &x.o, 5 * SEC);
+        assert_false(lc_pod_steady(p));
+        /* crashed twice: waits its back-off */
+        c->state = CRI_CONTAINER_EXITED;
+        c->exit_code = 1;
+        c->finished_at = 2 * NSEC;
+        (void) lc_pod_observe(p, &x.o, 5 * SEC);
+        c->attempt = 1;
+        c->finished_at = 3 * NSEC;
+        assert_false(lc_pod_observe(p, &x.o, 5 * SEC));
+        assert_true(p->statuses[0].waiting_backoff);
+        assert_false(lc_pod_steady(p));
+        /* restartPolicy Never, ended: steady */
+        obs_init(&x, n);
+        add(&x, "app", CRI_CONTAINER_EXITED, 3, 1 * NSEC, 2 * NSEC);
+        assert_false(lc_pod_observe(n, &x.o, 0));
+        assert_int_equal(n->phase, LC_PHASE_FAILED);
+        assert_true(lc_pod_steady(n));
+        /* terminal (evicted): steady once nothing of it is left */
+        lc_pod_set_failed(n, "Evicted", "m", 30);
+        n->observed = true;
+        assert_false(lc_pod_steady(n));
+        n->observed = false;
+        assert_true(lc_pod_steady(n));
+        lc_pod_free(p);
+        lc_pod_free(n);
+}
+
 static void test_set_failed_and_reset(void **state) {
         LcPod *p = make_pod(ONE);
         Obs x;
@@ -325,6 +386,7 @@ int main(void) {
                 cmocka_unit_test(test_running),
                 cmocka_unit_test(test_missing_container_needs_sync),
                 cmocka_unit_test(test_backoff),
+                cmocka_unit_test(test_steady),
                 cmocka_unit_test(test_never_restart_fails),
                 cmocka_unit_test(test_oom_reported_once),
                 cmocka_unit_test(test_init_gates_apps),
