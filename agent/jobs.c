@@ -23,8 +23,7 @@
 static void relist_timer_pull(Agent *a, uint64_t now) {
         uint64_t next = 0;
 
-        if (a->relist_timer && sd_event_source_get_time(a->relist_timer, &next) >= 0 &&
-            next > now + a->opt.relist_usec)
+        if (a->relist_timer && sd_event_source_get_time(a->relist_timer, &next) >= 0 && next > now + a->opt.relist_usec)
                 (void) sd_event_source_set_time(a->relist_timer, now + a->opt.relist_usec);
 }
 

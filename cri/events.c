@@ -182,8 +182,8 @@ static void *events_main(void *arg) {
                         for (;;) {
                                 ProtobufCMessage *m = NULL;
 
-                                r = grpcx_stream_call_read(e->call, &containerd__services__events__v1__envelope__descriptor,
-                                                           &m, &err);
+                                r = grpcx_stream_call_read(
+                                        e->call, &containerd__services__events__v1__envelope__descriptor, &m, &err);
                                 if (r <= 0)
                                         break;
                                 backoff = BACKOFF_MIN_SEC; /* the stream works */
