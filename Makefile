@@ -105,6 +105,14 @@ $(B)/obj/%.o: %.c | $(GEN_HDRS)
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
+# `cubelet --version` names the commit it was built from: cli.c is compiled
+# again whenever git describe changes
+$(B)/version.txt: FORCE
+	@mkdir -p $(B); echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
+$(call obj,agent/cli.c): $(B)/version.txt
+.PHONY: FORCE
+FORCE:
+
 $(B)/libcubutil.a: $(call obj,$(UTIL_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libpod.a: $(call obj,$(POD_SRCS))
