@@ -16,6 +16,7 @@
 #include "agent-internal.h"
 #include "config/podsrc.h"
 #include "util/cleanup.h"
+#include "util/hashmap.h"
 #include "util/log.h"
 
 #define DEBOUNCE_USEC (100 * 1000)
@@ -98,16 +99,43 @@ void agent_source_pod_gone(Agent *a, LcPod *p) {
 }
 
 /* A new pod of an entry; false when it could not be made. */
+static void pod_set_file_id(LcPod *p, const PodsrcFileId *id);
+
 bool agent_source_add(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
         WorkerSpec *spec;
         CubError err = {};
+
+        _cleanup_free_ char *uid = e->pod ? strdup(e->pod->uid) : NULL;
+        LcPod *p;
 
         if (worker_spec_new(TAKE_PTR(e->pod), e->path, &a->cg, a->log_root, &spec, &err) < 0) {
                 cub_log(LOG_ERR, "%s: %s, skipping this manifest", e->path, err.msg);
                 return false;
         }
         agent_pod_add(a, spec, event_usec);
+        p = uid ? agent_find_pod(a, uid) : NULL;
+        if (p)
+                pod_set_file_id(p, &e->id);
         return true;
+}
+
+/* ---- the periodic rescan: unchanged files are not decoded again ------------ */
+
+static void pod_set_file_id(LcPod *p, const PodsrcFileId *id) {
+        p->file_dev = id->dev;
+        p->file_ino = id->ino;
+        p->file_size = id->size;
+        p->file_mtime_ns = id->mtime_ns;
+        p->file_ctime_ns = id->ctime_ns;
+}
+
+static const Pod *rescan_cached(const char *path, const PodsrcFileId *id, void *userdata) {
+        const LcPod *p = cub_hashmap_get(userdata, path);
+
+        if (!p || p->file_ino == 0 || p->file_dev != id->dev || p->file_ino != id->ino || p->file_size != id->size ||
+            p->file_mtime_ns != id->mtime_ns || p->file_ctime_ns != id->ctime_ns)
+                return NULL;
+        return p->spec->pod;
 }
 
 void agent_source_changed(Agent *a) {
@@ -123,8 +151,22 @@ void agent_rescan(Agent *a) {
         CubError err = {};
         bool any = false, batch = false;
         uint64_t now = agent_now_usec();
+        CubHashmap *by_source = NULL;
+        int r;
 
-        if (podsrc_dir_scan(a->opt.manifest_dir, a->opt.node_name, &set, &err) < 0) {
+        /* the file pods by manifest path: a file whose identity is the one
+         * its pod was read with is not decoded again */
+        if (cub_hashmap_new(&by_source) >= 0)
+                for (size_t i = 0; i < a->n_pods; i++)
+                        if (a->pods[i]->wanted && !agent_pod_from_url(a, a->pods[i]) &&
+                            cub_hashmap_put(by_source, a->pods[i]->spec->source, a->pods[i]) < 0) {
+                                by_source = cub_hashmap_free(by_source);
+                                break;
+                        }
+        r = podsrc_dir_scan(a->opt.manifest_dir, a->opt.node_name, by_source ? rescan_cached : NULL, by_source, &set,
+                            &err);
+        cub_hashmap_free(by_source);
+        if (r < 0) {
                 cub_log(LOG_ERR, "%s", err.msg);
                 return;
         }
@@ -134,10 +176,13 @@ void agent_rescan(Agent *a) {
         /* pods that stay are known first, so that what left frees its
          * resources before new pods are admitted */
         for (size_t i = 0; i < set.n; i++) {
-                LcPod *p = set.items[i].pod ? agent_find_pod(a, set.items[i].pod->uid) : NULL;
+                const Pod *ep = set.items[i].pod ? set.items[i].pod : set.items[i].cached;
+                LcPod *p = ep ? agent_find_pod(a, ep->uid) : NULL;
 
-                if (p && strcmp(p->spec->pod->config_hash, set.items[i].pod->config_hash) == 0)
+                if (p && strcmp(p->spec->pod->config_hash, ep->config_hash) == 0) {
                         p->wanted = true;
+                        pod_set_file_id(p, &set.items[i].id); /* touched, same pod */
+                }
         }
         for (size_t i = 0; i < a->n_pods; i++)
                 if (!a->pods[i]->wanted && !agent_pod_from_url(a, a->pods[i])) {
@@ -208,6 +253,7 @@ static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
                         continue;
                 if (e.pod && strcmp(p->spec->pod->uid, e.pod->uid) == 0 &&
                     strcmp(p->spec->pod->config_hash, e.pod->config_hash) == 0) {
+                        pod_set_file_id(p, &e.id); /* rewritten, same pod */
                         podsrc_entry_done(&e);
                         return;
                 }

@@ -35,7 +35,8 @@ void podsrc_set_done(PodsrcSet *s) {
 
 /* Reads one manifest; -ENOENT (nothing to read) for an ignored name, a
  * file that is gone, not a regular file, or empty (still being written). */
-static int read_entry(const char *dir, const char *name, const char *node_name, PodsrcEntry *e) {
+static int read_entry(const char *dir, const char *name, const char *node_name, PodsrcCachedFn cached, void *userdata,
+                      PodsrcEntry *e) {
         _cleanup_free_ char *path = NULL, *buf = NULL;
         CubError perr = {};
         struct stat st;
@@ -50,7 +51,14 @@ static int read_entry(const char *dir, const char *name, const char *node_name, 
          * writer): it is read once its close or rename arrives */
         if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
                 return -ENOENT;
-        *e = (PodsrcEntry){ .path = TAKE_PTR(path) };
+        *e = (PodsrcEntry){ .path = TAKE_PTR(path),
+                            .id = { .dev = (uint64_t) st.st_dev,
+                                    .ino = (uint64_t) st.st_ino,
+                                    .size = (int64_t) st.st_size,
+                                    .mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
+                                    .ctime_ns = (int64_t) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec } };
+        if (cached && (e->cached = cached(e->path, &e->id, userdata)))
+                return 0;
         r = cub_read_file(e->path, MANIFEST_MAX, &buf, &len, &perr);
         if (r >= 0)
                 r = pod_decode_static(buf, len, e->path, POD_FORMAT_AUTO, node_name, POD_SOURCE_FILE, e->path, &e->pod,
@@ -67,7 +75,7 @@ static int read_entry(const char *dir, const char *name, const char *node_name, 
 }
 
 int podsrc_file_read(const char *dir, const char *name, const char *node_name, PodsrcEntry *ret) {
-        return read_entry(dir, name, node_name, ret);
+        return read_entry(dir, name, node_name, NULL, NULL, ret);
 }
 
 void podsrc_entry_done(PodsrcEntry *e) {
@@ -77,7 +85,13 @@ void podsrc_entry_done(PodsrcEntry *e) {
         *e = (PodsrcEntry){};
 }
 
-int podsrc_dir_scan(const char *dir, const char *node_name, PodsrcSet *ret, CubError *err) {
+/* the pod an entry defines, decoded or cached */
+static const Pod *entry_pod(const PodsrcEntry *e) {
+        return e->pod ? e->pod : e->cached;
+}
+
+int podsrc_dir_scan(const char *dir, const char *node_name, PodsrcCachedFn cached, void *userdata, PodsrcSet *ret,
+                    CubError *err) {
         PodsrcSet set = {};
         struct dirent **names = NULL;
         int n;
@@ -89,19 +103,22 @@ int podsrc_dir_scan(const char *dir, const char *node_name, PodsrcSet *ret, CubE
         for (int i = 0; i < n; i++) {
                 PodsrcEntry *e;
 
-                if (!set.items || read_entry(dir, names[i]->d_name, node_name, &set.items[set.n]) < 0)
+                const Pod *ep;
+
+                if (!set.items || read_entry(dir, names[i]->d_name, node_name, cached, userdata, &set.items[set.n]) < 0)
                         continue;
                 e = &set.items[set.n++];
-                if (e->pod)
+                ep = entry_pod(e);
+                if (ep)
                         for (size_t j = 0; j + 1 < set.n; j++) {
-                                const Pod *o = set.items[j].pod;
+                                const Pod *o = entry_pod(&set.items[j]);
                                 CubError perr = {};
 
-                                if (o && strcmp(o->name, e->pod->name) == 0 &&
-                                    strcmp(o->namespace_, e->pod->namespace_) == 0) {
+                                if (o && strcmp(o->name, ep->name) == 0 && strcmp(o->namespace_, ep->namespace_) == 0) {
                                         (void) cub_err_set(&perr, EEXIST, "%s: pod %s/%s is already defined by '%s'",
                                                            e->path, o->namespace_, o->name, set.items[j].path);
                                         e->pod = pod_free(e->pod);
+                                        e->cached = NULL;
                                         e->error = strdup(perr.msg);
                                         break;
                                 }

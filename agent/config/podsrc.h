@@ -16,10 +16,21 @@
 #include "../pod/pod.h"
 #include "../util/err.h"
 
+/* A manifest file's version as stat(2) gives it: a file whose identity is
+ * unchanged has the same bytes (any write changes ctime). */
+typedef struct PodsrcFileId {
+        uint64_t dev, ino;
+        int64_t size, mtime_ns, ctime_ns;
+} PodsrcFileId;
+
 typedef struct PodsrcEntry {
         char *path;  /* absolute path of the manifest */
-        Pod *pod;    /* NULL when the file is bad */
-        char *error; /* the one-line message when pod is NULL */
+        Pod *pod;    /* NULL when the file is bad (or cached) */
+        char *error; /* the one-line message when pod and cached are NULL */
+        PodsrcFileId id;
+        /* the caller's pod for this file when the scan's cache function said
+         * the file is unchanged (borrowed, not decoded again) */
+        const Pod *cached;
 } PodsrcEntry;
 
 typedef struct PodsrcSet {
@@ -33,8 +44,13 @@ bool podsrc_ignored_name(const char *name);
 
 /* Reads every manifest in dir, sorted by name. Fails only when dir itself
  * cannot be read. Two files defining the same pod: the later one is an
- * error naming the earlier. */
-int podsrc_dir_scan(const char *dir, const char *node_name, PodsrcSet *ret, CubError *err);
+ * error naming the earlier. cached (optional) is asked first for each file:
+ * the pod the caller already holds for that path and identity, or NULL;
+ * such a file is not read or decoded again (the periodic rescan of an
+ * unchanged directory decodes nothing). */
+typedef const Pod *(*PodsrcCachedFn)(const char *path, const PodsrcFileId *id, void *userdata);
+int podsrc_dir_scan(const char *dir, const char *node_name, PodsrcCachedFn cached, void *userdata, PodsrcSet *ret,
+                    CubError *err);
 void podsrc_set_done(PodsrcSet *s);
 
 /* Reads one manifest of dir (the inotify fast path): 0 with ret's pod or

@@ -133,6 +133,11 @@ typedef struct LcPod {
         int64_t cpu_request_milli; /* the pod's effective cpu request */
         uint64_t *numa;            /* LcAdmitResult.numa of its admission, NULL = no hints */
         LcLatency latency;
+        /* the manifest file's identity when it was read (st_dev, st_ino,
+         * size, mtime and ctime in ns; all 0: not from a file): the
+         * periodic rescan does not decode an unchanged file again */
+        uint64_t file_dev, file_ino;
+        int64_t file_size, file_mtime_ns, file_ctime_ns;
         uint64_t sync_retry_usec; /* after a failed sync: no new one before (CLOCK_MONOTONIC µs) */
         /* network */
         char pod_ip[64]; /* of its ready sandbox, "" = none (host network: the node's IP is shown) */

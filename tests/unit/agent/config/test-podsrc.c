@@ -48,6 +48,20 @@ static void test_ignored_names(void **state) {
         assert_false(podsrc_ignored_name("manifest"));
 }
 
+typedef struct Cache {
+        const char *path;
+        PodsrcFileId id;
+        const Pod *pod;
+        int asked;
+} Cache;
+
+static const Pod *cached(const char *path, const PodsrcFileId *id, void *userdata) {
+        Cache *c = userdata;
+
+        c->asked++;
+        return strcmp(path, c->path) == 0 && memcmp(id, &c->id, sizeof(*id)) == 0 ? c->pod : NULL;
+}
+
 static void test_scan(void **state) {
         char dir[] = "/tmp/cubelet-podsrc-XXXXXX", sub[600], expect[1200];
         PodsrcSet set = {};
@@ -64,7 +78,7 @@ static void test_scan(void **state) {
         assert_int_equal(mkdir(sub, 0755), 0);
         put(sub, "inner.yaml", good);
 
-        assert_int_equal(podsrc_dir_scan(dir, "Node-1", &set, &err), 0);
+        assert_int_equal(podsrc_dir_scan(dir, "Node-1", NULL, NULL, &set, &err), 0);
         assert_int_equal(set.n, 3);
 
         assert_non_null(set.items[0].pod);
@@ -81,6 +95,38 @@ static void test_scan(void **state) {
                  dir, dir);
         assert_string_equal(set.items[2].error, expect);
         podsrc_set_done(&set);
+
+        /* the rescan's cache: a file whose identity the caller knows is not
+         * read again and yields the caller's pod (also for the duplicate
+         * check); a file rewritten since is decoded again */
+        {
+                PodsrcSet first = {};
+                Cache c = {};
+
+                assert_int_equal(podsrc_dir_scan(dir, "Node-1", NULL, NULL, &first, &err), 0);
+                c.path = first.items[0].path;
+                c.id = first.items[0].id;
+                c.pod = first.items[0].pod;
+                assert_int_equal(podsrc_dir_scan(dir, "Node-1", cached, &c, &set, &err), 0);
+                assert_int_equal(c.asked, 3);
+                assert_null(set.items[0].pod);
+                assert_ptr_equal(set.items[0].cached, c.pod);
+                assert_null(set.items[0].error);
+                assert_null(set.items[2].pod);
+                snprintf(expect, sizeof(expect),
+                         "%s/c-dup.json: pod default/web-node-1 is already defined by '%s/a-web.yaml'", dir, dir);
+                assert_string_equal(set.items[2].error, expect);
+                podsrc_set_done(&set);
+                /* rewritten: a new identity (ctime), decoded again */
+                usleep(20000);
+                put(dir, "a-web.yaml", good);
+                assert_int_equal(podsrc_dir_scan(dir, "Node-1", cached, &c, &set, &err), 0);
+                assert_non_null(set.items[0].pod);
+                assert_null(set.items[0].cached);
+                assert_string_equal(set.items[0].pod->uid, c.pod->uid);
+                podsrc_set_done(&set);
+                podsrc_set_done(&first);
+        }
 
         {
                 static const char *const names[] = { "a-web.yaml", ".hidden.yaml", "a-web.yaml~",
@@ -99,7 +145,7 @@ static void test_missing_dir(void **state) {
         CubError err = {};
 
         (void) state;
-        assert_int_equal(podsrc_dir_scan("/nonexistent/cubelet-manifests", "n", &set, &err), -ENOENT);
+        assert_int_equal(podsrc_dir_scan("/nonexistent/cubelet-manifests", "n", NULL, NULL, &set, &err), -ENOENT);
         assert_string_equal(err.msg, "manifest directory '/nonexistent/cubelet-manifests': No such file or directory");
 }
 
