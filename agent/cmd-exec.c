@@ -110,26 +110,38 @@ int cli_exec(int argc, char **argv) {
                 return EXIT_FAIL;
         }
         if (!container) {
-                /* the distinct container names, in the runtime's order */
+                /* the distinct container names in the pod's order, as kubectl
+                 * lists them: by each name's first creation (the sync creates
+                 * them in spec order; ListContainers' own order is the
+                 * runtime's map order) */
+                _cleanup_free_ size_t *first = calloc(n + 1, sizeof(size_t));
                 size_t distinct = 0;
 
-                for (size_t i = 0; i < n; i++) {
-                        bool dup = false;
-
-                        for (size_t k = 0; k < i; k++)
-                                dup = dup || strcmp(ct[k].name, ct[i].name) == 0;
-                        distinct += !dup;
+                if (!first) {
+                        cri_containers_free(ct, n);
+                        return EXIT_FAIL;
                 }
+                for (size_t i = 0; i < n; i++) {
+                        size_t k = 0;
+
+                        while (k < distinct && strcmp(ct[first[k]].name, ct[i].name) != 0)
+                                k++;
+                        if (k == distinct)
+                                first[distinct++] = i;
+                        else if (ct[i].created_at < ct[first[k]].created_at)
+                                first[k] = i;
+                }
+                for (size_t i = 1; i < distinct; i++)
+                        for (size_t k = i; k > 0 && ct[first[k]].created_at < ct[first[k - 1]].created_at; k--) {
+                                size_t t = first[k];
+
+                                first[k] = first[k - 1];
+                                first[k - 1] = t;
+                        }
                 if (distinct > 1) {
                         fprintf(stderr, "error: a container name must be specified for pod %s, choose one of: [", pod);
-                        for (size_t i = 0, printed = 0; i < n; i++) {
-                                bool dup = false;
-
-                                for (size_t k = 0; k < i; k++)
-                                        dup = dup || strcmp(ct[k].name, ct[i].name) == 0;
-                                if (!dup)
-                                        fprintf(stderr, "%s%s", printed++ ? " " : "", ct[i].name);
-                        }
+                        for (size_t i = 0; i < distinct; i++)
+                                fprintf(stderr, "%s%s", i ? " " : "", ct[first[i]].name);
                         fputs("]\n", stderr);
                         cri_containers_free(ct, n);
                         return EXIT_FAIL;
