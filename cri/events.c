@@ -32,6 +32,7 @@
 #define BACKOFF_MIN_SEC 1
 #define BACKOFF_MAX_SEC 30
 #define UNSUPPORTED_RETRY_SEC 300
+#define STREAM_PROVEN_SEC 5 /* a stream that lived this long worked */
 
 struct CriEvents {
         GrpcxChannel *channel; /* the CRI client's: one connection */
@@ -45,7 +46,8 @@ struct CriEvents {
         GrpcxClientStream *call;
         CriEventsState state;
         char error[CUB_ERR_MSG_MAX];
-        uint64_t n_events; /* wanted events read, for status */
+        char logged[CUB_ERR_MSG_MAX]; /* the failure last logged; "" when none is outstanding */
+        uint64_t n_events;            /* wanted events read, for status */
 };
 
 const char *cri_events_state_to_string(CriEventsState s) {
@@ -102,20 +104,40 @@ static void events_signal(CriEvents *e) {
         (void) !write(e->fd, &one, sizeof(one));
 }
 
+/* The journal hears of a failure once per distinct error, and of a
+ * subscription only when no failure is outstanding: a call on a dead socket
+ * starts and fails at once, so each back-off would otherwise log both lines
+ * (every 30 s while the runtime is down). A stream that delivers an event,
+ * or that lived a while, clears the failure (stream_proven). */
 static void set_state(CriEvents *e, CriEventsState st, const char *error) {
         pthread_mutex_lock(&e->lock);
-        if (e->state != st || (error && strcmp(e->error, error) != 0)) {
-                if (st == CRI_EVENTS_SUBSCRIBED)
-                        cub_log(LOG_INFO, "runtime events: subscribed to %s on '%s' (namespace %s)", EVENTS_METHOD,
+        if (st == CRI_EVENTS_SUBSCRIBED) {
+                if (e->state != st && !e->logged[0])
+                        cub_log(LOG_INFO, "runtime events: subscribing to %s on '%s' (namespace %s)", EVENTS_METHOD,
                                 grpcx_channel_target(e->channel), e->ns);
-                else if (error && !e->stopping)
-                        cub_log(LOG_WARNING, "runtime events: %s; relisting on the timer%s", error,
-                                st == CRI_EVENTS_UNSUPPORTED ? ", trying again in 5 minutes"
-                                                             : " until the stream is back");
+        } else if (error && !e->stopping && strcmp(e->logged, error) != 0) {
+                cub_log(LOG_WARNING, "runtime events: %s; relisting on the timer%s", error,
+                        st == CRI_EVENTS_UNSUPPORTED ? ", trying again in 5 minutes" : " until the stream is back");
+                (void) snprintf(e->logged, sizeof(e->logged), "%s", error);
         }
         e->state = st;
         (void) snprintf(e->error, sizeof(e->error), "%s", error ? error : "");
         pthread_mutex_unlock(&e->lock);
+}
+
+static void stream_proven(CriEvents *e, bool say) {
+        pthread_mutex_lock(&e->lock);
+        if (e->logged[0] && say)
+                cub_log(LOG_INFO, "runtime events: the stream on '%s' is back", grpcx_channel_target(e->channel));
+        e->logged[0] = '\0';
+        pthread_mutex_unlock(&e->lock);
+}
+
+static uint64_t now_sec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec;
 }
 
 /* waits sec seconds or until stopping; returns whether stopping */
@@ -177,6 +199,8 @@ static void *events_main(void *arg) {
 
                 r = subscribe(e, &err);
                 if (r >= 0) {
+                        uint64_t t0 = now_sec();
+
                         set_state(e, CRI_EVENTS_SUBSCRIBED, NULL);
                         events_signal(e); /* what happened before the subscription is unknown */
                         for (;;) {
@@ -186,7 +210,8 @@ static void *events_main(void *arg) {
                                         e->call, &containerd__services__events__v1__envelope__descriptor, &m, &err);
                                 if (r <= 0)
                                         break;
-                                backoff = BACKOFF_MIN_SEC; /* the stream works */
+                                stream_proven(e, true); /* the stream works */
+                                backoff = BACKOFF_MIN_SEC;
                                 if (envelope_wanted(e->ns, (const Containerd__Services__Events__V1__Envelope *) m)) {
                                         pthread_mutex_lock(&e->lock);
                                         e->n_events++;
@@ -196,6 +221,8 @@ static void *events_main(void *arg) {
                                 protobuf_c_message_free_unpacked(m, NULL);
                         }
                         call_end(e);
+                        if (now_sec() - t0 >= STREAM_PROVEN_SEC)
+                                stream_proven(e, false); /* its end is news */
                         if (r == 0)
                                 (void) cub_err_set(&err, EPIPE, "'%s': %s: the runtime ended the stream",
                                                    grpcx_channel_target(e->channel), EVENTS_METHOD);
