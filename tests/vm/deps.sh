@@ -6,10 +6,14 @@
 #   cpio             to pack the initramfs
 #   busybox-static   the initramfs userland
 #   containerd runc  the runtime under test (the guest runs the host's copies)
+#   containernetworking-plugins
+#                    the pod network's CNI plugins (bridge, host-local,
+#                    portmap, loopback in /usr/lib/cni), which containerd
+#                    runs for every pod without hostNetwork
 #   jq gdb           `make bench` reads `cubelet status -o json`, `cubelet plan`
 #                    with jq, and calls malloc_trim(0) in cubelet through gdb
 set -eu
-PKGS="qemu-system-x86 kmod cpio busybox-static containerd runc jq gdb"
+PKGS="qemu-system-x86 kmod cpio busybox-static containerd runc containernetworking-plugins jq gdb"
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
