@@ -99,7 +99,8 @@ static void test_dead_socket_logged_once(void **state) {
         fd = open(path, O_RDWR | O_TMPFILE, 0600);
         assert_true(fd >= 0);
         fflush(stderr);
-        saved = dup(STDERR_FILENO);
+        saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        assert_true(saved >= 0);
         assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
         assert_int_equal(cri_events_start(c, "k8s.io", &ev, &err), 0);
         (void) usleep(3500 * 1000);
