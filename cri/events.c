@@ -268,6 +268,7 @@ int cri_events_start(CriClient *c, const char *ns, CriEvents **ret, CubError *er
                 cri_events_free(e);
                 return cub_err_set(err, EAGAIN, "runtime events: cannot start the stream's thread");
         }
+        (void) pthread_setname_np(e->thread, "cub-events");
         e->thread_started = true;
         *ret = e;
         return 0;

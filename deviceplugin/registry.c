@@ -292,6 +292,8 @@ static int on_register(void *userdata, const ProtobufCMessage *req, ProtobufCMes
         dp_manager_post(m, e);
         r = pthread_create(&p->thread, NULL, plugin_main, p);
         p->thread_started = r == 0;
+        if (p->thread_started)
+                (void) pthread_setname_np(p->thread, "dp-plugin");
         pthread_mutex_unlock(&p->lock);
         if (r != 0)
                 post_ended(p, "cannot start the plugin's thread");

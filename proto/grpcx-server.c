@@ -535,12 +535,14 @@ int grpcx_server_start(const char *addr, const GrpcxMethod *methods, size_t n_me
                 return cub_err_set(err, r, "gRPC server '%s': cannot start the reaper thread: %s", s->addr,
                                    strerror(r));
         s->reaper_started = true;
+        (void) pthread_setname_np(s->reaper, "grpcx-reaper");
 
         r = pthread_create(&s->thread, NULL, grpcx_serve, s);
         if (r != 0)
                 return cub_err_set(err, r, "gRPC server '%s': cannot start the serving thread: %s", s->addr,
                                    strerror(r));
         s->thread_started = true;
+        (void) pthread_setname_np(s->thread, "grpcx-serve");
 
         *ret = TAKE_PTR(s);
         return 0;

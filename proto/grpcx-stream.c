@@ -225,8 +225,10 @@ void grpcx_serve_stream(GrpcxServer *s, const GrpcxSlot *slot, grpc_call *call, 
                 st->cq = cq;
                 st->payload = payload;
                 r = pthread_create(&st->thread, NULL, grpcx_stream_main, st);
-                if (r == 0)
+                if (r == 0) {
+                        (void) pthread_setname_np(st->thread, "grpcx-stream");
                         return;
+                }
                 st->payload = NULL;
                 grpcx_stream_free(st);
         }

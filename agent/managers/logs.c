@@ -57,6 +57,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 __atomic_store_n(&m->running, false, __ATOMIC_SEQ_CST);
                 return 0;
         }
+        (void) pthread_setname_np(m->thread, "cub-logs");
         m->joinable = true;
         return 0;
 }

@@ -513,6 +513,7 @@ static void eph_start(Volumes *m, LcPod *const *pods, size_t n) {
                 eph_pass_free(pass);
                 return;
         }
+        (void) pthread_setname_np(m->thread, "cub-ephemeral");
         m->joinable = true;
 }
 

@@ -535,6 +535,7 @@ int probe_runner_new(sd_event *e, CriClient *cri, unsigned exec_threads, ProbeRu
         for (unsigned i = 0; r->threads && i < (exec_threads ? exec_threads : 1); i++) {
                 if (pthread_create(&r->threads[i], NULL, exec_main, r) != 0)
                         break;
+                (void) pthread_setname_np(r->threads[i], "cub-probe-exec");
                 r->n_threads++;
         }
         if (r->n_threads == 0) {

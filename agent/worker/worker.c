@@ -338,6 +338,7 @@ int worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool
         for (unsigned i = 0; i < n_threads; i++) {
                 if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0)
                         break;
+                (void) pthread_setname_np(p->threads[i], "cub-worker");
                 p->n_threads++;
         }
         if (p->n_threads == 0) {
