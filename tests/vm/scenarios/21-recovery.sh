@@ -103,6 +103,9 @@ done
 t_is "$(snapshot | grep -v tasks)" "$(echo "$before" | grep -v tasks)" "pods one and two kept their containers"
 t_ok "the journal has the outage once and the recovery" sh -c \
 	"journalctl -u cubelet --no-pager | grep -q 'runtime: ' && journalctl -u cubelet --no-pager | grep -q 'is back'"
+lost=$(journalctl -u cubelet -o cat --no-pager | grep 'runtime events: .*relisting on the timer until the stream is back')
+t_ok "the journal has the event stream's loss ($(echo "$lost" | grep -c .) lines)" test -n "$lost"
+t_is "$(echo "$lost" | uniq -d)" "" "the journal does not repeat the stream's loss at each retry"
 
 # ---- h. the evented relist: containerd's event stream ------------------------------------
 # A steady node relists every 60 s here (--evented-relist-period 60), so a
@@ -129,7 +132,7 @@ done
 wait_subscribed
 t_is "$state" subscribed "status: runtime.events.state is subscribed"
 t_ok "the journal names the subscription" sh -c \
-	"journalctl -u cubelet --no-pager | grep -q 'runtime events: subscribed to /containerd.services.events.v1.Events/Subscribe'"
+	"journalctl -u cubelet --no-pager | grep -q 'runtime events: subscribing to /containerd.services.events.v1.Events/Subscribe'"
 period=
 for _ in $(seq 60); do
 	period=$(rt_field relistPeriodSeconds)
