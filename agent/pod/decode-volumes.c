@@ -3,7 +3,8 @@
  * downwardAPI sources), the containers' volumeMounts[] and the pod's
  * securityContext.fsGroup / fsGroupChangePolicy, with the API server's
  * validation messages (ValidateVolumes, ValidateVolumeMounts). The field
- * table (fields-table.c) refuses every other volume source. */
+ * table (fields-table.c) refuses every other volume source. The downwardAPI
+ * items, shared by both volume kinds, are in decode-downward.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,15 +30,6 @@ void pod_container_volumes_done(PodContainer *c) {
         c->n_volume_mounts = 0;
 }
 
-static void downward_file_done(PodDownwardFile *f) {
-        free(f->path);
-        free(f->field_path);
-        free(f->resource_container);
-        free(f->resource);
-        free(f->divisor_text);
-        free(f->field_api_version);
-}
-
 void pod_volumes_done(Pod *pod) {
         for (size_t i = 0; i < pod->n_volumes; i++) {
                 PodVolume *v = &pod->volumes[i];
@@ -47,7 +39,7 @@ void pod_volumes_done(Pod *pod) {
                 free(v->host_path_type);
                 free(v->medium);
                 for (size_t k = 0; k < v->n_items; k++)
-                        downward_file_done(&v->items[k]);
+                        pod_downward_file_done(&v->items[k]);
                 free(v->items);
         }
         free(pod->volumes);
@@ -66,7 +58,7 @@ static const char *const propagations[] = { "None", "HostToContainer", "Bidirect
 static const char *const fs_group_policies[] = { "OnRootMismatch", "Always", NULL };
 
 /* a quantity given as a string or a number */
-static int dec_quantity(PodDec *d, json_t *v, void *dst, const PodField *f) {
+int pod_dec_quantity(PodDec *d, json_t *v, void *dst, const PodField *f) {
         char **s = dst;
         char text[64];
 
@@ -84,30 +76,6 @@ static int dec_quantity(PodDec *d, json_t *v, void *dst, const PodField *f) {
         *s = strdup(text);
         return *s ? 0 : cub_err_set(d->err, ENOMEM, "out of memory");
 }
-
-static const PodField field_ref_fields[] = {
-        POD_STR("apiVersion", PodDownwardFile, field_api_version),
-        POD_STR_REQ("fieldPath", PodDownwardFile, field_path),
-        {},
-};
-
-static const PodField resource_ref_fields[] = {
-        POD_STR("containerName", PodDownwardFile, resource_container),
-        POD_STR_REQ("resource", PodDownwardFile, resource),
-        { .name = "divisor", .decode = dec_quantity, .offset = offsetof(PodDownwardFile, divisor_text) },
-        {},
-};
-
-static const PodField downward_file_fields[] = {
-        POD_STR_REQ("path", PodDownwardFile, path),
-        { .name = "fieldRef", .decode = pod_dec_inline, .sub = field_ref_fields },
-        { .name = "resourceFieldRef", .decode = pod_dec_inline, .sub = resource_ref_fields },
-        { .name = "mode",
-          .decode = pod_dec_int32,
-          .offset = offsetof(PodDownwardFile, mode),
-          .set_offset = offsetof(PodDownwardFile, mode_set) },
-        {},
-};
 
 static const PodField mount_fields[] = {
         POD_STR_REQ("name", PodVolumeMount, name),
@@ -148,7 +116,7 @@ static bool has_backsteps(const char *p) {
 }
 
 /* validateLocalDescendingPath */
-static int check_local_path(PodDec *d, const char *suffix, const char *p) {
+int pod_check_local_path(PodDec *d, const char *suffix, const char *p) {
         if (p[0] == '/')
                 return pod_dec_fail(d, 0, suffix, "Invalid value: \"%s\": must be a relative path", p);
         if (has_backsteps(p))
@@ -156,166 +124,11 @@ static int check_local_path(PodDec *d, const char *suffix, const char *p) {
         return 0;
 }
 
-static int parse_quantity_at(PodDec *d, const char *suffix, const char *text, PodQuantity *ret) {
+int pod_parse_quantity_at(PodDec *d, const char *suffix, const char *text, PodQuantity *ret) {
         CubError qerr = {};
 
         if (pod_quantity_parse(text, ret, &qerr) < 0)
                 return pod_dec_fail(d, 0, suffix, "%s", qerr.msg);
-        return 0;
-}
-
-static bool is_volume_field_path(const char *fp) {
-        static const char *const ok[] = { "metadata.name",        "metadata.namespace", "metadata.labels",
-                                          "metadata.annotations", "metadata.uid",       NULL };
-
-        for (const char *const *o = ok; *o; o++)
-                if (strcmp(fp, *o) == 0)
-                        return true;
-        /* metadata.labels['key'] and metadata.annotations['key'] */
-        if ((strncmp(fp, "metadata.labels['", 17) == 0 || strncmp(fp, "metadata.annotations['", 22) == 0) &&
-            strlen(fp) > 2 && strcmp(fp + strlen(fp) - 2, "']") == 0)
-                return true;
-        return false;
-}
-
-static bool is_volume_resource(const char *r) {
-        static const char *const ok[] = { "limits.cpu",
-                                          "limits.memory",
-                                          "limits.ephemeral-storage",
-                                          "requests.cpu",
-                                          "requests.memory",
-                                          "requests.ephemeral-storage",
-                                          NULL };
-
-        for (const char *const *o = ok; *o; o++)
-                if (strcmp(r, *o) == 0)
-                        return true;
-        return false;
-}
-
-static bool container_exists(const Pod *pod, const char *name) {
-        for (size_t i = 0; i < pod->n_containers; i++)
-                if (strcmp(pod->containers[i].name, name) == 0)
-                        return true;
-        for (size_t i = 0; i < pod->n_init_containers; i++)
-                if (strcmp(pod->init_containers[i].name, name) == 0)
-                        return true;
-        return false;
-}
-
-static int check_mode(PodDec *d, const char *suffix, int32_t mode) {
-        if (mode < 0 || mode > 0777)
-                return pod_dec_fail(d, 0, suffix,
-                                    "Invalid value: %" PRId32 ": must be a number between 0 and 0777 "
-                                    "(octal), both inclusive",
-                                    mode);
-        return 0;
-}
-
-/* the items of a downwardAPI volume or projection, at d's path (".items") */
-static int check_items(PodDec *d, const Pod *pod, json_t *arr, PodDownwardFile *items, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                PodDownwardFile *f = &items[i];
-                size_t old = pod_dec_push(d, ".items[%zu]", i);
-                int r = 0, saved = d->line, line = pod_tree_line(d->tree, json_array_get(arr, i));
-
-                if (line > 0)
-                        d->line = line;
-
-                if (!*f->path)
-                        r = pod_dec_fail(d, 0, ".path", "Required value");
-                if (r == 0)
-                        r = check_local_path(d, ".path", f->path);
-                for (size_t k = 0; r == 0 && k < i; k++)
-                        if (strcmp(items[k].path, f->path) == 0)
-                                r = pod_dec_fail(d, 0, ".path", "Duplicate value: \"%s\"", f->path);
-                if (r == 0 && f->mode_set)
-                        r = check_mode(d, ".mode", f->mode);
-                if (r == 0 && f->field_path && f->resource)
-                        r = pod_dec_fail(d, 0, NULL,
-                                         "Invalid value: \"resource\": fieldRef and resourceFieldRef can "
-                                         "not be specified simultaneously");
-                if (r == 0 && !f->field_path && !f->resource)
-                        r = pod_dec_fail(d, 0, NULL,
-                                         "Required value: one of fieldRef and resourceFieldRef is "
-                                         "required");
-                if (r == 0 && f->field_path && !is_volume_field_path(f->field_path))
-                        r = pod_dec_fail(d, 0, ".fieldRef.fieldPath",
-                                         "Unsupported value: \"%s\": supported values: \"metadata.annotations\", "
-                                         "\"metadata.labels\", \"metadata.name\", \"metadata.namespace\", "
-                                         "\"metadata.uid\"",
-                                         f->field_path);
-                if (r == 0 && f->field_api_version && strcmp(f->field_api_version, "v1") != 0)
-                        r = pod_dec_fail(d, 0, ".fieldRef.apiVersion",
-                                         "Unsupported value: \"%s\": supported values: "
-                                         "\"v1\"",
-                                         f->field_api_version);
-                if (r == 0 && f->resource) {
-                        if (!f->resource_container || !*f->resource_container)
-                                r = pod_dec_fail(d, 0, ".resourceFieldRef.containerName", "Required value");
-                        else if (!container_exists(pod, f->resource_container))
-                                r = pod_dec_fail(d, 0, ".resourceFieldRef.containerName",
-                                                 "Invalid value: \"%s\": must be the name of a container of the pod",
-                                                 f->resource_container);
-                        else if (!is_volume_resource(f->resource))
-                                r = pod_dec_fail(d, 0, ".resourceFieldRef.resource",
-                                                 "Unsupported value: \"%s\": supported values: \"limits.cpu\", "
-                                                 "\"limits.ephemeral-storage\", \"limits.memory\", \"requests.cpu\", "
-                                                 "\"requests.ephemeral-storage\", \"requests.memory\"",
-                                                 f->resource);
-                        if (r == 0 && f->divisor_text)
-                                r = parse_quantity_at(d, ".resourceFieldRef.divisor", f->divisor_text, &f->divisor);
-                }
-                d->line = saved;
-                pod_dec_pop(d, old);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-static int decode_items(PodDec *d, json_t *obj, PodVolume *v) {
-        json_t *items = json_object_get(obj, "items");
-        PodDownwardFile *more = NULL;
-        size_t n = 0;
-        PodField f = { .name = "items",
-                       .decode = pod_dec_object_array,
-                       .offset = 0,
-                       .count_offset = sizeof(PodDownwardFile *),
-                       .elem_size = sizeof(PodDownwardFile),
-                       .sub = downward_file_fields };
-        struct {
-                PodDownwardFile *items;
-                size_t n;
-        } tmp = {};
-        size_t old;
-        int r;
-
-        if (!items || json_is_null(items))
-                return 0;
-        old = pod_dec_push(d, ".items");
-        r = pod_dec_object_array(d, items, &tmp.items, &f);
-        pod_dec_pop(d, old);
-        n = tmp.n;
-        if (r < 0) {
-                for (size_t i = 0; i < n; i++)
-                        downward_file_done(&tmp.items[i]);
-                free(tmp.items);
-                return r;
-        }
-        /* append to the volume's list (projected volumes gather every source) */
-        more = realloc(v->items, (v->n_items + n + 1) * sizeof(*more));
-        if (!more) {
-                for (size_t i = 0; i < n; i++)
-                        downward_file_done(&tmp.items[i]);
-                free(tmp.items);
-                return cub_err_set(d->err, ENOMEM, "out of memory");
-        }
-        if (n > 0)
-                memcpy(more + v->n_items, tmp.items, n * sizeof(*more));
-        v->items = more;
-        v->n_items += n;
-        free(tmp.items);
         return 0;
 }
 
@@ -428,9 +241,9 @@ static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
                         size_t o2 = pod_dec_push(d, ".sizeLimit");
                         PodField q = { .name = "sizeLimit" };
 
-                        r = dec_quantity(d, sl, &limit, &q);
+                        r = pod_dec_quantity(d, sl, &limit, &q);
                         if (r == 0)
-                                r = parse_quantity_at(d, NULL, limit, &v->size_limit);
+                                r = pod_parse_quantity_at(d, NULL, limit, &v->size_limit);
                         v->size_limit_set = r == 0;
                         pod_dec_pop(d, o2);
                 }
@@ -438,9 +251,9 @@ static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
                 v->kind = POD_VOLUME_DOWNWARD_API;
                 r = get_mode(d, src, "defaultMode", &v->default_mode);
                 if (r == 0)
-                        r = decode_items(d, src, v);
+                        r = pod_decode_downward_items(d, src, v);
                 if (r == 0)
-                        r = check_items(d, pod, json_object_get(src, "items"), v->items, v->n_items);
+                        r = pod_check_downward_items(d, pod, json_object_get(src, "items"), v->items, v->n_items);
         } else {
                 json_t *srcs = json_object_get(src, "sources"), *e;
                 size_t i;
@@ -459,10 +272,10 @@ static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
                         if (!dw || !json_is_object(dw))
                                 continue; /* other sources: the field table refuses them */
                         o2 = pod_dec_push(d, ".sources[%zu].downwardAPI", i);
-                        r = decode_items(d, dw, v);
+                        r = pod_decode_downward_items(d, dw, v);
                         if (r == 0)
-                                r = check_items(d, pod, json_object_get(dw, "items"), v->items + first,
-                                                v->n_items - first);
+                                r = pod_check_downward_items(d, pod, json_object_get(dw, "items"), v->items + first,
+                                                             v->n_items - first);
                         /* a path given by two sources */
                         for (size_t k = first; r == 0 && k < v->n_items; k++)
                                 for (size_t j = 0; r == 0 && j < first; j++)
@@ -529,14 +342,14 @@ static int decode_mounts(PodDec *d, const Pod *pod, json_t *list, PodContainer *
                                         r = pod_dec_fail(d, line, ".mountPath", "Invalid value: \"%s\": must be unique",
                                                          m->mount_path);
                         if (r == 0 && m->sub_path && *m->sub_path)
-                                r = check_local_path(d, ".subPath", m->sub_path);
+                                r = pod_check_local_path(d, ".subPath", m->sub_path);
                         if (r == 0 && m->sub_path_expr && *m->sub_path_expr && m->sub_path && *m->sub_path)
                                 r = pod_dec_fail(
                                         d, line, ".subPathExpr",
                                         "Invalid value: \"%s\": subPathExpr and subPath are mutually exclusive",
                                         m->sub_path_expr);
                         if (r == 0 && m->sub_path_expr && *m->sub_path_expr)
-                                r = check_local_path(d, ".subPathExpr", m->sub_path_expr);
+                                r = pod_check_local_path(d, ".subPathExpr", m->sub_path_expr);
                         if (r == 0 && m->mount_propagation && strcmp(m->mount_propagation, "Bidirectional") == 0 &&
                             !container_privileged(cobj))
                                 r = pod_dec_fail(d, line, ".mountPropagation",

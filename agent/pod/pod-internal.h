@@ -92,6 +92,18 @@ int pod_dec_inline(PodDec *d, json_t *v, void *dst, const PodField *f);
 int pod_dec_object(PodDec *d, json_t *v, void *dst, const PodField *f);
 int pod_dec_object_array(PodDec *d, json_t *v, void *dst, const PodField *f);
 
+/* Volumes (decode-volumes.c, decode-downward.c): a quantity given as a
+ * string or a number, kept as its text; a quantity's text parsed with the
+ * message at suffix; validateLocalDescendingPath (relative, no ".."). */
+int pod_dec_quantity(PodDec *d, json_t *v, void *dst, const PodField *f);
+int pod_parse_quantity_at(PodDec *d, const char *suffix, const char *text, PodQuantity *ret);
+int pod_check_local_path(PodDec *d, const char *suffix, const char *p);
+/* A downwardAPI source's items[] into v->items (appended), then checked
+ * against the pod (decode-downward.c). */
+int pod_decode_downward_items(PodDec *d, json_t *obj, PodVolume *v);
+int pod_check_downward_items(PodDec *d, const Pod *pod, json_t *arr, PodDownwardFile *items, size_t n);
+void pod_downward_file_done(PodDownwardFile *f);
+
 /* Field table entries for plain and enum strings. */
 #define POD_STR(n, T, m) \
         { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m) }
