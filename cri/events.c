@@ -24,6 +24,7 @@
 
 #include "../agent/util/cleanup.h"
 #include "../agent/util/log.h"
+#include "../agent/util/time.h"
 #include "cri-internal.h"
 #include "cri.h"
 #include "proto/containerd/events.pb-c.h"
@@ -32,7 +33,7 @@
 #define BACKOFF_MIN_SEC 1
 #define BACKOFF_MAX_SEC 30
 #define UNSUPPORTED_RETRY_SEC 300
-#define STREAM_PROVEN_SEC 5 /* a stream that lived this long worked */
+#define STREAM_PROVEN_USEC (5 * CUB_USEC_PER_SEC) /* a stream that lived this long worked */
 
 struct CriEvents {
         GrpcxChannel *channel; /* the CRI client's: one connection */
@@ -133,13 +134,6 @@ static void stream_proven(CriEvents *e, bool say) {
         pthread_mutex_unlock(&e->lock);
 }
 
-static uint64_t now_sec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec;
-}
-
 /* waits sec seconds or until stopping; returns whether stopping */
 static bool wait_or_stop(CriEvents *e, unsigned sec) {
         struct timespec ts;
@@ -199,7 +193,7 @@ static void *events_main(void *arg) {
 
                 r = subscribe(e, &err);
                 if (r >= 0) {
-                        uint64_t t0 = now_sec();
+                        uint64_t t0 = cub_now_usec(CLOCK_MONOTONIC);
 
                         set_state(e, CRI_EVENTS_SUBSCRIBED, NULL);
                         events_signal(e); /* what happened before the subscription is unknown */
@@ -221,7 +215,7 @@ static void *events_main(void *arg) {
                                 protobuf_c_message_free_unpacked(m, NULL);
                         }
                         call_end(e);
-                        if (now_sec() - t0 >= STREAM_PROVEN_SEC)
+                        if (cub_now_usec(CLOCK_MONOTONIC) - t0 >= STREAM_PROVEN_USEC)
                                 stream_proven(e, false); /* its end is news */
                         if (r == 0)
                                 (void) cub_err_set(&err, EPIPE, "'%s': %s: the runtime ended the stream",
