@@ -1,39 +1,75 @@
-#!/bin/sh
+#!/bin/bash
 # Runs inside the guest (as cubelet-vm-scenario.service, root), from the run
 # directory shared at /vm:
-#   /vm/env          variables written by run-vm.sh (VM_REPO, VM_LIB, ...)
-#   /vm/scenario.sh  the scenario
-# and writes under /vm/out:
-#   tap.txt     the scenario's stdout (TAP)      stderr.txt  its stderr
-#   rc          its exit status                  timing      guest uptimes
-#   journal.txt the boot's journal               failed-units.txt
-#   done        written last: the run completed
-# The unit powers the guest off when this script ends.
+#   /vm/env              variables written by run-vm.sh (VM_REPO, VM_LIB, ...)
+#   /vm/plan             the scenarios of this guest, in order, one a line:
+#                        "NAME DRIVER TIMEOUT" (scenario /vm/scenarios/NAME.sh,
+#                        CUBELET_DRIVER, seconds before it is stopped)
+# Before the first scenario the node's booted state is recorded
+# (lib/node-state.sh baseline); before each later one the node is reset to it
+# (node-state.sh reset), and the scenario checks it (t_node_clean). Each
+# scenario writes under /vm/out/NAME:
+#   tap.txt     its stdout (TAP)      stderr.txt  its stderr
+#   rc          its exit status       timing      guest uptimes (reset, start, end)
+#   journal.txt the journal of its part of the boot
+#   reset.txt   what the reset before it said
+#   done        written last: the scenario completed
+# and /vm/out/done is written once the plan has run. The unit powers the guest
+# off when this script ends.
 out=/vm/out
 mkdir -p "$out"
 set -a
 # shellcheck disable=SC1091
 . /vm/env
 set +a
-export VM_OUT="$out" PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 up() { cut -d' ' -f1 /proc/uptime; }
-
-echo "scenario_start_uptime=$(up)" >"$out/timing"
-echo "# vm: running $VM_SCENARIO (guest uptime $(up) s)"
 cd /tmp || exit 1
-# TAP to the console as well (the unit's stdout is journal+console).
-{
-	timeout -k 10 "${VM_SCENARIO_TIMEOUT:-480}" bash /vm/scenario.sh 2>"$out/stderr.txt"
-	echo $? >"$out/rc"
-} | tee "$out/tap.txt"
-echo "scenario_end_uptime=$(up)" >>"$out/timing"
-if [ "$(cat "$out/rc")" = 124 ]; then
-	echo "# vm: scenario timed out after ${VM_SCENARIO_TIMEOUT:-480} s" | tee -a "$out/tap.txt"
-fi
 
-# Diagnostics for whoever reads a failure.
-systemctl list-units --failed --no-pager >"$out/failed-units.txt" 2>&1
-journalctl -b --no-pager -o short-monotonic >"$out/journal.txt" 2>&1
+# The boot settles (no start-up job running but this unit's own) before the
+# node's state is recorded: at most 30 s.
+end=$(($(date +%s) + 30))
+while [ "$(date +%s)" -lt "$end" ]; do
+	systemctl list-jobs --no-legend 2>/dev/null | awk '$4 == "running" && $2 != "cubelet-vm-scenario.service" { f = 1 } END { exit f }' && break
+	sleep 0.5
+done
+echo "boot_settled_uptime=$(up)" >"$out/timing"
+bash "$VM_LIB/node-state.sh" baseline >"$out/baseline.txt" 2>&1
+echo "baseline_uptime=$(up)" >>"$out/timing"
+
+first=1
+while read -r name driver tmo <&3; do
+	[ -n "$name" ] || continue
+	o=$out/$name
+	rm -rf "$o"
+	mkdir -p "$o"
+	if [ "$first" = 0 ]; then
+		echo "reset_start_uptime=$(up)" >"$o/timing"
+		bash "$VM_LIB/node-state.sh" reset </dev/null >"$o/reset.txt" 2>&1
+		# what the last scenario left in its own unit's cgroup (background
+		# servers, sleeps): killed, this script excepted
+		for p in $(cat /sys/fs/cgroup/system.slice/cubelet-vm-scenario.service/cgroup.procs); do
+			[ "$p" = $$ ] || kill -9 "$p" 2>/dev/null
+		done
+	fi
+	first=0
+	echo "scenario_start_uptime=$(up)" >>"$o/timing"
+	echo "# vm: running $name (driver ${driver}, guest uptime $(up) s)"
+	{
+		VM_SCENARIO=$name VM_OUT=$o CUBELET_DRIVER=$driver VM_SCENARIO_TIMEOUT=$tmo \
+			timeout -k 10 "$tmo" bash "/vm/scenarios/$name.sh" </dev/null 2>"$o/stderr.txt"
+		echo $? >"$o/rc"
+	} | tee "$o/tap.txt"
+	echo "scenario_end_uptime=$(up)" >>"$o/timing"
+	if [ "$(cat "$o/rc")" = 124 ]; then
+		echo "# vm: scenario timed out after $tmo s" | tee -a "$o/tap.txt"
+	fi
+	systemctl list-units --failed --no-pager >"$o/failed-units.txt" 2>&1
+	journalctl --no-pager -o short-monotonic >"$o/journal.txt" 2>&1
+	date -u +%FT%TZ >"$o/done"
+	sync
+done 3</vm/plan
+
 date -u +%FT%TZ >"$out/done"
 sync
 exit 0

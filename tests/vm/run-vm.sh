@@ -1,10 +1,15 @@
 #!/bin/bash
 # Boots Debian's kernel under qemu (TCG) with systemd as PID 1 over the host's
-# root filesystem, runs one scenario script in it once containerd.service is
-# up, powers off, and prints the scenario's TAP on stdout.
+# root filesystem, runs scenario scripts in it once containerd.service is up,
+# one after the other (the node reset between them, lib/node-state.sh), powers
+# off, and prints the scenarios' TAP on stdout.
 #
-#   tests/vm/run-vm.sh [-m MEM] [-t SECONDS] [-f DIR]... [-o RUNDIR] SCENARIO.sh
+#   tests/vm/run-vm.sh [-m MEM] [-t SECONDS] [-f DIR]... [-o RUNDIR] SCENARIO.sh [SCENARIO.sh]...
+#   tests/vm/run-vm.sh [-m MEM] [-f DIR]... [-o RUNDIR] -p PLAN       # a shared guest's plan
 #   tests/vm/run-vm.sh -s [-m MEM] [-f DIR]...        # interactive shell
+#
+# PLAN has one scenario a line: "NAME PATH DRIVER TIMEOUT" (the name its
+# results take, the script, CUBELET_DRIVER, the seconds it may take).
 #
 # The guest: 4 vCPUs as 1 socket x 2 cores x 2 threads, cgroup v2 only
 # (systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all), root = overlay of the
@@ -14,20 +19,25 @@
 # Settings, strongest first: options, then the scenario's own header lines
 # ("# vm-mem: 1024M", "# vm-timeout: 900"), then the environment, then the
 # defaults:
-#   VM_MEM      guest memory (2048M)         VM_TIMEOUT  seconds before the VM is
-#   VM_SMP      -smp value                                killed (600)
-#               (4,sockets=1,cores=2,threads=2)
+#   VM_MEM      guest memory (2048M)         VM_TIMEOUT  seconds a scenario may
+#   VM_SMP      -smp value                                take before the VM is
+#               (4,sockets=1,cores=2,threads=2)           killed (600)
 #   VM_FILES    colon-separated directories copied into the guest's / before
 #               boot (as -f); SCENARIO's sibling directory NAME.files/ always is
 #   VM_DIR      image and run directory (build/vm)
 #   VM_IMAGES   host directory with pause.tar/busybox.tar, passed to the guest
 #   VM_DEBS     host directory with the package builds 1/ and 2/ (make vm-debs; default VM_DIR/debs)
 #   VM_APPEND   extra kernel command line   VM_QEMU_ARGS  extra qemu arguments
+#   CUBELET_DRIVER  the cgroup driver of scenarios given as files (cgroupfs)
 #
-# Results land in RUNDIR (default VM_DIR/runs/NAME): console.log (serial
-# console), out/ (tap.txt, stderr.txt, rc, journal.txt, timing, ...), wall_s.
-# Exit status: the scenario's (1 also when it printed "not ok"), 123 when the
-# guest stopped the scenario for time (VM_TIMEOUT - 120 s), 124 when the host
+# Results land in RUNDIR (default VM_DIR/runs/NAME of the first scenario):
+# console.log (serial console), out/ (timing, baseline.txt, done) and out/NAME/
+# for each scenario (tap.txt, stderr.txt, rc, journal.txt, timing, reset.txt,
+# done), wall_s. The host watches the guest: a scenario still running its
+# TIMEOUT + 60 s after it started, or a guest that starts none within 600 s
+# of boot, gets the VM killed.
+# Exit status: the scenarios' (1 also when one printed "not ok"), 123 when the
+# guest stopped a scenario for time (VM_TIMEOUT - 120 s), 124 when the host
 # killed the VM for time, 125 when the VM ended without a result, 2 on usage.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -36,44 +46,61 @@ VM_DIR=${VM_DIR:-$REPO/build/vm}
 mkdir -p "$VM_DIR" && VM_DIR=$(cd "$VM_DIR" && pwd) # the guest needs absolute paths
 
 usage() {
-	sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
-mem="" timeout_s="" rundir="" shell=0
+mem="" timeout_s="" rundir="" shell=0 planfile=""
 files=()
-while getopts "m:t:f:o:sh" opt; do
+while getopts "m:t:f:o:p:sh" opt; do
 	case $opt in
 	m) mem=$OPTARG ;;
 	t) timeout_s=$OPTARG ;;
 	f) files+=("$OPTARG") ;;
 	o) rundir=$OPTARG ;;
+	p) planfile=$OPTARG ;;
 	s) shell=1 ;;
 	*) usage ;;
 	esac
 done
 shift $((OPTIND - 1))
-scenario=${1:-}
-if [ "$shell" = 0 ] && { [ -z "$scenario" ] || [ ! -f "$scenario" ]; }; then
-	echo "run-vm: no scenario file given (or -s for a shell)" >&2
+
+# header FILE KEY: a scenario's "# vm-KEY: VALUE" line (its first 30 lines)
+header() {
+	head -n 30 "$1" | sed -n "s/^# vm-$2: *\([^ ]*\).*/\1/p" | head -n 1
+}
+
+# The plan: "NAME PATH DRIVER TIMEOUT" a line, from -p or from the files given.
+plan=()
+if [ -n "$planfile" ]; then
+	[ -f "$planfile" ] || { echo "run-vm: no plan file $planfile" >&2; usage; }
+	while read -r n p d t; do
+		[ -n "$n" ] && plan+=("$n $p $d $t")
+	done <"$planfile"
+elif [ "$shell" = 0 ]; then
+	[ $# -gt 0 ] || { echo "run-vm: no scenario file given (or -s for a shell)" >&2; usage; }
+	for f in "$@"; do
+		[ -f "$f" ] || { echo "run-vm: no scenario file $f" >&2; usage; }
+		t=${timeout_s:-$(header "$f" timeout)}
+		plan+=("$(basename "$f" .sh) $f ${CUBELET_DRIVER:-cgroupfs} ${t:-${VM_TIMEOUT:-600}}")
+	done
+fi
+if [ "$shell" = 0 ] && [ ${#plan[@]} = 0 ]; then
+	echo "run-vm: an empty plan" >&2
 	usage
 fi
-
-# A scenario's header: "# vm-KEY: VALUE" lines in its first 30 lines.
-header() {
-	[ -n "$scenario" ] || return 0
-	head -n 30 "$scenario" | sed -n "s/^# vm-$1: *\([^ ]*\).*/\1/p" | head -n 1
-}
-mem=${mem:-$(header mem)}
+first=${plan[0]:-}
+first_path=$(echo "$first" | cut -d' ' -f2)
+mem=${mem:-$([ -n "$first_path" ] && header "$first_path" mem)}
 mem=${mem:-${VM_MEM:-2048M}}
-timeout_s=${timeout_s:-$(header timeout)}
-timeout_s=${timeout_s:-${VM_TIMEOUT:-600}}
 smp=${VM_SMP:-4,sockets=1,cores=2,threads=2}
 
-if [ -n "$scenario" ]; then
-	name=$(basename "$scenario" .sh)
-	scenario=$(cd "$(dirname "$scenario")" && pwd)/$(basename "$scenario")
-	[ -d "${scenario%.sh}.files" ] && files=("${scenario%.sh}.files" "${files[@]}")
+if [ -n "$first" ]; then
+	name=${first%% *}
+	for e in "${plan[@]}"; do
+		p=$(echo "$e" | cut -d' ' -f2)
+		[ -d "${p%.sh}.files" ] && files=("$(cd "${p%.sh}.files" && pwd)" "${files[@]}")
+	done
 else
 	name=shell
 fi
@@ -144,7 +171,17 @@ else
 	mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 	ln -sfn ../cubelet-vm-scenario.service \
 		"$root/etc/systemd/system/multi-user.target.wants/cubelet-vm-scenario.service"
-	cp "$scenario" "$rundir/scenario.sh"
+	mkdir -p "$rundir/scenarios"
+	: >"$rundir/plan"
+	for e in "${plan[@]}"; do
+		read -r n p d t <<<"$e"
+		cp "$p" "$rundir/scenarios/$n.sh"
+		# the guest stops a scenario 120 s before the host would kill the VM,
+		# so that its diagnostics still get written
+		st=$((t - 120))
+		[ "$st" -lt 60 ] && st=60
+		echo "$n $d $st" >>"$rundir/plan"
+	done
 	cp "$HERE/guest-run.sh" "$rundir/run.sh"
 fi
 for d in "${files[@]}"; do
@@ -154,9 +191,6 @@ for d in "${files[@]}"; do
 	cp -a --remove-destination "$d/." "$root/"
 done
 
-# The guest leaves itself some time for diagnostics before the host kills it.
-scenario_timeout=$((timeout_s - 120))
-[ "$scenario_timeout" -lt 60 ] && scenario_timeout=60
 {
 	echo "VM_SCENARIO=$name"
 	echo "VM_REPO=$REPO"
@@ -165,9 +199,7 @@ scenario_timeout=$((timeout_s - 120))
 	echo "VM_IMAGES=${VM_IMAGES:-}"
 	echo "VM_IMAGES_BUILDER=${VM_IMAGES_BUILDER:-}"
 	echo "VM_DEBS=${VM_DEBS:-$VM_DIR/debs}"
-	echo "VM_SCENARIO_TIMEOUT=$scenario_timeout"
 	echo "BENCH_PODS=${BENCH_PODS:-}"
-	echo "CUBELET_DRIVER=${CUBELET_DRIVER:-}"
 } >"$rundir/env"
 
 # ---- qemu ----------------------------------------------------------------------
@@ -198,39 +230,75 @@ if [ "$shell" = 1 ]; then
 	exec "${qemu[@]}" -serial mon:stdio
 fi
 
-echo "# vm: $name: booting ($mem, -smp $smp, timeout ${timeout_s}s, console $rundir/console.log)" >&2
+echo "# vm: $name: booting ($mem, -smp $smp, ${#plan[@]} scenario(s), console $rundir/console.log)" >&2
+out=$rundir/out
 start=$(date +%s.%N)
-timeout -k 10 "$timeout_s" "${qemu[@]}" -serial "file:$rundir/console.log" \
-	</dev/null >"$rundir/qemu.log" 2>&1
+"${qemu[@]}" -serial "file:$rundir/console.log" </dev/null >"$rundir/qemu.log" 2>&1 &
+qpid=$!
+# The watchdog: each scenario gets its TIMEOUT (+ 60 s) from the moment its
+# results directory appears, the boot 600 s until the first one does.
+killed=0 cur="" since=$(date +%s)
+while kill -0 "$qpid" 2>/dev/null; do
+	sleep 2
+	now=$(date +%s)
+	running="" limit=600
+	for e in "${plan[@]}"; do
+		read -r n _ _ t <<<"$e"
+		if [ -d "$out/$n" ] && [ ! -f "$out/$n/done" ]; then
+			running=$n limit=$((t + 60))
+		fi
+	done
+	if [ "$running" != "$cur" ]; then
+		cur=$running since=$now
+	fi
+	# between two scenarios (the reset) and after the last: the boot's limit
+	if [ $((now - since)) -gt "$limit" ] && [ ! -f "$out/done" ]; then
+		echo "# vm: $name: ${cur:-the boot} passed its ${limit} s: killing the VM" >&2
+		kill "$qpid" 2>/dev/null
+		sleep 10
+		kill -9 "$qpid" 2>/dev/null
+		killed=1
+		break
+	fi
+done
+wait "$qpid"
 qrc=$?
 end=$(date +%s.%N)
 wall=$(echo "$start $end" | awk '{ printf "%.1f", $2 - $1 }')
 echo "$wall" >"$rundir/wall_s"
 
-out=$rundir/out
 guest_times=""
 if [ -f "$out/timing" ]; then
 	guest_times=$(tr '\n' ' ' <"$out/timing")
 fi
 echo "# vm: $name: qemu exit $qrc after ${wall}s wall; guest: ${guest_times:-no timing}" >&2
 
-[ -f "$out/tap.txt" ] && cat "$out/tap.txt"
-if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
-	echo "# vm: $name: VM killed after ${timeout_s}s; console tail:" >&2
+rc=0
+for e in "${plan[@]}"; do
+	read -r n _ _ _ <<<"$e"
+	o=$out/$n
+	[ "${#plan[@]}" -gt 1 ] && [ -d "$o" ] && echo "# --- $n"
+	[ -f "$o/tap.txt" ] && cat "$o/tap.txt"
+	[ -f "$o/done" ] && [ -f "$o/rc" ] || continue
+	r=$(cat "$o/rc")
+	# The guest's own timeout (timeout(1) in guest-run.sh) stopped the scenario.
+	if [ "$r" = 124 ] || [ "$r" = 137 ]; then
+		r=123
+	elif [ "$r" = 0 ] && grep -q '^not ok' "$o/tap.txt"; then
+		r=1
+	fi
+	[ "$r" != 0 ] && [ "$rc" = 0 ] && rc=$r
+done
+if [ "$killed" = 1 ]; then
+	echo "# vm: $name: VM killed; console tail:" >&2
 	tail -n 20 "$rundir/console.log" | sed 's/^/#   /' >&2
 	exit 124
 fi
-if [ ! -f "$out/done" ] || [ ! -f "$out/rc" ]; then
+if [ ! -f "$out/done" ]; then
 	echo "# vm: $name: VM ended (qemu exit $qrc) without a result; console tail:" >&2
 	[ -f "$out/init-error" ] && sed 's/^/#   init: /' "$out/init-error" >&2
 	tail -n 20 "$rundir/console.log" | sed 's/^/#   /' >&2
 	sed 's/^/#   qemu: /' "$rundir/qemu.log" >&2
 	exit 125
-fi
-rc=$(cat "$out/rc")
-# The guest's own timeout (timeout(1) in guest-run.sh) stopped the scenario.
-[ "$rc" = 124 ] || [ "$rc" = 137 ] && exit 123
-if [ "$rc" = 0 ] && grep -q '^not ok' "$out/tap.txt"; then
-	rc=1
 fi
 exit "$rc"

@@ -5,6 +5,7 @@
 #   t_ok "description" test -e /proc/pressure/memory   # a command's success
 #   t_skip "description" "reason"
 #   t_diag "free text"                         # "# " comment lines
+#   t_node_clean                               # the node is as booted (first check)
 #   t_done                                     # prints the plan, sets exit status
 # Test numbers are the scenario's own; the harness renumbers them.
 _t_n=0
@@ -78,4 +79,17 @@ t_pass() { # t_pass DESCRIPTION
 t_done() {
 	echo "1..$_t_n"
 	[ "$_t_failed" -eq 0 ]
+}
+
+# t_node_clean: the node is in the state recorded when the guest booted
+# (lib/node-state.sh: no unit, cgroup, mount, link, packet-filter rule, file
+# under /etc or /usr/local, containerd object or journal line of cubelet left
+# by a scenario before this one in the same guest). Each scenario's first check.
+t_node_clean() {
+	if _t_out=$(bash "$VM_LIB/node-state.sh" check 2>&1); then
+		_t_result 0 "the node starts clean (node-state.sh check: as recorded at boot)"
+	else
+		_t_result 1 "the node starts clean (node-state.sh check: as recorded at boot)"
+		t_diag "$_t_out"
+	fi
 }

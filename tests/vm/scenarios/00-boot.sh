@@ -7,6 +7,7 @@
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 
 # ---- systemd and cgroup v2 -------------------------------------------------------
 t_is "$(cat /proc/1/comm)" systemd "PID 1 is systemd"

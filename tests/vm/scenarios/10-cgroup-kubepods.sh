@@ -6,6 +6,7 @@
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 
 CG=/sys/fs/cgroup
 

@@ -10,6 +10,7 @@
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 

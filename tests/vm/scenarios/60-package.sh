@@ -8,11 +8,14 @@
 #   c. dpkg -r stops cubelet and leaves the pods running; the conffiles and state stay.
 #   d. dpkg --purge removes /etc/cubelet, /var/lib/cubelet and the drop-in link, and touches no
 #      container: neither cubelet's pods nor one that containerd runs for someone else.
+# vm-guest: b
+# vm-order: last
 # vm-timeout: 1200
 # vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 CUBELET=/usr/bin/cubelet # the package's, for cubelet.sh's helpers

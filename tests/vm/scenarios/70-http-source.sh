@@ -8,11 +8,13 @@
 # same name, both run (g), a restart with the wrong client certificate is
 # refused and reported, and stops nothing (h), an empty PodList removes the
 # URL's pods (i).
+# vm-guest: b
 # vm-timeout: 1200
 # vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 

@@ -9,11 +9,13 @@
 # Figures (in $VM_OUT/http-figures.txt and as diagnostics): requests/s on
 # /metrics, /pods and /metrics/resource, and manifest → cgroup latency of
 # HTTP_PODS pods created while scraped once a second.
+# vm-guest: b
 # vm-timeout: 1500
 # vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 

@@ -8,11 +8,13 @@
 # unmounted (f); a hostPath type mismatch fails the pod with kubelet's text
 # (g); an emptyDir over its sizeLimit gets the pod evicted with kubelet's
 # message and its volumes removed (h).
+# vm-guest: b
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 

@@ -8,11 +8,13 @@
 # and an unsafe sysctl refused at admission (SysctlForbidden) (e). Each
 # container prints what it sees to its log (the CRI log under the sandbox's
 # log directory) and sleeps.
+# vm-guest: b
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 

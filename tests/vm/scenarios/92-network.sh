@@ -7,11 +7,13 @@
 # its /etc/resolv.conf dnsConfig's nameserver; a hostNetwork pod sees the
 # node's interfaces (the bridge) and has the node's IP as podIP. The VM has
 # no network card: loopback, the bridge and veths only.
+# vm-guest: b
 # vm-timeout: 600
-# vm-mem: 1536M
+# vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 

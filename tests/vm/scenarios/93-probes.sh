@@ -8,11 +8,13 @@
 # succeeds (d); postStart writes a marker, preStop runs before SIGTERM (the
 # order of the lines in the container's log) (e); a failing postStart kills
 # the container (PostStartHookError) (f).
+# vm-guest: b
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 

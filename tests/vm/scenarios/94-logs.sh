@@ -9,11 +9,13 @@
 # with the container, -c required with two containers); a log over
 # containerLogMaxSize is rotated (renamed, reopened, gzipped, at most
 # containerLogMaxFiles files); `cubelet exec` passes output and exit code.
+# vm-guest: b
 # vm-timeout: 420
-# vm-mem: 1536M
+# vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 

@@ -10,11 +10,13 @@
 # hostPath volumes or probes yet), the full checks are skipped with the
 # reason, and a copy without the volume and the probes proves the image and
 # kubeadm's command line instead.
+# vm-guest: b
 # vm-timeout: 420
-# vm-mem: 1536M
+# vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
+t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 

@@ -1,0 +1,71 @@
+#!/bin/bash
+# `make test`: every suite, with the VM's guests running beside the host's.
+#   1. the build dependencies (apt-get, as root), the release build (-j2), the
+#      images, and for the VM its kernel, initramfs and the two package builds
+#   2. the VM scenarios start in the background (tests/vm/run-scenarios.sh:
+#      guests shared by several scenarios, VM_JOBS of them at once)
+#   3. meanwhile the ASan+UBSan build and the host suites (tests/run-tests.sh),
+#      then the clang build (-Werror, compile and link)
+#   4. the VM's TAP joins the others, and a table of where the time went:
+#      each step, suite, guest and scenario with its wall seconds, and the total
+# Ends with "N passed, N failed" for everything. VM_TESTS=0 leaves out the VM.
+#
+#   tests/test-all.sh BUILD_DIR MAKE
+set -u
+BUILD=${1:?usage: test-all.sh BUILD_DIR MAKE}
+MAKE=${2:-make}
+VM_TESTS=${VM_TESTS:-1}
+mkdir -p "$BUILD"
+BUILD=$(cd "$BUILD" && pwd)
+export TIMINGS=$BUILD/timings.tsv
+: >"$TIMINGS"
+t0=$(date +%s.%N)
+
+since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
+# step WHAT CMD...: CMD with its wall seconds in the table; stops at a failure
+step() {
+	what=$1
+	shift
+	s=$(date +%s.%N)
+	"$@"
+	rc=$?
+	printf '%s\t%s\n' "$what" "$(since "$s")" >>"$TIMINGS"
+	if [ "$rc" != 0 ]; then
+		echo "test-all: $what failed (exit $rc)" >&2
+		exit "$rc"
+	fi
+}
+
+step "deps (apt-get, when missing)" tests/install-deps.sh
+step "build: release, images, fake NVML (-j2)" \
+	$MAKE --no-print-directory -j2 all images "$BUILD/tests/fakes/libnvidia-ml.so.1"
+vm_pid=""
+if [ "$VM_TESTS" = 1 ]; then
+	step "build: VM kernel, initramfs, package builds" $MAKE --no-print-directory -j2 vm-image vm-debs
+	# the VM suite's output and status, collected by run-tests.sh
+	export VM_SUITE_LOG=$BUILD/vm-suite.log VM_SUITE_RC=$BUILD/vm-suite.rc
+	rm -f "$VM_SUITE_LOG" "$VM_SUITE_RC"
+	(
+		s=$(date +%s.%N)
+		VM_TIMINGS=$TIMINGS VM_IMAGES=$BUILD/images tests/vm/run-scenarios.sh >"$VM_SUITE_LOG" 2>&1
+		rc=$?
+		printf '%s\t%s\n' "suite: vm scenarios (from start to last guest's end)" \
+			"$(since "$s")" >>"$TIMINGS"
+		echo "$rc" >"$VM_SUITE_RC"
+	) &
+	vm_pid=$!
+	echo "test-all: the VM scenarios run in the background (log: $VM_SUITE_LOG)"
+fi
+step "build: asan+ubsan, unit and integration tests (-j2)" \
+	$MAKE --no-print-directory -j2 VARIANT=asan unit-test-build
+# the suites (run-tests.sh times each one), the clang build among them, and
+# the VM's suite once it is done
+VM_TESTS=$VM_TESTS IMAGES_DIR=$BUILD/images MAKE=$MAKE tests/run-tests.sh "$BUILD/asan"
+rc=$?
+[ -n "$vm_pid" ] && wait "$vm_pid"
+printf '%s\t%s\n' "total" "$(since "$t0")" >>"$TIMINGS"
+
+echo
+echo "Where the time went (wall seconds; the VM runs beside the host's suites, so the lines overlap):"
+awk -F'\t' '{ printf "  %-72s %8s\n", $1, $2 }' "$TIMINGS"
+exit "$rc"
