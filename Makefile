@@ -85,7 +85,7 @@ LIBS := $(B)/liblc.a $(B)/liblogs.a $(B)/libworker.a $(B)/libprobes.a $(B)/libpo
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: all deps test unit-test check-clang demo demo-plan bench bench-vm bench-host fuzz fuzz-build lint format format-check clean install
+.PHONY: all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-host fuzz fuzz-build lint format format-check clean install
 all: $(B)/cubelet $(B)/cubelet-gpu-plugin
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -201,25 +201,29 @@ $(B)/tests/fakes/libnvidia-ml.so.1: tests/fakes/nvml/fake-nvml.c
 	@echo "  CC      $@"
 	@$(CC) -std=c17 -D_GNU_SOURCE $(OPT) $(WARN) -Wno-missing-prototypes -Wno-missing-declarations \
 		-shared -fPIC -o $@ $< -lpthread
-unit-test: $(B)/cubelet-gpu-plugin $(B)/tests/fakes/libnvidia-ml.so.1
+unit-test-build: $(B)/cubelet-gpu-plugin $(B)/tests/fakes/libnvidia-ml.so.1
 
-unit-test: $(B)/cubelet $(TEST_BINS) $(IT_BINS) $(FUZZ_REPLAY) $(BENCH_BINS) images
+unit-test-build: $(B)/cubelet $(TEST_BINS) $(IT_BINS) $(FUZZ_REPLAY) $(BENCH_BINS) images
+unit-test: unit-test-build
 	@IMAGES_DIR=$(IMAGES_DIR) VM_TESTS=$(VM_TESTS) tests/run-tests.sh $(B)
 
 deps:
 	@tests/install-deps.sh
 
 # Every suite: unit (ASan+UBSan), golden plan files, fuzz corpora, integration
-# against a private containerd, images, lint, format, and the VM scenarios
-# (the release build runs as a systemd unit in the VM). VM_TESTS=0 skips the VM.
+# against a private containerd, images, lint, format, the clang build, and the
+# VM scenarios (the release build runs as a systemd unit in the VM), which run
+# in the background beside the rest (tests/test-all.sh); at the end a table of
+# each step's, suite's, guest's and scenario's wall seconds. VM_TESTS=0 skips
+# the VM.
 VM_TESTS ?= 1
-test: deps
-	@$(MAKE) --no-print-directory all images $(B)/tests/fakes/libnvidia-ml.so.1
-	@if [ "$(VM_TESTS)" = 1 ]; then $(MAKE) --no-print-directory vm-image vm-debs; fi
-	@$(MAKE) --no-print-directory VARIANT=asan VM_TESTS=$(VM_TESTS) unit-test
+test:
+	@VM_TESTS=$(VM_TESTS) tests/test-all.sh $(BUILD) "$(MAKE)"
 
+# The clang build (-Werror): compile and link only. `make test` runs it as a
+# suite; afterwards this finds it up to date.
 check-clang:
-	$(MAKE) --no-print-directory CC=clang BUILD=$(BUILD)/clang
+	@$(MAKE) --no-print-directory -j2 CC=clang BUILD=$(BUILD)/clang
 
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -I. $(PKG_CFLAGS)

@@ -13,11 +13,20 @@ skip=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
+# each suite's wall seconds, for the table at the end of `make test`
+timing() {
+        [ -n "${TIMINGS:-}" ] && printf 'suite: %s\t%s\n' "$1" \
+                "$(awk -v s="$2" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')" >>"$TIMINGS"
+}
+
 run_suite() {
         name=$1
         shift
+        started=$(date +%s.%N)
         "$@" >"$log" 2>&1
         rc=$?
+        # (the VM's, collected here, is timed by tests/test-all.sh)
+        [ "$name" = "vm scenarios" ] && [ -n "${VM_SUITE_LOG:-}" ] || timing "$name" "$started"
         ok=$(grep -c '^ok ' "$log")
         nok=$(grep -c '^not ok ' "$log")
         if [ "$rc" -eq 77 ]; then
@@ -54,12 +63,22 @@ run_suite "integration (containerd)" tests/integration/run.sh "$B" "${IMAGES_DIR
 if [ -x tests/images/run.sh ]; then
         run_suite "images" tests/images/run.sh
 fi
-if [ "${VM_TESTS:-0}" = 1 ] && [ -x tests/vm/run-scenarios.sh ]; then
-        run_suite "vm scenarios" env VM_IMAGES="$(cd "${IMAGES_DIR:-build/images}" && pwd)" tests/vm/run-scenarios.sh
-fi
 run_suite "lint" sh -c "tests/lint.sh '$B' && echo 'ok 1 - lint' || echo 'not ok 1 - lint'"
 if command -v clang-format >/dev/null; then
         run_suite "format" sh -c "make --no-print-directory format-check && echo 'ok 1 - clang-format' || echo 'not ok 1 - clang-format'"
+fi
+# the clang build (-Werror): compile and link (`make check-clang` finds it done)
+if [ "${CLANG_BUILD:-1}" = 1 ] && command -v clang >/dev/null; then
+        run_suite "clang build (-Werror, -j2)" sh -c "${MAKE:-make} --no-print-directory check-clang >&2 && echo 'ok 1 - clang build' || echo 'not ok 1 - clang build'"
+fi
+# The VM scenarios: run here, or (tests/test-all.sh) already running in the
+# background: their output and status are collected once they are done.
+if [ "${VM_TESTS:-0}" = 1 ] && [ -n "${VM_SUITE_LOG:-}" ]; then
+        echo "(waiting for the VM scenarios: $VM_SUITE_LOG)"
+        while [ ! -f "$VM_SUITE_RC" ]; do sleep 5; done
+        run_suite "vm scenarios" sh -c "cat '$VM_SUITE_LOG'; exit \$(cat '$VM_SUITE_RC')"
+elif [ "${VM_TESTS:-0}" = 1 ] && [ -x tests/vm/run-scenarios.sh ]; then
+        run_suite "vm scenarios" env VM_IMAGES="$(cd "${IMAGES_DIR:-build/images}" && pwd)" tests/vm/run-scenarios.sh
 fi
 
 [ "$skip" -gt 0 ] && echo "($skip suites skipped)"

@@ -12,11 +12,11 @@
 #
 #   tests/test-all.sh BUILD_DIR MAKE
 set -u
-BUILD=${1:?usage: test-all.sh BUILD_DIR MAKE}
+B=${1:?usage: test-all.sh BUILD_DIR MAKE}
 MAKE=${2:-make}
 VM_TESTS=${VM_TESTS:-1}
-mkdir -p "$BUILD"
-BUILD=$(cd "$BUILD" && pwd)
+mkdir -p "$B"
+BUILD=$(cd "$B" && pwd)
 export TIMINGS=$BUILD/timings.tsv
 : >"$TIMINGS"
 t0=$(date +%s.%N)
@@ -38,7 +38,7 @@ step() {
 
 step "deps (apt-get, when missing)" tests/install-deps.sh
 step "build: release, images, fake NVML (-j2)" \
-	$MAKE --no-print-directory -j2 all images "$BUILD/tests/fakes/libnvidia-ml.so.1"
+	$MAKE --no-print-directory -j2 all images "$B/tests/fakes/libnvidia-ml.so.1"
 vm_pid=""
 if [ "$VM_TESTS" = 1 ]; then
 	step "build: VM kernel, initramfs, package builds" $MAKE --no-print-directory -j2 vm-image vm-debs
@@ -60,7 +60,7 @@ step "build: asan+ubsan, unit and integration tests (-j2)" \
 	$MAKE --no-print-directory -j2 VARIANT=asan unit-test-build
 # the suites (run-tests.sh times each one), the clang build among them, and
 # the VM's suite once it is done
-VM_TESTS=$VM_TESTS IMAGES_DIR=$BUILD/images MAKE=$MAKE tests/run-tests.sh "$BUILD/asan"
+VM_TESTS=$VM_TESTS IMAGES_DIR=$BUILD/images MAKE=$MAKE tests/run-tests.sh "$B/asan"
 rc=$?
 [ -n "$vm_pid" ] && wait "$vm_pid"
 printf '%s\t%s\n' "total" "$(since "$t0")" >>"$TIMINGS"

@@ -138,6 +138,7 @@ done | sort -rn | cut -d' ' -f2)
 # finish there (a frozen guest) once more in another (VM_DIR/runs/GUEST.retry)
 run_guest() {
 	g=$1
+	rm -rf "$VM_DIR/runs/$g".*
 	"$HERE/run-vm.sh" -p "$plans/$g.plan" -o "$VM_DIR/runs/$g" >/dev/null 2>"$VM_DIR/runs/$g.stderr"
 	echo $? >"$VM_DIR/runs/$g.rc"
 	rm -rf "$VM_DIR/runs/$g.retry" "$VM_DIR/plans/$g.retry.plan"

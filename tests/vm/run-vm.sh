@@ -134,6 +134,9 @@ for unit in getty@tty1.service console-getty.service; do
 done
 
 cp -a "$HERE/guest/." "$root/"
+# the helpers (VM_LIB) as they are now: a run reads its own copy, whatever
+# the checkout becomes meanwhile
+cp -a "$HERE/lib" "$rundir/lib"
 # The guest's /tmp is the host's /tmp under the overlay (a checkout or images
 # under /tmp on the host stay visible); this replaces Debian's "D /tmp", which
 # would empty it at boot by whiting out every host entry, slowly, over 9p.
@@ -194,7 +197,7 @@ done
 {
 	echo "VM_SCENARIO=$name"
 	echo "VM_REPO=$REPO"
-	echo "VM_LIB=$HERE/lib"
+	echo "VM_LIB=/vm/lib"
 	echo "VM_MEM=$mem"
 	echo "VM_IMAGES=${VM_IMAGES:-}"
 	echo "VM_IMAGES_BUILDER=${VM_IMAGES_BUILDER:-}"

@@ -4,8 +4,9 @@
 #
 #   node-state.sh baseline   record the node as booted (before the first
 #                            scenario): units, cgroups, mounts, links, the
-#                            packet filter, and every file under the restored
-#                            trees (/etc /usr/local/bin and sbin, kept whole in a tar)
+#                            packet filter, every file under /etc (and a tar
+#                            of it), /usr/local/bin and /usr/local/sbin, and
+#                            what exists under the state trees (WIPED)
 #   node-state.sh reset      bring the node back to that record: stop every unit
 #                            the baseline did not run (cubelet, the GPU plugin,
 #                            nginx, prometheus, transient units), kill what
@@ -13,9 +14,10 @@
 #                            containerd (its state wiped, restarted: no
 #                            namespace, container, image or snapshot left),
 #                            unmount and remove what is new, delete new links
-#                            and packet-filter rules, restore /etc and
-#                            /usr/local, wipe cubelet's state and log trees,
-#                            empty the journal
+#                            and packet-filter rules, restore /etc (from the
+#                            tar) and /usr/local (from the host's /host),
+#                            empty the state trees of what is new, empty the
+#                            journal and the kernel's ring buffer
 #   node-state.sh check      compare the node with the record: prints one line
 #                            per difference and exits 1 if there is any
 #
@@ -254,7 +256,9 @@ reset() {
 	ts network, units again
 	journalctl --rotate >/dev/null 2>&1
 	journalctl --vacuum-time=1s >/dev/null 2>&1
-	ts journal emptied
+	# the kernel's ring buffer (OOM kills of the last scenario), cleared
+	dmesg -C 2>/dev/null
+	ts journal and ring buffer emptied
 	systemctl start containerd
 	for _ in $(seq 100); do
 		ctr version >/dev/null 2>&1 && break
@@ -283,6 +287,8 @@ check() {
 			done
 		done
 		ctr version >/dev/null 2>&1 || echo "containerd: not answering"
+		n=$(dmesg 2>/dev/null | grep -ciE 'out of memory|oom-kill|invoked oom-killer')
+		[ "$n" = 0 ] || echo "kernel: $n OOM lines in the ring buffer"
 		for u in cubelet cubelet-gpu-plugin; do
 			n=$(journalctl -q --no-pager -u "$u" -o cat 2>/dev/null | grep -c .)
 			[ "$n" = 0 ] || echo "journal: $n lines of $u.service"

@@ -6,6 +6,7 @@
 #   t_skip "description" "reason"
 #   t_diag "free text"                         # "# " comment lines
 #   t_node_clean                               # the node is as booted (first check)
+#   wait_until 30 test -e /run/x               # a condition, polled, with a deadline
 #   t_done                                     # prints the plan, sets exit status
 # Test numbers are the scenario's own; the harness renumbers them.
 _t_n=0
@@ -92,4 +93,17 @@ t_node_clean() {
 		_t_result 1 "the node starts clean (node-state.sh check: as recorded at boot)"
 		t_diag "$_t_out"
 	fi
+}
+
+# wait_until SECONDS CMD...: CMD (its output dropped) run every 0.2 s until it
+# succeeds (status 0) or SECONDS have passed (status 1). Scenarios wait on the
+# condition they need, never a fixed time.
+wait_until() {
+	_w_end=$(($(date +%s) + $1))
+	shift
+	while :; do
+		"$@" >/dev/null 2>&1 && return 0
+		[ "$(date +%s)" -ge "$_w_end" ] && return 1
+		sleep 0.2
+	done
 }

@@ -191,53 +191,56 @@ fi
 t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" \
 	"$((2 + 3))" "containerd runs exactly the remaining tasks (2 sandboxes, 3 containers)"
 
+# (e and f read manifests: the same under both drivers)
+if once_per_matrix "e, f (manifest errors, refused and ignored fields)"; then
 # ---- e. a malformed manifest beside good ones -------------------------------------------------
-bronze_id=$(ctr_field "bronze-$NODE" app id)
-printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: broken\nspec:\n  containers:\n  - name: app\n    image: x\n    resources: {limits: {cpu: 12XB}}\n' >"$M/broken.yaml"
-sleep 3
-errs=$("$CUBELET" status 2>&1)
-t_contains "$errs" "$M/broken.yaml:9: spec.containers[0].resources.limits[cpu]: invalid quantity \"12XB\": unknown suffix \"XB\"" \
-	"status names the broken file, line, field and error"
-t_is "$(ctr_field "bronze-$NODE" app id)" "$bronze_id" "the good pods are untouched (same container)"
-t_is "$(pod_field "bronze-$NODE" phase)" Running "and still Running"
-t_ok "the journal has the error once" sh -c "journalctl -u cubelet --no-pager | grep -c 'broken.yaml:9' | grep -qx 1"
+	bronze_id=$(ctr_field "bronze-$NODE" app id)
+	printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: broken\nspec:\n  containers:\n  - name: app\n    image: x\n    resources: {limits: {cpu: 12XB}}\n' >"$M/broken.yaml"
+	wait_until 30 sh -c "'$CUBELET' status 2>&1 | grep -q 'broken.yaml:9'"
+	errs=$("$CUBELET" status 2>&1)
+	t_contains "$errs" "$M/broken.yaml:9: spec.containers[0].resources.limits[cpu]: invalid quantity \"12XB\": unknown suffix \"XB\"" \
+		"status names the broken file, line, field and error"
+	t_is "$(ctr_field "bronze-$NODE" app id)" "$bronze_id" "the good pods are untouched (same container)"
+	t_is "$(pod_field "bronze-$NODE" phase)" Running "and still Running"
+	t_ok "the journal has the error once" sh -c "journalctl -u cubelet --no-pager | grep -c 'broken.yaml:9' | grep -qx 1"
 
 # ---- f. a refused field fails its pod; an ignored one is a warning ---------------------------
-cat >"$M/probed.yaml" <<'Y'
-apiVersion: v1
-kind: Pod
-metadata: {name: probed}
-spec:
-  containers:
-  - name: app
-    image: localhost/cubelet/busybox:1
-    command: [sleep, "3600"]
-    stdin: true
-Y
-cat >"$M/ignored.yaml" <<'Y'
-apiVersion: v1
-kind: Pod
-metadata: {name: ignored}
-spec:
-  schedulerName: edge-scheduler
-  containers:
-  - name: app
-    image: localhost/cubelet/busybox:1
-    command: [sleep, "3600"]
-Y
-t_ok "the pod with stdin: true is Failed" wait_phase "probed-$NODE" Failed 60
-t_is "$(pod_field "probed-$NODE" reason)" UnsupportedField "its reason is UnsupportedField"
-t_is "$(pod_field "probed-$NODE" message)" "spec.containers[0].stdin: not supported by cubelet" \
-	"its message names the field path"
-t_ok "the pod with an ignored field runs" wait_phase "ignored-$NODE" Running 120
-t_contains "$("$CUBELET" status 2>&1)" "warning spec.schedulerName: ignored: a static pod is not scheduled" \
-	"cubelet status shows its warning"
-sleep 21 # a rescan (20 s) finds both pods again: nothing is said twice
-t_ok "the journal has the warning once" sh -c "journalctl -u cubelet --no-pager | grep -c 'spec.schedulerName: ignored' | grep -qx 1"
-t_ok "and the refusal once" sh -c "journalctl -u cubelet --no-pager | grep -c 'probed-$NODE refused: UnsupportedField' | grep -qx 1"
-t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" "$((3 + 4))" \
-	"containerd runs the ignored pod and nothing of the refused one (3 sandboxes, 4 containers)"
-t_is "$(pod_field "bronze-$NODE" phase)" Running "the other pods are untouched"
+	cat >"$M/probed.yaml" <<-'Y'
+	apiVersion: v1
+	kind: Pod
+	metadata: {name: probed}
+	spec:
+	  containers:
+	  - name: app
+	    image: localhost/cubelet/busybox:1
+	    command: [sleep, "3600"]
+	    stdin: true
+	Y
+	cat >"$M/ignored.yaml" <<-'Y'
+	apiVersion: v1
+	kind: Pod
+	metadata: {name: ignored}
+	spec:
+	  schedulerName: edge-scheduler
+	  containers:
+	  - name: app
+	    image: localhost/cubelet/busybox:1
+	    command: [sleep, "3600"]
+	Y
+	t_ok "the pod with stdin: true is Failed" wait_phase "probed-$NODE" Failed 60
+	t_is "$(pod_field "probed-$NODE" reason)" UnsupportedField "its reason is UnsupportedField"
+	t_is "$(pod_field "probed-$NODE" message)" "spec.containers[0].stdin: not supported by cubelet" \
+		"its message names the field path"
+	t_ok "the pod with an ignored field runs" wait_phase "ignored-$NODE" Running 120
+	t_contains "$("$CUBELET" status 2>&1)" "warning spec.schedulerName: ignored: a static pod is not scheduled" \
+		"cubelet status shows its warning"
+	sleep 21 # a rescan (20 s) finds both pods again: nothing is said twice
+	t_ok "the journal has the warning once" sh -c "journalctl -u cubelet --no-pager | grep -c 'spec.schedulerName: ignored' | grep -qx 1"
+	t_ok "and the refusal once" sh -c "journalctl -u cubelet --no-pager | grep -c 'probed-$NODE refused: UnsupportedField' | grep -qx 1"
+	t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" "$((3 + 4))" \
+		"containerd runs the ignored pod and nothing of the refused one (3 sandboxes, 4 containers)"
+	t_is "$(pod_field "bronze-$NODE" phase)" Running "the other pods are untouched"
+fi
 
 "$CUBELET" status >"$VM_OUT/status.txt" 2>&1
 cubelet_teardown

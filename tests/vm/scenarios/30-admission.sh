@@ -100,46 +100,49 @@ rm -f "$M/excl-b.yaml" "$M/shared.yaml"
 t_ok "excl-b and shared go away" sh -c "for i in \$(seq 240); do [ \"\$($CUBELET status -o json | jq '.pods | length')\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
 t_is "$(jqs .cpuManager.sharedPool)" 0-3 "the shared pool is whole again"
 
+# (admission decisions: the same under both drivers)
+if once_per_matrix "preemption, host ports"; then
 # ---- preemption on a full node: allocatable cpu is 4000m - 200m = 3800m -------------------
-pod low '{requests: {cpu: 3, memory: 16Mi}}' 10
-t_ok "pod low (priority 10, cpu 3) reaches Running" wait_phase "low-$NODE" Running 180
-pod high '{requests: {cpu: 1500m, memory: 16Mi}}' 1000
-t_ok "pod high (priority 1000, cpu 1500m) reaches Running" wait_phase "high-$NODE" Running 240
-t_is "$(podq low .phase)" Failed "the victim low is Failed"
-t_is "$(podq low .reason)" Preempted "with reason Preempted"
-t_is "$(podq low .message)" "Preempted in order to admit pod default/high-$NODE" "and the preemptor named"
-lowuid=$(podq low .uid)
-t_ok "low's sandbox and containers are removed" sh -c "for i in \$(seq 120); do [ \"\$(ctr -n k8s.io containers ls -q 'labels.\"cubelet.io/pod-uid\"==$lowuid' | wc -l)\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
-pod peer '{requests: {cpu: 2500m, memory: 16Mi}}' 1000
-t_ok "pod peer (priority 1000, cpu 2500m) does not fit and cannot preempt its equal" \
-	sh -c "for i in \$(seq 60); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"peer-$NODE\") | .reason')\" = OutOfcpu ] && exit 0; sleep 0.5; done; exit 1"
-t_is "$(podq peer .message)" "Pod was rejected: Node didn't have enough resource: cpu, requested: 2500, used: 1500, capacity: 3800" \
-	"peer's message is kubelet's"
-t_is "$(podq high .phase)" Running "high keeps running"
-rm -f "$M/low.yaml" "$M/high.yaml" "$M/peer.yaml"
+	pod low '{requests: {cpu: 3, memory: 16Mi}}' 10
+	t_ok "pod low (priority 10, cpu 3) reaches Running" wait_phase "low-$NODE" Running 180
+	pod high '{requests: {cpu: 1500m, memory: 16Mi}}' 1000
+	t_ok "pod high (priority 1000, cpu 1500m) reaches Running" wait_phase "high-$NODE" Running 240
+	t_is "$(podq low .phase)" Failed "the victim low is Failed"
+	t_is "$(podq low .reason)" Preempted "with reason Preempted"
+	t_is "$(podq low .message)" "Preempted in order to admit pod default/high-$NODE" "and the preemptor named"
+	lowuid=$(podq low .uid)
+	t_ok "low's sandbox and containers are removed" sh -c "for i in \$(seq 120); do [ \"\$(ctr -n k8s.io containers ls -q 'labels.\"cubelet.io/pod-uid\"==$lowuid' | wc -l)\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
+	pod peer '{requests: {cpu: 2500m, memory: 16Mi}}' 1000
+	t_ok "pod peer (priority 1000, cpu 2500m) does not fit and cannot preempt its equal" \
+		sh -c "for i in \$(seq 60); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"peer-$NODE\") | .reason')\" = OutOfcpu ] && exit 0; sleep 0.5; done; exit 1"
+	t_is "$(podq peer .message)" "Pod was rejected: Node didn't have enough resource: cpu, requested: 2500, used: 1500, capacity: 3800" \
+		"peer's message is kubelet's"
+	t_is "$(podq high .phase)" Running "high keeps running"
+	rm -f "$M/low.yaml" "$M/high.yaml" "$M/peer.yaml"
 
 # ---- host ports -------------------------------------------------------------------------------
-busybox nc -l -p 18080 >/dev/null 2>&1 &
-listener=$!
-sleep 1
-cat >"$M/porty.yaml" <<'Y'
-apiVersion: v1
-kind: Pod
-metadata: {name: porty}
-spec:
-  hostNetwork: true
-  containers:
-  - name: web
-    image: localhost/cubelet/busybox:1
-    command: [sleep, "3600"]
-    ports: [{containerPort: 18080, hostPort: 18080}]
-Y
-t_ok "porty is rejected" sh -c "for i in \$(seq 60); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"porty-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
-t_is "$(podq porty .reason)" NodePorts "with reason NodePorts"
-t_is "$(podq porty .message)" "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" \
-	"and kubelet's message"
-t_is "$(sandboxes_of "$(podq porty .uid)")" 0 "no sandbox was made for it"
-kill "$listener" 2>/dev/null
+	busybox nc -l -p 18080 >/dev/null 2>&1 &
+	listener=$!
+	wait_until 10 sh -c "ss -Hltn 'sport = :18080' | grep -q ."
+	cat >"$M/porty.yaml" <<-'Y'
+	apiVersion: v1
+	kind: Pod
+	metadata: {name: porty}
+	spec:
+	  hostNetwork: true
+	  containers:
+	  - name: web
+	    image: localhost/cubelet/busybox:1
+	    command: [sleep, "3600"]
+	    ports: [{containerPort: 18080, hostPort: 18080}]
+	Y
+	t_ok "porty is rejected" sh -c "for i in \$(seq 60); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"porty-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
+	t_is "$(podq porty .reason)" NodePorts "with reason NodePorts"
+	t_is "$(podq porty .message)" "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" \
+		"and kubelet's message"
+	t_is "$(sandboxes_of "$(podq porty .uid)")" 0 "no sandbox was made for it"
+	kill "$listener" 2>/dev/null
+fi
 t_diag "$($CUBELET status 2>&1)"
 cubelet_teardown
 t_done

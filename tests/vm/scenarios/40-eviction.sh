@@ -103,39 +103,45 @@ hoguid=$(podq hog .uid)
 t_ok "the hog's sandbox is gone" sh -c "for i in \$(seq 60); do [ \"\$(ctr -n k8s.io containers ls -q 'labels.\"cubelet.io/pod-uid\"==$hoguid' | wc -l)\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
 # the hog would be admitted again once the pressure is gone: take it away
 rm -f "$M/hog.yaml" "$M/late.yaml"
-t_ok "MemoryPressure clears after the 60 s transition period" sh -c "for i in \$(seq 240); do [ \"\$($CUBELET status -o json | jq -r '.conditions[] | select(.type==\"MemoryPressure\") | .status')\" = False ] && exit 0; sleep 0.5; done; exit 1"
-t_is "$(podq gold .phase)" Running "gold (Guaranteed) survived"
-t_is "$(podq silver .phase)" Running "silver (Burstable) survived"
+# The transition period and the ranking among Burstable pods (2) are the same
+# under both drivers; what can differ (reading the pods' usage from their
+# cgroups, evicting through them, the kernel's OOM killer never acting) is
+# checked above and below in both runs.
+if once_per_matrix "the transition period, 2 (ranking among Burstable pods)"; then
+	t_ok "MemoryPressure clears after the 60 s transition period" sh -c "for i in \$(seq 240); do [ \"\$($CUBELET status -o json | jq -r '.conditions[] | select(.type==\"MemoryPressure\") | .status')\" = False ] && exit 0; sleep 0.5; done; exit 1"
+	t_is "$(podq gold .phase)" Running "gold (Guaranteed) survived"
+	t_is "$(podq silver .phase)" Running "silver (Burstable) survived"
 
 # ---- 2. two Burstable pods: the one furthest over its requests goes first --------------------------
-# bronze-a holds 150Mi with a 16Mi request (134Mi over); bronze-b grows to 260Mi with a
-# 200Mi request: at the crossing it is < 100Mi over. Without bronze-a there is no pressure.
-pod bronze-a '{requests: {cpu: 50m, memory: 16Mi}}' "$(hold_cmd 150)"
-t_ok "bronze-a (Burstable, holds 150Mi, requests 16Mi) reaches Running" wait_phase "bronze-a-$NODE" Running 180
-sleep 5
-pod bronze-b '{requests: {cpu: 50m, memory: 200Mi}}' "$(hold_cmd 260 0.2)"
-t_ok "bronze-b (Burstable, grows to 260Mi, requests 200Mi) reaches Running" wait_phase "bronze-b-$NODE" Running 180
-t_ok "bronze-a is evicted" sh -c "for i in \$(seq 600); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"bronze-a-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
-t_is "$(podq bronze-a .reason)" Evicted "bronze-a's reason is Evicted"
-# read at once; the transition period (60 s) keeps bronze-a out until bronze-b is done
-t_is "$(jqs '[.eviction.decisions[].pod] | join(",")')" "default/hog-$NODE,default/bronze-a-$NODE" \
-	"decisions: the hog, then bronze-a"
-t_ok "bronze-b finishes its allocation" sh -c "for i in \$(seq 600); do grep -q held /var/log/pods/*bronze-b*/app/0.log 2>/dev/null && exit 0; sleep 0.5; done; exit 1"
-sleep 3
-t_is "$(podq bronze-b .phase)" Running "bronze-b (the one growing, but less over its request) survives"
-t_is "$(podq gold .phase)" Running "gold (Guaranteed) survives"
-t_is "$(podq bronze-a .phase)" Failed "bronze-a stays Failed while MemoryPressure lasts"
+	# bronze-a holds 150Mi with a 16Mi request (134Mi over); bronze-b grows to 260Mi with a
+	# 200Mi request: at the crossing it is < 100Mi over. Without bronze-a there is no pressure.
+	pod bronze-a '{requests: {cpu: 50m, memory: 16Mi}}' "$(hold_cmd 150)"
+	t_ok "bronze-a (Burstable, holds 150Mi, requests 16Mi) reaches Running" wait_phase "bronze-a-$NODE" Running 180
+	t_ok "bronze-a holds its 150Mi" wait_until 120 sh -c "grep -q held /var/log/pods/*bronze-a*/app/0.log"
+	pod bronze-b '{requests: {cpu: 50m, memory: 200Mi}}' "$(hold_cmd 260 0.2)"
+	t_ok "bronze-b (Burstable, grows to 260Mi, requests 200Mi) reaches Running" wait_phase "bronze-b-$NODE" Running 180
+	t_ok "bronze-a is evicted" sh -c "for i in \$(seq 600); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"bronze-a-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
+	t_is "$(podq bronze-a .reason)" Evicted "bronze-a's reason is Evicted"
+	# read at once; the transition period (60 s) keeps bronze-a out until bronze-b is done
+	t_is "$(jqs '[.eviction.decisions[].pod] | join(",")')" "default/hog-$NODE,default/bronze-a-$NODE" \
+		"decisions: the hog, then bronze-a"
+	t_ok "bronze-b finishes its allocation" sh -c "for i in \$(seq 600); do grep -q held /var/log/pods/*bronze-b*/app/0.log 2>/dev/null && exit 0; sleep 0.5; done; exit 1"
+	sleep 3
+	t_is "$(podq bronze-b .phase)" Running "bronze-b (the one growing, but less over its request) survives"
+	t_is "$(podq gold .phase)" Running "gold (Guaranteed) survives"
+	t_is "$(podq bronze-a .phase)" Failed "bronze-a stays Failed while MemoryPressure lasts"
 
-# an evicted pod whose manifest stays is admitted again once the pressure is gone; without
-# bronze-b (together they are over the threshold) it then runs for good
-rm -f "$M/bronze-b.yaml"
-t_ok "once MemoryPressure has cleared, bronze-a is admitted again and runs" wait_phase "bronze-a-$NODE" Running 150
-cg=$(podq bronze-a .cgroup)
-t_ok "bronze-a holds its 150Mi again (memory.current of $cg)" sh -c "for i in \$(seq 240); do [ \$(cat /sys/fs/cgroup/$cg/memory.current) -ge $((150 * MiB)) ] && exit 0; sleep 0.5; done; exit 1"
-sleep 2
-t_is "$(jqs '[.eviction.decisions[].pod] | join(",")')" "default/hog-$NODE,default/bronze-a-$NODE" \
-	"no further eviction"
-rm -f "$M/bronze-a.yaml"
+	# an evicted pod whose manifest stays is admitted again once the pressure is gone; without
+	# bronze-b (together they are over the threshold) it then runs for good
+	rm -f "$M/bronze-b.yaml"
+	t_ok "once MemoryPressure has cleared, bronze-a is admitted again and runs" wait_phase "bronze-a-$NODE" Running 150
+	cg=$(podq bronze-a .cgroup)
+	t_ok "bronze-a holds its 150Mi again (memory.current of $cg)" sh -c "for i in \$(seq 240); do [ \$(cat /sys/fs/cgroup/$cg/memory.current) -ge $((150 * MiB)) ] && exit 0; sleep 0.5; done; exit 1"
+	sleep 2
+	t_is "$(jqs '[.eviction.decisions[].pod] | join(",")')" "default/hog-$NODE,default/bronze-a-$NODE" \
+		"no further eviction"
+	rm -f "$M/bronze-a.yaml"
+fi
 
 # ---- the OOM killer never acted ------------------------------------------------------------------
 ooms=$(find /sys/fs/cgroup -name memory.events -exec awk '/^oom_kill /{s+=$2} END{print s+0}' {} + | awk '{s+=$1} END{print s+0}')

@@ -98,7 +98,7 @@ t_is "$(url_pod api source)" "$URL" "a. its source is the URL"
 
 # ---- b. unchanged: 304s
 n304=$(fetches notModified)
-sleep 4.5
+wait_until 30 eval 'test "$(fetches notModified)" -ge $((n304 + 2))'
 t_ok "b. 304s are counted ($n304 -> $(fetches notModified))" test "$(fetches notModified)" -ge $((n304 + 2))
 t_is "$(status_py "s['manifestURL']['lastStatus']")" 304 "b. the last answer is a 304"
 t_ok "b. /metrics counts them: cubelet_http_source_fetches_total{result=\"notModified\"} >= 2" sh -c \
@@ -118,7 +118,7 @@ t_is "$(url_pod api uid)" "$API_UID" "c. api is untouched"
 before=$(status_py "sorted((p['uid'], p['restarts'], [c['id'] for c in p['containers']]) for p in s['pods'])")
 errs=$(fetches error)
 nginx_stop
-sleep 7
+wait_until 40 eval 'test "$(fetches error)" -ge $((errs + 3))'
 t_ok "d. at least three failed fetches" test "$(fetches error)" -ge $((errs + 3))
 t_contains "$(status_py "s['manifestURL']['lastError']")" "$URL: Failed to connect to 127.0.0.1 port $TLS" \
 	"d. status names the URL and the error"

@@ -113,7 +113,7 @@ t_is "$(in_ctr vols 'cat /cache/marker')" kept "the emptyDir's file is still the
 # ---- e. cubelet restart: nothing duplicated, nothing lost -----------------------------------
 in_ctr vols 'echo tmp > /mem/m' >/dev/null
 systemctl restart cubelet
-sleep 5
+wait_until 30 status_json
 t_ok "after a cubelet restart the pod is Running" wait_phase "vols-$NODE" Running 60
 sleep 3
 t_is "$(grep -c " $ED/mem tmpfs" /proc/mounts)" 1 "the tmpfs is not mounted twice after the restart"

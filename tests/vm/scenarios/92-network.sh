@@ -148,7 +148,6 @@ t_contains "$pods" "\"podIPs\":[{\"ip\":\"$cip\"}]" "/pods: client's podIPs"
 suid=$(pod_field "server-$NODE" uid)
 before=$(sandboxes_of "$suid")
 systemctl restart cubelet
-sleep 3
 for i in $(seq 40); do
 	[ "$(pod_field "server-$NODE" podIP)" = "$sip" ] && break
 	sleep 0.5
