@@ -206,7 +206,9 @@ done
 } >"$rundir/env"
 
 # ---- qemu ----------------------------------------------------------------------
-append="console=ttyS0,115200 panic=-1 rdinit=/init mitigations=off SYSTEMD_COLORS=0"
+# tsc=reliable: no clocksource watchdog, so that a guest slowed by a loaded host
+# never falls back to the HPET, whose every read is emulated
+append="console=ttyS0,115200 panic=-1 rdinit=/init mitigations=off tsc=reliable SYSTEMD_COLORS=0"
 append+=" systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all"
 append+=" systemd.unit=multi-user.target systemd.journald.forward_to_console=0"
 append+=" cubeletvm.modules=$VM_DIR/kernel/lib/modules/$abi"
