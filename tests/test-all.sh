@@ -41,7 +41,8 @@ step "build: release, images, fake NVML (-j2)" \
 	$MAKE --no-print-directory -j2 all images "$B/tests/fakes/libnvidia-ml.so.1"
 vm_pid=""
 if [ "$VM_TESTS" = 1 ]; then
-	step "build: VM kernel, initramfs, package builds" $MAKE --no-print-directory -j2 vm-image vm-debs
+	step "build: VM kernel, initramfs, package builds, status-fetch" \
+		$MAKE --no-print-directory -j2 vm-image vm-debs vm-tools
 	# the VM suite's output and status, collected by run-tests.sh
 	export VM_SUITE_LOG=$BUILD/vm-suite.log VM_SUITE_RC=$BUILD/vm-suite.rc
 	rm -f "$VM_SUITE_LOG" "$VM_SUITE_RC"

@@ -19,7 +19,16 @@ export VM_DIR
 
 VM_IMAGE_FILES := $(VM_DIR)/vmlinuz $(VM_DIR)/initrd.img
 
-.PHONY: vm-deps vm-image vm-test vm-run vm-shell vm-clean
+.PHONY: vm-deps vm-image vm-tools vm-test vm-run vm-shell vm-clean
+
+# The scenarios' static reader of cubelet's status socket (tests/vm/tools,
+# lib/cubelet.sh's status_json): a poll costs one exec, no dynamic linking.
+VM_TOOLS := $(BUILD)/tests/vm/status-fetch
+$(BUILD)/tests/vm/status-fetch: tests/vm/tools/status-fetch.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@ (static)"
+	@$(CC) -std=c17 -O2 $(WARN) -static -o $@ $<
+vm-tools: $(VM_TOOLS)
 
 vm-deps:
 	@tests/vm/deps.sh
@@ -32,10 +41,10 @@ $(VM_IMAGE_FILES) &: tests/vm/init tests/vm/build-image.sh | vm-deps
 vm-image: vm-deps $(VM_IMAGE_FILES)
 
 # vm-debs (packaging/packaging.mk): the two package builds of scenario 60-package.
-vm-test: vm-image vm-debs
+vm-test: vm-image vm-debs vm-tools
 	@tests/vm/run-scenarios.sh
 
-vm-run: vm-image
+vm-run: vm-image vm-tools
 	@test -n "$(VM_SCENARIO)" || { echo "usage: make vm-run VM_SCENARIO=tests/vm/scenarios/NAME.sh" >&2; exit 2; }
 	@tests/vm/run-vm.sh "$(VM_SCENARIO)"
 

@@ -56,6 +56,8 @@ Y
 for p in gold silver bronze; do
 	t_ok "pod $p-$NODE reaches Running" wait_phase "$p-$NODE" Running 180
 done
+t_is "$("$CUBELET" status -o json | jq -c '[.pods[].name] | sort')" "$(status_json | jq -c '[.pods[].name] | sort')" \
+	"cubelet status -o json prints the status socket's document (what the polls read)"
 t_is "$(pod_field "gold-$NODE" qosClass)" Guaranteed "gold is Guaranteed"
 t_is "$(pod_field "silver-$NODE" qosClass)" Burstable "silver is Burstable"
 t_is "$(pod_field "bronze-$NODE" qosClass)" BestEffort "bronze is BestEffort"
@@ -169,8 +171,8 @@ sed -i 's/memory: 96Mi/memory: 128Mi/' "$M/burstable.yaml"
 newuid=$(plan_value "$M/burstable.yaml" uid)
 t_ok "the edited pod gets a new UID and runs again" sh -c "
 	for i in \$(seq 360); do
-		[ \"\$($CUBELET status -o json | grep -c '\"uid\": \"$newuid\"')\" = 1 ] &&
-		[ \"\$($CUBELET status -o json | grep -A3 '\"uid\": \"$newuid\"' | grep -c Running)\" = 1 ] && exit 0
+		[ \"\$($STATUS_JSON | grep -c '\"uid\": \"$newuid\"')\" = 1 ] &&
+		[ \"\$($STATUS_JSON | grep -A3 '\"uid\": \"$newuid\"' | grep -c Running)\" = 1 ] && exit 0
 		sleep 0.5
 	done; exit 1"
 t_ok "the old pod's cgroup is gone ($oldpath)" sh -c "for i in \$(seq 120); do [ -n '$oldpath' ] && [ ! -e /sys/fs/cgroup/$oldpath ] && exit 0; sleep 0.5; done; exit 1"

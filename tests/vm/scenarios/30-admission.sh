@@ -97,7 +97,7 @@ t_ok "shared's container grows back to 0-1,3" wait_effective shared app 0-1,3 60
 t_is "$(jqs .cpuManager.sharedPool)" 0-1,3 "the shared pool is 0-1,3 again"
 t_is "$(effective excl-b app)" 2 "excl-b keeps CPU 2"
 rm -f "$M/excl-b.yaml" "$M/shared.yaml"
-t_ok "excl-b and shared go away" sh -c "for i in \$(seq 240); do [ \"\$($CUBELET status -o json | jq '.pods | length')\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
+t_ok "excl-b and shared go away" sh -c "for i in \$(seq 240); do [ \"\$($STATUS_JSON | jq '.pods | length')\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
 t_is "$(jqs .cpuManager.sharedPool)" 0-3 "the shared pool is whole again"
 
 # (admission decisions: the same under both drivers)
@@ -114,7 +114,7 @@ if once_per_matrix "preemption, host ports"; then
 	t_ok "low's sandbox and containers are removed" sh -c "for i in \$(seq 120); do [ \"\$(ctr -n k8s.io containers ls -q 'labels.\"cubelet.io/pod-uid\"==$lowuid' | wc -l)\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
 	pod peer '{requests: {cpu: 2500m, memory: 16Mi}}' 1000
 	t_ok "pod peer (priority 1000, cpu 2500m) does not fit and cannot preempt its equal" \
-		sh -c "for i in \$(seq 60); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"peer-$NODE\") | .reason')\" = OutOfcpu ] && exit 0; sleep 0.5; done; exit 1"
+		sh -c "for i in \$(seq 60); do [ \"\$($STATUS_JSON | jq -r '.pods[] | select(.name==\"peer-$NODE\") | .reason')\" = OutOfcpu ] && exit 0; sleep 0.5; done; exit 1"
 	t_is "$(podq peer .message)" "Pod was rejected: Node didn't have enough resource: cpu, requested: 2500, used: 1500, capacity: 3800" \
 		"peer's message is kubelet's"
 	t_is "$(podq high .phase)" Running "high keeps running"
@@ -136,7 +136,7 @@ if once_per_matrix "preemption, host ports"; then
 	    command: [sleep, "3600"]
 	    ports: [{containerPort: 18080, hostPort: 18080}]
 	Y
-	t_ok "porty is rejected" sh -c "for i in \$(seq 60); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"porty-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
+	t_ok "porty is rejected" sh -c "for i in \$(seq 60); do [ \"\$($STATUS_JSON | jq -r '.pods[] | select(.name==\"porty-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
 	t_is "$(podq porty .reason)" NodePorts "with reason NodePorts"
 	t_is "$(podq porty .message)" "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" \
 		"and kubelet's message"

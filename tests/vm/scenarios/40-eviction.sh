@@ -80,7 +80,7 @@ pod silver '{requests: {cpu: 100m, memory: 32Mi}}' "$(hold_cmd 24)"
 t_ok "pod silver (Burstable) reaches Running" wait_phase "silver-$NODE" Running 180
 pod hog '{}' "$(hold_cmd 900 0.1)"
 t_ok "pod hog (BestEffort, grows without limit) reaches Running" wait_phase "hog-$NODE" Running 180
-t_ok "the hog is evicted" sh -c "for i in \$(seq 600); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"hog-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
+t_ok "the hog is evicted" sh -c "for i in \$(seq 600); do [ \"\$($STATUS_JSON | jq -r '.pods[] | select(.name==\"hog-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
 t_is "$(podq hog .reason)" Evicted "its reason is Evicted"
 t_contains "$(podq hog .message)" "The node was low on resource: memory. Threshold quantity: ${T}Mi, available: " \
 	"its message is kubelet's"
@@ -94,7 +94,7 @@ spec:
   containers:
   - {name: app, image: "localhost/cubelet/busybox:1", command: [sleep, "3600"]}
 Y
-t_ok "a BestEffort pod arriving under MemoryPressure is rejected" sh -c "for i in \$(seq 30); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"late-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
+t_ok "a BestEffort pod arriving under MemoryPressure is rejected" sh -c "for i in \$(seq 30); do [ \"\$($STATUS_JSON | jq -r '.pods[] | select(.name==\"late-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
 t_is "$(podq late .reason)" Evicted "with reason Evicted"
 t_is "$(podq late .message)" "Pod was rejected: The node had condition: [MemoryPressure]. " "and kubelet's message"
 t_is "$(jqs '.eviction.decisions | length')" 1 "one eviction decision so far"
@@ -108,7 +108,7 @@ rm -f "$M/hog.yaml" "$M/late.yaml"
 # cgroups, evicting through them, the kernel's OOM killer never acting) is
 # checked above and below in both runs.
 if once_per_matrix "the transition period, 2 (ranking among Burstable pods)"; then
-	t_ok "MemoryPressure clears after the 60 s transition period" sh -c "for i in \$(seq 240); do [ \"\$($CUBELET status -o json | jq -r '.conditions[] | select(.type==\"MemoryPressure\") | .status')\" = False ] && exit 0; sleep 0.5; done; exit 1"
+	t_ok "MemoryPressure clears after the 60 s transition period" sh -c "for i in \$(seq 240); do [ \"\$($STATUS_JSON | jq -r '.conditions[] | select(.type==\"MemoryPressure\") | .status')\" = False ] && exit 0; sleep 0.5; done; exit 1"
 	t_is "$(podq gold .phase)" Running "gold (Guaranteed) survived"
 	t_is "$(podq silver .phase)" Running "silver (Burstable) survived"
 
@@ -120,7 +120,7 @@ if once_per_matrix "the transition period, 2 (ranking among Burstable pods)"; th
 	t_ok "bronze-a holds its 150Mi" wait_until 120 sh -c "grep -q held /var/log/pods/*bronze-a*/app/0.log"
 	pod bronze-b '{requests: {cpu: 50m, memory: 200Mi}}' "$(hold_cmd 260 0.2)"
 	t_ok "bronze-b (Burstable, grows to 260Mi, requests 200Mi) reaches Running" wait_phase "bronze-b-$NODE" Running 180
-	t_ok "bronze-a is evicted" sh -c "for i in \$(seq 600); do [ \"\$($CUBELET status -o json | jq -r '.pods[] | select(.name==\"bronze-a-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
+	t_ok "bronze-a is evicted" sh -c "for i in \$(seq 600); do [ \"\$($STATUS_JSON | jq -r '.pods[] | select(.name==\"bronze-a-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
 	t_is "$(podq bronze-a .reason)" Evicted "bronze-a's reason is Evicted"
 	# read at once; the transition period (60 s) keeps bronze-a out until bronze-b is done
 	t_is "$(jqs '[.eviction.decisions[].pod] | join(",")')" "default/hog-$NODE,default/bronze-a-$NODE" \

@@ -172,7 +172,7 @@ t_is "$(in_ctr g 'echo $NVIDIA_VISIBLE_DEVICES')" "$ga" "and sees it"
 # table still held the first freed pod while the second one's hooks walked it)
 pid=$(systemctl show -p MainPID --value cubelet)
 rm -f "$M/f.yaml" "$M/g.yaml"
-t_ok "pods f and g go together" sh -c "for i in \$(seq 180); do [ \"\$($CUBELET status -o json | jq '[.pods[] | select(.name == \"f-$NODE\" or .name == \"g-$NODE\")] | length')\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
+t_ok "pods f and g go together" sh -c "for i in \$(seq 180); do [ \"\$($STATUS_JSON | jq '[.pods[] | select(.name == \"f-$NODE\" or .name == \"g-$NODE\")] | length')\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
 t_is "$(systemctl show -p MainPID --value cubelet)" "$pid" "cubelet survived it (same PID)"
 t_ok "both GPUs are free again" wait_alloc 2 30
 

@@ -104,7 +104,7 @@ cp "$MANIFEST" "$M/etcd.yaml"
 run_checks "kubeadm manifest"
 t_ok "the data lands in the hostPath: /var/lib/etcd/member/snap/db" test -s /var/lib/etcd/member/snap/db
 t_ok "etcd-$NODE becomes Ready (startup then liveness probes pass)" \
-	sh -c "for i in \$(seq 240); do [ \"\$('$CUBELET' status -o json | jq -r '.pods[] | select(.name == \"etcd-$NODE\") | .containers[0].ready')\" = true ] && exit 0; sleep 0.5; done; exit 1"
+	sh -c "for i in \$(seq 240); do [ \"\$($STATUS_JSON | jq -r '.pods[] | select(.name == \"etcd-$NODE\") | .containers[0].ready')\" = true ] && exit 0; sleep 0.5; done; exit 1"
 t_is "$(ctr_field "etcd-$NODE" etcd restarts)" 0 "no restart: the liveness probe passes"
 rm -f "$M/etcd.yaml"
 t_ok "the pod goes" wait_gone "etcd-$NODE" 120
