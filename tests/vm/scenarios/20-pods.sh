@@ -26,6 +26,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: gold}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: app
     image: localhost/cubelet/busybox:1
@@ -37,6 +38,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: silver}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: app
     image: localhost/cubelet/busybox:1
@@ -51,7 +53,8 @@ spec:
 Y
 cat >"$M/besteffort.json" <<'Y'
 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bronze"},
- "spec": {"containers": [{"name": "app", "image": "localhost/cubelet/busybox:1", "command": ["sleep", "3600"]}]}}
+ "spec": {"terminationGracePeriodSeconds": 2,
+          "containers": [{"name": "app", "image": "localhost/cubelet/busybox:1", "command": ["sleep", "3600"]}]}}
 Y
 for p in gold silver bronze; do
 	t_ok "pod $p-$NODE reaches Running" wait_phase "$p-$NODE" Running 180
@@ -113,6 +116,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: hog}
 spec:
+  terminationGracePeriodSeconds: 2
   restartPolicy: Always
   containers:
   - name: hog
@@ -141,6 +145,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: spin}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: spin
     image: localhost/cubelet/busybox:1

@@ -23,6 +23,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: $n}
 spec:
+  terminationGracePeriodSeconds: 2
   initContainers:
   - name: init
     image: localhost/cubelet/busybox:1
@@ -89,6 +90,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: three}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: app
     image: localhost/cubelet/busybox:1

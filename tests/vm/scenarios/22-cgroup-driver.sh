@@ -23,6 +23,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: one}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: app
     image: localhost/cubelet/busybox:1

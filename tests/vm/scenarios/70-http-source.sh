@@ -33,7 +33,7 @@ nginx_start() {
 nginx_stop() { kill "$NGINX" 2>/dev/null; wait "$NGINX" 2>/dev/null; }
 
 pod() { # pod NAME BUSYBOX-COMMAND: one list item
-	printf -- '- metadata: {name: %s}\n  spec:\n    containers:\n    - name: app\n' "$1"
+	printf -- '- metadata: {name: %s}\n  spec:\n    terminationGracePeriodSeconds: 2\n    containers:\n    - name: app\n' "$1"
 	printf '      image: localhost/cubelet/busybox:1\n      command: [sh, -c, "%s"]\n' "$2"
 }
 serve() { # serve ITEMS...: the PodList nginx serves (written whole, then renamed)
@@ -152,6 +152,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: web}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: app
     image: localhost/cubelet/busybox:1

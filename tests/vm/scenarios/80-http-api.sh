@@ -45,6 +45,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: web$1, labels: {app: web}}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: app
     image: localhost/cubelet/busybox:1

@@ -38,6 +38,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: seca}
 spec:
+  terminationGracePeriodSeconds: 2
   hostPID: true
   securityContext:
     runAsUser: 1000
@@ -64,6 +65,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: secc}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: priv
     image: localhost/cubelet/busybox:1
@@ -83,6 +85,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: secd}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: nonroot
     image: localhost/cubelet/busybox:1
@@ -98,6 +101,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: sece}
 spec:
+  terminationGracePeriodSeconds: 2
   securityContext:
     sysctls: [{name: kernel.msgmax, value: "65536"}]
   containers:

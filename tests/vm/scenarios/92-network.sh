@@ -53,6 +53,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: server}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: httpd
     image: localhost/cubelet/busybox:1
@@ -64,6 +65,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: hostnet}
 spec:
+  terminationGracePeriodSeconds: 2
   hostNetwork: true
   hostAliases: [{ip: 10.9.9.9, hostnames: [alias.hostnet]}]
   containers:

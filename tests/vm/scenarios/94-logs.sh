@@ -31,6 +31,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: envpod, labels: {app: demo}}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: main
     image: localhost/cubelet/busybox:1
@@ -111,6 +112,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: counter}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: app
     image: localhost/cubelet/busybox:1
@@ -152,6 +154,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: chatty}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: app
     image: localhost/cubelet/busybox:1

@@ -12,14 +12,16 @@ tlsport=$3
 mkdir -p "$d/root/secret" "$d/tmp" "$d/pki"
 cd "$d/pki"
 ossl() { openssl "$@" >/dev/null 2>&1; }
-ossl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=cubelet-test-ca -keyout ca.key -out ca.crt
-ossl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca -keyout other-ca.key -out other-ca.crt
+# P-256 keys: made at once (an RSA key took tens of seconds in the VM under
+# qemu's software emulation)
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=cubelet-test-ca -keyout ca.key -out ca.crt
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=other-ca -keyout other-ca.key -out other-ca.crt
 printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >san.ext
-ossl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr
 ossl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext -out server.crt
-ossl req -newkey rsa:2048 -nodes -subj /CN=node1 -keyout client.key -out client.csr
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=node1 -keyout client.key -out client.csr
 ossl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -out client.crt
-ossl req -newkey rsa:2048 -nodes -subj /CN=node1 -keyout wrong.key -out wrong.csr
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=node1 -keyout wrong.key -out wrong.csr
 ossl x509 -req -in wrong.csr -CA other-ca.crt -CAkey other-ca.key -CAcreateserial -days 2 -out wrong.crt
 cat >"$d/nginx.conf" <<EOF
 daemon off;
