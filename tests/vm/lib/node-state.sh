@@ -157,23 +157,28 @@ reset_containerd() {
 }
 
 umount_new() {
-	for _ in 1 2 3; do
+	for pass in 1 2 3; do
 		new=$(comm -13 "$B/mounts" <(mounts))
 		[ -z "$new" ] && return 0
-		# deepest first
-		echo "$new" | awk '{ print length($0), $0 }' | sort -rn | cut -d' ' -f2- | while read -r m; do
-			m=$(printf '%b' "${m//\\0/\\0}") # mountinfo's octal escapes (\040)
-			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
-		done
+		# deepest first, all in one umount (lazily, on the last pass);
+		# mountinfo's octal escapes (\040) decoded
+		echo "$new" | awk '{ print length($0), $0 }' | sort -rn | cut -d' ' -f2- |
+			while read -r m; do printf '%b\n' "$m"; done |
+			xargs -r -d '\n' umount $([ "$pass" = 3 ] && echo -l) 2>/dev/null
 	done
 }
 
+# restore_files: the restored trees as recorded; SYSTEMD_CHANGED=1 when a file
+# under /etc/systemd was among them (systemd must read its units again)
+SYSTEMD_CHANGED=0
 restore_files() {
 	# shellcheck disable=SC2086
 	now=$(files $RESTORED)
+	if comm -3 "$B/restored" <(echo "$now") | grep -q '^[[:space:]]*/etc/systemd/'; then
+		SYSTEMD_CHANGED=1
+	fi
 	# new paths (not in the record) removed, deepest first
-	comm -13 <(cut -d' ' -f1 "$B/restored") <(echo "$now" | cut -d' ' -f1) |
-		sort -r | while read -r p; do rm -rf "$p"; done
+	comm -13 <(cut -d' ' -f1 "$B/restored") <(echo "$now" | cut -d' ' -f1) | xargs -r -d '\n' rm -rf
 	# changed or missing ones extracted again from the record
 	changed=$(comm -23 "$B/restored" <(echo "$now") | cut -d' ' -f1 | sed 's|^/||')
 	[ -n "$changed" ] || return 0
@@ -200,8 +205,7 @@ wipe_state() {
 		[ -e "$d" ] || continue
 		if grep -q "^$d " "$B/wiped"; then
 			# it was there at boot: keep the directory, remove what is new
-			comm -13 <(cut -d' ' -f1 "$B/wiped") <(names "$d" | cut -d' ' -f1) |
-				sort -r | while read -r p; do rm -rf "$p"; done
+			comm -13 <(cut -d' ' -f1 "$B/wiped") <(names "$d" | cut -d' ' -f1) | xargs -r -d '\n' rm -rf
 		else
 			rm -rf "$d"
 		fi
@@ -213,7 +217,7 @@ reset_network() {
 	for l in $(comm -13 "$B/links" <(links)); do
 		ip link del "$l" 2>/dev/null
 	done
-	if [ -n "$(comm -13 "$B/filter" <(filter_rules))" ]; then
+	if [ "$(filter_rules)" != "$(cat "$B/filter")" ]; then
 		for f in iptables ip6tables; do
 			command -v "$f" >/dev/null || continue
 			for t in $("$f-save" 2>/dev/null | sed -n 's/^\*//p'); do
@@ -248,7 +252,7 @@ reset() {
 	restore_files
 	ts files restored
 	reset_network
-	systemctl daemon-reload
+	[ "$SYSTEMD_CHANGED" = 1 ] && systemctl daemon-reload
 	stop_units
 	for cg in $(topmost "$B/cgroups" <(cgroups)); do
 		rm_cgroup "/sys/fs/cgroup/$cg"
@@ -280,13 +284,13 @@ check() {
 		files $RESTORED | diff_set file "$B/restored"
 		# shellcheck disable=SC2086
 		names $WIPED | diff_set state "$B/wiped"
-		for ns in $(ctr namespaces ls -q 2>/dev/null); do
+		nss=$(ctr namespaces ls -q 2>/dev/null) || echo "containerd: not answering"
+		for ns in $nss; do
 			for what in containers images tasks snapshots; do
 				n=$(ctr -n "$ns" "$what" ls -q 2>/dev/null | grep -c .)
 				[ "$n" = 0 ] || echo "containerd: namespace $ns has $n $what"
 			done
 		done
-		ctr version >/dev/null 2>&1 || echo "containerd: not answering"
 		n=$(dmesg 2>/dev/null | grep -ciE 'out of memory|oom-kill|invoked oom-killer')
 		[ "$n" = 0 ] || echo "kernel: $n OOM lines in the ring buffer"
 		for u in cubelet cubelet-gpu-plugin; do

@@ -7,6 +7,7 @@
 # GPU lowers allocatable; kill -9 of cubelet: the pods keep their GPUs and a
 # new GPU pod is still rejected; the plugin restarted: it re-registers and
 # allocatable comes back; a deleted pod's GPU goes to the next pod.
+# vm-guest: b
 # vm-timeout: 900
 # vm-mem: 2048M
 set -u
