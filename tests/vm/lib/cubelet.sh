@@ -153,11 +153,14 @@ sandboxes_of() { # number of sandboxes containerd holds for a pod UID
 	ctr -n k8s.io containers ls -q "labels.\"cubelet.io/pod-uid\"==$1" 2>/dev/null | wc -l
 }
 
-# cubelet_teardown: stop the agent and kill every container, so that the
-# guest powers off without waiting for processes that ignore SIGTERM
+# cubelet_teardown: stop the agent and kill every container (one write to
+# cgroup.kill of the pods' tree and of ctr's k8s.io group, not one ctr call a
+# task), so that the guest powers off, or the next scenario's reset runs,
+# without waiting for processes that ignore SIGTERM
 cubelet_teardown() {
 	systemctl stop cubelet
-	for t in $(ctr -n k8s.io tasks ls -q 2>/dev/null); do
-		ctr -n k8s.io tasks kill -s SIGKILL "$t" >/dev/null 2>&1
+	for cg in /sys/fs/cgroup/kubepods /sys/fs/cgroup/kubepods.slice /sys/fs/cgroup/k8s.io; do
+		[ -e "$cg/cgroup.kill" ] && echo 1 >"$cg/cgroup.kill"
 	done
+	return 0
 }

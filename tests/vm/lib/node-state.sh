@@ -34,7 +34,7 @@ ARCHIVED="/etc"
 # (kept as they were at boot: most do not exist then)
 WIPED="/var/lib/cubelet /var/lib/kubelet /var/log/pods /var/log/containers /var/lib/cni /var/lib/etcd
 /run/netns /run/cubelet /var/lib/prometheus"
-export SYSTEMD_PAGER= SYSTEMD_COLORS=0
+export SYSTEMD_PAGER= SYSTEMD_COLORS=0 LC_ALL=C
 
 # units that are active (or failed) now; the harness's own unit stays out
 units() {
@@ -201,15 +201,10 @@ restore_files() {
 }
 
 wipe_state() {
-	for d in $WIPED; do
-		[ -e "$d" ] || continue
-		if grep -q "^$d " "$B/wiped"; then
-			# it was there at boot: keep the directory, remove what is new
-			comm -13 <(cut -d' ' -f1 "$B/wiped") <(names "$d" | cut -d' ' -f1) | xargs -r -d '\n' rm -rf
-		else
-			rm -rf "$d"
-		fi
-	done
+	# what is new under the state trees (a tree that was not there at boot is
+	# new as a whole), removed in one go
+	# shellcheck disable=SC2086
+	comm -13 <(cut -d' ' -f1 "$B/wiped") <(names $WIPED | cut -d' ' -f1) | xargs -r -d '\n' rm -rf
 	rm -rf /var/lib/containerd/* /run/containerd/* 2>/dev/null
 }
 
