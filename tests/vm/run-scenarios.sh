@@ -137,7 +137,7 @@ done | sort -rn | cut -d' ' -f2)
 # run_guest GUEST: its plan in a fresh VM (VM_DIR/runs/GUEST); what did not
 # finish there (a frozen guest) once more in another (VM_DIR/runs/GUEST.retry)
 run_guest() {
-	g=$1
+	local g=$1 rc name rest
 	rm -rf "$VM_DIR/runs/$g".*
 	"$HERE/run-vm.sh" -p "$plans/$g.plan" -o "$VM_DIR/runs/$g" >/dev/null 2>"$VM_DIR/runs/$g.stderr"
 	echo $? >"$VM_DIR/runs/$g.rc"
@@ -157,8 +157,7 @@ run_guest() {
 
 # report_scenario NAME DIR RC: one scenario's TAP renumbered and prefixed
 report_scenario() {
-	name=$1 o=$2 vmrc=$3
-	rc=""
+	local name=$1 o=$2 vmrc=$3 rc="" t r planned seen nok status desc line
 	[ -f "$o/done" ] && rc=$(cat "$o/rc" 2>/dev/null)
 	t=$(awk -F= '$1 == "scenario_start_uptime" { s = $2 } $1 == "scenario_end_uptime" { e = $2 }
 		END { if (e != "") printf "%.1f", e - s }' "$o/timing" 2>/dev/null)
@@ -208,7 +207,7 @@ report_scenario() {
 # report_guest GUEST: the TAP of each of its scenarios, from the run that
 # finished it (the first VM or the retry)
 report_guest() {
-	g=$1
+	local g=$1 run d boot name
 	sed 's/^\([^#]\)/# \1/' "$VM_DIR/runs/$g.stderr"
 	for run in "$g" "$g.retry"; do
 		d=$VM_DIR/runs/$run
