@@ -1,8 +1,8 @@
 #!/bin/bash
 # Probes and lifecycle hooks with busybox: a failing exec liveness probe
 # restarts its container (restart count rising, kubelet's message in the
-# journal) (a); a readiness probe on a file the container creates after a
-# few seconds (made by cubelet exec once the test has looked) flips the container's ready and the pod's Ready condition
+# journal) (a); a readiness probe on a file that the test makes (cubelet exec)
+# once it has looked flips the container's ready and the pod's Ready condition
 # (ContainersNotReady before) (b); httpGet (busybox httpd) and tcpSocket
 # probes pass (c); a startupProbe holds the liveness probe back until it
 # succeeds (d); postStart writes a marker, preStop runs before SIGTERM (the
