@@ -220,7 +220,7 @@ reset_network() {
 				"$f" -t "$t" -X 2>/dev/null
 			done
 		done
-		# what the baseline had, back
+		# (rules the boot had would be flushed too: say so, they are not put back)
 		if [ -s "$B/filter" ]; then
 			say "the baseline had packet-filter rules; they are not restored"
 		fi
