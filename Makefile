@@ -63,6 +63,7 @@ AGENT_SRCS := $(wildcard agent/*.c)
 CONFIG_SRCS := $(wildcard agent/config/*.c)
 WORKER_SRCS := $(wildcard agent/worker/*.c)
 LC_SRCS     := $(wildcard agent/lifecycle/*.c)
+LOOP_SRCS   := $(wildcard agent/loop/*.c)
 MGR_SRCS    := $(wildcard agent/managers/*.c)
 LOGS_SRCS   := $(wildcard agent/logs/*.c)
 PROBE_SRCS  := $(wildcard agent/probes/*.c)
@@ -79,7 +80,7 @@ PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto proto/grpc/health
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/liblc.a $(B)/liblogs.a $(B)/libworker.a $(B)/libprobes.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
+LIBS := $(B)/libloop.a $(B)/liblc.a $(B)/liblogs.a $(B)/libworker.a $(B)/libprobes.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
 	$(B)/libvol.a $(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
@@ -134,6 +135,8 @@ $(B)/liblogs.a: $(call obj,$(LOGS_SRCS))
 $(B)/libprobes.a: $(call obj,$(PROBE_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/liblc.a: $(call obj,$(LC_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libloop.a: $(call obj,$(LOOP_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libapi.a: $(call obj,$(API_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^

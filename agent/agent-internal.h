@@ -21,6 +21,7 @@
 #include "cgroup/cgroup.h"
 #include "config/podsrc.h"
 #include "lifecycle/lifecycle.h"
+#include "loop/killtable.h"
 #include "node.h"
 #include "util/hashmap.h"
 #include "util/time.h"
@@ -60,8 +61,8 @@ struct Agent {
         size_t n_url_errors;
         AgentPendingFile *pending;
         size_t n_pending;
-        char **killing; /* UIDs with a kill job in flight */
-        size_t n_killing;
+        KillTable kills;        /* the pods being stopped, their retries (agent/loop/killtable.h) */
+        uint64_t kill_next_due; /* the earliest retry of a stop (CLOCK_MONOTONIC µs), UINT64_MAX: none */
         /* probes and hooks: specs of pods that left the table while something
          * of them ran, for their kill job's preStop hooks */
         WorkerSpec **gone_specs;
@@ -134,9 +135,13 @@ void agent_pod_forget(Agent *a, LcPod *p);
 void agent_flush_managers(Agent *a);
 /* Flushes the managers first: no runtime call before their checkpoints. */
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now);
+/* A stop of uid: its first attempt, or its retry when due (the kill table
+ * says; a stop in flight or waiting for its retry is left alone). */
 void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace);
+/* The kill job of an entry kill_table_want() put in flight. */
+void agent_submit_kill_entry(Agent *a, KillEntry *e, bool first);
+/* Whether uid is being stopped (in flight, or waiting for its retry). */
 bool agent_is_killing(Agent *a, const char *uid);
-void agent_drop_killing(Agent *a, const char *uid);
 /* Makes p terminal (phase Failed with reason and message) and stops its
  * containers with the grace period. Returns whether a stop is under way. */
 bool agent_pod_fail(Agent *a, LcPod *p, const char *reason, const char *message, int64_t grace);

@@ -245,6 +245,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 goto fail;
         }
         a->kc = &opt->kc;
+        a->kill_next_due = UINT64_MAX;
         r = agent_host_node(&a->node, err);
         if (r < 0)
                 goto fail;

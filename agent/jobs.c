@@ -13,6 +13,8 @@
 
 #include "../cri/cri.h"
 #include "agent-internal.h"
+#include "loop/relist.h"
+#include "util/cleanup.h"
 #include "util/hashmap.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -25,6 +27,14 @@ static void relist_timer_pull(Agent *a, uint64_t now) {
 
         if (a->relist_timer && sd_event_source_get_time(a->relist_timer, &next) >= 0 && next > now + a->opt.relist_usec)
                 (void) sd_event_source_set_time(a->relist_timer, now + a->opt.relist_usec);
+}
+
+/* the relist timer fires at `at` at the latest (UINT64_MAX: no change) */
+static void relist_timer_at(Agent *a, uint64_t at) {
+        uint64_t next = 0;
+
+        if (at != UINT64_MAX && a->relist_timer && sd_event_source_get_time(a->relist_timer, &next) >= 0 && next > at)
+                (void) sd_event_source_set_time(a->relist_timer, at);
 }
 
 uint64_t agent_relist_period(Agent *a, uint64_t now) {
@@ -75,7 +85,8 @@ void agent_events_detach(Agent *a) {
 
 static void on_relist(Agent *a, WorkerJob *j) {
         uint64_t now = agent_now_usec();
-        CubHashmap *observed = NULL;
+        RelistInput in;
+        RelistPlan plan;
         bool busy = false;
 
         if (j->r < 0) {
@@ -92,58 +103,44 @@ static void on_relist(Agent *a, WorkerJob *j) {
         a->runtime_ready = a->runtime_known = true;
         a->runtime_error[0] = '\0';
 
-        /* what the runtime holds, by pod UID: O(pods) per relist */
-        if (cub_hashmap_new(&observed) < 0)
+        /* the decisions (agent/loop/relist.c), then the jobs they start */
+        in = (RelistInput){ .pods = a->pods,
+                            .n_pods = a->n_pods,
+                            .by_uid = a->by_uid,
+                            .observed = j->observed,
+                            .n_observed = j->n_observed,
+                            .sources_ready = agent_sources_ready(a),
+                            .now = now };
+        if (relist_plan(&in, &a->kills, &plan) < 0 && !plan.sync) {
+                cub_log(LOG_ERR, "relist: out of memory");
                 return;
-        for (size_t k = 0; k < j->n_observed; k++)
-                if (cub_hashmap_put(observed, j->observed[k].uid, &j->observed[k]) < 0) {
-                        cub_hashmap_free(observed);
-                        return;
-                }
+        }
+        for (size_t i = 0; i < plan.n_sync; i++)
+                agent_submit_sync(a, plan.sync[i], now);
+        for (size_t i = 0; i < plan.n_kill; i++)
+                agent_submit_kill_entry(a, plan.kill[i], plan.kill_new[i]);
+        a->relist_steady = plan.steady;
+        a->kill_next_due = plan.next_due;
+        relist_plan_done(&plan);
         a->n_running = 0;
         for (size_t i = 0; i < a->n_pods; i++) {
                 LcPod *p = a->pods[i];
-                const WorkerObserved *o = cub_hashmap_get(observed, p->spec->pod->uid);
 
-                if (p->busy || !p->wanted)
-                        continue;
-                if (p->terminal) {
-                        /* a rejected, preempted or evicted pod keeps nothing running */
-                        p->observed = o != NULL;
-                        if (o)
-                                agent_submit_kill(a, o->uid, o->namespace_, o->name, o->cgroup, p->kill_grace);
-                        continue;
-                }
-                if (!p->admitted)
-                        continue;
-                if (lc_pod_observe(p, o, now))
-                        agent_submit_sync(a, p, now);
-                for (size_t k = 0; k < p->n; k++)
+                for (size_t k = 0; p->wanted && p->admitted && !p->terminal && k < p->n; k++)
                         if (p->statuses[k].oom_killed_now)
                                 cub_log(LOG_WARNING, "pod %s/%s: container '%s' was OOM-killed (restart %u)",
                                         p->spec->pod->namespace_, p->spec->pod->name,
                                         pod_container_at(p->spec->pod, k, NULL)->name, p->statuses[k].restarts);
-        }
-        for (size_t k = 0; k < j->n_observed; k++) {
-                const WorkerObserved *o = &j->observed[k];
-                LcPod *p = agent_find_pod(a, o->uid);
-
-                if ((p && p->wanted) || agent_is_killing(a, o->uid) || (p && p->busy) || !agent_sources_ready(a))
-                        continue;
-                agent_submit_kill(a, o->uid, o->namespace_, o->name, o->cgroup, o->grace);
-        }
-        cub_hashmap_free(observed);
-        a->relist_steady = a->n_killing == 0 && agent_sources_ready(a);
-        for (size_t i = 0; i < a->n_pods; i++) {
                 /* probes and hooks: the pod conditions' transitions */
-                (void) lc_pod_track_conditions(a->pods[i], (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
-                a->n_running += a->pods[i]->phase == LC_PHASE_RUNNING;
-                busy = busy || a->pods[i]->busy;
-                a->relist_steady = a->relist_steady && lc_pod_steady(a->pods[i]);
+                (void) lc_pod_track_conditions(p, (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
+                a->n_running += p->phase == LC_PHASE_RUNNING;
+                busy = busy || p->busy;
         }
+        /* a stop waiting for its retry: the relist timer fires by then */
+        relist_timer_at(a, a->kill_next_due);
         if (!a->relist_steady)
                 relist_timer_pull(a, now);
-        if (a->trim_pending && !busy && a->n_killing == 0) {
+        if (a->trim_pending && !busy && kill_table_in_flight(&a->kills) == 0) {
                 /* a burst of pods is over: hand its freed heap back (0.2-0.8 MB
                  * with 110-250 pods, measured in the bench) */
                 a->trim_pending = false;
@@ -203,17 +200,55 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
                                 if (a->mgr[i]->pod_started)
                                         a->mgr[i]->pod_started(a->mgr_state[i], p);
                 }
-                if (j->r < 0 && strcmp(p->last_error, j->error) != 0)
+                /* one journal line per distinct error, and one when it clears */
+                if (j->r < 0 &&
+                    cub_retry_failed(&p->sync_retry, &cub_retry_pod_sync, agent_now_usec(), j->error, cub_retry_draw()))
                         cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_, j->spec->pod->name, j->error);
-                (void) snprintf(p->last_error, sizeof(p->last_error), "%s", j->r < 0 ? j->error : "");
+                else if (j->r >= 0 && cub_retry_succeeded(&p->sync_retry))
+                        cub_log(LOG_INFO, "pod %s/%s: synced again", j->spec->pod->namespace_, j->spec->pod->name);
                 /* security context: containers the sync could not create */
                 for (size_t k = 0; k < p->n; k++)
                         (void) snprintf(p->statuses[k].config_error, sizeof(p->statuses[k].config_error), "%s",
                                         k < j->n_config_errors && j->config_errors[k] ? j->config_errors[k] : "");
-                p->sync_retry_usec = j->r < 0 ? agent_now_usec() + LC_SYNC_BACKOFF_USEC : 0;
         }
         agent_remove_unwanted(a);
         agent_request_relist(a);
+}
+
+/* A kill job came back. A failed one waits in the kill table for the pod
+ * worker's back-off (10 s ± 50 %, doubling, 5 min): no relist, no retry
+ * before then, one journal line per distinct error and one when it clears. */
+static void on_kill_done(Agent *a, WorkerJob *j) {
+        uint64_t now = agent_now_usec();
+        KillEntry *e = kill_table_find(&a->kills, j->uid);
+        _cleanup_free_ char *what = NULL;
+        unsigned attempts = 0;
+
+        if (asprintf(&what, "%s/%s (uid %s)", e ? e->namespace_ : "", e ? e->name : "", j->uid) < 0)
+                what = NULL;
+        switch (kill_table_done(&a->kills, j->uid, j->r, j->error, now, cub_retry_draw(), &attempts)) {
+        case KILL_FAILED_NEW:
+                e = kill_table_find(&a->kills, j->uid);
+                cub_log(LOG_WARNING, "stopping pod %s: %s; retrying in %.0f s (attempt %u)", what ? what : j->uid,
+                        j->error, e ? (double) (e->retry.next_usec - now) / 1e6 : 0.0, attempts);
+                break;
+        case KILL_FAILED_AGAIN:
+                break;
+        case KILL_DONE_RECOVERED:
+                cub_log(LOG_INFO, "pod %s removed after %u attempts", what ? what : j->uid, attempts);
+                agent_pod_stopped(a, j->uid);
+                agent_request_relist(a);
+                break;
+        case KILL_DONE:
+        case KILL_UNKNOWN:
+                cub_log(LOG_INFO, "pod uid %s removed", j->uid);
+                agent_pod_stopped(a, j->uid);
+                agent_request_relist(a);
+                break;
+        }
+        /* the next retry: the relist timer fires by then */
+        a->kill_next_due = kill_table_next_due(&a->kills);
+        relist_timer_at(a, a->kill_next_due);
 }
 
 int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -240,14 +275,7 @@ int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         break;
                 case WORKER_KILL:
                         agent_metrics_job(a, NULL, j);
-                        agent_drop_killing(a, j->uid);
-                        if (j->r < 0)
-                                cub_log(LOG_WARNING, "stopping pod uid %s: %s", j->uid, j->error);
-                        else {
-                                cub_log(LOG_INFO, "pod uid %s removed", j->uid);
-                                agent_pod_stopped(a, j->uid);
-                        }
-                        agent_request_relist(a);
+                        on_kill_done(a, j);
                         break;
                 case WORKER_STOP_CONTAINER:
                         /* probes and hooks: a container killed for its probe */

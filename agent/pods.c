@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agent-internal.h"
+#include "loop/relist.h"
 #include "util/cleanup.h"
 #include "util/hashmap.h"
 #include "util/log.h"
@@ -31,19 +32,7 @@ static void unindex(Agent *a, LcPod *p) {
 }
 
 bool agent_is_killing(Agent *a, const char *uid) {
-        for (size_t i = 0; i < a->n_killing; i++)
-                if (strcmp(a->killing[i], uid) == 0)
-                        return true;
-        return false;
-}
-
-void agent_drop_killing(Agent *a, const char *uid) {
-        for (size_t i = 0; i < a->n_killing; i++)
-                if (strcmp(a->killing[i], uid) == 0) {
-                        free(a->killing[i]);
-                        a->killing[i] = a->killing[--a->n_killing];
-                        return;
-                }
+        return kill_table_find(&a->kills, uid) != NULL;
 }
 
 /* Every manager lets go of what the pod holds. */
@@ -116,14 +105,10 @@ void agent_pods_free(Agent *a) {
         free(a->pods);
         a->pods = NULL;
         a->n_pods = 0;
-        for (size_t i = 0; i < a->n_killing; i++)
-                free(a->killing[i]);
-        free(a->killing);
+        kill_table_free(&a->kills);
         for (size_t i = 0; i < a->n_gone_specs; i++)
                 worker_spec_unref(a->gone_specs[i]);
         free(a->gone_specs);
-        a->killing = NULL;
-        a->n_killing = 0;
 }
 
 void agent_apply_qos_groups(Agent *a) {
@@ -308,7 +293,7 @@ void agent_flush_managers(Agent *a) {
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         WorkerJob *j;
 
-        if (!p->admitted || p->terminal || p->n_victims > 0 || p->busy || now < p->sync_retry_usec)
+        if (!relist_may_sync(p, now))
                 return;
         agent_flush_managers(a);
         j = worker_job_new(WORKER_SYNC);
@@ -347,30 +332,30 @@ void agent_update_resources(Agent *a) {
         }
 }
 
-void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace) {
-        WorkerJob *j;
-        char **nk;
+void agent_submit_kill_entry(Agent *a, KillEntry *e, bool first) {
+        WorkerJob *j = worker_job_new(WORKER_KILL);
 
-        if (agent_is_killing(a, uid))
-                return;
-        j = worker_job_new(WORKER_KILL);
-        if (!j)
-                return;
-        j->uid = strdup(uid);
-        j->cgroup = cgroup ? strdup(cgroup) : NULL;
-        j->grace = grace;
-        j->spec = take_spec(a, uid); /* probes and hooks: its preStop hooks */
-        nk = realloc(a->killing, (a->n_killing + 1) * sizeof(char *));
-        if (!j->uid || (cgroup && !j->cgroup) || !nk || !(nk[a->n_killing] = strdup(uid))) {
-                if (nk)
-                        a->killing = nk;
+        if (!j || !(j->uid = strdup(e->uid)) || (e->cgroup && !(j->cgroup = strdup(e->cgroup)))) {
+                /* out of memory: the stop is attempted again after the policy's wait */
                 worker_job_free(j);
+                (void) kill_table_done(&a->kills, e->uid, -ENOMEM, "out of memory", agent_now_usec(), cub_retry_draw(),
+                                       NULL);
                 return;
         }
-        a->killing = nk;
-        a->n_killing++;
-        cub_log(LOG_INFO, "stopping pod %s/%s (uid %s), grace period %" PRId64 "s", ns, name, uid, grace);
+        j->grace = e->grace;
+        j->spec = take_spec(a, e->uid); /* probes and hooks: its preStop hooks */
+        if (first)
+                cub_log(LOG_INFO, "stopping pod %s/%s (uid %s), grace period %" PRId64 "s", e->namespace_, e->name,
+                        e->uid, e->grace);
         worker_pool_submit(a->pool, j);
+}
+
+void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace) {
+        bool first = false;
+        KillEntry *e = kill_table_want(&a->kills, uid, ns, name, cgroup, grace, agent_now_usec(), &first);
+
+        if (e)
+                agent_submit_kill_entry(a, e, first);
 }
 
 bool agent_pod_fail(Agent *a, LcPod *p, const char *reason, const char *message, int64_t grace) {

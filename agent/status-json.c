@@ -7,6 +7,7 @@
 
 #include "../cri/cri.h"
 #include "agent-internal.h"
+#include "util/cleanup.h"
 
 static json_int_t since(uint64_t from, uint64_t to) {
         return from && to >= from ? (json_int_t) (to - from) : 0;
@@ -51,7 +52,7 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
                 json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:o,s:s,s:s,s:b,s:{s:I,s:I,s:I}}", "namespace",
                           pod->namespace_, "name", pod->name, "uid", pod->uid, "source", p->spec->source, "phase",
                           lc_phase_to_string(p->phase), "qosClass", pod_qos_to_string(p->spec->qos), "cgroup",
-                          p->spec->cgroup.path, "restarts", (int) lc_pod_restarts(p), "lastError", p->last_error,
+                          p->spec->cgroup.path, "restarts", (int) lc_pod_restarts(p), "lastError", p->sync_retry.error,
                           "containers", containers_json(p), "reason", p->reason, "message", p->message, "admitted",
                           p->admitted, "latency", "eventToCgroupUs", since(l->event, l->cgroup), "eventToSandboxUs",
                           since(l->event, l->sandbox), "eventToStartedUs", since(l->event, l->started));
@@ -109,6 +110,32 @@ static void runtime_events_json(Agent *a, json_t *rt) {
                 (void) json_object_set_new(rt, "events", json_pack("{s:s}", "state", "off"));
 }
 
+/* The pods being stopped: each stop's attempts, its last error and when it
+ * is attempted again (a pod whose sandbox cannot be torn down shows here
+ * until it can, never as a loop in the journal). */
+static json_t *stopping_json(Agent *a, uint64_t now) {
+        json_t *l = json_array();
+
+        for (size_t i = 0; l && i < a->kills.n; i++) {
+                const KillEntry *e = a->kills.entries[i];
+                _cleanup_free_ char *pod = NULL;
+
+                /* "pod": namespace/name (no "name" key: a stopped pod is no pod of the table) */
+                if (asprintf(&pod, "%s/%s", e->namespace_, e->name) < 0)
+                        pod = NULL;
+                json_array_append_new(
+                        l,
+                        json_pack("{s:s?,s:s,s:I,s:b,s:i,s:s,s:f,s:f}", "pod", pod, "uid", e->uid, "gracePeriodSeconds",
+                                  (json_int_t) e->grace, "inFlight", e->in_flight, "attempts", (int) e->attempts,
+                                  "lastError", e->retry.error, "nextAttemptInSeconds",
+                                  e->in_flight || e->retry.next_usec <= now ? 0.0
+                                                                            : (double) (e->retry.next_usec - now) / 1e6,
+                                  "failingForSeconds",
+                                  e->retry.failures ? (double) (now - e->retry.first_failure_usec) / 1e6 : 0.0));
+        }
+        return l;
+}
+
 char *agent_status_json(Agent *a) {
         json_t *doc, *pods = json_array(), *errors = json_array();
         char *text;
@@ -124,6 +151,7 @@ char *agent_status_json(Agent *a) {
         if (!doc)
                 return NULL;
         runtime_events_json(a, json_object_get(doc, "runtime"));
+        json_object_set_new(doc, "stopping", stopping_json(a, agent_now_usec()));
         agent_source_http_status(a, doc);
         for (size_t i = 0; i < a->n_mgr; i++)
                 if (a->mgr[i]->node_status)

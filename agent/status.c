@@ -129,6 +129,22 @@ static void print_table(json_t *doc) {
                                 printf("    warning %s\n", json_string_value(c));
                 }
         }
+        if (json_array_size(json_object_get(doc, "stopping")) > 0) {
+                printf("\nSTOPPING\n");
+                json_array_foreach(json_object_get(doc, "stopping"), i, e) {
+                        printf("  %s (uid %s): attempt %lld", str(e, "pod"), str(e, "uid"),
+                               (long long) json_integer_value(json_object_get(e, "attempts")));
+                        if (json_is_true(json_object_get(e, "inFlight")))
+                                printf(", in progress");
+                        else
+                                printf(", next in %.0f s",
+                                       json_number_value(json_object_get(e, "nextAttemptInSeconds")));
+                        if (*str(e, "lastError"))
+                                printf(", failing for %.0f s: %s",
+                                       json_number_value(json_object_get(e, "failingForSeconds")), str(e, "lastError"));
+                        putchar('\n');
+                }
+        }
         if (json_array_size(errors) > 0) {
                 printf("\nMANIFEST ERRORS\n");
                 json_array_foreach(errors, i, e) printf("  %s\n", str(e, "message"));
@@ -161,6 +177,7 @@ int cli_status(int argc, char **argv) {
                 case 'h':
                         puts("Usage: cubelet status [--socket PATH] [-o table|json]\n\n"
                              "Pods of the running agent with phase, QoS class, cgroup, restarts and last error;\n"
+                             "the pods being stopped, with their attempts, last error and next attempt;\n"
                              "the runtime's state and the manifests that could not be read.");
                         return 0;
                 default:

@@ -210,16 +210,16 @@ static const char *waiting_reason(const LcPod *p, const PodContainer *c) {
         char who[128];
 
         (void) snprintf(who, sizeof(who), "container '%s': ", c->name);
-        if (!*p->last_error || !strstr(p->last_error, who))
+        if (!*p->sync_retry.error || !strstr(p->sync_retry.error, who))
                 return NULL;
         for (const char *const *r = reasons; *r; r++)
-                if (strstr(p->last_error, *r))
+                if (strstr(p->sync_retry.error, *r))
                         return *r;
-        if (strstr(p->last_error, "': image '"))
+        if (strstr(p->sync_retry.error, "': image '"))
                 return "ErrImagePull";
-        if (strstr(p->last_error, "': create"))
+        if (strstr(p->sync_retry.error, "': create"))
                 return "CreateContainerError";
-        if (strstr(p->last_error, "': start"))
+        if (strstr(p->sync_retry.error, "': start"))
                 return "RunContainerError";
         return NULL;
 }
@@ -241,7 +241,8 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
                 state = json_pack("{s:{s:s,s:s}}", "waiting", "reason", POD_CONFIG_ERROR_REASON, "message",
                                   st->config_error);
         else if (!st->waiting_backoff && !p->terminal && waiting_reason(p, c))
-                state = json_pack("{s:{s:s,s:s}}", "waiting", "reason", waiting_reason(p, c), "message", p->last_error);
+                state = json_pack("{s:{s:s,s:s}}", "waiting", "reason", waiting_reason(p, c), "message",
+                                  p->sync_retry.error);
         else
                 state = json_pack("{s:{s:s}}", "waiting", "reason",
                                   st->waiting_backoff ? "CrashLoopBackOff"
@@ -366,7 +367,7 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
         fwrite(p->statuses, sizeof(*p->statuses), p->n, f);
         /* probes and hooks: the conditions' transitions, the sync's error (waiting reasons) */
         fwrite(p->cond_since, sizeof(p->cond_since), 1, f);
-        fprintf(f, "%s\n", p->last_error);
+        fprintf(f, "%s\n", p->sync_retry.error);
         if (fclose(f) != 0) {
                 free(key);
                 return NULL;

@@ -30,6 +30,7 @@
 
 #include "../pod/pod.h"
 #include "../util/err.h"
+#include "../util/retry.h"
 #include "../worker/worker.h"
 
 typedef enum LcPhase {
@@ -60,10 +61,6 @@ const char *lc_container_state_to_string(LcContainerState s);
 
 #define LC_BACKOFF_BASE_USEC (10ULL * 1000000ULL)
 #define LC_BACKOFF_MAX_USEC (300ULL * 1000000ULL)
-/* kubelet's pod-worker back-off after a failed sync (pod_workers.go
- * backOffPeriod): a sandbox the runtime refuses is asked for again after 10 s,
- * not at the next relist. */
-#define LC_SYNC_BACKOFF_USEC (10ULL * 1000000ULL)
 #define LC_BACKOFF_RESET_NSEC (600LL * 1000000000LL)
 
 typedef struct LcBackoff {
@@ -116,7 +113,6 @@ typedef struct LcPod {
         bool wanted;   /* a source still defines it */
         bool observed; /* the runtime holds something of it */
         LcPhase phase;
-        char last_error[CUB_ERR_MSG_MAX];
         LcBackoff *backoff;          /* init containers first, then app containers */
         LcContainerStatus *statuses; /* same order */
         size_t n;
@@ -138,7 +134,7 @@ typedef struct LcPod {
          * periodic rescan does not decode an unchanged file again */
         uint64_t file_dev, file_ino;
         int64_t file_size, file_mtime_ns, file_ctime_ns;
-        uint64_t sync_retry_usec; /* after a failed sync: no new one before (CLOCK_MONOTONIC µs) */
+        CubRetry sync_retry; /* after a failed sync: no new one before its next_usec (cub_retry_pod_sync) */
         /* network */
         char pod_ip[64]; /* of its ready sandbox, "" = none (host network: the node's IP is shown) */
         /* probes and hooks: each condition's value and when it last changed

@@ -239,7 +239,7 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
 }
 
 bool lc_pod_steady(const LcPod *p) {
-        if (!p->wanted || p->busy || p->n_victims > 0 || p->sync_retry_usec != 0)
+        if (!p->wanted || p->busy || p->n_victims > 0 || p->sync_retry.failures != 0)
                 return false;
         if (p->terminal)
                 return !p->observed;
