@@ -317,6 +317,8 @@ install: $(B)/cubelet $(B)/cubelet-gpu-plugin
 		install -D -m 0644 packaging/cni/10-cubelet.conflist $(DESTDIR)/etc/cni/net.d/10-cubelet.conflist
 	install -D -m 0644 packaging/containerd/config.toml $(DESTDIR)$(PREFIX)/share/cubelet/containerd-config.toml
 	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/cubelet/README.md
+	install -d -m 0755 $(DESTDIR)$(PREFIX)/share/doc/cubelet/docs
+	install -m 0644 docs/*.md $(DESTDIR)$(PREFIX)/share/doc/cubelet/docs/
 
 clean:
 	rm -rf $(BUILD)

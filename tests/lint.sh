@@ -1,6 +1,7 @@
 #!/bin/sh
 # Lint gates (style.md 2 and 23): every global symbol of a module archive
-# carries the module prefix; banned calls and C++ comments stay out.
+# carries the module prefix; banned calls and C++ comments stay out; the docs
+# agree with the test data they quote (tests/docs-check.sh).
 set -u
 B=${1:?usage: lint.sh BUILD_DIR}
 rc=0
@@ -55,6 +56,11 @@ fi
 hits=$(grep -nE '[^_a-z]open(at)?\(' $(find agent cri proto eviction deviceplugin -name '*.c') | grep -v O_CLOEXEC || true)
 if [ -n "$hits" ]; then
         echo "lint: open() without O_CLOEXEC:"; echo "$hits"; rc=1
+fi
+# The docs (issue 25): the quoted test data equals its file, relative links resolve, README.md is
+# at most 250 lines. Needs no build; `bash tests/docs-check.sh` runs it alone.
+if ! bash tests/docs-check.sh; then
+        echo "lint: the docs are out of step (tests/docs-check.sh)"; rc=1
 fi
 [ $rc -eq 0 ] && echo "lint: clean"
 exit $rc
