@@ -10,11 +10,19 @@ B=${1:?usage: bundle.sh BUILD OUT}
 OUT=${2:?usage: bundle.sh BUILD OUT}
 stage=$(mktemp -d /tmp/cubelet-hw-XXXXXX)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/bin" "$stage/lib" "$stage/images" "$OUT"
+mkdir -p "$stage/bin" "$stage/lib" "$stage/images" "$stage/cni" "$OUT"
 bins=("$B/cubelet" "$B/cubelet-gpu-plugin" "$B/tests/vm/bench/cri-baseline" "$B/tests/vm/bench/cg-baseline"
 	"$B/tests/vm/bench/pod-driver" "$(command -v containerd)" "$(command -v containerd-shim-runc-v2)"
 	"$(command -v runc)" "$(command -v ctr)" "$(command -v jq)")
 cp -L "${bins[@]}" "$stage/bin/"
+# OLD_CUBELET=PATH: a second cubelet as bin/cubelet-old, for before/after figures in one run
+if [ -n "${OLD_CUBELET:-}" ]; then
+	cp -L "$OLD_CUBELET" "$stage/bin/cubelet-old"
+	bins+=("$OLD_CUBELET")
+fi
+# the pod network: Debian's containernetworking-plugins (static Go binaries)
+cp -L /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/loopback "$stage/cni/"
+cp tests/hw/05-hw.conflist "$stage/"
 # glibc's own objects stay the target's
 skip='^(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux-x86-64)\.so'
 for f in "${bins[@]}"; do

@@ -10,6 +10,14 @@
 #                cubelet; footprint and idle CPU), as tests/vm/bench/bench.sh
 #   scrape N     bench N with the HTTP API scraped once a second meanwhile,
 #                then requests/s of each endpoint
+#   fault [BIN]  10 pods on the pod network (the bundle's CNI plugins, a
+#                bridge without iptables); the plugins go, the manifests go
+#                (every StopPodSandbox fails), held FAULT_HOLD s (60); then
+#                the plugins come back; then 10 new pods with the plugins
+#                gone (RunPodSandbox fails), held, and back: cubelet's CPU
+#                beside its idle figure, attempts, log lines per pod, time
+#                to converge. BIN: the cubelet binary (cubelet-old: the
+#                build before the kill table, FAULT_HOLD 15 advised)
 # Figures on stdout and in $OUT/run.log; logs of every daemon in $OUT.
 set -u
 H=$(cd "$(dirname "$0")" && pwd)
@@ -47,10 +55,15 @@ wait_for() { # wait_for SECONDS COMMAND...: true once COMMAND is
 }
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
+CNI_BIN=/opt/hw-cni # containerd's CNI bin_dir here: the bundle's plugins, or empty (the fault step)
 start_containerd() {
 	pgrep -x containerd >/dev/null && return 0
-	mkdir -p /etc/containerd /var/lib/containerd /run/containerd
+	mkdir -p /etc/containerd /var/lib/containerd /run/containerd "$CNI_BIN" /etc/cni/net.d
 	cp "$H/config.toml" /etc/containerd/config.toml
+	sed -i "s|bin_dir = \"/usr/lib/cni\"|bin_dir = \"$CNI_BIN\"|" /etc/containerd/config.toml
+	cp "$H"/cni/* "$CNI_BIN/"
+	# a bridge without iptables (no ipMasq, no portmap): the lent machine has none
+	ls /etc/cni/net.d/*.conf* >/dev/null 2>&1 || cp "$H/05-hw.conflist" /etc/cni/net.d/
 	# without CAP_SYS_RESOURCE (a sandboxed root, as on the lent GPU machine)
 	# runc cannot lower oom_score_adj: packaging/containerd/README.md's override
 	if ! (($(awk '/^CapEff/ { print "0x" $2 }' /proc/self/status) & (1 << 24))); then
@@ -70,7 +83,7 @@ start_cubelet() { # start_cubelet [EXTRA CONFIG LINES]
 	mkdir -p /etc/cubelet "$M" /var/lib/cubelet /run/cubelet
 	grep -v '^ *#' "$H/cubelet.yaml" | grep -v '^$' >"$CONF"
 	[ $# -gt 0 ] && printf '%s\n' "$@" >>"$CONF"
-	cubelet run --config "$CONF" >>"$OUT/cubelet.log" 2>&1 &
+	"${CUBELET_BIN:-cubelet}" run --config "$CONF" >>"$OUT/cubelet.log" 2>&1 &
 	CUBELET_PID=$!
 	wait_for 30 status_json || { say "cubelet did not start: $(tail -n 5 "$OUT/cubelet.log")"; exit 1; }
 }
@@ -215,12 +228,95 @@ print(", ".join(out))')"
 	stop_cubelet
 }
 
+# ---- fault [BIN] ----------------------------------------------------------------------
+cpu_ms() { awk '{ print $14 + $15 }' "/proc/$CUBELET_PID/stat"; } # ticks
+# hold LABEL SECONDS: cubelet's CPU over SECONDS, and its log lines about each pod meanwhile
+hold() {
+	local l0 c0 c1 ticks per
+	ticks=$(getconf CLK_TCK)
+	l0=$(wc -l <"$OUT/cubelet.log")
+	c0=$(cpu_ms)
+	sleep "$2"
+	c1=$(cpu_ms)
+	per=$(tail -n +$((l0 + 1)) "$OUT/cubelet.log" | grep -oE "flt-[0-9]+-$NODE" | sort | uniq -c | awk '{ print $1 }' | sort -n | tr '\n' ' ')
+	say "  $1, held $2 s: cubelet CPU $(awk -v c=$((c1 - c0)) -v t="$ticks" -v s="$2" 'BEGIN { printf "%.2f", c * 100 / t / s }')% of one CPU;" \
+		"log lines per pod: ${per:-none}; all log lines: $(($(wc -l <"$OUT/cubelet.log") - l0))"
+}
+fault_pods() { # fault_pods FIRST: 10 busybox pods on the pod network
+	for i in $(seq "$1" $(($1 + 9))); do
+		cat >"$M/flt-$i.yaml" <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: flt-$i}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: localhost/cubelet/busybox:1, command: [sleep, "3600"]}
+Y
+	done
+}
+running() { [ "$(jqs '[.pods[] | select(.phase == "Running")] | length')" = "$1" ]; }
+sandboxes() { ctr -n k8s.io containers ls -q | wc -l; }
+no_sandbox() { [ "$(sandboxes)" = 0 ]; }
+step_fault() {
+	local hold_s=${FAULT_HOLD:-60} t0 idle
+	CUBELET_BIN=${1:-cubelet}
+	say "== fault ($CUBELET_BIN): a pod network whose CNI plugins go, 10 pods, held $hold_s s"
+	start_containerd
+	rm -rf "$M" && mkdir -p "$M"
+	start_cubelet
+	sleep 3
+	idle=$(idle_cpu 10)
+	say "  idle, no pods: $idle"
+	t0=$(date +%s%N)
+	fault_pods 1
+	if wait_for 120 running 10; then
+		say "ok - 10 pods on the pod network (bridge, host-local, no iptables) Running $(ms_since "$t0") ms after their manifests"
+	else
+		say "not ok - pods not Running: $(jqs -c '[.pods[] | {name, phase, lastError}] | .[0:2]')"
+	fi
+	say "  flt-1's pod IP: $(podq flt-1 .podIP)"
+	# the CNI plugins go, then the manifests: every StopPodSandbox fails
+	mkdir -p /tmp/cni-keep && mv "$CNI_BIN"/* /tmp/cni-keep/
+	rm -f "$M"/flt-*.yaml
+	sleep 5
+	hold "plugins gone, manifests removed (StopPodSandbox fails)" "$hold_s"
+	say "  stopping: $(jqs -c '[.stopping[]? | {pod, attempts, nextAttemptInSeconds}] | .[0:3]') ($(jqs '.stopping | length') pods); sandboxes in containerd: $(sandboxes)"
+	say "  the journal's lines on flt-1: $(grep -c "flt-1-$NODE" "$OUT/cubelet.log"); the first error: $(grep -m1 "flt-1-$NODE.*failed" "$OUT/cubelet.log" | cut -c1-300)"
+	t0=$(date +%s%N)
+	mv /tmp/cni-keep/* "$CNI_BIN/"
+	if wait_for 600 no_sandbox; then
+		say "ok - plugins back: every sandbox removed $(ms_since "$t0") ms later"
+	else
+		say "not ok - sandboxes left: $(sandboxes)"
+	fi
+	if [ "$CUBELET_BIN" = cubelet ]; then
+		# new pods while the plugins are gone: every RunPodSandbox fails
+		mv "$CNI_BIN"/* /tmp/cni-keep/
+		fault_pods 11
+		sleep 5
+		hold "plugins gone, 10 new pods (RunPodSandbox fails)" "$hold_s"
+		say "  flt-11: $(podq flt-11 '{phase, lastError}' | tr -d '\n' | cut -c1-300)"
+		t0=$(date +%s%N)
+		mv /tmp/cni-keep/* "$CNI_BIN/"
+		if wait_for 120 running 10; then
+			say "ok - plugins back: the 10 pods Running $(ms_since "$t0") ms later"
+		else
+			say "not ok - pods not Running: $(jqs -c '[.pods[] | {name, phase}] | .[0:3]')"
+		fi
+	fi
+	footprint "after the faults"
+	stop_cubelet
+	CUBELET_BIN=
+}
+
 while [ $# -gt 0 ]; do
 	case $1 in
 	gpu) step_gpu; shift ;;
 	cri) start_containerd; cri-baseline -p probe "${2:-1}" 2>&1 | tail -n 3; shift 2 ;;
 	bench) step_bench "${2:-110}"; shift 2 ;;
 	scrape) SCRAPE=1 step_bench "${2:-110}"; shift 2 ;;
+	fault) if [ $# -gt 1 ] && [ "${2#cubelet}" != "$2" ]; then step_fault "$2"; shift 2; else step_fault; shift; fi ;;
 	*) echo "run.sh: unknown step '$1'" >&2; exit 2 ;;
 	esac
 done
