@@ -24,14 +24,22 @@
 
 #include "../agent/util/cleanup.h"
 #include "../agent/util/log.h"
+#include "../agent/util/retry.h"
 #include "../agent/util/time.h"
 #include "cri-internal.h"
 #include "cri.h"
 #include "proto/containerd/events.pb-c.h"
 
 #define EVENTS_METHOD "/containerd.services.events.v1.Events/Subscribe"
-#define BACKOFF_MIN_SEC 1
-#define BACKOFF_MAX_SEC 30
+/* the stream's reconnects: the agent's one retry policy (agent/util/retry.h),
+ * 1 s doubling to 30 s; a runtime without the Events service is asked again
+ * after 5 minutes */
+static const CubRetryPolicy events_retry = {
+        .base_usec = 1 * CUB_USEC_PER_SEC,
+        .max_usec = 30 * CUB_USEC_PER_SEC,
+        .factor = 2,
+        .jitter_pct = 0,
+};
 #define UNSUPPORTED_RETRY_SEC 300
 #define STREAM_PROVEN_USEC (5 * CUB_USEC_PER_SEC) /* a stream that lived this long worked */
 
@@ -184,10 +192,11 @@ static void call_end(CriEvents *e) {
 
 static void *events_main(void *arg) {
         CriEvents *e = arg;
-        unsigned backoff = BACKOFF_MIN_SEC;
+        CubRetry retry = {};
 
         for (;;) {
                 CubError err = {};
+                uint64_t now;
                 unsigned wait;
                 int r;
 
@@ -205,7 +214,7 @@ static void *events_main(void *arg) {
                                 if (r <= 0)
                                         break;
                                 stream_proven(e, true); /* the stream works */
-                                backoff = BACKOFF_MIN_SEC;
+                                (void) cub_retry_succeeded(&retry);
                                 if (envelope_wanted(e->ns, (const Containerd__Services__Events__V1__Envelope *) m)) {
                                         pthread_mutex_lock(&e->lock);
                                         e->n_events++;
@@ -225,8 +234,11 @@ static void *events_main(void *arg) {
                         break;
                 set_state(e, r == -EOPNOTSUPP ? CRI_EVENTS_UNSUPPORTED : CRI_EVENTS_CONNECTING, err.msg);
                 events_signal(e); /* the loop goes back to its short relist */
-                wait = r == -EOPNOTSUPP ? UNSUPPORTED_RETRY_SEC : backoff;
-                backoff = backoff * 2 > BACKOFF_MAX_SEC ? BACKOFF_MAX_SEC : backoff * 2;
+                now = cub_now_usec(CLOCK_MONOTONIC);
+                (void) cub_retry_failed(&retry, &events_retry, now, err.msg, 0);
+                wait = r == -EOPNOTSUPP
+                               ? UNSUPPORTED_RETRY_SEC
+                               : (unsigned) ((retry.next_usec - now + CUB_USEC_PER_SEC - 1) / CUB_USEC_PER_SEC);
                 if (wait_or_stop(e, wait))
                         break;
         }
