@@ -148,7 +148,7 @@ static void test_probe_status(void **state) {
         p->phase = LC_PHASE_RUNNING;
         p->statuses[0] = (LcContainerStatus){ .id = "c1", .state = LC_CONTAINER_RUNNING };
         p->statuses[1] = (LcContainerStatus){ .state = LC_CONTAINER_WAITING };
-        (void) snprintf(p->last_error, sizeof(p->last_error), "%s",
+        (void) snprintf(p->sync_retry.error, sizeof(p->sync_retry.error), "%s",
                         "container 'b': image 'y:1': ErrImageNeverPull: Container image \"y:1\" is not present with "
                         "pull policy of Never");
         assert_true(lc_pod_track_conditions(p, 1700000000));
@@ -178,7 +178,7 @@ static void test_probe_status(void **state) {
         /* the probes said started and ready; b runs */
         p->statuses[0].probe_known = p->statuses[0].probe_started = p->statuses[0].probe_ready = true;
         p->statuses[1] = (LcContainerStatus){ .id = "c2", .state = LC_CONTAINER_RUNNING };
-        p->last_error[0] = '\0';
+        p->sync_retry.error[0] = '\0';
         assert_true(lc_pod_track_conditions(p, 1700000100));
         text = api_pod_list_json(pods, 1, &info);
         doc = json_loads(text, 0, &jerr);

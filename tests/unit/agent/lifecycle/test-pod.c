@@ -274,9 +274,9 @@ static void test_steady(void **state) {
         p->busy = true;
         assert_false(lc_pod_steady(p));
         p->busy = false;
-        p->sync_retry_usec = 10 * SEC;
+        (void) cub_retry_failed(&p->sync_retry, &cub_retry_pod_sync, 0, "RunPodSandbox: boom", 0);
         assert_false(lc_pod_steady(p));
-        p->sync_retry_usec = 0;
+        (void) cub_retry_succeeded(&p->sync_retry);
         assert_int_equal(lc_pod_add_victim(p, "v"), 0);
         assert_false(lc_pod_steady(p));
         assert_true(lc_pod_drop_victim(p, "v"));
