@@ -50,6 +50,15 @@ static void apply_fail(Agent *a, const LcAction *act) {
                                        1);
         grace = act->grace >= 0 ? act->grace : p->spec->pod->termination_grace_period_seconds;
         p->evicted = act->evicted;
+        /* kubelet's events: the eviction or preemption, then each container's stop */
+        if (act->evicted)
+                lc_pod_event(p, true, "Evicted", agent_now_usec(), "%s", act->message);
+        else if (strcmp(act->reason, "Preempted") == 0)
+                lc_pod_event(p, true, "Preempting", agent_now_usec(), "%s", act->message);
+        for (size_t k = 0; k < p->n; k++)
+                if (p->statuses[k].state == LC_CONTAINER_RUNNING || p->statuses[k].state == LC_CONTAINER_CREATED)
+                        lc_pod_event(p, false, "Killing", agent_now_usec(), "Stopping container %s",
+                                     pod_container_at(p->spec->pod, k, NULL)->name);
         if (!agent_pod_fail(a, p, act->reason, act->message, grace)) {
                 /* nothing of it runs */
                 agent_pod_stopped(a, act->uid);
@@ -88,6 +97,7 @@ static void apply_restart_container(Agent *a, const LcAction *act) {
                 return;
         pod = p->spec->pod;
         cub_log(LOG_INFO, "pod %s/%s: %s", pod->namespace_, pod->name, act->message);
+        lc_pod_event(p, false, "Killing", agent_now_usec(), "%s", act->message);
         (void) snprintf(p->statuses[act->container].message, sizeof(p->statuses[act->container].message), "%.150s",
                         act->message);
         j = worker_job_new(WORKER_STOP_CONTAINER);
@@ -144,6 +154,14 @@ void agent_apply_actions(Agent *a) {
                         case LC_ACTION_PROBE:
                                 apply_probe(a, act);
                                 break;
+                        case LC_ACTION_EVENT: {
+                                LcPod *p = agent_find_pod(a, act->uid);
+
+                                if (p)
+                                        lc_pod_event(p, act->warning, act->reason, agent_now_usec(), "%s",
+                                                     act->message);
+                                break;
+                        }
                         case LC_ACTION_RESTART_CONTAINER:
                                 apply_restart_container(a, act);
                                 break;

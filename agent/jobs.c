@@ -206,6 +206,7 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
                         cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_, j->spec->pod->name, j->error);
                 else if (j->r >= 0 && cub_retry_succeeded(&p->sync_retry))
                         cub_log(LOG_INFO, "pod %s/%s: synced again", j->spec->pod->namespace_, j->spec->pod->name);
+                lc_pod_sync_result(p, j->r, j->fail, j->fail_container, j->error, agent_now_usec());
                 /* security context: containers the sync could not create */
                 for (size_t k = 0; k < p->n; k++)
                         (void) snprintf(p->statuses[k].config_error, sizeof(p->statuses[k].config_error), "%s",
@@ -226,6 +227,9 @@ static void on_kill_done(Agent *a, WorkerJob *j) {
 
         if (asprintf(&what, "%s/%s (uid %s)", e ? e->namespace_ : "", e ? e->name : "", j->uid) < 0)
                 what = NULL;
+        /* a pod of the table (rejected, evicted, preempted) keeps the event */
+        if (j->r < 0 && agent_find_pod(a, j->uid))
+                lc_pod_event(agent_find_pod(a, j->uid), true, "FailedKillPod", now, "error killing pod: %s", j->error);
         switch (kill_table_done(&a->kills, j->uid, j->r, j->error, now, cub_retry_draw(), &attempts)) {
         case KILL_FAILED_NEW:
                 e = kill_table_find(&a->kills, j->uid);

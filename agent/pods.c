@@ -140,6 +140,7 @@ static void reject(Agent *a, LcPod *p, const char *reason, const char *message) 
         cub_log(LOG_WARNING, "pod %s/%s rejected: %s: %s", p->spec->pod->namespace_, p->spec->pod->name, reason,
                 message);
         (void) snprintf(msg, sizeof(msg), "Pod was rejected: %s", message);
+        lc_pod_event(p, true, reason, agent_now_usec(), "%s", msg);
         (void) agent_pod_fail(a, p, reason, msg, 0);
 }
 

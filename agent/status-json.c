@@ -28,12 +28,15 @@ static json_t *containers_json(const LcPod *p) {
                         json_object_set_new(
                                 cj, "lastTermination",
                                 json_pack("{s:i,s:s}", "exitCode", (int) st->exit_code, "reason", st->reason));
-                if (st->waiting_backoff)
-                        json_object_set_new(cj, "waitingReason", json_string("CrashLoopBackOff"));
-                /* security context */
-                if (*st->config_error && st->state == LC_CONTAINER_WAITING) {
-                        json_object_set_new(cj, "waitingReason", json_string(POD_CONFIG_ERROR_REASON));
-                        json_object_set_new(cj, "waitingMessage", json_string(st->config_error));
+                /* kubelet's waiting reason and message (agent/lifecycle/reasons.c, as /pods) */
+                {
+                        char msg[LC_MESSAGE_MAX];
+                        const char *why = lc_container_waiting(p, k, msg, sizeof(msg));
+
+                        if (why)
+                                json_object_set_new(cj, "waitingReason", json_string(why));
+                        if (why && *msg)
+                                json_object_set_new(cj, "waitingMessage", json_string(msg));
                 }
                 /* probes and hooks */
                 json_object_set_new(cj, "ready", json_boolean(lc_container_ready(p, k)));
@@ -43,6 +46,28 @@ static json_t *containers_json(const LcPod *p) {
                 json_array_append_new(cs, cj);
         }
         return cs;
+}
+
+/* kubelet's events of the pod, oldest first, with wall-clock times */
+static json_t *events_json(const LcPod *p, uint64_t now, uint64_t now_real) {
+        json_t *l = json_array();
+
+        for (size_t i = 0; l && i < p->n_events; i++) {
+                const LcEvent *e = &p->events[i];
+                uint64_t first_ago = now > e->first_usec ? now - e->first_usec : 0,
+                         last_ago = now > e->last_usec ? now - e->last_usec : 0;
+                char first[32], last[32];
+
+                api_rfc3339((int64_t) ((now_real - first_ago) / CUB_USEC_PER_SEC), first);
+                api_rfc3339((int64_t) ((now_real - last_ago) / CUB_USEC_PER_SEC), last);
+                json_array_append_new(l, json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:I,s:I}", "type",
+                                                   e->warning ? "Warning" : "Normal", "reason", e->reason, "message",
+                                                   e->message, "count", (int) e->count, "firstTimestamp", first,
+                                                   "lastTimestamp", last, "firstSeenSecondsAgo",
+                                                   (json_int_t) (first_ago / CUB_USEC_PER_SEC), "lastSeenSecondsAgo",
+                                                   (json_int_t) (last_ago / CUB_USEC_PER_SEC)));
+        }
+        return l;
 }
 
 static json_t *pod_json(Agent *a, const LcPod *p) {
@@ -73,6 +98,7 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
         }
         /* probes and hooks: the Ready condition */
         json_object_set_new(pj, "ready", json_boolean(p->cond_value[LC_POD_COND_READY]));
+        json_object_set_new(pj, "events", events_json(p, agent_now_usec(), cub_now_usec(CLOCK_REALTIME)));
         /* the fields of its manifest cubelet accepts and ignores */
         if (pod->warnings.n > 0) {
                 json_t *ws = json_array();

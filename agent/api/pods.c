@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-static const char *rfc3339(int64_t unix_s, char buf[static 32]) {
+const char *api_rfc3339(int64_t unix_s, char buf[static 32]) {
         struct tm tm;
         time_t t = (time_t) unix_s;
 
@@ -193,35 +193,12 @@ static json_t *terminated(const LcContainerStatus *st, const char *cid) {
                                               : "Completed");
 
         if (t && st->started_at)
-                json_object_set_new(t, "startedAt", json_string(rfc3339(st->started_at / 1000000000, a)));
+                json_object_set_new(t, "startedAt", json_string(api_rfc3339(st->started_at / 1000000000, a)));
         if (t && st->finished_at)
-                json_object_set_new(t, "finishedAt", json_string(rfc3339(st->finished_at / 1000000000, b)));
+                json_object_set_new(t, "finishedAt", json_string(api_rfc3339(st->finished_at / 1000000000, b)));
         if (t && cid)
                 json_object_set_new(t, "containerID", json_string(cid));
         return t;
-}
-
-/* probes and hooks: the waiting reason of a container the last sync could
- * not start (kubelet's CreateContainerConfigError, ErrImageNeverPull, ...),
- * from the sync's error "container '<name>': ..."; NULL when it is not about c */
-static const char *waiting_reason(const LcPod *p, const PodContainer *c) {
-        static const char *const reasons[] = { "ErrImageNeverPull", "PostStartHookError", "CreateContainerConfigError",
-                                               "InvalidImageName", NULL };
-        char who[128];
-
-        (void) snprintf(who, sizeof(who), "container '%s': ", c->name);
-        if (!*p->sync_retry.error || !strstr(p->sync_retry.error, who))
-                return NULL;
-        for (const char *const *r = reasons; *r; r++)
-                if (strstr(p->sync_retry.error, *r))
-                        return *r;
-        if (strstr(p->sync_retry.error, "': image '"))
-                return "ErrImagePull";
-        if (strstr(p->sync_retry.error, "': create"))
-                return "CreateContainerError";
-        if (strstr(p->sync_retry.error, "': start"))
-                return "RunContainerError";
-        return NULL;
 }
 
 static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c, const ApiPodsInfo *info,
@@ -234,20 +211,18 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
         (void) snprintf(cid, sizeof(cid), "%s://%s", info->runtime ? info->runtime : "containerd", st->id);
         if (running)
                 state = json_pack("{s:{s:s}}", "running", "startedAt",
-                                  rfc3339(st->started_at ? st->started_at / 1000000000 : pod_start(p, info), when));
+                                  api_rfc3339(st->started_at ? st->started_at / 1000000000 : pod_start(p, info), when));
         else if (st->state == LC_CONTAINER_TERMINATED)
                 state = json_pack("{s:o}", "terminated", terminated(st, cid));
-        else if (*st->config_error && !p->terminal) /* security context */
-                state = json_pack("{s:{s:s,s:s}}", "waiting", "reason", POD_CONFIG_ERROR_REASON, "message",
-                                  st->config_error);
-        else if (!st->waiting_backoff && !p->terminal && waiting_reason(p, c))
-                state = json_pack("{s:{s:s,s:s}}", "waiting", "reason", waiting_reason(p, c), "message",
-                                  p->sync_retry.error);
-        else
-                state = json_pack("{s:{s:s}}", "waiting", "reason",
-                                  st->waiting_backoff ? "CrashLoopBackOff"
-                                  : p->terminal       ? "PodTerminated"
-                                                      : "ContainerCreating");
+        else {
+                /* kubelet's waiting reason and message: agent/lifecycle/reasons.c, as cubelet status */
+                char msg[LC_MESSAGE_MAX];
+                const char *why = lc_container_waiting(p, k, msg, sizeof(msg));
+
+                state = *msg ? json_pack("{s:{s:s,s:s}}", "waiting", "reason", why ? why : "ContainerCreating",
+                                         "message", msg)
+                             : json_pack("{s:{s:s}}", "waiting", "reason", why ? why : "ContainerCreating");
+        }
         last = st->terminated_before && st->state != LC_CONTAINER_TERMINATED
                        ? json_pack("{s:o}", "terminated", terminated(st, NULL))
                        : json_object();
@@ -268,7 +243,7 @@ static json_t *condition(const char *type, bool status, const char *reason, cons
         char when[32];
 
         if (c && since > 0)
-                json_object_set_new(c, "lastTransitionTime", json_string(rfc3339(since, when)));
+                json_object_set_new(c, "lastTransitionTime", json_string(api_rfc3339(since, when)));
         if (c && reason)
                 json_object_set_new(c, "reason", json_string(reason));
         if (c && message && *message)
@@ -311,7 +286,7 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
                           p->cond_since[LC_POD_COND_CONTAINERS_READY]),
                 condition("PodScheduled", true, NULL, NULL, p->latency.event ? pod_start(p, info) : 0));
         meta = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "name", pod->name, "namespace", pod->namespace_, "uid", pod->uid,
-                         "creationTimestamp", rfc3339(pod_start(p, info), when), "labels", string_map(&pod->labels),
+                         "creationTimestamp", api_rfc3339(pod_start(p, info), when), "labels", string_map(&pod->labels),
                          "annotations", string_map(&pod->annotations));
         status = json_pack("{s:s,s:o,s:s,s:o,s:o}", "phase", lc_phase_to_string(p->phase), "conditions", conds,
                            "qosClass", pod_qos_to_string(p->spec->qos), "initContainerStatuses", ics,
@@ -332,7 +307,7 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
                 json_object_set_new(status, "podIPs", json_pack("[{s:s}]", "ip", ip));
         }
         if (status && p->latency.event)
-                json_object_set_new(status, "startTime", json_string(rfc3339(pod_start(p, info), when)));
+                json_object_set_new(status, "startTime", json_string(api_rfc3339(pod_start(p, info), when)));
         return json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", "Pod", "apiVersion", "v1", "metadata", meta, "spec",
                          spec_json(pod, info->node_name), "status", status);
 }

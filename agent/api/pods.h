@@ -24,6 +24,8 @@ typedef struct ApiPodsInfo {
 
 /* The PodList (malloc'd JSON text), NULL on ENOMEM. */
 char *api_pod_list_json(LcPod *const *pods, size_t n, const ApiPodsInfo *info);
+/* unix seconds as RFC 3339 in UTC ("2026-11-26T09:20:04Z"); returns buf */
+const char *api_rfc3339(int64_t unix_s, char buf[static 32]);
 
 /* Each pod's rendered JSON, kept while its spec and status stay the same
  * (compared byte for byte): a steady node costs the loop a memcmp per pod

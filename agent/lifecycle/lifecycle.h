@@ -107,6 +107,19 @@ typedef enum LcPodCond {
         _LC_POD_COND_INVALID = -22,
 } LcPodCond;
 
+/* A pod's event, as kubelet records one (kubectl describe's Events): the
+ * same reason and message again counts up. Times: CLOCK_MONOTONIC µs. */
+typedef struct LcEvent {
+        bool warning; /* type Warning, else Normal */
+        char reason[40];
+        char *message;
+        unsigned count;
+        uint64_t first_usec, last_usec;
+} LcEvent;
+
+/* at most this many a pod (the oldest goes), as a bounded ring */
+#define LC_EVENTS_MAX 12
+
 typedef struct LcPod {
         WorkerSpec *spec;
         bool busy;     /* a job of it is in flight */
@@ -135,6 +148,12 @@ typedef struct LcPod {
         uint64_t file_dev, file_ino;
         int64_t file_size, file_mtime_ns, file_ctime_ns;
         CubRetry sync_retry; /* after a failed sync: no new one before its next_usec (cub_retry_pod_sync) */
+        /* the last sync's typed failure (WORKER_FAIL_NONE after a good one):
+         * kubelet's waiting reasons come from it (agent/lifecycle/reasons.c) */
+        WorkerFailKind failure;
+        size_t failure_container; /* SIZE_MAX: the pod */
+        LcEvent *events;          /* oldest first; NULL until the first */
+        size_t n_events;
         /* network */
         char pod_ip[64]; /* of its ready sandbox, "" = none (host network: the node's IP is shown) */
         /* probes and hooks: each condition's value and when it last changed
@@ -142,6 +161,24 @@ typedef struct LcPod {
         bool cond_value[_LC_POD_COND_MAX];
         int64_t cond_since[_LC_POD_COND_MAX];
 } LcPod;
+
+/* ---- kubelet's words (agent/lifecycle/reasons.c) -------------------------- */
+
+/* Records an event on p at now (CLOCK_MONOTONIC µs): a new one, or the
+ * count of the same reason and message raised. */
+void lc_pod_event(LcPod *p, bool warning, const char *reason, uint64_t now, const char *fmt, ...)
+        __attribute__((format(printf, 5, 6)));
+void lc_pod_events_free(LcPod *p);
+
+/* The waiting reason of container k (init containers first) as kubelet
+ * reports it, and its message ("" when kubelet gives none): NULL when the
+ * container is not waiting. The one mapping behind cubelet status, /pods and
+ * cubelet describe. */
+const char *lc_container_waiting(const LcPod *p, size_t k, char *message, size_t size);
+
+/* A sync ended: its typed failure kept on p (r < 0) or cleared, and the
+ * event kubelet records for it. */
+void lc_pod_sync_result(LcPod *p, int r, WorkerFailKind fail, size_t container, const char *error, uint64_t now);
 
 /* Takes a reference on spec. */
 int lc_pod_new(WorkerSpec *spec, LcPod **ret);
@@ -194,6 +231,7 @@ typedef enum LcActionKind {
         LC_ACTION_RESOURCES_CHANGED, /* running containers' resources changed: update them */
         LC_ACTION_NODE_RESOURCE,     /* the node's allocatable of resource is now quantity */
         LC_ACTION_WAIT,              /* pod waiter starts only once pod uid (stopping) has stopped */
+        LC_ACTION_EVENT,             /* an event of pod uid (warning, reason, message): kubelet's recorder */
         /* probes and hooks */
         LC_ACTION_PROBE,             /* container (index) of uid: started and ready as its probes say */
         LC_ACTION_RESTART_CONTAINER, /* kill container_id with grace (message); it restarts per restartPolicy */
@@ -216,6 +254,7 @@ typedef struct LcAction {
         char message[LC_MESSAGE_MAX];
         int64_t grace;    /* -1: the pod's own terminationGracePeriodSeconds */
         bool evicted;     /* FAIL: by eviction (admitted again once the pressure is gone) */
+        bool warning;     /* EVENT: type Warning, else Normal */
         char waiter[128]; /* FAIL by preemption: the admitted pod that waits for this victim */
         bool conditions[_LC_CONDITION_MAX];
         char resource[128]; /* NODE_RESOURCE; FAIL: the eviction signal or the preemption's resource */

@@ -36,6 +36,7 @@ int lc_pod_new(WorkerSpec *spec, LcPod **ret) {
         if (!p)
                 return -ENOMEM;
         p->n = spec->pod->n_init_containers + spec->pod->n_containers;
+        p->failure_container = SIZE_MAX;
         p->backoff = calloc(p->n + 1, sizeof(LcBackoff));
         p->statuses = calloc(p->n + 1, sizeof(LcContainerStatus));
         if (!p->backoff || !p->statuses) {
@@ -63,6 +64,7 @@ LcPod *lc_pod_free(LcPod *p) {
         free(p->victims);
         free(p->backoff);
         free(p->statuses);
+        lc_pod_events_free(p);
         free(p);
         return NULL;
 }
@@ -159,7 +161,7 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
                 LcContainerStatus *st = &p->statuses[k];
                 LcBackoff *bo = &p->backoff[k];
                 bool sidecar = init && pod_container_is_sidecar(c);
-                bool restartable;
+                bool restartable, was_backoff;
 
                 if (!init)
                         app++;
@@ -175,9 +177,15 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
                         continue;
                 }
                 st->restarts = wc->attempt;
+                was_backoff = st->waiting_backoff;
                 st->waiting_backoff = false;
-                if (strcmp(st->id, wc->id) != 0)
+                if (strcmp(st->id, wc->id) != 0) {
                         st->probe_known = st->probe_started = st->probe_ready = false; /* a new container */
+                        /* kubelet's events of a container it created and started */
+                        lc_pod_event(p, false, "Created", now, "Created container: %s", c->name);
+                        if (wc->started_at)
+                                lc_pod_event(p, false, "Started", now, "Started container %s", c->name);
+                }
                 (void) snprintf(st->id, sizeof(st->id), "%s", wc->id);
                 st->started_at = wc->started_at;
                 st->finished_at = wc->finished_at;
@@ -218,6 +226,10 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
                         else {
                                 st->waiting_backoff = true;
                                 st->state = LC_CONTAINER_WAITING;
+                                if (!was_backoff)
+                                        lc_pod_event(p, true, "BackOff", now,
+                                                     "Back-off restarting failed container %s in pod %s_%s(%s)",
+                                                     c->name, pod->name, pod->namespace_, pod->uid);
                         }
                         if (!init)
                                 running++; /* restarting counts as running, as kubelet's phase does */

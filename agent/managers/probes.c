@@ -173,6 +173,16 @@ static void on_result(void *userdata, ProbeResult r, const char *output) {
         else if (r == PROBE_RESULT_FAILURE)
                 cub_log(LOG_INFO, "pod %s/%s: container '%s': %s probe failed: %s", pod->namespace_, pod->name, c->name,
                         probe_kind_to_string(w->kind), output);
+        if (r == PROBE_RESULT_FAILURE) {
+                /* kubelet's prober records each failure (the count goes up) */
+                LcAction ev = { .kind = LC_ACTION_EVENT, .warning = true };
+
+                (void) snprintf(ev.uid, sizeof(ev.uid), "%s", w->uid);
+                (void) snprintf(ev.reason, sizeof(ev.reason), "Unhealthy");
+                (void) snprintf(ev.message, sizeof(ev.message), "%s probe failed: %s", probe_kind_to_string(w->kind),
+                                output);
+                m->env->act(m->env->loop, &ev);
+        }
         if (!probe_state_record(&w->st, r))
                 return;
         if ((w->kind == PROBE_LIVENESS || w->kind == PROBE_STARTUP) && w->st.result == PROBE_RESULT_FAILURE) {

@@ -37,20 +37,23 @@ __attribute__((sentinel)) static int labels_set(WorkerLabels *l, CubError *err, 
 
 /* kubelet's EnsureImageExists: Always pulls at every container start,
  * IfNotPresent when the image is missing, Never not at all. */
-static int ensure_image(WorkerPool *p, const char *image, const char *policy, CubError *err) {
+static int ensure_image(WorkerPool *p, const char *image, const char *policy, WorkerFailKind *ret_kind, CubError *err) {
         bool present = false;
         int r;
 
+        *ret_kind = WORKER_FAIL_IMAGE_PULL;
         if (policy && strcmp(policy, "Always") == 0)
                 return cri_pull_image(p->cri, image, NULL, err);
         r = cri_image_status(p->cri, image, &present, NULL, err);
         if (r < 0 || present)
                 return r;
+        *ret_kind = WORKER_FAIL_IMAGE_NEVER_PULL;
         if (policy && strcmp(policy, "Never") == 0)
                 return cub_err_set(err, ENOENT,
                                    "ErrImageNeverPull: Container image \"%s\" is not present with pull "
                                    "policy of Never",
                                    image);
+        *ret_kind = WORKER_FAIL_IMAGE_PULL;
         return cri_pull_image(p->cri, image, NULL, err);
 }
 
@@ -84,7 +87,20 @@ typedef struct SyncCtx {
         char host_ip[INET6_ADDRSTRLEN];
         char host_ips[2 * INET6_ADDRSTRLEN + 2];
         const char *hosts_path; /* network: the pod's /etc/hosts, NULL = none mounted */
+        /* what the sync is at, for its typed failure (WorkerJob.fail) */
+        WorkerFailKind stage;
+        size_t stage_container; /* SIZE_MAX: the pod */
 } SyncCtx;
+
+/* The sync's first failure, typed (r < 0): what kubelet's reasons and
+ * events are made of. Returns r. */
+static int failed_at(WorkerJob *j, WorkerFailKind kind, size_t idx, int r) {
+        if (r < 0 && j->fail == WORKER_FAIL_NONE) {
+                j->fail = kind;
+                j->fail_container = idx;
+        }
+        return r;
+}
 
 /* env sources: the node's first IPv4 address that is up and not loopback
  * (status.hostIP, as the status shows it), and with the first global IPv6
@@ -217,14 +233,17 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         CriContainerConfig cfg;
         int r;
 
+        x->stage = WORKER_FAIL_CREATE;
+        x->stage_container = idx;
         if (old_id) {
                 r = cri_remove_container(x->p->cri, old_id, err);
                 if (r < 0)
                         return r;
         }
-        r = ensure_image(x->p, c->image, c->image_pull_policy, err);
+        r = ensure_image(x->p, c->image, c->image_pull_policy, &x->stage, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': image '%s'", c->name, c->image);
+        x->stage = WORKER_FAIL_CREATE;
         r = labels_set(&labels, err, WORKER_LABEL_MANAGED, "true", WORKER_LABEL_UID, pod->uid, WORKER_LABEL_NAME,
                        pod->name, WORKER_LABEL_NAMESPACE, pod->namespace_, WORKER_LABEL_CONTAINER, c->name,
                        WORKER_LABEL_INIT, init ? "true" : "false", NULL);
@@ -250,6 +269,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                         .alloc_ephemeral_storage = ne->alloc_ephemeral_storage,
                 };
 
+                x->stage = WORKER_FAIL_CONFIG;
                 r = pod_env_resolve(pod, c, &ectx, &pod_env, err);
                 if (r < 0)
                         return cub_err_wrap(err, "CreateContainerConfigError: container '%s'", c->name);
@@ -311,15 +331,18 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 .n_devices = devices ? mc->n_devices : 0,
         };
         cfg.seccomp = seccomp_of(&c->seccomp, &pod->seccomp, &cfg.seccomp_localhost);
+        x->stage = WORKER_FAIL_CONFIG;
         r = security_config(x, idx, c, &cfg, &username, err);
         if (r < 0) {
                 free(envs);
                 return r;
         }
+        x->stage = WORKER_FAIL_CREATE;
         r = cri_create_container(x->p->cri, x->sandbox_id, &cfg, x->sbc, &id, err);
         free(envs);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': create", c->name);
+        x->stage = WORKER_FAIL_START;
         r = cri_start_container(x->p->cri, id, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': start", c->name);
@@ -333,6 +356,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 int64_t grace;
 
                 worker_hook_target(c, &c->lifecycle.post_start, id, x->pod_ip, 0, &t);
+                x->stage = WORKER_FAIL_POST_START;
                 if (probe_run_hook(x->p->cri, &t, &herr) < 0) {
                         grace = worker_pre_stop(x->p, pod, c, id, x->pod_ip, pod->termination_grace_period_seconds);
                         (void) cri_stop_container(x->p->cri, id, grace, NULL);
@@ -364,6 +388,8 @@ static int sync_container(SyncCtx *x, const CriContainer *ct, size_t n_ct, size_
                 return a == WORKER_ACTION_START ? start_container(x, idx, 0, NULL, err) : 0;
         }
         /* it ended: its exit code decides */
+        x->stage = WORKER_FAIL_SYNC;
+        x->stage_container = SIZE_MAX;
         r = cri_container_status(x->p->cri, latest->id, &st, err);
         if (r < 0)
                 return r;
@@ -375,7 +401,7 @@ static int sync_container(SyncCtx *x, const CriContainer *ct, size_t n_ct, size_
         return 0;
 }
 
-int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
+static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         const WorkerSpec *s = j->spec;
         const Pod *pod = s->pod;
         const char *hash = pod->config_hash ? pod->config_hash : pod->uid;
@@ -385,8 +411,11 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         _cleanup_(worker_pod_net_done) WorkerPodNet net = {};
         CriContainer *ct = NULL;
         CriSandboxConfig sbc;
-        SyncCtx x = { .p = p, .s = s, .configs = j->configs, .j = j };
         CubError first = {};
+        WorkerFailKind first_stage = WORKER_FAIL_NONE;
+        size_t first_container = SIZE_MAX;
+
+        *x = (SyncCtx){ .p = p, .s = s, .configs = j->configs, .j = j, .stage_container = SIZE_MAX };
         uint32_t attempt = 0;
         bool have_ready = false, blocked = false;
         size_t n_ct = 0;
@@ -396,6 +425,7 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         j->sandbox_requested_usec = 0;
         j->containers_started_usec = 0;
         /* a driver mismatch with the runtime creates no sandbox at all */
+        x->stage = WORKER_FAIL_POD_CGROUP;
         r = worker_pool_check_runtime(p, err);
         if (r < 0)
                 return r;
@@ -404,22 +434,24 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
                 if (r < 0)
                         return r;
         }
-        (void) snprintf(x.grace, sizeof(x.grace), "%" PRId64, pod->termination_grace_period_seconds);
-        r = cg_cgroup_parent(p->cg ? cg_writer_driver(p->cg) : CG_DRIVER_CGROUPFS, s->cgroup.path, x.cgroup_parent,
-                             sizeof(x.cgroup_parent), err);
+        (void) snprintf(x->grace, sizeof(x->grace), "%" PRId64, pod->termination_grace_period_seconds);
+        r = cg_cgroup_parent(p->cg ? cg_writer_driver(p->cg) : CG_DRIVER_CGROUPFS, s->cgroup.path, x->cgroup_parent,
+                             sizeof(x->cgroup_parent), err);
         if (r < 0)
                 return r;
         r = labels_set(&labels, err, WORKER_LABEL_MANAGED, "true", WORKER_LABEL_UID, pod->uid, WORKER_LABEL_NAME,
                        pod->name, WORKER_LABEL_NAMESPACE, pod->namespace_, WORKER_LABEL_HASH, hash, WORKER_LABEL_CGROUP,
-                       s->cgroup.path, WORKER_LABEL_GRACE, x.grace, NULL);
+                       s->cgroup.path, WORKER_LABEL_GRACE, x->grace, NULL);
         if (r < 0)
                 return cub_err_wrap(err, "sandbox");
 
         /* keep the ready sandbox of this spec; tear down stale ones (spec changed, not ready) */
+        x->stage = WORKER_FAIL_KILL;
         r = worker_kill_uid(p, NULL, pod->uid, hash, pod->termination_grace_period_seconds, &attempt, &have_ready,
                             &sandbox_id, err);
         if (r < 0)
                 return r;
+        x->stage = WORKER_FAIL_SANDBOX;
         sbc = (CriSandboxConfig){
                 .name = pod->name,
                 .uid = pod->uid,
@@ -428,7 +460,7 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
                 .log_directory = s->log_dir,
                 .labels = labels.kv,
                 .annotations = NULL,
-                .cgroup_parent = x.cgroup_parent,
+                .cgroup_parent = x->cgroup_parent,
         };
         sbc.seccomp = seccomp_of(NULL, &pod->seccomp, &local);
         sbc.seccomp_localhost = local;
@@ -471,14 +503,15 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         r = worker_pod_net_started(p, pod, sandbox_id, &net, err);
         if (r < 0)
                 return r;
-        x.pod_ip = net.pod_ip;
-        x.hosts_path = net.hosts_path;
+        x->pod_ip = net.pod_ip;
+        x->hosts_path = net.hosts_path;
         free(j->pod_ip);
         j->pod_ip = net.pod_ip ? strdup(net.pod_ip) : NULL;
-        x.sandbox_id = sandbox_id;
-        x.sbc = &sbc;
-        host_ips(&x); /* env sources */
+        x->sandbox_id = sandbox_id;
+        x->sbc = &sbc;
+        host_ips(x); /* env sources */
 
+        x->stage = WORKER_FAIL_SYNC;
         r = cri_list_containers(p->cri, sandbox_id, NULL, &ct, &n_ct, err);
         if (r < 0)
                 return r;
@@ -488,13 +521,16 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         for (size_t i = 0; i < pod->n_init_containers + pod->n_containers && !blocked; i++) {
                 bool init = i < pod->n_init_containers;
 
-                x.config_error = false;
-                r = sync_container(&x, ct, n_ct, i, !j->may_start || j->may_start[i], &blocked, err);
+                x->config_error = false;
+                r = sync_container(x, ct, n_ct, i, !j->may_start || j->may_start[i], &blocked, err);
                 /* security context: an app container that cannot be created as
                  * written does not hold back the others (kubelet's SyncPod) */
-                if (r < 0 && x.config_error && !init) {
-                        if (!first.code)
+                if (r < 0 && x->config_error && !init) {
+                        if (!first.code) {
                                 first = *err;
+                                first_stage = x->stage;
+                                first_container = x->stage_container;
+                        }
                         continue;
                 }
                 if (r < 0)
@@ -503,10 +539,19 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         if (r >= 0 && first.code) {
                 *err = first;
                 r = -first.code;
+                x->stage = first_stage;
+                x->stage_container = first_container;
         }
         cri_containers_free(ct, n_ct);
-        j->containers_started_usec = x.containers_started_usec;
+        j->containers_started_usec = x->containers_started_usec;
         return r < 0 ? r : 0;
+}
+
+int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
+        SyncCtx x;
+        int r = sync_pod(&x, p, j, err);
+
+        return failed_at(j, x.stage, x.stage_container, r);
 }
 
 /* The CPU manager's reconcile: running containers of the pod get their

@@ -112,6 +112,23 @@ void worker_container_configs_free(WorkerContainerConfig *c, size_t n);
  * with cri_kv_get(), freed with cri_strv_free(). */
 int worker_kv_push(char ***l, const char *key, const char *value);
 
+/* What a SYNC job failed at (the loop maps it to kubelet's waiting reasons
+ * and events in one place: agent/lifecycle/reasons.c). */
+typedef enum WorkerFailKind {
+        WORKER_FAIL_NONE,
+        WORKER_FAIL_SYNC,             /* listing what the runtime holds: FailedSync */
+        WORKER_FAIL_POD_CGROUP,       /* the pod cgroup: FailedCreatePodContainer */
+        WORKER_FAIL_KILL,             /* a stale sandbox would not stop: FailedKillPod */
+        WORKER_FAIL_SANDBOX,          /* RunPodSandbox, the pod network: FailedCreatePodSandBox */
+        WORKER_FAIL_IMAGE_PULL,       /* ErrImagePull, then ImagePullBackOff */
+        WORKER_FAIL_IMAGE_NEVER_PULL, /* ErrImageNeverPull */
+        WORKER_FAIL_CONFIG,           /* CreateContainerConfigError */
+        WORKER_FAIL_CREATE,           /* CreateContainerError */
+        WORKER_FAIL_START,            /* RunContainerError */
+        WORKER_FAIL_POST_START,       /* PostStartHookError */
+        _WORKER_FAIL_MAX,
+} WorkerFailKind;
+
 typedef enum WorkerJobKind {
         WORKER_RELIST,
         WORKER_SYNC,
@@ -141,6 +158,8 @@ typedef struct WorkerJob {
         /* result */
         int r;
         char error[CUB_ERR_MSG_MAX];
+        WorkerFailKind fail;      /* SYNC: what it failed at (the first failure) */
+        size_t fail_container;    /* ... the container's index (init first), SIZE_MAX: the pod */
         WorkerObserved *observed; /* RELIST */
         size_t n_observed;
         uint64_t started_usec, finished_usec;

@@ -2,6 +2,7 @@
 /* The HTTP API's renderers: the exposition text of /metrics, the PodList of
  * /pods (its items decode as v1 Pods), /metrics/resource and /stats/summary
  * from a cgroup tree and a proc directory written by the test. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,9 +149,11 @@ static void test_probe_status(void **state) {
         p->phase = LC_PHASE_RUNNING;
         p->statuses[0] = (LcContainerStatus){ .id = "c1", .state = LC_CONTAINER_RUNNING };
         p->statuses[1] = (LcContainerStatus){ .state = LC_CONTAINER_WAITING };
-        (void) snprintf(p->sync_retry.error, sizeof(p->sync_retry.error), "%s",
-                        "container 'b': image 'y:1': ErrImageNeverPull: Container image \"y:1\" is not present with "
-                        "pull policy of Never");
+        (void) cub_retry_failed(&p->sync_retry, &cub_retry_pod_sync, 0,
+                                "container 'b': image 'y:1': ErrImageNeverPull: Container image \"y:1\" is not "
+                                "present with pull policy of Never",
+                                0);
+        lc_pod_sync_result(p, -ENOENT, WORKER_FAIL_IMAGE_NEVER_PULL, 1, p->sync_retry.error, 0);
         assert_true(lc_pod_track_conditions(p, 1700000000));
         text = api_pod_list_json(pods, 1, &info);
         doc = json_loads(text, 0, &jerr);
@@ -178,7 +181,8 @@ static void test_probe_status(void **state) {
         /* the probes said started and ready; b runs */
         p->statuses[0].probe_known = p->statuses[0].probe_started = p->statuses[0].probe_ready = true;
         p->statuses[1] = (LcContainerStatus){ .id = "c2", .state = LC_CONTAINER_RUNNING };
-        p->sync_retry.error[0] = '\0';
+        (void) cub_retry_succeeded(&p->sync_retry);
+        lc_pod_sync_result(p, 0, WORKER_FAIL_NONE, SIZE_MAX, "", 0);
         assert_true(lc_pod_track_conditions(p, 1700000100));
         text = api_pod_list_json(pods, 1, &info);
         doc = json_loads(text, 0, &jerr);
