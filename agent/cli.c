@@ -19,6 +19,8 @@ static void usage(FILE *f) {
               "  run [OPTIONS]     Run the agent (see 'cubelet run --help')\n"
               "  status [--socket PATH] [-o table|json]\n"
               "                    Pods, phases, restarts and errors of the running agent\n"
+              "  describe [-n NAMESPACE] POD\n"
+              "                    One pod as `kubectl describe pod` prints it, events last\n"
               "  plan [--config FILE] [--node FILE] MANIFEST...\n"
               "                    What the agent would do for these static pod manifests:\n"
               "                    QoS class, effective resources, cgroup v2 values and the\n"
@@ -55,9 +57,10 @@ int cli_main(int argc, char **argv) {
                 const char *name;
                 int (*run)(int argc, char **argv);
         } commands[] = {
-                { "run", cli_run },         { "status", cli_status }, { "plan", cli_plan },
-                { "admit", cli_admit },     { "rank", cli_rank },     { "version", cli_version },
-                { "devices", cli_devices }, { "logs", cli_logs },     { "exec", cli_exec },
+                { "run", cli_run },         { "status", cli_status },   { "describe", cli_describe },
+                { "plan", cli_plan },       { "admit", cli_admit },     { "rank", cli_rank },
+                { "version", cli_version }, { "devices", cli_devices }, { "logs", cli_logs },
+                { "exec", cli_exec },
         };
 
         if (argc < 2) {

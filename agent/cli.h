@@ -9,6 +9,7 @@ int cli_plan(int argc, char **argv);
 int cli_version(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_status(int argc, char **argv);
+int cli_describe(int argc, char **argv);
 int cli_admit(int argc, char **argv);
 int cli_rank(int argc, char **argv);
 int cli_devices(int argc, char **argv);

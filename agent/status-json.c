@@ -21,8 +21,9 @@ static json_t *containers_json(const LcPod *p) {
                 bool init;
                 const PodContainer *c = pod_container_at(pod, k, &init);
                 const LcContainerStatus *st = &p->statuses[k];
-                json_t *cj = json_pack("{s:s,s:s,s:b,s:s,s:i}", "name", c->name, "id", st->id, "init", init, "state",
-                                       lc_container_state_to_string(st->state), "restarts", (int) st->restarts);
+                json_t *cj = json_pack("{s:s,s:s,s:s,s:b,s:s,s:i}", "name", c->name, "image", c->image, "id", st->id,
+                                       "init", init, "state", lc_container_state_to_string(st->state), "restarts",
+                                       (int) st->restarts);
 
                 if (st->terminated_before)
                         json_object_set_new(

@@ -343,6 +343,11 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
         /* probes and hooks: the conditions' transitions, the sync's error (waiting reasons) */
         fwrite(p->cond_since, sizeof(p->cond_since), 1, f);
         fprintf(f, "%s\n", p->sync_retry.error);
+        /* the waiting reasons' other inputs (agent/lifecycle/reasons.c): the
+         * typed failure, its count (ErrImagePull → ImagePullBackOff), the
+         * crash back-off (CrashLoopBackOff's message) */
+        fprintf(f, "%d %zu %u\n", (int) p->failure, p->failure_container, p->sync_retry.failures);
+        fwrite(p->backoff, sizeof(*p->backoff), p->n, f);
         if (fclose(f) != 0) {
                 free(key);
                 return NULL;

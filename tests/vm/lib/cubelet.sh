@@ -34,7 +34,7 @@ cubelet_install() {
 	if [ "$CUBELET_DRIVER" = systemd ]; then
 		sed -i 's/^\( *SystemdCgroup = \)false/\1true/' /etc/containerd/config.toml
 	fi
-	# the pod network's conflist, as `make install` puts it (README "Pod network")
+	# the pod network's conflist, as `make install` puts it (docs/pod-fields.md "Pod network")
 	install -D -m 0644 "$VM_REPO/packaging/cni/10-cubelet.conflist" /etc/cni/net.d/10-cubelet.conflist
 	systemctl restart containerd
 	for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
@@ -117,6 +117,37 @@ ctr_field() {
 		index($0, p) { pod = 1; next }
 		pod && index($0, c) { on = 1; next }
 		on && index($0, f) { sub(/^[^:]*: /, ""); sub(/,$/, ""); gsub(/"/, ""); print; exit }'
+}
+
+# reasons_agree POD CONTAINER REASON: the container's waiting reason is REASON
+# in cubelet status -o json, the status table, /pods and cubelet describe
+# (one mapping, agent/lifecycle/reasons.c, behind the four)
+reasons_agree() {
+	local j t p d
+	j=$(status_json | jq -r --arg n "$1-$NODE" --arg c "$2" \
+		'.pods[] | select(.name == $n) | .containers[] | select(.name == $c) | .waitingReason // "-"')
+	t=$("$CUBELET" status 2>/dev/null | awk -v n="$1-$NODE" -v c="$2" '
+		$2 == n { on = 1; next }
+		on && /^[^ ]/ { exit }
+		on && ($1 == c || ($1 == "init" && $2 == c)) { if (match($0, /\([A-Za-z]+\)/)) print substr($0, RSTART + 1, RLENGTH - 2); else print "-"; exit }')
+	p=$(curl -s -m 5 http://127.0.0.1:10255/pods | jq -r --arg n "$1-$NODE" --arg c "$2" \
+		'.items[] | select(.metadata.name == $n) | ((.status.containerStatuses // []) + (.status.initContainerStatuses // []))[] | select(.name == $c) | .state.waiting.reason // "-"')
+	d=$("$CUBELET" describe "$1-$NODE" 2>/dev/null | awk -v c="  $2:" '
+		$0 == c { on = 1; next }
+		on && /^      Reason:/ { print $2; found = 1; exit }
+		on && /^    Ready:/ { exit }
+		END { if (!found) print "-" }')
+	t_is "$j $t $p $d" "$3 $3 $3 $3" "$1/$2: waiting reason $3 in cubelet status -o json, the status table, /pods and cubelet describe"
+}
+
+# describe_event POD REASON TEXT: cubelet describe's Events has REASON with TEXT
+# in its message, and cubelet status -o json has the same event
+describe_event() {
+	local d j
+	d=$("$CUBELET" describe "$1-$NODE" 2>/dev/null | awk '/^Events:/ { on = 1; next } on')
+	j=$(status_json | jq -r --arg n "$1-$NODE" --arg r "$2" '.pods[] | select(.name == $n) | .events[] | select(.reason == $r) | .message')
+	case "$d" in *" $2 "*"$3"*) ;; *) return 1 ;; esac
+	case "$j" in *"$3"*) ;; *) return 1 ;; esac
 }
 
 wait_phase() { # wait_phase POD PHASE [SECONDS]

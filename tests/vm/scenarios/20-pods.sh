@@ -134,6 +134,12 @@ for i in $(seq 240); do
 done
 t_is "$oomed" 1 "the 48Mi container is OOM-killed and restarted (status: OOMKilled, restarts >= 1)"
 t_is "$(ctr_field "hog-$NODE" hog exitCode)" 137 "its last termination has exit code 137"
+# the second OOM kill puts it in back-off (10 s): kubelet's words in the four renderers
+crash_loop() { [ "$(status_json | jq -r --arg n "hog-$NODE" '.pods[] | select(.name == $n) | .containers[0].waitingReason')" = CrashLoopBackOff ]; }
+t_ok "hog: waits in CrashLoopBackOff after its second OOM kill" wait_until 90 crash_loop
+reasons_agree hog hog CrashLoopBackOff
+t_ok "hog: event BackOff \"Back-off restarting failed container hog in pod ...\"" \
+	describe_event hog BackOff "Back-off restarting failed container hog in pod hog-${NODE}_default("
 hogpath=$(plan_value "$M/oom.yaml" path)
 t_ok "memory.events of the pod cgroup counts the oom_kill" \
 	awk '$1 == "oom_kill" && $2 >= 1 { ok = 1 } END { exit !ok }' "/sys/fs/cgroup/$hogpath/memory.events"

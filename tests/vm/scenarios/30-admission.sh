@@ -111,6 +111,11 @@ if once_per_matrix "preemption, host ports"; then
 	t_is "$(podq low .phase)" Failed "the victim low is Failed"
 	t_is "$(podq low .reason)" Preempted "with reason Preempted"
 	t_is "$(podq low .message)" "Preempted in order to admit pod default/high-$NODE" "and the preemptor named"
+	t_ok "low: cubelet describe and status have the event Preempting with that message" \
+		describe_event low Preempting "Preempted in order to admit pod default/high-$NODE"
+	t_ok "low: ... and Killing \"Stopping container\"" describe_event low Killing "Stopping container "
+	t_is "$("$CUBELET" describe "low-$NODE" | grep -E '^(Status|Reason):' | tr -s ' ' | tr '\n' ' ')" \
+		"Status: Failed Reason: Preempted " "low: cubelet describe's Status and Reason"
 	lowuid=$(podq low .uid)
 	t_ok "low's sandbox and containers are removed" sh -c "for i in \$(seq 120); do [ \"\$(ctr -n k8s.io containers ls -q 'labels.\"cubelet.io/pod-uid\"==$lowuid' | wc -l)\" = 0 ] && exit 0; sleep 0.5; done; exit 1"
 	pod peer '{requests: {cpu: 2500m, memory: 16Mi}}' 1000

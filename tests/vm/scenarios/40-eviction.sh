@@ -82,6 +82,10 @@ pod hog '{}' "$(hold_cmd 900 0.1)"
 t_ok "pod hog (BestEffort, grows without limit) reaches Running" wait_phase "hog-$NODE" Running 180
 t_ok "the hog is evicted" sh -c "for i in \$(seq 600); do [ \"\$($STATUS_JSON | jq -r '.pods[] | select(.name==\"hog-$NODE\") | .phase')\" = Failed ] && exit 0; sleep 0.5; done; exit 1"
 t_is "$(podq hog .reason)" Evicted "its reason is Evicted"
+t_ok "hog: cubelet describe and status have the event Evicted with kubelet's message" \
+	describe_event hog Evicted "The node was low on resource: memory."
+t_is "$("$CUBELET" describe "hog-$NODE" | grep -E '^(Status|Reason):' | tr -s ' ' | tr '\n' ' ')" \
+	"Status: Failed Reason: Evicted " "hog: cubelet describe's Status and Reason"
 t_contains "$(podq hog .message)" "The node was low on resource: memory. Threshold quantity: ${T}Mi, available: " \
 	"its message is kubelet's"
 t_contains "$(podq hog .message)" "Container app was using " "and names the offending container"

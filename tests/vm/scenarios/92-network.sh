@@ -206,6 +206,40 @@ t_ok "the journal has at most one line per attempt and one for the stop ($lines 
 table=$("$CUBELET" status 2>&1 | grep -A1 STOPPING)
 t_contains "$table" "default/server-$NODE (uid $suid): attempt " "cubelet status shows the stopping pod and its attempts"
 t_contains "$table" "failed to destroy network" "... and the runtime's error"
+# while the plugins are gone, kubelet's words (agent/lifecycle/reasons.c): a
+# sandbox that cannot be created, an image that cannot be pulled; cubelet
+# status (JSON and table), /pods and cubelet describe agree
+cat >"$M/nonet.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: nonet}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: c, image: localhost/cubelet/busybox:1, command: [sleep, "3600"]}
+Y
+cat >"$M/noimage.yaml" <<'Y'
+apiVersion: v1
+kind: Pod
+metadata: {name: noimage}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: c, image: localhost/cubelet/not-there:1}
+Y
+t_ok "nonet: event FailedCreatePodSandBox \"Failed to create pod sandbox: ...\" (describe and status)" \
+	wait_until 60 describe_event nonet FailedCreatePodSandBox "Failed to create pod sandbox: "
+reasons_agree nonet c ContainerCreating
+t_ok "noimage: event Failed \"Failed to pull image ...\" (describe and status)" \
+	wait_until 60 describe_event noimage Failed 'Failed to pull image "localhost/cubelet/not-there:1"'
+reasons_agree noimage c ErrImagePull
+backoff_pull() { [ "$(status_json | jq -r --arg n "noimage-$NODE" '.pods[] | select(.name == $n) | .containers[0].waitingReason')" = ImagePullBackOff ]; }
+t_ok "noimage: the pull is retried after 10 s and the container waits in ImagePullBackOff" wait_until 40 backoff_pull
+reasons_agree noimage c ImagePullBackOff
+t_ok "noimage: event BackOff \"Back-off pulling image ...\"" describe_event noimage BackOff 'Back-off pulling image "localhost/cubelet/not-there:1"'
+"$CUBELET" describe "noimage-$NODE" >"$VM_OUT/describe-noimage.txt" 2>&1
+rm -f "$M/nonet.yaml" "$M/noimage.yaml"
 umount /usr/lib/cni
 t_ok "once the plugins are back the sandbox is removed at the next retry" wait_until 90 sandbox_gone
 t_ok "... and the journal says so once" wait_until 20 said_removed

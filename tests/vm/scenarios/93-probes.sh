@@ -175,6 +175,10 @@ t_contains "$(api_cond "ready-$NODE" Ready lastTransitionTime)" "T" "ready: the 
 t_ok "live: the container is restarted at least twice" wait_for 120 ctr_ge "live-$NODE" app restarts 2
 t_contains "$(journalctl -u cubelet --no-pager | grep 'live-')" \
 	"Container app failed liveness probe, will be restarted" "live: kubelet's message in the journal"
+t_ok "live: cubelet describe and status have the event Unhealthy \"Liveness probe failed: ...\"" \
+	describe_event live Unhealthy "Liveness probe failed: "
+t_ok "live: ... and Killing \"Container app failed liveness probe, will be restarted\"" \
+	describe_event live Killing "Container app failed liveness probe, will be restarted"
 t_is "$(curl -s http://127.0.0.1:10255/pods | jq -r '.items[] | select(.metadata.name == "live-'"$NODE"'") | .status.containerStatuses[0].restartCount >= 2')" \
 	true "live: restartCount >= 2 in the HTTP API"
 
