@@ -18,6 +18,7 @@
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
 #include "../util/time.h"
+#include "conns.h"
 #include "metrics.h"
 #include "resource.h"
 
@@ -28,6 +29,7 @@ struct ApiHttp {
         uint64_t stall_usec;
         char *cert, *key, *ca; /* PEM text when TLS */
         struct MHD_Daemon *d;
+        ApiConns *conns; /* the slots and header deadlines (conns.h) */
         pthread_mutex_t lock;
         pthread_cond_t fresh; /* a snapshot was published */
         ApiSnapshot *snap;    /* under lock */
@@ -285,6 +287,69 @@ static bool client_cert_ok(struct MHD_Connection *c) {
         return gnutls_certificate_verify_peers2(s, &status) == GNUTLS_E_SUCCESS && status == 0;
 }
 
+/* ---- connection slots (conns.h): libmicrohttpd's events in, drops out ---- */
+
+static ApiConn *conn_of(struct MHD_Connection *c) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+        return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode what) {
+        ApiHttp *h = cls;
+        const union MHD_ConnectionInfo *fd, *peer;
+        ApiConn *conn;
+
+        if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+                fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+                peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+                /* without a slot (never while MHD's limit is the table's capacity) it was dropped */
+                if (fd &&
+                    api_conns_open(h->conns, fd->connect_fd, peer ? peer->client_addr : NULL, now_usec(), &conn) == 0)
+                        *socket_context = conn;
+        } else if (what == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+                /* libmicrohttpd closes the socket after this: the table drops it no more */
+                api_conns_close(h->conns, *socket_context);
+                *socket_context = NULL;
+        }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+        ApiHttp *h = cls;
+        ApiConn *conn = conn_of(c);
+
+        (void) con_cls;
+        (void) toe;
+        if (conn)
+                api_conns_response_done(h->conns, conn, now_usec());
+}
+
+/* The headers are in: true when the request goes on (in flight). Else
+ * *ret is the handler's answer: its address has too many in flight (503,
+ * and the connection closes), or it was dropped meanwhile (closed). */
+static bool admit(ApiHttp *h, struct MHD_Connection *c, enum MHD_Result *ret) {
+        static const char busy[] = "503 too many requests in flight from this address\n";
+        ApiConn *conn = conn_of(c);
+        struct MHD_Response *resp;
+        int r = conn ? api_conns_request(h->conns, conn) : 0;
+
+        if (r == 0)
+                return true;
+        *ret = MHD_NO;
+        if (r != -EBUSY)
+                return false;
+        resp = MHD_create_response_from_buffer(sizeof(busy) - 1, (void *) busy, MHD_RESPMEM_PERSISTENT);
+        if (!resp)
+                return false;
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        *ret = MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+        MHD_destroy_response(resp);
+        return false;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
@@ -296,6 +361,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         (void) version;
         (void) upload_data;
         (void) con_cls;
+        if (!admit(h, c, &r))
+                return r;
         if (h->ca && !client_cert_ok(c))
                 return reply_text(c, MHD_HTTP_UNAUTHORIZED,
                                   "Unauthorized: a client certificate signed by the "
@@ -417,9 +484,27 @@ int api_http_new(const ApiHttpConfig *c, ApiHttp **ret, CubError *err) {
                         goto fail;
                 flags |= MHD_USE_TLS;
         }
-        /* the request line and headers live in the per-connection memory: 32 KiB
-         * is plenty for a GET and cuts off oversized requests (431/413); a slow
-         * client is dropped after timeout_sec without traffic */
+        /* Slow and stalled clients (issue 25 §4): a connection has timeout_sec
+         * from its accept to send complete request headers, however it
+         * trickles them (a TLS handshake included), and libmicrohttpd's idle
+         * timeout (timeout_sec without traffic) applies after; when
+         * connection_limit connections are open, a new one takes the slot of
+         * one still sending its headers (of those that sent the fewest
+         * bytes, the newest), and an address may have at most half of them
+         * in flight: conns.h says why a good client is then served. The
+         * request line and headers live in the per-connection memory: 32 KiB
+         * is plenty for a GET and cuts off oversized requests (431/413).
+         * Worst case: api_conns_capacity() = connection_limit + 32 (96)
+         * connections of 32 KiB each, 3 MiB, plus a TLS session each under
+         * HTTPS, and as many file descriptors (the unit's LimitNOFILE is
+         * 1048576). */
+        r = api_conns_new(&(ApiConnsConfig){ .limit = c->connection_limit,
+                                             .per_peer = c->connection_limit / 2 ? c->connection_limit / 2 : 1,
+                                             .header_usec = (uint64_t) c->timeout_sec * CUB_USEC_PER_SEC,
+                                             .reaper = true },
+                          &h->conns, err);
+        if (r < 0)
+                goto fail;
         {
                 struct MHD_OptionItem tls[] = {
                         { MHD_OPTION_HTTPS_MEM_KEY, 0, h->key },
@@ -431,9 +516,9 @@ int api_http_new(const ApiHttpConfig *c, ApiHttp **ret, CubError *err) {
                 h->d = MHD_start_daemon(flags, (uint16_t) port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
                                         (struct sockaddr *) &ss, MHD_OPTION_CONNECTION_TIMEOUT, c->timeout_sec,
                                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 32768, MHD_OPTION_CONNECTION_LIMIT,
-                                        c->connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                        c->connection_limit / 2, h->cert ? MHD_OPTION_ARRAY : MHD_OPTION_END, tls,
-                                        MHD_OPTION_END);
+                                        api_conns_capacity(h->conns), MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                                        h->cert ? MHD_OPTION_ARRAY : MHD_OPTION_END, tls, MHD_OPTION_END);
         }
         if (!h->d) {
                 r = cub_err_set(err, EADDRNOTAVAIL,
@@ -458,7 +543,8 @@ ApiHttp *api_http_free(ApiHttp *h) {
         if (!h)
                 return NULL;
         if (h->d)
-                MHD_stop_daemon(h->d);
+                MHD_stop_daemon(h->d); /* closes every connection: the table is empty after */
+        api_conns_free(h->conns);
         api_snapshot_unref(h->snap);
         pthread_cond_destroy(&h->fresh);
         pthread_mutex_destroy(&h->lock);

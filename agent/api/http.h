@@ -67,11 +67,11 @@ typedef struct ApiHttpConfig {
         unsigned port;
         const char *tls_cert_file, *tls_key_file, *client_ca_file; /* all or none */
         const char *cgroup_root;
-        const char *proc;    /* "/proc" */
-        const char *fs_path; /* the node filesystem for /stats/summary (the state dir) */
-        uint64_t stall_usec; /* the loop is stalled after this long without a heartbeat */
-        unsigned connection_limit;
-        unsigned timeout_sec;
+        const char *proc;          /* "/proc" */
+        const char *fs_path;       /* the node filesystem for /stats/summary (the state dir) */
+        uint64_t stall_usec;       /* the loop is stalled after this long without a heartbeat */
+        unsigned connection_limit; /* open at once; when full, one still sending its headers makes room (conns.h) */
+        unsigned timeout_sec;      /* to send request headers (not reset by each byte), then the idle timeout */
 } ApiHttpConfig;
 
 void api_http_config_init(ApiHttpConfig *c);
