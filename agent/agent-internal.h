@@ -77,6 +77,11 @@ struct Agent {
         uint64_t relist_hot_until;
         bool trim_pending; /* pods came or went: give freed memory back once things are quiet */
         bool runtime_ready, runtime_known;
+        /* the runtime's conditions (CRI Status, asked every 5 s with a
+         * relist): network_error is kubelet's "container runtime network not
+         * ready: ..." while NetworkReady is false, "" otherwise */
+        uint64_t status_asked_usec;
+        char network_error[768];
         char runtime_error[CUB_ERR_MSG_MAX];
         char runtime_version[256];
         bool notified_ready;

@@ -83,6 +83,27 @@ void agent_events_detach(Agent *a) {
         a->events = cri_events_free(a->events);
 }
 
+/* The runtime's conditions: while NetworkReady is false, pods on the pod
+ * network wait (no RunPodSandbox) with kubelet's message, host-network pods
+ * start, /readyz and cubelet status say why. */
+static void on_runtime_status(Agent *a, const CriRuntimeStatus *st) {
+        char error[sizeof(a->network_error)] = "";
+
+        if (!st->network_ready)
+                (void) snprintf(error, sizeof(error),
+                                "container runtime network not ready: NetworkReady=false reason:%s message:%s",
+                                st->reason, st->message);
+        if (strcmp(error, a->network_error) == 0)
+                return;
+        if (*error)
+                cub_log(LOG_WARNING, "%s; pods on the pod network wait", error);
+        else
+                cub_log(LOG_INFO, "the runtime's network is ready");
+        (void) snprintf(a->network_error, sizeof(a->network_error), "%s", error);
+        if (a->http)
+                api_http_set_network(a->http, error);
+}
+
 static void on_relist(Agent *a, WorkerJob *j) {
         uint64_t now = agent_now_usec();
         RelistInput in;
@@ -100,6 +121,8 @@ static void on_relist(Agent *a, WorkerJob *j) {
         }
         if (!a->runtime_ready && a->runtime_known)
                 cub_log(LOG_INFO, "runtime '%s' is back", cri_client_endpoint(a->cri));
+        if (j->status_known)
+                on_runtime_status(a, &j->status);
         a->runtime_ready = a->runtime_known = true;
         a->runtime_error[0] = '\0';
 
@@ -110,6 +133,7 @@ static void on_relist(Agent *a, WorkerJob *j) {
                             .observed = j->observed,
                             .n_observed = j->n_observed,
                             .sources_ready = agent_sources_ready(a),
+                            .network_error = a->network_error,
                             .now = now };
         if (relist_plan(&in, &a->kills, &plan) < 0 && !plan.sync) {
                 cub_log(LOG_ERR, "relist: out of memory");
@@ -166,6 +190,11 @@ void agent_request_relist(Agent *a) {
         j = worker_job_new(WORKER_RELIST);
         if (!j)
                 return;
+        /* kubelet asks the runtime's status every 5 s (updateRuntimeUp) */
+        if (agent_now_usec() - a->status_asked_usec >= 5 * CUB_USEC_PER_SEC || !a->status_asked_usec) {
+                j->want_status = true;
+                a->status_asked_usec = agent_now_usec();
+        }
         a->relist_busy = true;
         a->relist_again = false;
         worker_pool_submit(a->pool, j);

@@ -294,7 +294,7 @@ void agent_flush_managers(Agent *a) {
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         WorkerJob *j;
 
-        if (!relist_may_sync(p, now))
+        if (!relist_may_sync(p, now, a->network_error))
                 return;
         agent_flush_managers(a);
         j = worker_job_new(WORKER_SYNC);

@@ -178,6 +178,14 @@ char *agent_status_json(Agent *a) {
         if (!doc)
                 return NULL;
         runtime_events_json(a, json_object_get(doc, "runtime"));
+        /* the runtime's network, and kubelet's node Ready condition from it */
+        json_object_set_new(json_object_get(doc, "runtime"), "networkReady", json_boolean(!*a->network_error));
+        json_object_set_new(json_object_get(doc, "runtime"), "networkError", json_string(a->network_error));
+        json_object_set_new(doc, "nodeReady",
+                            *a->network_error ? json_pack("{s:s,s:s,s:s}", "status", "False", "reason",
+                                                          "KubeletNotReady", "message", a->network_error)
+                                              : json_pack("{s:s,s:s,s:s}", "status", "True", "reason", "KubeletReady",
+                                                          "message", "kubelet is posting ready status"));
         json_object_set_new(doc, "stopping", stopping_json(a, agent_now_usec()));
         agent_source_http_status(a, doc);
         for (size_t i = 0; i < a->n_mgr; i++)

@@ -27,6 +27,9 @@ static void print_table(json_t *doc) {
                str(rt, "version"));
         if (*str(rt, "error"))
                 printf("  %s\n", str(rt, "error"));
+        if (*str(rt, "networkError"))
+                printf("node NOT READY: %s; pods on the pod network wait, host-network pods start\n",
+                       str(rt, "networkError"));
         if ((e = json_object_get(doc, "manifestURL"))) {
                 json_t *f = json_object_get(e, "fetches");
 

@@ -120,6 +120,36 @@ int cri_version(CriClient *c, CriVersion *ret, CubError *err) {
         return 0;
 }
 
+int cri_runtime_status(CriClient *c, CriRuntimeStatus *ret, CubError *err) {
+        Runtime__V1__StatusRequest req = RUNTIME__V1__STATUS_REQUEST__INIT;
+        Runtime__V1__StatusResponse *resp = NULL;
+        bool any_false = false;
+        int r;
+
+        *ret = (CriRuntimeStatus){ .runtime_ready = true, .network_ready = true };
+        r = cri_call(c, CRI_RT "Status", &req, &runtime__v1__status_response__descriptor, 0, &resp, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; resp->status && i < resp->status->n_conditions; i++) {
+                const Runtime__V1__RuntimeCondition *rc = resp->status->conditions[i];
+                const char *type = cri_s_or_empty(rc->type);
+
+                if (strcmp(type, "RuntimeReady") == 0)
+                        ret->runtime_ready = rc->status;
+                else if (strcmp(type, "NetworkReady") == 0)
+                        ret->network_ready = rc->status;
+                else
+                        continue;
+                if (!rc->status && !any_false) {
+                        any_false = true;
+                        (void) snprintf(ret->reason, sizeof(ret->reason), "%s", cri_s_or_empty(rc->reason));
+                        (void) snprintf(ret->message, sizeof(ret->message), "%s", cri_s_or_empty(rc->message));
+                }
+        }
+        cri_free_msg(resp);
+        return 0;
+}
+
 int cri_status_info(CriClient *c, const char *key, char **ret, CubError *err) {
         Runtime__V1__StatusRequest req = RUNTIME__V1__STATUS_REQUEST__INIT;
         Runtime__V1__StatusResponse *resp = NULL;

@@ -39,6 +39,17 @@ typedef struct CriVersion {
 
 int cri_version(CriClient *c, CriVersion *ret, CubError *err);
 
+/* Status: the runtime's conditions RuntimeReady and NetworkReady (a
+ * condition the runtime does not give counts as true, as kubelet reads it),
+ * with the reason and message of the first that is false. */
+typedef struct CriRuntimeStatus {
+        bool runtime_ready, network_ready;
+        char reason[128];
+        char message[512];
+} CriRuntimeStatus;
+
+int cri_runtime_status(CriClient *c, CriRuntimeStatus *ret, CubError *err);
+
 /* Status(verbose): the value of one key of the runtime's info map
  * (containerd: "config", its CRI config as JSON), NULL in *ret when the
  * runtime does not give it. */

@@ -35,6 +35,7 @@ struct ApiHttp {
         ApiSnapshot *snap;    /* under lock */
         _Atomic uint64_t heartbeat, runtime_down_since;
         atomic_bool wanted, synced;
+        char network_error[768]; /* under lock: why the runtime's network is not ready, "" = it is */
         unsigned port;
 };
 
@@ -128,6 +129,12 @@ void api_http_heartbeat(ApiHttp *h, uint64_t now_usec, uint64_t runtime_down_sin
         atomic_store(&h->synced, synced);
         atomic_store(&h->heartbeat, now_usec);
         atomic_store(&h->runtime_down_since, runtime_down_since_usec);
+}
+
+void api_http_set_network(ApiHttp *h, const char *error) {
+        pthread_mutex_lock(&h->lock);
+        (void) snprintf(h->network_error, sizeof(h->network_error), "%s", error ? error : "");
+        pthread_mutex_unlock(&h->lock);
 }
 
 bool api_http_take_wanted(ApiHttp *h) {
@@ -233,6 +240,19 @@ static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, const char *
                 else {
                         fprintf(f, "[-]runtime failed: the container runtime has been unreachable for %llu s\n",
                                 (unsigned long long) ((now - down) / CUB_USEC_PER_SEC));
+                        ok = false;
+                }
+        }
+        if (ready) {
+                char net[sizeof(h->network_error)];
+
+                pthread_mutex_lock(&h->lock);
+                memcpy(net, h->network_error, sizeof(net));
+                pthread_mutex_unlock(&h->lock);
+                if (!*net)
+                        fputs("[+]runtime-network ok\n", f);
+                else {
+                        fprintf(f, "[-]runtime-network failed: %s\n", net);
                         ok = false;
                 }
         }

@@ -92,5 +92,8 @@ unsigned api_http_port(ApiHttp *h);
 void api_http_publish(ApiHttp *h, ApiSnapshot *s);
 /* synced: the runtime was listed once (for /readyz). */
 void api_http_heartbeat(ApiHttp *h, uint64_t now_usec, uint64_t runtime_down_since_usec, bool synced);
+/* The runtime's network is not ready (kubelet's message), or is (NULL or
+ * ""): /readyz fails with it meanwhile. */
+void api_http_set_network(ApiHttp *h, const char *error);
 /* Whether a client asked for data since the last call (and clears it). */
 bool api_http_take_wanted(ApiHttp *h);

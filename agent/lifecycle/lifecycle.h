@@ -152,6 +152,7 @@ typedef struct LcPod {
          * kubelet's waiting reasons come from it (agent/lifecycle/reasons.c) */
         WorkerFailKind failure;
         size_t failure_container; /* SIZE_MAX: the pod */
+        bool network_wait;        /* its sync waits for the runtime's network (NetworkNotReady recorded) */
         LcEvent *events;          /* oldest first; NULL until the first */
         size_t n_events;
         /* network */

@@ -4,8 +4,17 @@
 
 #include "relist.h"
 
-bool relist_may_sync(const LcPod *p, uint64_t now) {
-        return p->admitted && !p->terminal && p->n_victims == 0 && !p->busy && cub_retry_due(&p->sync_retry, now);
+bool relist_may_sync(LcPod *p, uint64_t now, const char *network_error) {
+        if (!p->admitted || p->terminal || p->n_victims > 0 || p->busy || !cub_retry_due(&p->sync_retry, now))
+                return false;
+        if (network_error && *network_error && !p->spec->pod->host_network) {
+                if (!p->network_wait)
+                        lc_pod_event(p, true, "NetworkNotReady", now, "network is not ready: %s", network_error);
+                p->network_wait = true;
+                return false;
+        }
+        p->network_wait = false;
+        return true;
 }
 
 static int add_kill(RelistPlan *plan, KillTable *kills, const WorkerObserved *o, int64_t grace, uint64_t now,
@@ -53,7 +62,7 @@ int relist_plan(const RelistInput *in, KillTable *kills, RelistPlan *plan) {
                 }
                 if (!p->admitted)
                         continue;
-                if (lc_pod_observe(p, o, in->now) && relist_may_sync(p, in->now))
+                if (lc_pod_observe(p, o, in->now) && relist_may_sync(p, in->now, in->network_error))
                         plan->sync[plan->n_sync++] = p;
         }
         for (size_t k = 0; k < in->n_observed; k++) {

@@ -24,8 +24,9 @@ typedef struct RelistInput {
         const CubHashmap *by_uid; /* the table's index: the newest pod of each UID */
         const WorkerObserved *observed;
         size_t n_observed;
-        bool sources_ready; /* until every source gave its set, nothing found is stopped */
-        uint64_t now;       /* CLOCK_MONOTONIC µs */
+        bool sources_ready;        /* until every source gave its set, nothing found is stopped */
+        const char *network_error; /* the runtime's network is not ready ("" or NULL: it is) */
+        uint64_t now;              /* CLOCK_MONOTONIC µs */
 } RelistInput;
 
 typedef struct RelistPlan {
@@ -41,8 +42,10 @@ typedef struct RelistPlan {
 } RelistPlan;
 
 /* Whether p's sync job may start at now: admitted, not terminal, no
- * victim still stopping, no job in flight, its retry due. */
-bool relist_may_sync(const LcPod *p, uint64_t now);
+ * victim still stopping, no job in flight, its retry due, and the
+ * runtime's network ready unless p is on the host's network (network_error
+ * "" or NULL: it is; a pod that waits for it gets kubelet's event once). */
+bool relist_may_sync(LcPod *p, uint64_t now, const char *network_error);
 
 /* Observes each pod (lc_pod_observe) and fills plan; the kill table gets
  * the new stops and the due retries (in flight from here). 0 or -ENOMEM;

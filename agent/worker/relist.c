@@ -15,6 +15,7 @@ static char *xstrdup(const char *s) {
  * pod UID; the latest attempt of each container, with its exit status. */
 int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err) {
         static const char *const selector[] = { WORKER_LABEL_MANAGED, "true", NULL };
+        CubError serr = {};
         CriSandbox *sb = NULL;
         CriContainer *ct = NULL;
         size_t n_sb = 0, n_ct = 0;
@@ -25,6 +26,10 @@ int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err) {
         r = cri_list_pod_sandboxes(p->cri, selector, &sb, &n_sb, err);
         if (r < 0)
                 return r;
+        /* kubelet's runtime state: RuntimeReady and NetworkReady (a failed
+         * Status leaves the last known conditions as they were) */
+        if (j->want_status)
+                j->status_known = cri_runtime_status(p->cri, &j->status, &serr) >= 0;
         r = cri_list_containers(p->cri, NULL, selector, &ct, &n_ct, err);
         if (r < 0) {
                 cri_sandboxes_free(sb, n_sb);

@@ -162,6 +162,10 @@ typedef struct WorkerJob {
         size_t fail_container;    /* ... the container's index (init first), SIZE_MAX: the pod */
         WorkerObserved *observed; /* RELIST */
         size_t n_observed;
+        /* RELIST with want_status: the runtime's conditions (CRI Status),
+         * status_known when the call answered */
+        bool want_status, status_known;
+        CriRuntimeStatus status;
         uint64_t started_usec, finished_usec;
         /* SYNC latencies, CLOCK_MONOTONIC µs like started_usec: when this job
          * sent RunPodSandbox (0 when it created no sandbox: a ready one was

@@ -20,6 +20,25 @@
 #define SEC CUB_USEC_PER_SEC
 #define MSEC CUB_USEC_PER_MSEC
 
+static LcPod *make_pod_yaml(const char *yaml) {
+        Pod *pod = NULL;
+        WorkerSpec *spec = NULL;
+        CgOptions cg;
+        CubError err = {};
+        LcPod *p = NULL;
+
+        cg_options_init(&cg);
+        if (pod_decode_static(yaml, strlen(yaml), "t.yaml", POD_FORMAT_AUTO, "node1", POD_SOURCE_FILE, "t.yaml", &pod,
+                              &err) < 0)
+                fail_msg("decode: %s", err.msg);
+        if (worker_spec_new(pod, "t.yaml", &cg, "/tmp/lc-test-logs", &spec, &err) < 0)
+                fail_msg("spec: %s", err.msg);
+        assert_int_equal(lc_pod_new(spec, &p), 0);
+        worker_spec_unref(spec);
+        p->wanted = p->admitted = true;
+        return p;
+}
+
 static LcPod *make_pod(const char *name) {
         char yaml[256];
         Pod *pod = NULL;
@@ -270,6 +289,60 @@ static void test_syncs(void **state) {
         node_done(&n);
 }
 
+static void test_network_not_ready(void **state) {
+        Node n;
+        RelistPlan p;
+        LcPod *a = make_pod("a");
+        RelistInput in;
+        const char *why = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+                          "message:cni plugin not initialized";
+
+        (void) state;
+        node_init(&n);
+        node_add_pod(&n, a);
+        in = (RelistInput){ .pods = n.pods, .n_pods = n.n_pods, .by_uid = n.by_uid, .sources_ready = true,
+                            .network_error = why, .now = 1 };
+        /* a pod on the pod network waits, with kubelet's event once */
+        for (int i = 0; i < 3; i++) {
+                assert_int_equal(relist_plan(&in, &n.kills, &p), 0);
+                assert_int_equal(p.n_sync, 0);
+                relist_plan_done(&p);
+        }
+        assert_true(a->network_wait);
+        assert_int_equal(a->n_events, 1);
+        assert_string_equal(a->events[0].reason, "NetworkNotReady");
+        assert_int_equal(a->events[0].count, 1);
+        assert_string_equal(a->events[0].message, "network is not ready: container runtime network not ready: "
+                                                  "NetworkReady=false reason:NetworkPluginNotReady message:cni plugin "
+                                                  "not initialized");
+        /* the network back: it may sync */
+        assert_true(relist_may_sync(a, 1, "") && !a->network_wait);
+        in.network_error = "";
+        assert_int_equal(relist_plan(&in, &n.kills, &p), 0);
+        assert_int_equal(p.n_sync, 1);
+        relist_plan_done(&p);
+        node_done(&n);
+}
+
+static void test_host_network_starts(void **state) {
+        Node n;
+        RelistPlan p;
+        LcPod *h = make_pod_yaml("apiVersion: v1\nkind: Pod\nmetadata: {name: h}\nspec:\n  hostNetwork: true\n"
+                                 "  containers:\n  - {name: app, image: x}\n");
+        RelistInput in;
+
+        (void) state;
+        node_init(&n);
+        node_add_pod(&n, h);
+        in = (RelistInput){ .pods = n.pods, .n_pods = n.n_pods, .by_uid = n.by_uid, .sources_ready = true,
+                            .network_error = "container runtime network not ready", .now = 1 };
+        assert_int_equal(relist_plan(&in, &n.kills, &p), 0);
+        assert_int_equal(p.n_sync, 1);
+        assert_int_equal(h->n_events, 0);
+        relist_plan_done(&p);
+        node_done(&n);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_failing_stop_backs_off),
@@ -277,6 +350,8 @@ int main(void) {
                 cmocka_unit_test(test_recovered_pod_forgotten),
                 cmocka_unit_test(test_sources_not_ready),
                 cmocka_unit_test(test_syncs),
+                cmocka_unit_test(test_network_not_ready),
+                cmocka_unit_test(test_host_network_starts),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
