@@ -202,9 +202,19 @@ static void test_health(void **state) {
         CHECK(get(port, "/livez"), 200, "ok");
         CHECK(get(port, "/healthz"), 200, "ok");
         CHECK(get(port, "/readyz"), 500,
-              "[+]ping ok\n[+]syncloop ok\n[+]runtime ok\n[-]synced failed: the runtime has not been listed yet\n"
-              "readyz check failed\n");
+              "[+]ping ok\n[+]syncloop ok\n[+]runtime ok\n[+]runtime-network ok\n[-]synced failed: the runtime has "
+              "not been listed yet\nreadyz check failed\n");
         api_http_heartbeat(h, now(), 0, true);
+        CHECK(get(port, "/readyz"), 200, "ok");
+        /* the runtime's network not ready: not ready, still healthy */
+        api_http_set_network(h, "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+                                "message:cni plugin not initialized");
+        CHECK(get(port, "/readyz"), 500,
+              "[+]ping ok\n[+]syncloop ok\n[+]runtime ok\n[-]runtime-network failed: container runtime network not "
+              "ready: NetworkReady=false reason:NetworkPluginNotReady message:cni plugin not initialized\n[+]synced "
+              "ok\nreadyz check failed\n");
+        CHECK(get(port, "/healthz"), 200, "ok");
+        api_http_set_network(h, "");
         CHECK(get(port, "/readyz"), 200, "ok");
         api_http_publish(h, snapshot("{}", now()));
         /* the loop stops beating */
