@@ -59,7 +59,8 @@ LDFLAGS_ALL := $(OPT) -Wl,-z,now -Wl,-z,relro $(LDFLAGS)
 UTIL_SRCS := $(wildcard agent/util/*.c)
 POD_SRCS  := $(wildcard agent/pod/*.c)
 CG_SRCS   := $(wildcard agent/cgroup/*.c)
-AGENT_SRCS := $(wildcard agent/*.c)
+AGENT_SRCS := $(wildcard agent/cli/*.c)
+NODE_SRCS  := $(wildcard agent/node/*.c)
 CONFIG_SRCS := $(wildcard agent/config/*.c)
 WORKER_SRCS := $(wildcard agent/worker/*.c)
 LC_SRCS     := $(wildcard agent/lifecycle/*.c)
@@ -80,7 +81,7 @@ PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto proto/grpc/health
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/libloop.a $(B)/liblc.a $(B)/liblogs.a $(B)/libworker.a $(B)/libprobes.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
+LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/liblogs.a $(B)/libworker.a $(B)/libprobes.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
 	$(B)/libvol.a $(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
@@ -110,7 +111,7 @@ $(B)/obj/%.o: %.c | $(GEN_HDRS)
 # again whenever git describe changes
 $(B)/version.txt: FORCE
 	@mkdir -p $(B); echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
-$(call obj,agent/cli.c): $(B)/version.txt
+$(call obj,agent/cli/cli.c): $(B)/version.txt
 .PHONY: FORCE
 FORCE:
 
@@ -135,6 +136,8 @@ $(B)/liblogs.a: $(call obj,$(LOGS_SRCS))
 $(B)/libprobes.a: $(call obj,$(PROBE_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/liblc.a: $(call obj,$(LC_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libnode.a: $(call obj,$(NODE_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libloop.a: $(call obj,$(LOOP_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
@@ -296,10 +299,10 @@ lint: $(LIBS)
 	@tests/lint.sh $(B)
 
 FORMAT_FILES = $(UTIL_SRCS) $(POD_SRCS) $(CG_SRCS) $(AGENT_SRCS) $(CONFIG_SRCS) $(WORKER_SRCS) $(API_SRCS) \
-	$(LC_SRCS) $(MGR_SRCS) \
+	$(LC_SRCS) $(LOOP_SRCS) $(NODE_SRCS) $(MGR_SRCS) $(LOGS_SRCS) $(PROBE_SRCS) \
 	$(CPUMGR_SRCS) $(ADMIT_SRCS) $(EVICT_SRCS) $(VOL_SRCS) \
 	$(CRI_SRCS) $(PROTO_SRCS) $(DP_SRCS) $(GPU_SRCS) \
-	$(wildcard agent/*/*.h agent/*.h cri/*.h proto/*.h eviction/*.h deviceplugin/*.h deviceplugin/gpu/*.h)
+	$(wildcard agent/*/*.h cri/*.h proto/*.h eviction/*.h deviceplugin/*.h deviceplugin/gpu/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

@@ -50,7 +50,7 @@ fi
 # shellcheck disable=SC2086
 hits=$(grep -nE '\bexit\(' $(find agent cri proto eviction deviceplugin -name '*.c' ! -name main.c) || true)
 if [ -n "$hits" ]; then
-        echo "lint: exit() outside agent/main.c:"; echo "$hits"; rc=1
+        echo "lint: exit() outside agent/cli/main.c:"; echo "$hits"; rc=1
 fi
 # shellcheck disable=SC2086
 hits=$(grep -nE '[^_a-z]open(at)?\(' $(find agent cri proto eviction deviceplugin -name '*.c') | grep -v O_CLOEXEC || true)

@@ -108,7 +108,7 @@ KillOutcome kill_table_done(KillTable *t, const char *uid, int r, const char *er
                 return recovered ? KILL_DONE_RECOVERED : KILL_DONE;
         }
         return cub_retry_failed(&e->retry, &cub_retry_pod_worker, now, error, draw) ? KILL_FAILED_NEW
-                                                                                      : KILL_FAILED_AGAIN;
+                                                                                    : KILL_FAILED_AGAIN;
 }
 
 bool kill_table_gone(KillTable *t, const char *uid) {

@@ -16,7 +16,7 @@
 
 #include "../admit/admit.h"
 #include "../cpumanager/cpumanager.h"
-#include "../derive.h"
+#include "../node/derive.h"
 #include "../util/cleanup.h"
 #include "../util/log.h"
 #include "managers.h"

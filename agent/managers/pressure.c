@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../derive.h"
+#include "../node/derive.h"
 #include "../util/cleanup.h"
 #include "../util/log.h"
 #include "../util/time.h"

@@ -13,12 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../cri/cri.h"
+#include "../../cri/cri.h"
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
+#include "../worker/worker.h"
 #include "cli.h"
-#include "util/cleanup.h"
-#include "util/fileio.h"
-#include "util/log.h"
-#include "worker/worker.h"
 
 #define EXIT_FAIL 1
 

@@ -21,13 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../cri/cri.h"
+#include "../../cri/cri.h"
+#include "../logs/logs.h"
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
+#include "../worker/worker.h"
 #include "cli.h"
-#include "logs/logs.h"
-#include "util/cleanup.h"
-#include "util/fileio.h"
-#include "util/log.h"
-#include "worker/worker.h"
 
 #define EXIT_FAIL 1
 #define FOLLOW_POLL_USEC 200000

@@ -11,13 +11,13 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
-#include "../cri/cri.h"
+#include "../../cri/cri.h"
+#include "../util/cleanup.h"
+#include "../util/hashmap.h"
+#include "../util/log.h"
+#include "../util/time.h"
 #include "agent-internal.h"
-#include "loop/relist.h"
-#include "util/cleanup.h"
-#include "util/hashmap.h"
-#include "util/log.h"
-#include "util/time.h"
+#include "relist.h"
 
 /* ---- the runtime: relist and jobs ------------------------------------------ */
 

@@ -13,11 +13,11 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "../config/podsrc.h"
+#include "../util/cleanup.h"
+#include "../util/hashmap.h"
+#include "../util/log.h"
 #include "agent-internal.h"
-#include "config/podsrc.h"
-#include "util/cleanup.h"
-#include "util/hashmap.h"
-#include "util/log.h"
 
 #define DEBOUNCE_USEC (100 * 1000)
 

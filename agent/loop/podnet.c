@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
 #include "agent-internal.h"
-#include "util/cleanup.h"
-#include "util/fileio.h"
-#include "util/log.h"
 
 #define CNI_CONF_DIR "/etc/cni/net.d"
 #define CNI_CONF_NAME "10-cubelet.conflist"

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/log.h"
 #include "agent-internal.h"
-#include "util/log.h"
 
 void agent_pod_stopped(Agent *a, const char *uid) {
         agent_victim_stopped(a, uid);

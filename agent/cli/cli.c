@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/log.h"
+#include "../util/log.h"
 
 #ifndef CUBELET_VERSION
 #define CUBELET_VERSION "0.0.0-dev"

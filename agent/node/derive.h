@@ -5,10 +5,10 @@
  * derive alike from the pod model and the KubeletConfiguration, so that
  * the tools show exactly what the agent does. */
 
-#include "../eviction/eviction.h"
-#include "cpumanager/cpumanager.h"
-#include "pod/pod.h"
-#include "util/err.h"
+#include "../../eviction/eviction.h"
+#include "../cpumanager/cpumanager.h"
+#include "../pod/pod.h"
+#include "../util/err.h"
 
 /*
  * The CPU manager of a configuration (cpuManagerPolicy, reservedSystemCPUs,

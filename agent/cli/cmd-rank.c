@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../node/derive.h"
+#include "../pod/pod.h"
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
 #include "cli.h"
-#include "derive.h"
 #include "eviction/eviction.h"
-#include "pod/pod.h"
-#include "util/cleanup.h"
-#include "util/fileio.h"
-#include "util/log.h"
 
 #define SNAPSHOT_MAX (16 * 1024 * 1024)
 

@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit/admit.h"
+#include "../admit/admit.h"
+#include "../cpumanager/cpumanager.h"
+#include "../node/derive.h"
+#include "../pod/pod.h"
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
 #include "cli.h"
-#include "cpumanager/cpumanager.h"
-#include "derive.h"
-#include "pod/pod.h"
-#include "util/cleanup.h"
-#include "util/fileio.h"
-#include "util/log.h"
 
 #define INPUT_MAX (16 * 1024 * 1024)
 

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../cri/cri.h"
+#include "../../cri/cri.h"
+#include "../util/cleanup.h"
 #include "agent-internal.h"
-#include "util/cleanup.h"
 
 static json_int_t since(uint64_t from, uint64_t to) {
         return from && to >= from ? (json_int_t) (to - from) : 0;

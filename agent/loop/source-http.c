@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/podsrc.h"
+#include "../util/log.h"
 #include "agent-internal.h"
-#include "config/podsrc.h"
-#include "util/log.h"
 
 bool agent_pod_from_url(const Agent *a, const LcPod *p) {
         return a->opt.manifest_url && strcmp(p->spec->source, a->opt.manifest_url) == 0;

@@ -17,10 +17,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../util/cleanup.h"
+#include "../util/time.h"
 #include "cli.h"
 #include "deviceplugin/deviceplugin.h"
-#include "util/cleanup.h"
-#include "util/time.h"
 
 #define DEVICES_CONTAINER "devices-check"
 

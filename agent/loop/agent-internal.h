@@ -12,20 +12,20 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "../cri/cri.h"
+#include "../../cri/cri.h"
+#include "../api/api.h"
+#include "../api/http.h"
+#include "../api/metrics.h"
+#include "../api/pods.h"
+#include "../cgroup/cgroup.h"
+#include "../config/podsrc.h"
+#include "../lifecycle/lifecycle.h"
+#include "../node/host.h"
+#include "../util/hashmap.h"
+#include "../util/time.h"
+#include "../worker/worker.h"
 #include "agent.h"
-#include "api/api.h"
-#include "api/http.h"
-#include "api/metrics.h"
-#include "api/pods.h"
-#include "cgroup/cgroup.h"
-#include "config/podsrc.h"
-#include "lifecycle/lifecycle.h"
-#include "loop/killtable.h"
-#include "node.h"
-#include "util/hashmap.h"
-#include "util/time.h"
-#include "worker/worker.h"
+#include "killtable.h"
 
 typedef struct AgentError {
         char *source;

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api.h"
+#include "../api/api.h"
+#include "../util/cleanup.h"
+#include "../util/log.h"
 #include "cli.h"
-#include "util/cleanup.h"
-#include "util/log.h"
 
 static const char *str(json_t *o, const char *k) {
         const char *s = json_string_value(json_object_get(o, k));

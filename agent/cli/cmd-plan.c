@@ -12,14 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cgroup/cgroup.h"
+#include "../cgroup/cgroup.h"
+#include "../node/derive.h"
+#include "../node/host.h"
+#include "../pod/pod.h"
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
 #include "cli.h"
-#include "derive.h"
-#include "node.h"
-#include "pod/pod.h"
-#include "util/cleanup.h"
-#include "util/fileio.h"
-#include "util/log.h"
 
 #define MANIFEST_MAX (1024 * 1024)
 

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "pod/pod.h"
-#include "util/err.h"
+#include "../pod/pod.h"
+#include "../util/err.h"
 
 /* the relist period of a steady node with the runtime's event stream */
 #define AGENT_EVENTS_RELIST_USEC (10ULL * 1000000ULL)

@@ -10,13 +10,13 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#include "../cri/cri.h"
-#include "../eviction/eviction.h"
-#include "agent.h"
-#include "cgroup/cgroup.h"
+#include "../../cri/cri.h"
+#include "../../eviction/eviction.h"
+#include "../cgroup/cgroup.h"
+#include "../loop/agent.h"
+#include "../node/host.h"
+#include "../util/log.h"
 #include "cli.h"
-#include "node.h"
-#include "util/log.h"
 
 static void run_usage(FILE *f) {
         fputs("Usage: cubelet run [OPTIONS]\n"

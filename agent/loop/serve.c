@@ -12,8 +12,8 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "../util/log.h"
 #include "agent-internal.h"
-#include "util/log.h"
 
 #define TICK_USEC CUB_USEC_PER_SEC
 

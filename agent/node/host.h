@@ -6,7 +6,7 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "util/err.h"
+#include "../util/err.h"
 
 /* A node name is a DNS subdomain: at most 253 bytes (a hostname fits). */
 #define AGENT_NODE_NAME_MAX 253

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "agent/derive.c"
+#include "agent/node/derive.c"
 
 #define GI (INT64_C(1) << 30)
 

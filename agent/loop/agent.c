@@ -15,14 +15,14 @@
 #include <systemd/sd-event.h>
 #include <time.h>
 
-#include "../cri/cri.h"
+#include "../../cri/cri.h"
+#include "../logs/logs.h"
+#include "../managers/managers.h"
+#include "../node/derive.h"
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
 #include "agent-internal.h"
-#include "derive.h"
-#include "logs/logs.h"
-#include "managers/managers.h"
-#include "util/cleanup.h"
-#include "util/fileio.h"
-#include "util/log.h"
 
 uint64_t agent_now_usec(void) {
         return cub_now_usec(CLOCK_MONOTONIC);

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "node.h"
+#include "host.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "util/cleanup.h"
-#include "util/fileio.h"
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
 
 int agent_host_node(AgentNode *n, CubError *err) {
         _cleanup_free_ char *meminfo = NULL;

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/cleanup.h"
+#include "../util/hashmap.h"
+#include "../util/log.h"
 #include "agent-internal.h"
-#include "loop/relist.h"
-#include "util/cleanup.h"
-#include "util/hashmap.h"
-#include "util/log.h"
+#include "relist.h"
 
 LcPod *agent_find_pod(Agent *a, const char *uid) {
         return cub_hashmap_get(a->by_uid, uid);
