@@ -14,7 +14,7 @@
 
 #include "../cgroup/cgroup.h"
 #include "../node/derive.h"
-#include "../node/host.h"
+#include "../node/machine.h"
 #include "../pod/pod.h"
 #include "../util/cleanup.h"
 #include "../util/fileio.h"

@@ -14,7 +14,7 @@
 #include "../../eviction/eviction.h"
 #include "../cgroup/cgroup.h"
 #include "../loop/agent.h"
-#include "../node/host.h"
+#include "../node/machine.h"
 #include "../util/log.h"
 #include "cli.h"
 

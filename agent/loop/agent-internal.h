@@ -20,7 +20,7 @@
 #include "../cgroup/cgroup.h"
 #include "../config/podsrc.h"
 #include "../lifecycle/lifecycle.h"
-#include "../node/host.h"
+#include "../node/machine.h"
 #include "../util/hashmap.h"
 #include "../util/time.h"
 #include "../worker/worker.h"

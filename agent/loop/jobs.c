@@ -17,7 +17,7 @@
 #include "../util/log.h"
 #include "../util/time.h"
 #include "agent-internal.h"
-#include "relist.h"
+#include "relist-plan.h"
 
 /* ---- the runtime: relist and jobs ------------------------------------------ */
 
@@ -126,7 +126,7 @@ static void on_relist(Agent *a, WorkerJob *j) {
         a->runtime_ready = a->runtime_known = true;
         a->runtime_error[0] = '\0';
 
-        /* the decisions (agent/loop/relist.c), then the jobs they start */
+        /* the decisions (agent/loop/relist-plan.c), then the jobs they start */
         in = (RelistInput){ .pods = a->pods,
                             .n_pods = a->n_pods,
                             .by_uid = a->by_uid,

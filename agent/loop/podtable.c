@@ -11,7 +11,7 @@
 #include "../util/hashmap.h"
 #include "../util/log.h"
 #include "agent-internal.h"
-#include "relist.h"
+#include "relist-plan.h"
 
 LcPod *agent_find_pod(Agent *a, const char *uid) {
         return cub_hashmap_get(a->by_uid, uid);

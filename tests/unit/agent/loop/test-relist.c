@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* agent/loop/relist.c and killtable.c: the decisions of a relist on a fake
+/* agent/loop/relist-plan.c and killtable.c: the decisions of a relist on a fake
  * clock. The reproduction of the hot loop (a pod whose StopPodSandbox keeps
  * failing was stopped again at every relist, ~900 times a second) is
  * test_failing_stop_backs_off: 20 failures give 20 attempts spaced by the pod
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "agent/loop/relist.h"
+#include "agent/loop/relist-plan.h"
 #include "agent/util/time.h"
 
 #define SEC CUB_USEC_PER_SEC

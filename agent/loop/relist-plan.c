@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "relist.h"
+#include "relist-plan.h"
 
 bool relist_may_sync(LcPod *p, uint64_t now, const char *network_error) {
         if (!p->admitted || p->terminal || p->n_victims > 0 || p->busy || !cub_retry_due(&p->sync_retry, now))
