@@ -11,9 +11,7 @@
 
 void agent_pod_stopped(Agent *a, const char *uid) {
         agent_victim_stopped(a, uid);
-        for (size_t i = 0; i < a->n_mgr; i++)
-                if (a->mgr[i]->pod_stopped)
-                        a->mgr[i]->pod_stopped(a->mgr_state[i], uid);
+        agent_managers_pod_stopped(a, uid);
 }
 
 static void readmit_evicted(Agent *a) {
@@ -166,9 +164,7 @@ void agent_apply_actions(Agent *a) {
                                 apply_restart_container(a, act);
                                 break;
                         case LC_ACTION_NODE_RESOURCE:
-                                for (size_t m = 0; m < a->n_mgr; m++)
-                                        if (a->mgr[m]->node_resource)
-                                                a->mgr[m]->node_resource(a->mgr_state[m], act->resource, act->quantity);
+                                agent_managers_node_resource(a, act->resource, act->quantity);
                                 break;
                         default:
                                 break;

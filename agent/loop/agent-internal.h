@@ -126,7 +126,28 @@ void agent_apply_actions(Agent *a);
 /* The containers of uid are stopped (or nothing of it ran). */
 void agent_pod_stopped(Agent *a, const char *uid);
 
-/* pods.c */
+/* managers.c: every call into the manager table (agent/managers) */
+int agent_managers_new(Agent *a, CubError *err);
+void agent_managers_free(Agent *a);
+/* restore (checkpoints), then attach (their event sources) */
+void agent_managers_start(Agent *a);
+void agent_managers_admit_batch(Agent *a);
+/* Each manager's admission in order, its decisions applied before the
+ * next looks; SIZE_MAX when all admit (p->numa set), else the index of the
+ * one that refused (ret: its reason and message) after the ones before it
+ * let go of the pod again. */
+size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret);
+void agent_managers_prepare_container(Agent *a, const LcPod *p, size_t k, LcContainerConfig *cfg);
+void agent_managers_pod_started(Agent *a, const LcPod *p);
+void agent_managers_pod_removed(Agent *a, const LcPod *p);
+void agent_managers_pod_stopped(Agent *a, const char *uid);
+void agent_managers_pod_status(Agent *a, const LcPod *p, json_t *pod);
+void agent_managers_node_status(Agent *a, json_t *doc);
+void agent_managers_node_resource(Agent *a, const char *resource, int64_t allocatable);
+void agent_managers_flush(Agent *a);
+void agent_managers_metrics(Agent *a, FILE *f);
+
+/* podtable.c */
 LcPod *agent_find_pod(Agent *a, const char *uid);
 /* A new pod from a source (takes spec's reference): admitted, its pod cgroup
  * written and its sync queued; event_usec is when the source saw it. */

@@ -173,26 +173,11 @@ static int managers_new(Agent *a, CubError *err) {
                 .act = env_act,
                 .loop = a,
         };
-        a->mgr = mgr_table(&a->n_mgr);
-        a->mgr_state = calloc(a->n_mgr + 1, sizeof(void *));
-        if (!a->mgr_state)
-                return cub_err_set(err, ENOMEM, "out of memory");
-        for (size_t i = 0; i < a->n_mgr; i++) {
-                int r = a->mgr[i]->new (&a->env, &a->mgr_state[i], err);
-
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return agent_managers_new(a, err);
 }
 
 static void managers_free(Agent *a) {
-        /* in reverse order of creation */
-        for (size_t i = a->n_mgr; a->mgr_state && i > 0; i--)
-                if (a->mgr_state[i - 1])
-                        a->mgr[i - 1]->free(a->mgr_state[i - 1]);
-        free(a->mgr_state);
-        a->mgr_state = NULL;
+        agent_managers_free(a);
         lc_actions_done(&a->actions);
 }
 
@@ -328,12 +313,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         a->qos_burstable_milli = -1;
         agent_apply_qos_groups(a);
         agent_rescan(a);
-        for (size_t i = 0; i < a->n_mgr; i++)
-                if (a->mgr[i]->restore)
-                        a->mgr[i]->restore(a->mgr_state[i]);
-        for (size_t i = 0; i < a->n_mgr; i++)
-                if (a->mgr[i]->attach)
-                        a->mgr[i]->attach(a->mgr_state[i]);
+        agent_managers_start(a);
         agent_apply_actions(a);
         agent_request_relist(a);
         *ret = a;

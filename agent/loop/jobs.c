@@ -225,9 +225,7 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
                         p->latency.started = j->containers_started_usec;
                 if (j->r >= 0 && p->admitted && !p->started) {
                         p->started = true;
-                        for (size_t i = 0; i < a->n_mgr; i++)
-                                if (a->mgr[i]->pod_started)
-                                        a->mgr[i]->pod_started(a->mgr_state[i], p);
+                        agent_managers_pod_started(a, p);
                 }
                 /* one journal line per distinct error, and one when it clears */
                 if (j->r < 0 &&

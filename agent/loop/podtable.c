@@ -40,9 +40,7 @@ void agent_pod_forget(Agent *a, LcPod *p) {
         if (!p->admitted)
                 return;
         p->admitted = false;
-        for (size_t i = 0; i < a->n_mgr; i++)
-                if (a->mgr[i]->pod_removed)
-                        a->mgr[i]->pod_removed(a->mgr_state[i], p);
+        agent_managers_pod_removed(a, p);
 }
 
 /* probes and hooks: a removed pod's spec stays until its kill job takes it
@@ -145,13 +143,13 @@ static void reject(Agent *a, LcPod *p, const char *reason, const char *message) 
 }
 
 void agent_admit_batch(Agent *a) {
-        for (size_t i = 0; i < a->n_mgr; i++)
-                if (a->mgr[i]->admit_batch)
-                        a->mgr[i]->admit_batch(a->mgr_state[i]);
+        agent_managers_admit_batch(a);
 }
 
 bool agent_pod_admit(Agent *a, LcPod *p) {
         const Pod *pod = p->spec->pod;
+        LcAdmitResult res;
+        size_t refused;
 
         if (p->admitted)
                 return true;
@@ -165,39 +163,14 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
                 (void) agent_pod_fail(a, p, POD_REFUSED_REASON, msg ? msg : "out of memory", 0);
                 return false;
         }
-        for (size_t i = 0; i < a->n_mgr; i++) {
-                LcAdmitResult res = { .admit = true };
-                CubError err = {};
-
-                if (!a->mgr[i]->admit)
-                        continue;
-                if (a->mgr[i]->admit(a->mgr_state[i], p, &res, &err) < 0) {
-                        cub_log(LOG_ERR, "pod %s/%s: %s: %s", pod->namespace_, pod->name, a->mgr[i]->name, err.msg);
-                        (void) snprintf(res.reason, sizeof(res.reason), "UnexpectedAdmissionError");
-                        (void) snprintf(res.message, sizeof(res.message), "%s", err.msg);
-                        res.admit = false;
-                }
-                if (!res.admit)
-                        free(res.numa);
-                else if (res.numa) {
-                        free(p->numa);
-                        p->numa = res.numa;
-                }
-                if (!res.admit) {
-                        /* the managers before this one admitted it: they let go again */
-                        for (size_t k = 0; k < i; k++)
-                                if (a->mgr[k]->pod_removed)
-                                        a->mgr[k]->pod_removed(a->mgr_state[k], p);
-                        (void) api_counter_add(&a->metrics.admission_rejections, res.reason, 1);
-                        /* kubelet counts a failed exclusive-CPU allocation as a pinning error */
-                        if (i == 0 && strstr(res.message, "Allocate failed"))
-                                a->metrics.cpu_pinning_requests++, a->metrics.cpu_pinning_errors++;
-                        reject(a, p, res.reason, res.message);
-                        return false;
-                }
-                /* what it decided (preemption victims) is in place before
-                 * the next manager looks at the pod */
-                agent_apply_actions(a);
+        refused = agent_managers_admit(a, p, &res);
+        if (refused != SIZE_MAX) {
+                (void) api_counter_add(&a->metrics.admission_rejections, res.reason, 1);
+                /* kubelet counts a failed exclusive-CPU allocation as a pinning error */
+                if (refused == 0 && strstr(res.message, "Allocate failed"))
+                        a->metrics.cpu_pinning_requests++, a->metrics.cpu_pinning_errors++;
+                reject(a, p, res.reason, res.message);
+                return false;
         }
         p->admitted = true;
         p->resources_gen = a->resources_gen;
@@ -263,15 +236,8 @@ static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p) {
                 return NULL;
         for (size_t k = 0; k < p->n; k++) {
                 LcContainerConfig *cfg = &l[k];
-                CubError err = {};
 
-                for (size_t i = 0; i < a->n_mgr; i++)
-                        if (a->mgr[i]->prepare_container &&
-                            a->mgr[i]->prepare_container(a->mgr_state[i], p, k, cfg, &err) < 0) {
-                                cub_log(LOG_ERR, "pod %s/%s: %s: %s", p->spec->pod->namespace_, p->spec->pod->name,
-                                        a->mgr[i]->name, err.msg);
-                                cub_err_clear(&err);
-                        }
+                agent_managers_prepare_container(a, p, k, cfg);
                 if (!cfg->cpuset)
                         cfg->cpuset =
                                 strdup(k < p->spec->pod->n_init_containers
@@ -286,9 +252,7 @@ static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p) {
 }
 
 void agent_flush_managers(Agent *a) {
-        for (size_t i = 0; i < a->n_mgr; i++)
-                if (a->mgr[i]->flush)
-                        a->mgr[i]->flush(a->mgr_state[i]);
+        agent_managers_flush(a);
 }
 
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {

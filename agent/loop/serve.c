@@ -39,9 +39,7 @@ static void publish(Agent *a, uint64_t now) {
         f = open_memstream(&s->metrics, &len);
         if (f) {
                 (void) api_metrics_render(&a->metrics, &g, f);
-                for (size_t i = 0; i < a->n_mgr; i++)
-                        if (a->mgr[i]->metrics)
-                                a->mgr[i]->metrics(a->mgr_state[i], f);
+                agent_managers_metrics(a, f);
                 (void) fclose(f);
         }
         if (!s->node_name || !s->pods_json || !s->metrics || api_snapshot_add_pods(s, a->pods, a->n_pods, &info) < 0) {

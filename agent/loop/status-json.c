@@ -112,9 +112,7 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
                 }
                 json_object_set_new(pj, "warnings", ws);
         }
-        for (size_t i = 0; i < a->n_mgr; i++)
-                if (a->mgr[i]->pod_status)
-                        a->mgr[i]->pod_status(a->mgr_state[i], p, pj);
+        agent_managers_pod_status(a, p, pj);
         return pj;
 }
 
@@ -188,9 +186,7 @@ char *agent_status_json(Agent *a) {
                                                           "message", "kubelet is posting ready status"));
         json_object_set_new(doc, "stopping", stopping_json(a, agent_now_usec()));
         agent_source_http_status(a, doc);
-        for (size_t i = 0; i < a->n_mgr; i++)
-                if (a->mgr[i]->node_status)
-                        a->mgr[i]->node_status(a->mgr_state[i], doc);
+        agent_managers_node_status(a, doc);
         text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         json_decref(doc);
         return text;
