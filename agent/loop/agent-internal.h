@@ -2,10 +2,14 @@
 #pragma once
 
 /* The loop's state, shared by the loop's files: agent.c (lifecycle, event
- * sources, workers, relist), actions.c (the decisions of managers), pods.c (the pod
- * table), source-dir.c (the manifest directory), status-json.c (the status
- * document). Only the loop touches it. Managers never see it: they get an
- * LcEnv (agent/lifecycle) and return decisions. */
+ * sources), jobs.c (the worker's results, the relist), relist-plan.c and
+ * killtable.c (the relist's decisions, pure), podtable.c (the pod table),
+ * merge.c (the sources' queue: the only writer of the table's membership),
+ * source-dir.c and source-http.c (the sources: read, decode, push),
+ * actions.c (the decisions of managers), managers.c (every call into the
+ * manager table), serve.c and status-json.c (what the API and the status
+ * socket show). Only the loop touches it. Managers never see it: they get
+ * an LcEnv (agent/lifecycle) and return decisions. */
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -38,6 +42,8 @@ typedef struct AgentPendingFile {
         uint64_t event_usec; /* the first event of the burst */
 } AgentPendingFile;
 
+typedef struct AgentUpdate AgentUpdate; /* merge.c */
+
 struct Agent {
         AgentOptions opt;
         const PodKubeletConfig *kc; /* the caller's: AgentOptions outlive the agent */
@@ -59,6 +65,8 @@ struct Agent {
         PodsrcHttp *url_source; /* the manifest URL, NULL without one */
         AgentError *url_errors; /* [0]: the last fetch's error ("" if none); then the set's */
         size_t n_url_errors;
+        AgentUpdate *updates_head, *updates_tail; /* merge.c's queue */
+        bool updates_draining;
         AgentPendingFile *pending;
         size_t n_pending;
         KillTable kills;        /* the pods being stopped, their retries (agent/loop/killtable.h) */
@@ -193,18 +201,37 @@ void agent_http_stop(Agent *a);
  * duration on its first successful sync (p: the job's pod, NULL for a kill). */
 void agent_metrics_job(Agent *a, const LcPod *p, const WorkerJob *j);
 
-/* source-dir.c */
+/* merge.c: kubelet's PodConfig merge. The sources push what they read;
+ * the loop drains the queue (at once, unless a drain is under way) and is
+ * the one that puts pods in the table and takes them out. */
+typedef enum AgentUpdateKind {
+        AGENT_UPDATE_DIR_SET, /* the manifest directory's whole set (the rescan) */
+        AGENT_UPDATE_FILE,    /* one complete file (entry.pod NULL: gone, or broken with entry.error) */
+        AGENT_UPDATE_URL_SET, /* the manifest URL's whole set (a 200 that decodes) */
+} AgentUpdateKind;
+struct AgentUpdate {
+        AgentUpdateKind kind;
+        PodsrcSet set;     /* DIR_SET, URL_SET */
+        PodsrcEntry entry; /* FILE */
+        char *path;        /* FILE: the manifest's path */
+        uint64_t event_usec;
+        AgentUpdate *next;
+};
+AgentUpdate *agent_update_new(AgentUpdateKind kind, uint64_t event_usec);
+/* Takes u (NULL: nothing). */
+void agent_update_push(Agent *a, AgentUpdate *u);
+void agent_updates_free(Agent *a);
+
+/* source-dir.c: the manifest directory */
 void agent_rescan(Agent *a);
-/* For both sources: a pod that left its source; a new one from an entry
- * (false when it could not be made); the table changed. */
-void agent_source_pod_gone(Agent *a, LcPod *p);
-bool agent_source_add(Agent *a, PodsrcEntry *e, uint64_t event_usec);
-void agent_source_changed(Agent *a);
+/* the error of one file in cubelet status (NULL: none any more) */
+void agent_source_dir_file_error(Agent *a, const char *path, const char *message);
 int agent_source_dir_attach(Agent *a);
 void agent_source_dir_done(Agent *a);
 void agent_errors_free(Agent *a);
 
-/* source-http.c: the manifest URL */
+/* source-http.c: the manifest URL; a message of the URL's set in cubelet status */
+void agent_source_http_error(Agent *a, const char *message);
 int agent_source_http_attach(Agent *a);
 void agent_source_http_done(Agent *a);
 bool agent_pod_from_url(const Agent *a, const LcPod *p);

@@ -338,6 +338,7 @@ Agent *agent_free(Agent *a) {
         a->api = api_server_free(a->api);
         agent_http_stop(a);
         agent_source_dir_done(a);
+        agent_updates_free(a);
         agent_source_http_done(a);
         sd_event_source_disable_unref(a->worker_src);
         sd_event_source_disable_unref(a->relist_timer);

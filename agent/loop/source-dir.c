@@ -61,7 +61,7 @@ static void set_errors(Agent *a, const PodsrcSet *set) {
 }
 
 /* The error of one file: replaced, or dropped when message is NULL. */
-static void set_file_error(Agent *a, const char *path, const char *message) {
+void agent_source_dir_file_error(Agent *a, const char *path, const char *message) {
         AgentError *ne;
 
         for (size_t k = 0; k < a->n_errors; k++)
@@ -91,43 +91,7 @@ static void set_file_error(Agent *a, const char *path, const char *message) {
         a->metrics.manifest_errors++;
 }
 
-void agent_source_pod_gone(Agent *a, LcPod *p) {
-        cub_log(LOG_INFO, "pod %s/%s (uid %s) is no longer wanted", p->spec->pod->namespace_, p->spec->pod->name,
-                p->spec->pod->uid);
-        p->wanted = false;
-        agent_pod_forget(a, p);
-}
-
-/* A new pod of an entry; false when it could not be made. */
-static void pod_set_file_id(LcPod *p, const PodsrcFileId *id);
-
-bool agent_source_add(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
-        WorkerSpec *spec;
-        CubError err = {};
-
-        _cleanup_free_ char *uid = e->pod ? strdup(e->pod->uid) : NULL;
-        LcPod *p;
-
-        if (worker_spec_new(TAKE_PTR(e->pod), e->path, &a->cg, a->log_root, &spec, &err) < 0) {
-                cub_log(LOG_ERR, "%s: %s, skipping this manifest", e->path, err.msg);
-                return false;
-        }
-        agent_pod_add(a, spec, event_usec);
-        p = uid ? agent_find_pod(a, uid) : NULL;
-        if (p)
-                pod_set_file_id(p, &e->id);
-        return true;
-}
-
 /* ---- the periodic rescan: unchanged files are not decoded again ------------ */
-
-static void pod_set_file_id(LcPod *p, const PodsrcFileId *id) {
-        p->file_dev = id->dev;
-        p->file_ino = id->ino;
-        p->file_size = id->size;
-        p->file_mtime_ns = id->mtime_ns;
-        p->file_ctime_ns = id->ctime_ns;
-}
 
 static const Pod *rescan_cached(const char *path, const PodsrcFileId *id, void *userdata) {
         const LcPod *p = cub_hashmap_get(userdata, path);
@@ -138,18 +102,10 @@ static const Pod *rescan_cached(const char *path, const PodsrcFileId *id, void *
         return p->spec->pod;
 }
 
-void agent_source_changed(Agent *a) {
-        a->trim_pending = true;
-        agent_remove_unwanted(a);
-        agent_apply_qos_groups(a);
-        agent_request_relist(a);
-        agent_notify_status(a);
-}
-
 void agent_rescan(Agent *a) {
         PodsrcSet set = {};
         CubError err = {};
-        bool any = false, batch = false;
+        AgentUpdate *u;
         uint64_t now = agent_now_usec();
         CubHashmap *by_source = NULL;
         int r;
@@ -170,109 +126,37 @@ void agent_rescan(Agent *a) {
                 cub_log(LOG_ERR, "%s", err.msg);
                 return;
         }
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (!agent_pod_from_url(a, a->pods[i])) /* the URL's pods are its own */
-                        a->pods[i]->wanted = false;
-        /* pods that stay are known first, so that what left frees its
-         * resources before new pods are admitted */
-        for (size_t i = 0; i < set.n; i++) {
-                const Pod *ep = set.items[i].pod ? set.items[i].pod : set.items[i].cached;
-                LcPod *p = ep ? agent_find_pod(a, ep->uid) : NULL;
-
-                if (p && strcmp(p->spec->pod->config_hash, ep->config_hash) == 0) {
-                        p->wanted = true;
-                        pod_set_file_id(p, &set.items[i].id); /* touched, same pod */
-                }
-        }
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (!a->pods[i]->wanted && !agent_pod_from_url(a, a->pods[i])) {
-                        agent_source_pod_gone(a, a->pods[i]);
-                        any = true;
-                }
-        for (size_t i = 0; i < set.n; i++) {
-                PodsrcEntry *e = &set.items[i];
-                LcPod *p;
-
-                if (!e->pod)
-                        continue;
-                p = agent_find_pod(a, e->pod->uid);
-                if (p && p->wanted)
-                        continue; /* the same pod, or a duplicate UID in two files: the first wins */
-                if (!batch) {
-                        agent_admit_batch(a);
-                        batch = true;
-                }
-                any = agent_source_add(a, e, now) || any;
-        }
         set_errors(a, &set);
-        podsrc_set_done(&set);
-        if (any)
-                agent_source_changed(a);
+        /* the loop's merge takes the set (agent/loop/merge.c) */
+        u = agent_update_new(AGENT_UPDATE_DIR_SET, now);
+        if (!u) {
+                podsrc_set_done(&set);
+                return;
+        }
+        u->set = set;
+        agent_update_push(a, u);
 }
 
-/* One complete file: its pod is added, replaced, or removed. */
+/* One complete file: read and decoded here, its pod added, replaced or
+ * removed by the loop's merge (agent/loop/merge.c). */
 static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
-        _cleanup_free_ char *path = NULL;
-        PodsrcEntry e = {};
-        bool any = false;
+        AgentUpdate *u;
         int r;
 
-        if (asprintf(&path, "%s/%s", a->opt.manifest_dir, name) < 0)
+        u = agent_update_new(AGENT_UPDATE_FILE, event_usec);
+        if (!u || asprintf(&u->path, "%s/%s", a->opt.manifest_dir, name) < 0) {
+                free(u);
                 return;
-        r = podsrc_file_read(a->opt.manifest_dir, name, a->opt.node_name, &e);
-        if (r == -ENOENT) {
-                /* empty: still being written; its close comes */
-                if (access(path, F_OK) == 0)
-                        return;
-        } else if (r < 0)
+        }
+        r = podsrc_file_read(a->opt.manifest_dir, name, a->opt.node_name, &u->entry);
+        if ((r == -ENOENT && access(u->path, F_OK) == 0) || (r < 0 && r != -ENOENT)) {
+                /* empty: still being written, its close comes; or unreadable */
+                podsrc_entry_done(&u->entry);
+                free(u->path);
+                free(u);
                 return;
-        if (e.pod) {
-                for (size_t i = 0; i < a->n_pods; i++) {
-                        const LcPod *o = a->pods[i];
-
-                        /* names are unique per source (kubelet's merge) */
-                        if (o->wanted && strcmp(o->spec->source, path) != 0 && !agent_pod_from_url(a, o) &&
-                            strcmp(o->spec->pod->name, e.pod->name) == 0 &&
-                            strcmp(o->spec->pod->namespace_, e.pod->namespace_) == 0) {
-                                CubError err = {};
-
-                                (void) cub_err_set(&err, EEXIST, "%s: pod %s/%s is already defined by '%s'", path,
-                                                   o->spec->pod->namespace_, o->spec->pod->name, o->spec->source);
-                                e.pod = pod_free(e.pod);
-                                e.error = strdup(err.msg);
-                                break;
-                        }
-                }
         }
-        set_file_error(a, path, e.error);
-        /* the pods this file defined before go, unless it is the very same pod */
-        for (size_t i = 0; i < a->n_pods; i++) {
-                LcPod *p = a->pods[i];
-
-                if (!p->wanted || strcmp(p->spec->source, path) != 0)
-                        continue;
-                if (e.pod && strcmp(p->spec->pod->uid, e.pod->uid) == 0 &&
-                    strcmp(p->spec->pod->config_hash, e.pod->config_hash) == 0) {
-                        pod_set_file_id(p, &e.id); /* rewritten, same pod */
-                        podsrc_entry_done(&e);
-                        return;
-                }
-                agent_source_pod_gone(a, p);
-                any = true;
-        }
-        if (e.pod) {
-                const LcPod *known = agent_find_pod(a, e.pod->uid);
-
-                if (!known || !known->wanted) {
-                        agent_admit_batch(a);
-                        any = agent_source_add(a, &e, event_usec) || any;
-                }
-        }
-        podsrc_entry_done(&e);
-        if (any)
-                agent_source_changed(a);
-        else
-                agent_notify_status(a);
+        agent_update_push(a, u);
 }
 
 static ssize_t pending_find(Agent *a, const char *name) {

@@ -73,66 +73,22 @@ static void set_fetch_error(Agent *a, const char *message) {
                 url_errors_clear(a, false);
 }
 
+void agent_source_http_error(Agent *a, const char *message) {
+        cub_log(LOG_ERR, "%s, skipping this pod", message);
+        url_error_push(a, message);
+}
+
+/* a 200 that decodes: the URL's whole set, for the loop's merge (agent/loop/merge.c) */
 static void apply(Agent *a, PodsrcSet *set) {
-        uint64_t now = agent_now_usec();
-        bool any = false, batch = false;
+        AgentUpdate *u = agent_update_new(AGENT_UPDATE_URL_SET, agent_now_usec());
 
-        bool *was = calloc(a->n_pods + 1, sizeof(bool));
-
-        if (!was)
+        if (!u)
                 return;
         url_errors_clear(a, false);
         url_error_push(a, "");
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (agent_pod_from_url(a, a->pods[i])) {
-                        was[i] = a->pods[i]->wanted;
-                        a->pods[i]->wanted = false;
-                }
-        for (size_t i = 0; i < set->n; i++) {
-                LcPod *p = set->items[i].pod ? agent_find_pod(a, set->items[i].pod->uid) : NULL;
-
-                if (p && agent_pod_from_url(a, p) &&
-                    strcmp(p->spec->pod->config_hash, set->items[i].pod->config_hash) == 0)
-                        p->wanted = true;
-        }
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (was[i] && !a->pods[i]->wanted) {
-                        agent_source_pod_gone(a, a->pods[i]);
-                        any = true;
-                }
-        for (size_t i = 0; i < set->n; i++) {
-                PodsrcEntry *e = &set->items[i];
-                LcPod *p;
-
-                if (e->error) {
-                        cub_log(LOG_ERR, "%s, skipping this pod", e->error);
-                        url_error_push(a, e->error);
-                        continue;
-                }
-                p = agent_find_pod(a, e->pod->uid);
-                if (p && p->wanted) {
-                        if (!agent_pod_from_url(a, p)) {
-                                char msg[CUB_ERR_MSG_MAX];
-
-                                (void) snprintf(msg, sizeof(msg), "%s: pod %s/%s: uid %s is already used by '%s'",
-                                                a->opt.manifest_url, e->pod->namespace_, e->pod->name, e->pod->uid,
-                                                p->spec->source);
-                                cub_log(LOG_ERR, "%s, skipping this pod", msg);
-                                url_error_push(a, msg);
-                        }
-                        continue;
-                }
-                if (!batch) {
-                        agent_admit_batch(a);
-                        batch = true;
-                }
-                any = agent_source_add(a, e, now) || any;
-        }
-        free(was);
-        if (any)
-                agent_source_changed(a);
-        else
-                agent_notify_status(a);
+        u->set = *set;
+        *set = (PodsrcSet){};
+        agent_update_push(a, u);
 }
 
 static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err, void *userdata) {
