@@ -121,8 +121,19 @@ ctr_field() {
 
 # reasons_agree POD CONTAINER REASON: the container's waiting reason is REASON
 # in cubelet status -o json, the status table, /pods and cubelet describe
-# (one mapping, agent/lifecycle/reasons.c, behind the four)
+# (one mapping, agent/lifecycle/reasons.c, behind the four); /pods serves a
+# snapshot up to 2 s old (API_HTTP_STALE_USEC), so the four are read again
+# for up to 4 s until they agree
 reasons_agree() {
+	local got i
+	for i in 1 2 3 4 5; do
+		got=$(reasons_of "$1" "$2")
+		[ "$got" = "$3 $3 $3 $3" ] && break
+		sleep 1
+	done
+	t_is "$got" "$3 $3 $3 $3" "$1/$2: waiting reason $3 in cubelet status -o json, the status table, /pods and cubelet describe"
+}
+reasons_of() {
 	local j t p d
 	j=$(status_json | jq -r --arg n "$1-$NODE" --arg c "$2" \
 		'.pods[] | select(.name == $n) | .containers[] | select(.name == $c) | .waitingReason // "-"')
@@ -137,7 +148,7 @@ reasons_agree() {
 		on && /^      Reason:/ { print $2; found = 1; exit }
 		on && /^    Ready:/ { exit }
 		END { if (!found) print "-" }')
-	t_is "$j $t $p $d" "$3 $3 $3 $3" "$1/$2: waiting reason $3 in cubelet status -o json, the status table, /pods and cubelet describe"
+	echo "$j $t $p $d"
 }
 
 # describe_event POD REASON TEXT: cubelet describe's Events has REASON with TEXT
