@@ -44,6 +44,43 @@ typedef struct AgentPendingFile {
 
 typedef struct AgentUpdate AgentUpdate; /* merge.c */
 
+/* What the runtime holds and how the loop follows it: written by jobs.c
+ * alone (the relist, the worker's results, the kill table's outcomes),
+ * read by the others. */
+typedef struct AgentRuntime {
+        bool ready, known;
+        char error[CUB_ERR_MSG_MAX];
+        /* the runtime's conditions (CRI Status, asked every 5 s with a
+         * relist): network_error is kubelet's "container runtime network not
+         * ready: ..." while NetworkReady is false, "" otherwise */
+        uint64_t status_asked_usec;
+        char network_error[768];
+        bool relist_busy, relist_again;
+        /* the evented relist: containerd's event stream, whether the last
+         * relist found every pod settled, and until when (CLOCK_MONOTONIC
+         * µs) relists stay at relist_usec after an event */
+        CriEvents *events;
+        sd_event_source *events_src;
+        bool relist_steady;
+        uint64_t relist_hot_until;
+        KillTable kills;        /* the pods being stopped, their retries (agent/loop/killtable.h) */
+        uint64_t kill_next_due; /* the earliest retry of a stop (CLOCK_MONOTONIC µs), UINT64_MAX: none */
+} AgentRuntime;
+
+/* The sources' own state: written by source-dir.c, source-http.c and
+ * merge.c (the queue), read by status-json.c. */
+typedef struct AgentSources {
+        AgentError *errors; /* the manifest directory's */
+        size_t n_errors;
+        PodsrcHttp *url_source; /* the manifest URL, NULL without one */
+        AgentError *url_errors; /* [0]: the last fetch's error ("" if none); then the set's */
+        size_t n_url_errors;
+        AgentUpdate *updates_head, *updates_tail; /* merge.c's queue */
+        bool updates_draining;
+        AgentPendingFile *pending; /* files whose event burst is coalesced */
+        size_t n_pending;
+} AgentSources;
+
 struct Agent {
         AgentOptions opt;
         const PodKubeletConfig *kc; /* the caller's: AgentOptions outlive the agent */
@@ -60,37 +97,13 @@ struct Agent {
         CubHashmap *by_uid;          /* the newest pod of each UID */
         size_t n_running;            /* as of the last relist */
         int64_t qos_burstable_milli; /* what the burstable QoS group was last given (-1: nothing) */
-        AgentError *errors;
-        size_t n_errors;
-        PodsrcHttp *url_source; /* the manifest URL, NULL without one */
-        AgentError *url_errors; /* [0]: the last fetch's error ("" if none); then the set's */
-        size_t n_url_errors;
-        AgentUpdate *updates_head, *updates_tail; /* merge.c's queue */
-        bool updates_draining;
-        AgentPendingFile *pending;
-        size_t n_pending;
-        KillTable kills;        /* the pods being stopped, their retries (agent/loop/killtable.h) */
-        uint64_t kill_next_due; /* the earliest retry of a stop (CLOCK_MONOTONIC µs), UINT64_MAX: none */
         /* probes and hooks: specs of pods that left the table while something
          * of them ran, for their kill job's preStop hooks */
         WorkerSpec **gone_specs;
         size_t n_gone_specs;
-        bool relist_busy, relist_again;
-        /* evented relist (jobs.c): containerd's event stream, whether the
-         * last relist found every pod settled, and until when (CLOCK_MONOTONIC
-         * µs) relists stay at relist_usec after an event */
-        CriEvents *events;
-        sd_event_source *events_src;
-        bool relist_steady;
-        uint64_t relist_hot_until;
         bool trim_pending; /* pods came or went: give freed memory back once things are quiet */
-        bool runtime_ready, runtime_known;
-        /* the runtime's conditions (CRI Status, asked every 5 s with a
-         * relist): network_error is kubelet's "container runtime network not
-         * ready: ..." while NetworkReady is false, "" otherwise */
-        uint64_t status_asked_usec;
-        char network_error[768];
-        char runtime_error[CUB_ERR_MSG_MAX];
+        AgentRuntime rt;   /* jobs.c's */
+        AgentSources src;  /* the sources' */
         char runtime_version[256];
         bool notified_ready;
         char *log_root;
@@ -169,13 +182,20 @@ void agent_pod_forget(Agent *a, LcPod *p);
 void agent_flush_managers(Agent *a);
 /* Flushes the managers first: no runtime call before their checkpoints. */
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now);
-/* A stop of uid: its first attempt, or its retry when due (the kill table
- * says; a stop in flight or waiting for its retry is left alone). */
+/* jobs.c, the kill table's one writer: a stop of uid, its first attempt or
+ * its retry when due (a stop in flight or waiting for its retry is left
+ * alone). */
 void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace);
 /* The kill job of an entry kill_table_want() put in flight. */
 void agent_submit_kill_entry(Agent *a, KillEntry *e, bool first);
 /* Whether uid is being stopped (in flight, or waiting for its retry). */
 bool agent_is_killing(Agent *a, const char *uid);
+/* The runtime's part of the agent (jobs.c) */
+void agent_runtime_init(Agent *a);
+void agent_runtime_free(Agent *a);
+/* probes and hooks: the spec of uid for its kill job's preStop hooks (a
+ * reference: the table's pod's, or one kept after it left the table) */
+WorkerSpec *agent_take_spec(Agent *a, const char *uid);
 /* Makes p terminal (phase Failed with reason and message) and stops its
  * containers with the grace period. Returns whether a stop is under way. */
 bool agent_pod_fail(Agent *a, LcPod *p, const char *reason, const char *message, int64_t grace);

@@ -56,7 +56,7 @@ void agent_options_done(AgentOptions *o) {
 
 void agent_notify_status(Agent *a) {
         (void) sd_notifyf(false, "STATUS=%zu pods (%zu running), %zu manifest errors%s", a->n_pods, a->n_running,
-                          a->n_errors, a->runtime_ready ? "" : ", runtime unavailable");
+                          a->src.n_errors, a->rt.ready ? "" : ", runtime unavailable");
 }
 
 /* ---- the managers' decisions ----------------------------------------------- */
@@ -230,7 +230,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 goto fail;
         }
         a->kc = &opt->kc;
-        a->kill_next_due = UINT64_MAX;
+        agent_runtime_init(a);
         r = agent_host_node(&a->node, err);
         if (r < 0)
                 goto fail;
@@ -347,6 +347,7 @@ Agent *agent_free(Agent *a) {
         managers_free(a);
         sd_event_unref(a->event);
         agent_pods_free(a);
+        agent_runtime_free(a);
         cri_client_free(a->cri);
         cg_writer_free(a->writer);
         free(a->log_root);

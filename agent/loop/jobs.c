@@ -38,8 +38,8 @@ static void relist_timer_at(Agent *a, uint64_t at) {
 }
 
 uint64_t agent_relist_period(Agent *a, uint64_t now) {
-        if (!a->events || !a->relist_steady || now < a->relist_hot_until ||
-            cri_events_state(a->events, NULL, NULL, 0) != CRI_EVENTS_SUBSCRIBED ||
+        if (!a->rt.events || !a->rt.relist_steady || now < a->rt.relist_hot_until ||
+            cri_events_state(a->rt.events, NULL, NULL, 0) != CRI_EVENTS_SUBSCRIBED ||
             a->opt.events_relist_usec <= a->opt.relist_usec)
                 return a->opt.relist_usec;
         return a->opt.events_relist_usec;
@@ -55,9 +55,9 @@ static int on_runtime_event(sd_event_source *s, int fd, uint32_t revents, void *
         (void) s;
         (void) fd;
         (void) revents;
-        if (cri_events_take(a->events) == 0)
+        if (cri_events_take(a->rt.events) == 0)
                 return 0;
-        a->relist_hot_until = now + 2 * a->opt.relist_usec + a->opt.relist_usec / 2;
+        a->rt.relist_hot_until = now + 2 * a->opt.relist_usec + a->opt.relist_usec / 2;
         relist_timer_pull(a, now);
         agent_request_relist(a);
         return 0;
@@ -68,38 +68,39 @@ void agent_events_attach(Agent *a) {
 
         if (a->opt.events_relist_usec == 0)
                 return;
-        if (cri_events_start(a->cri, CRI_EVENTS_NAMESPACE, &a->events, &err) < 0 ||
-            sd_event_add_io(a->event, &a->events_src, cri_events_fd(a->events), EPOLLIN, on_runtime_event, a) < 0) {
+        if (cri_events_start(a->cri, CRI_EVENTS_NAMESPACE, &a->rt.events, &err) < 0 ||
+            sd_event_add_io(a->event, &a->rt.events_src, cri_events_fd(a->rt.events), EPOLLIN, on_runtime_event, a) <
+                    0) {
                 cub_log(LOG_WARNING, "runtime events: %s; relisting every %.1f s",
                         err.msg[0] ? err.msg : "cannot watch the stream", (double) a->opt.relist_usec / 1e6);
-                a->events = cri_events_free(a->events);
+                a->rt.events = cri_events_free(a->rt.events);
                 return;
         }
-        (void) sd_event_source_set_description(a->events_src, "runtime-events");
+        (void) sd_event_source_set_description(a->rt.events_src, "runtime-events");
 }
 
 void agent_events_detach(Agent *a) {
-        a->events_src = sd_event_source_disable_unref(a->events_src);
-        a->events = cri_events_free(a->events);
+        a->rt.events_src = sd_event_source_disable_unref(a->rt.events_src);
+        a->rt.events = cri_events_free(a->rt.events);
 }
 
 /* The runtime's conditions: while NetworkReady is false, pods on the pod
  * network wait (no RunPodSandbox) with kubelet's message, host-network pods
  * start, /readyz and cubelet status say why. */
 static void on_runtime_status(Agent *a, const CriRuntimeStatus *st) {
-        char error[sizeof(a->network_error)] = "";
+        char error[sizeof(a->rt.network_error)] = "";
 
         if (!st->network_ready)
                 (void) snprintf(error, sizeof(error),
                                 "container runtime network not ready: NetworkReady=false reason:%s message:%s",
                                 st->reason, st->message);
-        if (strcmp(error, a->network_error) == 0)
+        if (strcmp(error, a->rt.network_error) == 0)
                 return;
         if (*error)
                 cub_log(LOG_WARNING, "%s; pods on the pod network wait", error);
         else
                 cub_log(LOG_INFO, "the runtime's network is ready");
-        (void) snprintf(a->network_error, sizeof(a->network_error), "%s", error);
+        (void) snprintf(a->rt.network_error, sizeof(a->rt.network_error), "%s", error);
         if (a->http)
                 api_http_set_network(a->http, error);
 }
@@ -111,20 +112,20 @@ static void on_relist(Agent *a, WorkerJob *j) {
         bool busy = false;
 
         if (j->r < 0) {
-                if (a->runtime_ready || !a->runtime_known || strcmp(a->runtime_error, j->error) != 0)
+                if (a->rt.ready || !a->rt.known || strcmp(a->rt.error, j->error) != 0)
                         cub_log(LOG_ERR, "runtime: %s; retrying", j->error);
-                a->runtime_ready = false;
-                a->runtime_known = true;
-                (void) snprintf(a->runtime_error, sizeof(a->runtime_error), "%s", j->error);
+                a->rt.ready = false;
+                a->rt.known = true;
+                (void) snprintf(a->rt.error, sizeof(a->rt.error), "%s", j->error);
                 agent_notify_status(a);
                 return;
         }
-        if (!a->runtime_ready && a->runtime_known)
+        if (!a->rt.ready && a->rt.known)
                 cub_log(LOG_INFO, "runtime '%s' is back", cri_client_endpoint(a->cri));
         if (j->status_known)
                 on_runtime_status(a, &j->status);
-        a->runtime_ready = a->runtime_known = true;
-        a->runtime_error[0] = '\0';
+        a->rt.ready = a->rt.known = true;
+        a->rt.error[0] = '\0';
 
         /* the decisions (agent/loop/relist-plan.c), then the jobs they start */
         in = (RelistInput){ .pods = a->pods,
@@ -133,9 +134,9 @@ static void on_relist(Agent *a, WorkerJob *j) {
                             .observed = j->observed,
                             .n_observed = j->n_observed,
                             .sources_ready = agent_sources_ready(a),
-                            .network_error = a->network_error,
+                            .network_error = a->rt.network_error,
                             .now = now };
-        if (relist_plan(&in, &a->kills, &plan) < 0 && !plan.sync) {
+        if (relist_plan(&in, &a->rt.kills, &plan) < 0 && !plan.sync) {
                 cub_log(LOG_ERR, "relist: out of memory");
                 return;
         }
@@ -143,8 +144,8 @@ static void on_relist(Agent *a, WorkerJob *j) {
                 agent_submit_sync(a, plan.sync[i], now);
         for (size_t i = 0; i < plan.n_kill; i++)
                 agent_submit_kill_entry(a, plan.kill[i], plan.kill_new[i]);
-        a->relist_steady = plan.steady;
-        a->kill_next_due = plan.next_due;
+        a->rt.relist_steady = plan.steady;
+        a->rt.kill_next_due = plan.next_due;
         relist_plan_done(&plan);
         a->n_running = 0;
         for (size_t i = 0; i < a->n_pods; i++) {
@@ -161,10 +162,10 @@ static void on_relist(Agent *a, WorkerJob *j) {
                 busy = busy || p->busy;
         }
         /* a stop waiting for its retry: the relist timer fires by then */
-        relist_timer_at(a, a->kill_next_due);
-        if (!a->relist_steady)
+        relist_timer_at(a, a->rt.kill_next_due);
+        if (!a->rt.relist_steady)
                 relist_timer_pull(a, now);
-        if (a->trim_pending && !busy && kill_table_in_flight(&a->kills) == 0) {
+        if (a->trim_pending && !busy && kill_table_in_flight(&a->rt.kills) == 0) {
                 /* a burst of pods is over: hand its freed heap back (0.2-0.8 MB
                  * with 110-250 pods, measured in the bench) */
                 a->trim_pending = false;
@@ -183,20 +184,20 @@ static void on_relist(Agent *a, WorkerJob *j) {
 void agent_request_relist(Agent *a) {
         WorkerJob *j;
 
-        if (a->relist_busy) {
-                a->relist_again = true;
+        if (a->rt.relist_busy) {
+                a->rt.relist_again = true;
                 return;
         }
         j = worker_job_new(WORKER_RELIST);
         if (!j)
                 return;
         /* kubelet asks the runtime's status every 5 s (updateRuntimeUp) */
-        if (agent_now_usec() - a->status_asked_usec >= 5 * CUB_USEC_PER_SEC || !a->status_asked_usec) {
+        if (agent_now_usec() - a->rt.status_asked_usec >= 5 * CUB_USEC_PER_SEC || !a->rt.status_asked_usec) {
                 j->want_status = true;
-                a->status_asked_usec = agent_now_usec();
+                a->rt.status_asked_usec = agent_now_usec();
         }
-        a->relist_busy = true;
-        a->relist_again = false;
+        a->rt.relist_busy = true;
+        a->rt.relist_again = false;
         worker_pool_submit(a->pool, j);
 }
 
@@ -243,12 +244,52 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
         agent_request_relist(a);
 }
 
+/* ---- the runtime's stops: the kill table is jobs.c's alone ---------------------- */
+
+bool agent_is_killing(Agent *a, const char *uid) {
+        return kill_table_find(&a->rt.kills, uid) != NULL;
+}
+
+void agent_runtime_init(Agent *a) {
+        a->rt.kill_next_due = UINT64_MAX;
+}
+
+void agent_runtime_free(Agent *a) {
+        kill_table_free(&a->rt.kills);
+}
+
+void agent_submit_kill_entry(Agent *a, KillEntry *e, bool first) {
+        WorkerJob *j = worker_job_new(WORKER_KILL);
+
+        if (!j || !(j->uid = strdup(e->uid)) || (e->cgroup && !(j->cgroup = strdup(e->cgroup)))) {
+                /* out of memory: the stop is attempted again after the policy's wait */
+                worker_job_free(j);
+                (void) kill_table_done(&a->rt.kills, e->uid, -ENOMEM, "out of memory", agent_now_usec(),
+                                       cub_retry_draw(), NULL);
+                return;
+        }
+        j->grace = e->grace;
+        j->spec = agent_take_spec(a, e->uid); /* probes and hooks: its preStop hooks */
+        if (first)
+                cub_log(LOG_INFO, "stopping pod %s/%s (uid %s), grace period %" PRId64 "s", e->namespace_, e->name,
+                        e->uid, e->grace);
+        worker_pool_submit(a->pool, j);
+}
+
+void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace) {
+        bool first = false;
+        KillEntry *e = kill_table_want(&a->rt.kills, uid, ns, name, cgroup, grace, agent_now_usec(), &first);
+
+        if (e)
+                agent_submit_kill_entry(a, e, first);
+}
+
 /* A kill job came back. A failed one waits in the kill table for the pod
  * worker's back-off (10 s ± 50 %, doubling, 5 min): no relist, no retry
  * before then, one journal line per distinct error and one when it clears. */
 static void on_kill_done(Agent *a, WorkerJob *j) {
         uint64_t now = agent_now_usec();
-        KillEntry *e = kill_table_find(&a->kills, j->uid);
+        KillEntry *e = kill_table_find(&a->rt.kills, j->uid);
         _cleanup_free_ char *what = NULL;
         unsigned attempts = 0;
 
@@ -257,9 +298,9 @@ static void on_kill_done(Agent *a, WorkerJob *j) {
         /* a pod of the table (rejected, evicted, preempted) keeps the event */
         if (j->r < 0 && agent_find_pod(a, j->uid))
                 lc_pod_event(agent_find_pod(a, j->uid), true, "FailedKillPod", now, "error killing pod: %s", j->error);
-        switch (kill_table_done(&a->kills, j->uid, j->r, j->error, now, cub_retry_draw(), &attempts)) {
+        switch (kill_table_done(&a->rt.kills, j->uid, j->r, j->error, now, cub_retry_draw(), &attempts)) {
         case KILL_FAILED_NEW:
-                e = kill_table_find(&a->kills, j->uid);
+                e = kill_table_find(&a->rt.kills, j->uid);
                 cub_log(LOG_WARNING, "stopping pod %s: %s; retrying in %.0f s (attempt %u)", what ? what : j->uid,
                         j->error, e ? (double) (e->retry.next_usec - now) / 1e6 : 0.0, attempts);
                 break;
@@ -278,8 +319,8 @@ static void on_kill_done(Agent *a, WorkerJob *j) {
                 break;
         }
         /* the next retry: the relist timer fires by then */
-        a->kill_next_due = kill_table_next_due(&a->kills);
-        relist_timer_at(a, a->kill_next_due);
+        a->rt.kill_next_due = kill_table_next_due(&a->rt.kills);
+        relist_timer_at(a, a->rt.kill_next_due);
 }
 
 int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -296,9 +337,9 @@ int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata
 
                 switch (j->kind) {
                 case WORKER_RELIST:
-                        a->relist_busy = false;
+                        a->rt.relist_busy = false;
                         on_relist(a, j);
-                        if (a->relist_again)
+                        if (a->rt.relist_again)
                                 agent_request_relist(a);
                         break;
                 case WORKER_SYNC:

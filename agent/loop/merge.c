@@ -238,18 +238,18 @@ AgentUpdate *agent_update_new(AgentUpdateKind kind, uint64_t event_usec) {
 void agent_update_push(Agent *a, AgentUpdate *u) {
         if (!u)
                 return;
-        if (a->updates_tail)
-                a->updates_tail->next = u;
+        if (a->src.updates_tail)
+                a->src.updates_tail->next = u;
         else
-                a->updates_head = u;
-        a->updates_tail = u;
-        if (a->updates_draining)
+                a->src.updates_head = u;
+        a->src.updates_tail = u;
+        if (a->src.updates_draining)
                 return;
-        a->updates_draining = true;
-        while ((u = a->updates_head)) {
-                a->updates_head = u->next;
-                if (!a->updates_head)
-                        a->updates_tail = NULL;
+        a->src.updates_draining = true;
+        while ((u = a->src.updates_head)) {
+                a->src.updates_head = u->next;
+                if (!a->src.updates_head)
+                        a->src.updates_tail = NULL;
                 switch (u->kind) {
                 case AGENT_UPDATE_DIR_SET:
                         merge_dir_set(a, &u->set, u->event_usec);
@@ -263,15 +263,15 @@ void agent_update_push(Agent *a, AgentUpdate *u) {
                 }
                 update_free(u);
         }
-        a->updates_draining = false;
+        a->src.updates_draining = false;
 }
 
 void agent_updates_free(Agent *a) {
-        while (a->updates_head) {
-                AgentUpdate *u = a->updates_head;
+        while (a->src.updates_head) {
+                AgentUpdate *u = a->src.updates_head;
 
-                a->updates_head = u->next;
+                a->src.updates_head = u->next;
                 update_free(u);
         }
-        a->updates_tail = NULL;
+        a->src.updates_tail = NULL;
 }

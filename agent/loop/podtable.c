@@ -31,10 +31,6 @@ static void unindex(Agent *a, LcPod *p) {
                 }
 }
 
-bool agent_is_killing(Agent *a, const char *uid) {
-        return kill_table_find(&a->kills, uid) != NULL;
-}
-
 /* Every manager lets go of what the pod holds. */
 void agent_pod_forget(Agent *a, LcPod *p) {
         if (!p->admitted)
@@ -58,7 +54,7 @@ static void keep_gone_spec(Agent *a, LcPod *p) {
         a->gone_specs[a->n_gone_specs++] = worker_spec_ref(p->spec);
 }
 
-static WorkerSpec *take_spec(Agent *a, const char *uid) {
+WorkerSpec *agent_take_spec(Agent *a, const char *uid) {
         LcPod *p = agent_find_pod(a, uid);
 
         if (p)
@@ -103,7 +99,6 @@ void agent_pods_free(Agent *a) {
         free(a->pods);
         a->pods = NULL;
         a->n_pods = 0;
-        kill_table_free(&a->kills);
         for (size_t i = 0; i < a->n_gone_specs; i++)
                 worker_spec_unref(a->gone_specs[i]);
         free(a->gone_specs);
@@ -258,7 +253,7 @@ void agent_flush_managers(Agent *a) {
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         WorkerJob *j;
 
-        if (!relist_may_sync(p, now, a->network_error))
+        if (!relist_may_sync(p, now, a->rt.network_error))
                 return;
         agent_flush_managers(a);
         j = worker_job_new(WORKER_SYNC);
@@ -295,32 +290,6 @@ void agent_update_resources(Agent *a) {
                 p->busy = true;
                 worker_pool_submit(a->pool, j);
         }
-}
-
-void agent_submit_kill_entry(Agent *a, KillEntry *e, bool first) {
-        WorkerJob *j = worker_job_new(WORKER_KILL);
-
-        if (!j || !(j->uid = strdup(e->uid)) || (e->cgroup && !(j->cgroup = strdup(e->cgroup)))) {
-                /* out of memory: the stop is attempted again after the policy's wait */
-                worker_job_free(j);
-                (void) kill_table_done(&a->kills, e->uid, -ENOMEM, "out of memory", agent_now_usec(), cub_retry_draw(),
-                                       NULL);
-                return;
-        }
-        j->grace = e->grace;
-        j->spec = take_spec(a, e->uid); /* probes and hooks: its preStop hooks */
-        if (first)
-                cub_log(LOG_INFO, "stopping pod %s/%s (uid %s), grace period %" PRId64 "s", e->namespace_, e->name,
-                        e->uid, e->grace);
-        worker_pool_submit(a->pool, j);
-}
-
-void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace) {
-        bool first = false;
-        KillEntry *e = kill_table_want(&a->kills, uid, ns, name, cgroup, grace, agent_now_usec(), &first);
-
-        if (e)
-                agent_submit_kill_entry(a, e, first);
 }
 
 bool agent_pod_fail(Agent *a, LcPod *p, const char *reason, const char *message, int64_t grace) {

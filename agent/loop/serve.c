@@ -22,10 +22,10 @@ static void publish(Agent *a, uint64_t now) {
                              .host_ip = a->host_ip[0] ? a->host_ip : NULL,
                              .runtime = "containerd",
                              .wall_minus_mono_usec = (int64_t) cub_now_usec(CLOCK_REALTIME) - (int64_t) now };
-        ApiGauges g = { .runtime_ready = a->runtime_ready,
+        ApiGauges g = { .runtime_ready = a->rt.ready,
                         .version = CUBELET_VERSION,
                         .node_name = a->opt.node_name,
-                        .manifest_errors_now = a->n_errors };
+                        .manifest_errors_now = a->src.n_errors };
         ApiSnapshot *s = api_snapshot_new();
         size_t len = 0;
         FILE *f;
@@ -55,7 +55,7 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
         uint64_t now = agent_now_usec();
 
         (void) sd_event_source_set_time(src, usec + TICK_USEC);
-        if (a->runtime_ready || !a->runtime_known)
+        if (a->rt.ready || !a->rt.known)
                 a->runtime_down_since = 0;
         else if (!a->runtime_down_since)
                 a->runtime_down_since = now;

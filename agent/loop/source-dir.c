@@ -22,18 +22,18 @@
 #define DEBOUNCE_USEC (100 * 1000)
 
 void agent_errors_free(Agent *a) {
-        for (size_t k = 0; k < a->n_errors; k++) {
-                free(a->errors[k].source);
-                free(a->errors[k].message);
+        for (size_t k = 0; k < a->src.n_errors; k++) {
+                free(a->src.errors[k].source);
+                free(a->src.errors[k].message);
         }
-        free(a->errors);
-        a->errors = NULL;
-        a->n_errors = 0;
+        free(a->src.errors);
+        a->src.errors = NULL;
+        a->src.n_errors = 0;
 }
 
 static bool error_known(Agent *a, const char *message) {
-        for (size_t k = 0; k < a->n_errors; k++)
-                if (strcmp(a->errors[k].message, message) == 0)
+        for (size_t k = 0; k < a->src.n_errors; k++)
+                if (strcmp(a->src.errors[k].message, message) == 0)
                         return true;
         return false;
 }
@@ -56,38 +56,38 @@ static void set_errors(Agent *a, const PodsrcSet *set) {
                 n++;
         }
         agent_errors_free(a);
-        a->errors = ne;
-        a->n_errors = n;
+        a->src.errors = ne;
+        a->src.n_errors = n;
 }
 
 /* The error of one file: replaced, or dropped when message is NULL. */
 void agent_source_dir_file_error(Agent *a, const char *path, const char *message) {
         AgentError *ne;
 
-        for (size_t k = 0; k < a->n_errors; k++)
-                if (strcmp(a->errors[k].source, path) == 0) {
-                        if (message && strcmp(a->errors[k].message, message) == 0)
+        for (size_t k = 0; k < a->src.n_errors; k++)
+                if (strcmp(a->src.errors[k].source, path) == 0) {
+                        if (message && strcmp(a->src.errors[k].message, message) == 0)
                                 return;
-                        free(a->errors[k].source);
-                        free(a->errors[k].message);
-                        a->errors[k] = a->errors[--a->n_errors];
+                        free(a->src.errors[k].source);
+                        free(a->src.errors[k].message);
+                        a->src.errors[k] = a->src.errors[--a->src.n_errors];
                         break;
                 }
         if (!message)
                 return;
         cub_log(LOG_ERR, "%s, skipping this manifest", message);
-        ne = realloc(a->errors, (a->n_errors + 1) * sizeof(*ne));
+        ne = realloc(a->src.errors, (a->src.n_errors + 1) * sizeof(*ne));
         if (!ne)
                 return;
-        a->errors = ne;
-        ne[a->n_errors].source = strdup(path);
-        ne[a->n_errors].message = strdup(message);
-        if (!ne[a->n_errors].source || !ne[a->n_errors].message) {
-                free(ne[a->n_errors].source);
-                free(ne[a->n_errors].message);
+        a->src.errors = ne;
+        ne[a->src.n_errors].source = strdup(path);
+        ne[a->src.n_errors].message = strdup(message);
+        if (!ne[a->src.n_errors].source || !ne[a->src.n_errors].message) {
+                free(ne[a->src.n_errors].source);
+                free(ne[a->src.n_errors].message);
                 return;
         }
-        a->n_errors++;
+        a->src.n_errors++;
         a->metrics.manifest_errors++;
 }
 
@@ -160,15 +160,15 @@ static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
 }
 
 static ssize_t pending_find(Agent *a, const char *name) {
-        for (size_t i = 0; i < a->n_pending; i++)
-                if (strcmp(a->pending[i].name, name) == 0)
+        for (size_t i = 0; i < a->src.n_pending; i++)
+                if (strcmp(a->src.pending[i].name, name) == 0)
                         return (ssize_t) i;
         return -1;
 }
 
 static void pending_drop(Agent *a, size_t i) {
-        free(a->pending[i].name);
-        a->pending[i] = a->pending[--a->n_pending];
+        free(a->src.pending[i].name);
+        a->src.pending[i] = a->src.pending[--a->src.n_pending];
 }
 
 static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -176,11 +176,11 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
 
         (void) s;
         (void) usec;
-        while (a->n_pending > 0) {
-                _cleanup_free_ char *name = a->pending[a->n_pending - 1].name;
-                uint64_t t = a->pending[a->n_pending - 1].event_usec;
+        while (a->src.n_pending > 0) {
+                _cleanup_free_ char *name = a->src.pending[a->src.n_pending - 1].name;
+                uint64_t t = a->src.pending[a->src.n_pending - 1].event_usec;
 
-                a->n_pending--;
+                a->src.n_pending--;
                 handle_file(a, name, t);
         }
         return 0;
@@ -190,15 +190,15 @@ static void pending_add(Agent *a, const char *name, uint64_t now) {
         AgentPendingFile *n;
 
         if (pending_find(a, name) < 0) {
-                n = realloc(a->pending, (a->n_pending + 1) * sizeof(*n));
+                n = realloc(a->src.pending, (a->src.n_pending + 1) * sizeof(*n));
                 if (!n)
                         return;
-                a->pending = n;
-                n[a->n_pending].name = strdup(name);
-                n[a->n_pending].event_usec = now;
-                if (!n[a->n_pending].name)
+                a->src.pending = n;
+                n[a->src.n_pending].name = strdup(name);
+                n[a->src.n_pending].event_usec = now;
+                if (!n[a->src.n_pending].name)
                         return;
-                a->n_pending++;
+                a->src.n_pending++;
         }
         (void) sd_event_source_set_time_relative(a->debounce_timer, DEBOUNCE_USEC);
         (void) sd_event_source_set_enabled(a->debounce_timer, SD_EVENT_ONESHOT);
@@ -223,7 +223,7 @@ static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *
                 /* complete, or gone: at once, for this file alone */
                 i = pending_find(a, ev->name);
                 if (i >= 0) {
-                        t = a->pending[i].event_usec;
+                        t = a->src.pending[i].event_usec;
                         pending_drop(a, (size_t) i);
                 }
                 handle_file(a, ev->name, t);
@@ -268,10 +268,10 @@ void agent_source_dir_done(Agent *a) {
         a->inotify_src = sd_event_source_disable_unref(a->inotify_src);
         a->rescan_timer = sd_event_source_disable_unref(a->rescan_timer);
         a->debounce_timer = sd_event_source_disable_unref(a->debounce_timer);
-        for (size_t i = 0; i < a->n_pending; i++)
-                free(a->pending[i].name);
-        free(a->pending);
-        a->pending = NULL;
-        a->n_pending = 0;
+        for (size_t i = 0; i < a->src.n_pending; i++)
+                free(a->src.pending[i].name);
+        free(a->src.pending);
+        a->src.pending = NULL;
+        a->src.n_pending = 0;
         agent_errors_free(a);
 }

@@ -23,53 +23,53 @@ bool agent_pod_from_url(const Agent *a, const LcPod *p) {
 }
 
 bool agent_sources_ready(const Agent *a) {
-        return !a->url_source || podsrc_http_stats(a->url_source)->have_set;
+        return !a->src.url_source || podsrc_http_stats(a->src.url_source)->have_set;
 }
 
 static void url_errors_clear(Agent *a, bool fetch_only) {
         size_t k = 0;
 
-        for (size_t i = 0; i < a->n_url_errors; i++) {
+        for (size_t i = 0; i < a->src.n_url_errors; i++) {
                 if (fetch_only && i > 0) {
-                        a->url_errors[k++] = a->url_errors[i];
+                        a->src.url_errors[k++] = a->src.url_errors[i];
                         continue;
                 }
-                free(a->url_errors[i].source);
-                free(a->url_errors[i].message);
+                free(a->src.url_errors[i].source);
+                free(a->src.url_errors[i].message);
         }
-        a->n_url_errors = k;
+        a->src.n_url_errors = k;
         if (k == 0) {
-                free(a->url_errors);
-                a->url_errors = NULL;
+                free(a->src.url_errors);
+                a->src.url_errors = NULL;
         }
 }
 
 /* Entry 0 is the fetch error ("" when the last fetch was good); then the
  * errors of the set in force (names the body defined twice). */
 static void url_error_push(Agent *a, const char *message) {
-        AgentError *n = realloc(a->url_errors, (a->n_url_errors + 1) * sizeof(*n));
+        AgentError *n = realloc(a->src.url_errors, (a->src.n_url_errors + 1) * sizeof(*n));
 
         if (!n)
                 return;
-        a->url_errors = n;
-        n[a->n_url_errors].source = strdup(a->opt.manifest_url);
-        n[a->n_url_errors].message = strdup(message);
-        if (!n[a->n_url_errors].source || !n[a->n_url_errors].message) {
-                free(n[a->n_url_errors].source);
-                free(n[a->n_url_errors].message);
+        a->src.url_errors = n;
+        n[a->src.n_url_errors].source = strdup(a->opt.manifest_url);
+        n[a->src.n_url_errors].message = strdup(message);
+        if (!n[a->src.n_url_errors].source || !n[a->src.n_url_errors].message) {
+                free(n[a->src.n_url_errors].source);
+                free(n[a->src.n_url_errors].message);
                 return;
         }
-        a->n_url_errors++;
+        a->src.n_url_errors++;
 }
 
 static void set_fetch_error(Agent *a, const char *message) {
-        if (a->n_url_errors == 0)
+        if (a->src.n_url_errors == 0)
                 url_error_push(a, "");
-        if (a->n_url_errors == 0 || strcmp(a->url_errors[0].message, message) == 0)
+        if (a->src.n_url_errors == 0 || strcmp(a->src.url_errors[0].message, message) == 0)
                 return;
-        free(a->url_errors[0].message);
-        a->url_errors[0].message = strdup(message);
-        if (!a->url_errors[0].message)
+        free(a->src.url_errors[0].message);
+        a->src.url_errors[0].message = strdup(message);
+        if (!a->src.url_errors[0].message)
                 url_errors_clear(a, false);
 }
 
@@ -97,7 +97,7 @@ static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err,
 
         (void) api_counter_add(&a->metrics.http_source_fetches, podsrc_http_result_to_string(st->last_result), 1);
         if (r < 0) {
-                if (a->n_url_errors == 0 || strcmp(a->url_errors[0].message, err->msg) != 0)
+                if (a->src.n_url_errors == 0 || strcmp(a->src.url_errors[0].message, err->msg) != 0)
                         cub_log(LOG_ERR, "%s; %s", err->msg,
                                 st->have_set ? "the pods of the last good answer keep running"
                                              : "no pods from this URL yet");
@@ -105,7 +105,7 @@ static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err,
                 agent_notify_status(a);
                 return;
         }
-        if (a->n_url_errors > 0 && a->url_errors[0].message[0]) {
+        if (a->src.n_url_errors > 0 && a->src.url_errors[0].message[0]) {
                 cub_log(LOG_INFO, "%s: answering again (HTTP %ld)", a->opt.manifest_url, st->last_status);
                 set_fetch_error(a, "");
         }
@@ -134,9 +134,9 @@ int agent_source_http_attach(Agent *a) {
 
         if (!a->opt.manifest_url || !*a->opt.manifest_url)
                 return 0;
-        r = podsrc_http_new(&o, &a->url_source, &err);
+        r = podsrc_http_new(&o, &a->src.url_source, &err);
         if (r >= 0)
-                r = podsrc_http_attach(a->url_source, a->event, a->opt.http_check_usec, on_result, a, &err);
+                r = podsrc_http_attach(a->src.url_source, a->event, a->opt.http_check_usec, on_result, a, &err);
         if (r < 0) {
                 cub_log(LOG_ERR, "%s", err.msg);
                 return r;
@@ -145,7 +145,7 @@ int agent_source_http_attach(Agent *a) {
 }
 
 void agent_source_http_done(Agent *a) {
-        a->url_source = podsrc_http_free(a->url_source);
+        a->src.url_source = podsrc_http_free(a->src.url_source);
         url_errors_clear(a, false);
 }
 
@@ -163,13 +163,13 @@ void agent_source_http_status(Agent *a, json_t *doc) {
         const PodsrcHttpStats *st;
         json_t *errors = json_object_get(doc, "errors");
 
-        if (!a->url_source)
+        if (!a->src.url_source)
                 return;
-        st = podsrc_http_stats(a->url_source);
-        for (size_t i = 0; i < a->n_url_errors; i++)
-                if (a->url_errors[i].message[0])
-                        json_array_append_new(errors, json_pack("{s:s,s:s}", "source", a->url_errors[i].source,
-                                                                "message", a->url_errors[i].message));
+        st = podsrc_http_stats(a->src.url_source);
+        for (size_t i = 0; i < a->src.n_url_errors; i++)
+                if (a->src.url_errors[i].message[0])
+                        json_array_append_new(errors, json_pack("{s:s,s:s}", "source", a->src.url_errors[i].source,
+                                                                "message", a->src.url_errors[i].message));
         json_object_set_new(
                 doc, "manifestURL",
                 json_pack("{s:s,s:s,s:I,s:s,s:o,s:o,s:I,s:I,s:{s:I,s:I,s:I}}", "url", st->url, "lastResult",

@@ -125,8 +125,8 @@ static void runtime_events_json(Agent *a, json_t *rt) {
                 return;
         (void) json_object_set_new(rt, "relistPeriodSeconds",
                                    json_real((double) agent_relist_period(a, agent_now_usec()) / 1e6));
-        if (a->events) {
-                CriEventsState st = cri_events_state(a->events, &n, error, sizeof(error));
+        if (a->rt.events) {
+                CriEventsState st = cri_events_state(a->rt.events, &n, error, sizeof(error));
 
                 (void) json_object_set_new(rt, "events",
                                            json_pack("{s:s,s:I,s:s}", "state", cri_events_state_to_string(st),
@@ -141,8 +141,8 @@ static void runtime_events_json(Agent *a, json_t *rt) {
 static json_t *stopping_json(Agent *a, uint64_t now) {
         json_t *l = json_array();
 
-        for (size_t i = 0; l && i < a->kills.n; i++) {
-                const KillEntry *e = a->kills.entries[i];
+        for (size_t i = 0; l && i < a->rt.kills.n; i++) {
+                const KillEntry *e = a->rt.kills.entries[i];
                 _cleanup_free_ char *pod = NULL;
 
                 /* "pod": namespace/name (no "name" key: a stopped pod is no pod of the table) */
@@ -167,23 +167,24 @@ char *agent_status_json(Agent *a) {
 
         for (size_t i = 0; i < a->n_pods; i++)
                 json_array_append_new(pods, pod_json(a, a->pods[i]));
-        for (size_t i = 0; i < a->n_errors; i++)
-                json_array_append_new(
-                        errors, json_pack("{s:s,s:s}", "source", a->errors[i].source, "message", a->errors[i].message));
+        for (size_t i = 0; i < a->src.n_errors; i++)
+                json_array_append_new(errors, json_pack("{s:s,s:s}", "source", a->src.errors[i].source, "message",
+                                                        a->src.errors[i].message));
         doc = json_pack("{s:s,s:{s:s,s:b,s:s,s:s},s:s,s:o,s:o}", "node", a->opt.node_name, "runtime", "endpoint",
-                        cri_client_endpoint(a->cri), "ready", a->runtime_ready, "version", a->runtime_version, "error",
-                        a->runtime_error, "manifestDir", a->opt.manifest_dir, "pods", pods, "errors", errors);
+                        cri_client_endpoint(a->cri), "ready", a->rt.ready, "version", a->runtime_version, "error",
+                        a->rt.error, "manifestDir", a->opt.manifest_dir, "pods", pods, "errors", errors);
         if (!doc)
                 return NULL;
         runtime_events_json(a, json_object_get(doc, "runtime"));
         /* the runtime's network, and kubelet's node Ready condition from it */
-        json_object_set_new(json_object_get(doc, "runtime"), "networkReady", json_boolean(!*a->network_error));
-        json_object_set_new(json_object_get(doc, "runtime"), "networkError", json_string(a->network_error));
+        json_object_set_new(json_object_get(doc, "runtime"), "networkReady", json_boolean(!*a->rt.network_error));
+        json_object_set_new(json_object_get(doc, "runtime"), "networkError", json_string(a->rt.network_error));
         json_object_set_new(doc, "nodeReady",
-                            *a->network_error ? json_pack("{s:s,s:s,s:s}", "status", "False", "reason",
-                                                          "KubeletNotReady", "message", a->network_error)
-                                              : json_pack("{s:s,s:s,s:s}", "status", "True", "reason", "KubeletReady",
-                                                          "message", "kubelet is posting ready status"));
+                            *a->rt.network_error
+                                    ? json_pack("{s:s,s:s,s:s}", "status", "False", "reason", "KubeletNotReady",
+                                                "message", a->rt.network_error)
+                                    : json_pack("{s:s,s:s,s:s}", "status", "True", "reason", "KubeletReady", "message",
+                                                "kubelet is posting ready status"));
         json_object_set_new(doc, "stopping", stopping_json(a, agent_now_usec()));
         agent_source_http_status(a, doc);
         agent_managers_node_status(a, doc);
