@@ -63,6 +63,10 @@ const char *lc_container_state_to_string(LcContainerState s);
 #define LC_BACKOFF_MAX_USEC (300ULL * 1000000ULL)
 #define LC_BACKOFF_RESET_NSEC (600LL * 1000000000LL)
 
+/* kubelet's crash back-off after the crashes-th crash in a row: 10 s
+ * doubling to 300 s (the first restart itself is at once) */
+uint64_t lc_backoff_delay(unsigned crashes);
+
 typedef struct LcBackoff {
         int64_t seen_finished; /* finished_at of the last termination counted */
         unsigned crashes;

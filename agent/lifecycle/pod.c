@@ -126,16 +126,19 @@ size_t lc_pod_restarts(const LcPod *p) {
 
 /* kubelet's back-off: 0 s for the first termination, then 10 s, 20 s, ...
  * up to 300 s; a container that ran for 10 min starts over. */
+uint64_t lc_backoff_delay(unsigned crashes) {
+        uint64_t d = crashes <= 1 ? LC_BACKOFF_BASE_USEC : LC_BACKOFF_BASE_USEC << (crashes - 2 > 5 ? 5 : crashes - 2);
+
+        return d > LC_BACKOFF_MAX_USEC ? LC_BACKOFF_MAX_USEC : d;
+}
+
 static void count_termination(LcBackoff *bo, const WorkerContainer *wc, uint64_t now) {
         bool long_run = wc->finished_at - wc->started_at > LC_BACKOFF_RESET_NSEC;
-        uint64_t delay;
 
         bo->seen_finished = wc->finished_at;
         bo->crashes = long_run ? 1 : bo->crashes + 1;
-        delay = bo->crashes <= 1 ? 0 : LC_BACKOFF_BASE_USEC << (bo->crashes - 2 > 5 ? 5 : bo->crashes - 2);
-        if (delay > LC_BACKOFF_MAX_USEC)
-                delay = LC_BACKOFF_MAX_USEC;
-        bo->next_usec = now + delay;
+        /* the first restart is at once */
+        bo->next_usec = now + (bo->crashes <= 1 ? 0 : lc_backoff_delay(bo->crashes));
 }
 
 bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {

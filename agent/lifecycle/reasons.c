@@ -73,14 +73,6 @@ static void go_duration(uint64_t usec, char *buf, size_t size) {
                 (void) snprintf(buf, size, "%llum%llus", (unsigned long long) (s / 60), (unsigned long long) (s % 60));
 }
 
-/* the back-off before container k's next start, as count_termination set it */
-static uint64_t crash_backoff(const LcBackoff *bo) {
-        uint64_t d = bo->crashes <= 1 ? LC_BACKOFF_BASE_USEC
-                                      : LC_BACKOFF_BASE_USEC << (bo->crashes - 2 > 5 ? 5 : bo->crashes - 2);
-
-        return d > LC_BACKOFF_MAX_USEC ? LC_BACKOFF_MAX_USEC : d;
-}
-
 const char *lc_container_waiting(const LcPod *p, size_t k, char *message, size_t size) {
         const Pod *pod = p->spec->pod;
         const LcContainerStatus *st = &p->statuses[k];
@@ -93,7 +85,7 @@ const char *lc_container_waiting(const LcPod *p, size_t k, char *message, size_t
         if (p->terminal)
                 return "PodTerminated";
         if (st->waiting_backoff) {
-                go_duration(crash_backoff(&p->backoff[k]), d, sizeof(d));
+                go_duration(lc_backoff_delay(p->backoff[k].crashes), d, sizeof(d));
                 (void) snprintf(message, size, "back-off %s restarting failed container=%s pod=%s_%s(%s)", d, c->name,
                                 pod->name, pod->namespace_, pod->uid);
                 return "CrashLoopBackOff";

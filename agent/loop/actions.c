@@ -27,7 +27,7 @@ static void readmit_evicted(Agent *a) {
                         p->spec->pod->name);
                 lc_pod_reset(p);
                 if (!batch) {
-                        agent_admit_batch(a);
+                        agent_managers_admit_batch(a);
                         batch = true;
                 }
                 if (agent_pod_admit(a, p))

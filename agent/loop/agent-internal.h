@@ -173,13 +173,9 @@ LcPod *agent_find_pod(Agent *a, const char *uid);
 /* A new pod from a source (takes spec's reference): admitted, its pod cgroup
  * written and its sync queued; event_usec is when the source saw it. */
 void agent_pod_add(Agent *a, WorkerSpec *spec, uint64_t event_usec);
-/* Once before a batch of admissions (the managers' admit_batch). */
-void agent_admit_batch(Agent *a);
 /* Admits (again) a pod of the table; returns whether its sync may start. */
 bool agent_pod_admit(Agent *a, LcPod *p);
 void agent_pod_forget(Agent *a, LcPod *p);
-/* The managers' unsaved checkpoints written (LcManagerVtable.flush). */
-void agent_flush_managers(Agent *a);
 /* Flushes the managers first: no runtime call before their checkpoints. */
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now);
 /* jobs.c, the kill table's one writer: a stop of uid, its first attempt or

@@ -183,7 +183,7 @@ static void managers_free(Agent *a) {
 
 static int on_post(sd_event_source *s, void *userdata) {
         (void) s;
-        agent_flush_managers(userdata);
+        agent_managers_flush(userdata);
         return 0;
 }
 
@@ -343,7 +343,7 @@ Agent *agent_free(Agent *a) {
         sd_event_source_disable_unref(a->worker_src);
         sd_event_source_disable_unref(a->relist_timer);
         sd_event_source_disable_unref(a->actions_src);
-        agent_flush_managers(a);
+        agent_managers_flush(a);
         managers_free(a);
         sd_event_unref(a->event);
         agent_pods_free(a);

@@ -22,12 +22,6 @@
 /* ---- the runtime: relist and jobs ------------------------------------------ */
 
 /* the relist timer fires within relist_usec from now */
-static void relist_timer_pull(Agent *a, uint64_t now) {
-        uint64_t next = 0;
-
-        if (a->relist_timer && sd_event_source_get_time(a->relist_timer, &next) >= 0 && next > now + a->opt.relist_usec)
-                (void) sd_event_source_set_time(a->relist_timer, now + a->opt.relist_usec);
-}
 
 /* the relist timer fires at `at` at the latest (UINT64_MAX: no change) */
 static void relist_timer_at(Agent *a, uint64_t at) {
@@ -58,7 +52,7 @@ static int on_runtime_event(sd_event_source *s, int fd, uint32_t revents, void *
         if (cri_events_take(a->rt.events) == 0)
                 return 0;
         a->rt.relist_hot_until = now + 2 * a->opt.relist_usec + a->opt.relist_usec / 2;
-        relist_timer_pull(a, now);
+        relist_timer_at(a, now + a->opt.relist_usec);
         agent_request_relist(a);
         return 0;
 }
@@ -164,7 +158,7 @@ static void on_relist(Agent *a, WorkerJob *j) {
         /* a stop waiting for its retry: the relist timer fires by then */
         relist_timer_at(a, a->rt.kill_next_due);
         if (!a->rt.relist_steady)
-                relist_timer_pull(a, now);
+                relist_timer_at(a, now + a->opt.relist_usec);
         if (a->trim_pending && !busy && kill_table_in_flight(&a->rt.kills) == 0) {
                 /* a burst of pods is over: hand its freed heap back (0.2-0.8 MB
                  * with 110-250 pods, measured in the bench) */

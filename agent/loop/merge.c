@@ -94,7 +94,7 @@ static void merge_dir_set(Agent *a, PodsrcSet *set, uint64_t now) {
                 if (p && p->wanted)
                         continue; /* the same pod, or a duplicate UID in two files: the first wins */
                 if (!batch) {
-                        agent_admit_batch(a);
+                        agent_managers_admit_batch(a);
                         batch = true;
                 }
                 any = pod_new(a, e, now) || any;
@@ -146,7 +146,7 @@ static void merge_file(Agent *a, const char *path, PodsrcEntry *e, uint64_t even
                 const LcPod *known = agent_find_pod(a, e->pod->uid);
 
                 if (!known || !known->wanted) {
-                        agent_admit_batch(a);
+                        agent_managers_admit_batch(a);
                         any = pod_new(a, e, event_usec) || any;
                 }
         }
@@ -203,7 +203,7 @@ static void merge_url_set(Agent *a, PodsrcSet *set, uint64_t now) {
                         continue;
                 }
                 if (!batch) {
-                        agent_admit_batch(a);
+                        agent_managers_admit_batch(a);
                         batch = true;
                 }
                 any = pod_new(a, e, now) || any;

@@ -137,10 +137,6 @@ static void reject(Agent *a, LcPod *p, const char *reason, const char *message) 
         (void) agent_pod_fail(a, p, reason, msg, 0);
 }
 
-void agent_admit_batch(Agent *a) {
-        agent_managers_admit_batch(a);
-}
-
 bool agent_pod_admit(Agent *a, LcPod *p) {
         const Pod *pod = p->spec->pod;
         LcAdmitResult res;
@@ -246,16 +242,12 @@ static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p) {
         return l;
 }
 
-void agent_flush_managers(Agent *a) {
-        agent_managers_flush(a);
-}
-
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         WorkerJob *j;
 
         if (!relist_may_sync(p, now, a->rt.network_error))
                 return;
-        agent_flush_managers(a);
+        agent_managers_flush(a);
         j = worker_job_new(WORKER_SYNC);
         if (!j)
                 return;

@@ -41,25 +41,11 @@ static LcPod *make_pod_yaml(const char *yaml) {
 
 static LcPod *make_pod(const char *name) {
         char yaml[256];
-        Pod *pod = NULL;
-        WorkerSpec *spec = NULL;
-        CgOptions cg;
-        CubError err = {};
-        LcPod *p = NULL;
 
         (void) snprintf(yaml, sizeof(yaml),
                         "apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  containers:\n  - {name: app, image: x}\n",
                         name);
-        cg_options_init(&cg);
-        if (pod_decode_static(yaml, strlen(yaml), "t.yaml", POD_FORMAT_AUTO, "node1", POD_SOURCE_FILE, "t.yaml", &pod,
-                              &err) < 0)
-                fail_msg("decode: %s", err.msg);
-        if (worker_spec_new(pod, "t.yaml", &cg, "/tmp/lc-test-logs", &spec, &err) < 0)
-                fail_msg("spec: %s", err.msg);
-        assert_int_equal(lc_pod_new(spec, &p), 0);
-        worker_spec_unref(spec);
-        p->wanted = p->admitted = true;
-        return p;
+        return make_pod_yaml(yaml);
 }
 
 /* The loop's view: a pod table, its index and what the runtime holds. */
