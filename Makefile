@@ -87,7 +87,7 @@ LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/liblogs.a $(B)/libworker
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-host fuzz fuzz-build lint format format-check clean install
+.PHONY: all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-host fuzz fuzz-build lint format format-check clean install
 all: $(B)/cubelet $(B)/cubelet-gpu-plugin
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -284,6 +284,17 @@ bench: deps
 	@$(MAKE) --no-print-directory bench-host
 	@$(MAKE) --no-print-directory bench-vm
 	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh tests/vm/bench/eviction.sh
+	@$(MAKE) --no-print-directory bench-faults
+
+# The fault matrix (tests/vm/bench/faults.sh): FAULT_PODS pods, each fault
+# held FAULT_HOLD seconds, cubelet's CPU and journal lines beside its idle
+# figure, then the recovery checked.
+FAULT_HOLD ?= 60
+bench-faults: $(B)/cubelet images vm-image
+	@f=$(abspath $(B))/vm/fault-files; rm -rf $$f; mkdir -p $$f/etc/cubelet-faults; \
+		printf 'FAULT_HOLD=%s\n' "$(FAULT_HOLD)" >$$f/etc/cubelet-faults/env; \
+		VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh -f $$f -o $(abspath $(B))/vm/runs/faults \
+			tests/vm/bench/faults.sh
 
 bench-vm: $(B)/cubelet $(BENCH_VM_BINS) images vm-image
 	@for n in $(BENCH_PODS); do \

@@ -196,7 +196,8 @@ int cri_by_id(CriClient *c, const char *method, const ProtobufCMessage *req, con
 
 /* ---- images ------------------------------------------------------------- */
 
-int cri_image_status(CriClient *c, const char *image, bool *ret_present, char **ret_id, CubError *err) {
+int cri_image_status(CriClient *c, const char *image, bool *ret_present, char **ret_id, uint64_t *ret_size,
+                     CubError *err) {
         Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
         Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
         Runtime__V1__ImageStatusResponse *resp = NULL;
@@ -208,6 +209,8 @@ int cri_image_status(CriClient *c, const char *image, bool *ret_present, char **
         if (r < 0)
                 return r;
         *ret_present = resp->image != NULL;
+        if (ret_size)
+                *ret_size = resp->image ? resp->image->size : 0;
         if (ret_id) {
                 *ret_id = resp->image ? cri_dup_or_empty(resp->image->id) : NULL;
                 if (resp->image && !*ret_id) {

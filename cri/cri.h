@@ -313,7 +313,8 @@ int cri_image_user(CriClient *c, const char *image, bool *ret_uid_set, int64_t *
                    CubError *err);
 
 /* *ret_present tells whether the image is there; ret_id (optional) its ID. */
-int cri_image_status(CriClient *c, const char *image, bool *ret_present, char **ret_id, CubError *err);
+int cri_image_status(CriClient *c, const char *image, bool *ret_present, char **ret_id, uint64_t *ret_size,
+                     CubError *err);
 int cri_pull_image(CriClient *c, const char *image, char **ret_ref, CubError *err);
 
 /* flat key/value list helpers */

@@ -184,6 +184,10 @@ const char *lc_container_waiting(const LcPod *p, size_t k, char *message, size_t
 /* A sync ended: its typed failure kept on p (r < 0) or cleared, and the
  * event kubelet records for it. */
 void lc_pod_sync_result(LcPod *p, int r, WorkerFailKind fail, size_t container, const char *error, uint64_t now);
+/* A sync's image events, at the times they happened: Pulling and Pulled
+ * ("Successfully pulled image ..."), or Pulled "Container image ... already
+ * present on machine". */
+void lc_pod_pull_events(LcPod *p, const WorkerPull *pulls, size_t n);
 
 /* Takes a reference on spec. */
 int lc_pod_new(WorkerSpec *spec, LcPod **ret);

@@ -19,6 +19,17 @@ void lc_pod_events_free(LcPod *p) {
         p->n_events = 0;
 }
 
+/* The last event moves back before the ones seen later: a job's events
+ * (its pulls) may come after the relist's that followed them. */
+static void sort_last(LcPod *p) {
+        for (size_t i = p->n_events - 1; i > 0 && p->events[i - 1].last_usec > p->events[i].last_usec; i--) {
+                LcEvent t = p->events[i];
+
+                p->events[i] = p->events[i - 1];
+                p->events[i - 1] = t;
+        }
+}
+
 void lc_pod_event(LcPod *p, bool warning, const char *reason, uint64_t now, const char *fmt, ...) {
         char *message = NULL;
         va_list ap;
@@ -34,7 +45,8 @@ void lc_pod_event(LcPod *p, bool warning, const char *reason, uint64_t now, cons
                 e = &p->events[i];
                 if (e->warning == warning && strcmp(e->reason, reason) == 0 && strcmp(e->message, message) == 0) {
                         e->count++;
-                        e->last_usec = now;
+                        if (now > e->last_usec)
+                                e->last_usec = now;
                         free(message);
                         /* the newest last, as kubectl sorts them */
                         if (i + 1 < p->n_events) {
@@ -43,6 +55,7 @@ void lc_pod_event(LcPod *p, bool warning, const char *reason, uint64_t now, cons
                                 memmove(e, e + 1, (p->n_events - i - 1) * sizeof(*e));
                                 p->events[p->n_events - 1] = t;
                         }
+                        sort_last(p);
                         return;
                 }
         }
@@ -61,6 +74,60 @@ void lc_pod_event(LcPod *p, bool warning, const char *reason, uint64_t now, cons
         e = &p->events[p->n_events++];
         *e = (LcEvent){ .warning = warning, .count = 1, .first_usec = now, .last_usec = now, .message = message };
         (void) snprintf(e->reason, sizeof(e->reason), "%s", reason);
+        sort_last(p);
+}
+
+/* Go's time.Duration.String() of a duration truncated to milliseconds, as
+ * kubelet's Pulled event prints it: "0s", "512ms", "1.5s", "1m2.345s" */
+static void go_duration_ms(uint64_t usec, char *buf, size_t size) {
+        uint64_t ms = usec / 1000, s = ms / 1000, frac = ms % 1000;
+        char f[8] = "";
+
+        if (ms == 0) {
+                (void) snprintf(buf, size, "0s");
+                return;
+        }
+        if (ms < 1000) {
+                (void) snprintf(buf, size, "%llums", (unsigned long long) ms);
+                return;
+        }
+        if (frac) {
+                (void) snprintf(f, sizeof(f), ".%03llu", (unsigned long long) frac);
+                for (size_t n = strlen(f); f[n - 1] == '0'; n--)
+                        f[n - 1] = 0;
+        }
+        if (s < 60)
+                (void) snprintf(buf, size, "%llu%ss", (unsigned long long) s, f);
+        else if (s < 3600)
+                (void) snprintf(buf, size, "%llum%llu%ss", (unsigned long long) (s / 60), (unsigned long long) (s % 60),
+                                f);
+        else
+                (void) snprintf(buf, size, "%lluh%llum%llu%ss", (unsigned long long) (s / 3600),
+                                (unsigned long long) (s / 60 % 60), (unsigned long long) (s % 60), f);
+}
+
+void lc_pod_pull_events(LcPod *p, const WorkerPull *pulls, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const WorkerPull *pl = &pulls[i];
+                const PodContainer *c;
+                char d[40];
+
+                if (pl->container >= p->n)
+                        continue;
+                c = pod_container_at(p->spec->pod, pl->container, NULL);
+                if (!pl->pulled) {
+                        lc_pod_event(p, false, "Pulled", pl->finished_usec,
+                                     "Container image \"%s\" already present on machine", c->image);
+                        continue;
+                }
+                lc_pod_event(p, false, "Pulling", pl->started_usec, "Pulling image \"%s\"", c->image);
+                if (!pl->ok)
+                        continue; /* the sync's failure says Failed (lc_pod_sync_result) */
+                go_duration_ms(pl->finished_usec - pl->started_usec, d, sizeof(d));
+                lc_pod_event(p, false, "Pulled", pl->finished_usec,
+                             "Successfully pulled image \"%s\" in %s (%s including waiting). Image size: %llu bytes.",
+                             c->image, d, d, (unsigned long long) pl->size);
+        }
 }
 
 /* Go's time.Duration.String() for whole seconds: "10s", "1m20s", "5m0s" */

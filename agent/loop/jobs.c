@@ -228,6 +228,7 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
                         cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_, j->spec->pod->name, j->error);
                 else if (j->r >= 0 && cub_retry_succeeded(&p->sync_retry))
                         cub_log(LOG_INFO, "pod %s/%s: synced again", j->spec->pod->namespace_, j->spec->pod->name);
+                lc_pod_pull_events(p, j->pulls, j->n_pulls);
                 lc_pod_sync_result(p, j->r, j->fail, j->fail_container, j->error, agent_now_usec());
                 /* security context: containers the sync could not create */
                 for (size_t k = 0; k < p->n; k++)

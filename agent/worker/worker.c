@@ -175,6 +175,7 @@ WorkerJob *worker_job_free(WorkerJob *j) {
         for (size_t i = 0; j->config_errors && i < j->n_config_errors; i++)
                 free(j->config_errors[i]);
         free(j->config_errors);
+        free(j->pulls);
         free(j);
         return NULL;
 }

@@ -139,6 +139,15 @@ typedef enum WorkerJobKind {
         _WORKER_JOB_INVALID = -22,
 } WorkerJobKind;
 
+/* SYNC: an image the job made sure of (kubelet's Pulling and Pulled events) */
+typedef struct WorkerPull {
+        size_t container;                     /* its index, init containers first */
+        bool pulled;                          /* PullImage was called; false: the image was there */
+        bool ok;                              /* ... and it succeeded */
+        uint64_t started_usec, finished_usec; /* CLOCK_MONOTONIC */
+        uint64_t size;                        /* bytes (ImageStatus after the pull), 0: unknown */
+} WorkerPull;
+
 typedef struct WorkerJob {
         WorkerJobKind kind;
         /* SYNC */
@@ -158,8 +167,10 @@ typedef struct WorkerJob {
         /* result */
         int r;
         char error[CUB_ERR_MSG_MAX];
-        WorkerFailKind fail;      /* SYNC: what it failed at (the first failure) */
-        size_t fail_container;    /* ... the container's index (init first), SIZE_MAX: the pod */
+        WorkerFailKind fail;   /* SYNC: what it failed at (the first failure) */
+        size_t fail_container; /* ... the container's index (init first), SIZE_MAX: the pod */
+        WorkerPull *pulls;     /* SYNC: the images made sure of, in order */
+        size_t n_pulls;
         WorkerObserved *observed; /* RELIST */
         size_t n_observed;
         /* RELIST with want_status: the runtime's conditions (CRI Status),

@@ -67,12 +67,12 @@ static void test_image_status(void **state) {
         char *id = NULL;
         CubError err = {};
 
-        assert_int_equal(cri_image_status(*state, BUSYBOX, &present, &id, &err), 0);
+        assert_int_equal(cri_image_status(*state, BUSYBOX, &present, &id, NULL, &err), 0);
         assert_true(present);
         assert_non_null(id);
         assert_int_equal(strncmp(id, "sha256:", 7), 0);
         free(id);
-        assert_int_equal(cri_image_status(*state, "localhost/cubelet/absent:1", &present, NULL, &err), 0);
+        assert_int_equal(cri_image_status(*state, "localhost/cubelet/absent:1", &present, NULL, NULL, &err), 0);
         assert_false(present);
 }
 

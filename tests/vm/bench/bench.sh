@@ -8,6 +8,9 @@
 #   3. cubelet: pod-driver renames each manifest in and times
 #      manifest -> pod cgroup configured and -> container running; cubelet's
 #      own latencies from `cubelet status -o json` when it reports them;
+#      like for like: 1-3 on the host network (hostNetwork pods, sandboxes
+#      without CNI), and at the end a second pair on the pod network
+#      (containerd's CNI for both) with BENCH_NET_PODS pods (default 20);
 #   4. cubelet's footprint: RSS with 0 and N pods beside the RSS floor of its
 #      libraries (rss-floor.c), an RSS breakdown from /proc/PID/smaps,
 #      threads, CPU over 60 s idle with the runtime's event stream and
@@ -107,7 +110,7 @@ if [ "${BENCH_SCRAPE:-0}" = 1 ]; then
 	SCRAPER=$!
 	say "  (the HTTP API is scraped once a second on /metrics, /metrics/resource and /pods)"
 fi
-"$BIN/tests/vm/bench/pod-driver" "$M" "$CGROOT/$PARENT" "$weight" 1 "$N" >/tmp/cub.txt 2>>"$VM_OUT/scenario.log" ||
+"$BIN/tests/vm/bench/pod-driver" -H "$M" "$CGROOT/$PARENT" "$weight" 1 "$N" >/tmp/cub.txt 2>>"$VM_OUT/scenario.log" ||
 	say "pod-driver failed: $(tail -n 3 "$VM_OUT/scenario.log")"
 if [ -n "${SCRAPER:-}" ]; then
 	kill "$SCRAPER"
@@ -125,7 +128,7 @@ jq -r '.pods[]? | select(.latency != null) | "\(.latency.eventToCgroupUs // 0) \
 	"$VM_OUT/status.json" 2>/dev/null | awk '$1 > 0 || $3 > 0 { print NR, $0 }' >/tmp/own.txt
 
 say ""
-say "latencies over $(grep -vc '^#' /tmp/cub.txt) cubelet pods, $(grep -vc '^#' /tmp/cri.txt) raw-CRI pods, $(grep -vc '^#' /tmp/cgb.txt) raw cgroups (ms):"
+say "latencies, host network, over $(grep -vc '^#' /tmp/cub.txt) cubelet pods, $(grep -vc '^#' /tmp/cri.txt) raw-CRI pods, $(grep -vc '^#' /tmp/cgb.txt) raw cgroups (ms):"
 c50=$(pct /tmp/cub.txt 50 3) c99=$(pct /tmp/cub.txt 99 3)
 b50=$(pct /tmp/cri.txt 50 5) b99=$(pct /tmp/cri.txt 99 5)
 say "  manifest -> container running (cubelet): p50 $c50, p99 $c99, max $(pct /tmp/cub.txt 100 3)"
@@ -175,4 +178,24 @@ sleep 10
 say "cubelet with $N pods, no event stream (--evented-relist-period 0, relist every $(status_json | jq -r .runtime.relistPeriodSeconds) s): idle CPU $(idle_cpu 60)"
 rm -f /etc/systemd/system/cubelet.service.d/bench-relist.conf
 systemctl daemon-reload
+systemctl restart cubelet
+
+# ---- 6. the pod network, like for like: raw CRI with CNI, then cubelet ----------
+NN=${BENCH_NET_PODS:-20}
+rm -f "$M"/b*.yaml
+for _ in $(seq 600); do [ "$(status_json | jq '.pods | length')" = 0 ] && break; sleep 1; done
+"$BIN/tests/vm/bench/cri-baseline" -N -p net "$NN" >/tmp/cri-net.txt 2>>"$VM_OUT/scenario.log" ||
+	say "cri-baseline -N failed: $(tail -n 3 "$VM_OUT/scenario.log")"
+find "$CGROOT/kubepods" -depth -mindepth 1 -type d -name 'podnet-*' -exec rmdir {} + 2>/dev/null
+"$BIN/tests/vm/bench/pod-driver" "$M" "$CGROOT/$PARENT" "$weight" 1 "$NN" >/tmp/cub-net.txt 2>>"$VM_OUT/scenario.log" ||
+	say "pod-driver (pod network) failed: $(tail -n 3 "$VM_OUT/scenario.log")"
+cp /tmp/cri-net.txt "$VM_OUT/cri-baseline-net.txt"
+cp /tmp/cub-net.txt "$VM_OUT/cubelet-net.txt"
+c50=$(pct /tmp/cub-net.txt 50 3) c99=$(pct /tmp/cub-net.txt 99 3)
+b50=$(pct /tmp/cri-net.txt 50 5) b99=$(pct /tmp/cri-net.txt 99 5)
+say ""
+say "latencies, pod network (containerd's CNI for both), over $(grep -vc '^#' /tmp/cub-net.txt) cubelet pods, $(grep -vc '^#' /tmp/cri-net.txt) raw-CRI pods (ms):"
+say "  manifest -> container running (cubelet): p50 $c50, p99 $c99, max $(pct /tmp/cub-net.txt 100 3)"
+say "  raw CRI Run+Create+StartContainer:       p50 $b50, p99 $b99, max $(pct /tmp/cri-net.txt 100 5) (RunPodSandbox p50 $(pct /tmp/cri-net.txt 50 2))"
+say "  ratio cubelet / raw CRI:                 p50 $(ratio "$c50" "$b50"), p99 $(ratio "$c99" "$b99") (goal <= 1.05)"
 cubelet_teardown

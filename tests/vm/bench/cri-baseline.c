@@ -3,13 +3,14 @@
  * The raw-CRI baseline of `make bench` (issue #9): starts N pause pods one at
  * a time through cri/ (the client cubelet itself uses), making only the calls
  * a pod needs: RunPodSandbox, CreateContainer, StartContainer. The sandboxes
- * are shaped like cubelet's (host network, cgroup parent
+ * are shaped like cubelet's (host network, or with -N the pod network
+ * through containerd's CNI as cubelet's pods without hostNetwork, cgroup parent
  * /kubepods/burstable/pod<uid>, log directory, the container's CRI resources
  * of `cubelet plan` for the bench pod) but carry no labels. Pods stay running
  * while the next one starts, as in cubelet's bench; then every sandbox is
  * stopped and removed.
  *
- *   cri-baseline [-e ENDPOINT] [-p UID_PREFIX] [-l LOG_ROOT] N
+ *   cri-baseline [-N] [-e ENDPOINT] [-p UID_PREFIX] [-l LOG_ROOT] N
  *
  * stdout: one line a pod, "I SANDBOX_US CREATE_US START_US TOTAL_US" (each
  * from the pod's start; TOTAL = StartContainer returned), then "# cleanup MS".
@@ -17,6 +18,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +59,7 @@ static int mkdir_p(const char *path) {
 }
 
 static int start_pod(CriClient *c, const char *prefix, const char *log_root, unsigned i, char **ret_sandbox,
-                     uint64_t t[4], CubError *err) {
+                     bool host_network, uint64_t t[4], CubError *err) {
         char name[64], uid[64], parent[128], logdir[256];
         char *sandbox_id = NULL, *ctr_id = NULL;
         uint64_t t0;
@@ -75,7 +77,7 @@ static int start_pod(CriClient *c, const char *prefix, const char *log_root, uns
                 .hostname = name,
                 .log_directory = logdir,
                 .cgroup_parent = parent,
-                .host_network = true,
+                .host_network = host_network,
         };
         CriContainerConfig cc = {
                 .name = "p",
@@ -114,10 +116,14 @@ int main(int argc, char **argv) {
         char **ids;
         unsigned n, started = 0;
         uint64_t t0;
+        bool host_network = true;
         int opt, r, rc = 0;
 
-        while ((opt = getopt(argc, argv, "e:p:l:")) >= 0) {
+        while ((opt = getopt(argc, argv, "Ne:p:l:")) >= 0) {
                 switch (opt) {
+                case 'N':
+                        host_network = false;
+                        break;
                 case 'e':
                         endpoint = optarg;
                         break;
@@ -128,12 +134,12 @@ int main(int argc, char **argv) {
                         log_root = optarg;
                         break;
                 default:
-                        fprintf(stderr, "usage: %s [-e ENDPOINT] [-p UID_PREFIX] [-l LOG_ROOT] N\n", argv[0]);
+                        fprintf(stderr, "usage: %s [-N] [-e ENDPOINT] [-p UID_PREFIX] [-l LOG_ROOT] N\n", argv[0]);
                         return 2;
                 }
         }
         if (optind != argc - 1 || (n = (unsigned) strtoul(argv[optind], NULL, 10)) == 0) {
-                fprintf(stderr, "usage: %s [-e ENDPOINT] [-p UID_PREFIX] [-l LOG_ROOT] N\n", argv[0]);
+                fprintf(stderr, "usage: %s [-N] [-e ENDPOINT] [-p UID_PREFIX] [-l LOG_ROOT] N\n", argv[0]);
                 return 2;
         }
         ids = calloc(n, sizeof(char *));
@@ -147,7 +153,7 @@ int main(int argc, char **argv) {
         for (unsigned i = 0; i < n; i++) {
                 uint64_t t[4] = {};
 
-                r = start_pod(c, prefix, log_root, i + 1, &ids[i], t, &err);
+                r = start_pod(c, prefix, log_root, i + 1, &ids[i], host_network, t, &err);
                 if (ids[i])
                         started = i + 1;
                 if (r < 0) {

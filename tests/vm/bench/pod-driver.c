@@ -8,7 +8,10 @@
  *   - the pod's container running: the pod cgroup has two child cgroups
  *     (sandbox, container) and both say "populated 1" in cgroup.events.
  *
- *   pod-driver [-p POLL_US] [-t TIMEOUT_S] MANIFEST_DIR CGPARENT WEIGHT FIRST LAST
+ *   pod-driver [-H] [-p POLL_US] [-t TIMEOUT_S] MANIFEST_DIR CGPARENT WEIGHT FIRST LAST
+ *
+ * The pods are on the pod network; -H puts them on the host network
+ * (hostNetwork: true), like cri-baseline's default.
  *
  * stdout: "I CGROUP_US RUNNING_US" a pod. Exit status 1 when a pod timed out.
  */
@@ -84,10 +87,14 @@ static bool running(const char *cg) {
 int main(int argc, char **argv) {
         unsigned poll_us = 2000, timeout_s = 600, first, last;
         const char *dir, *parent, *weight;
+        bool host_network = false;
         int opt, rc = 0;
 
-        while ((opt = getopt(argc, argv, "p:t:")) >= 0) {
+        while ((opt = getopt(argc, argv, "Hp:t:")) >= 0) {
                 switch (opt) {
+                case 'H':
+                        host_network = true;
+                        break;
                 case 'p':
                         poll_us = (unsigned) strtoul(optarg, NULL, 10);
                         break;
@@ -124,11 +131,12 @@ int main(int argc, char **argv) {
                         "kind: Pod\n"
                         "metadata: {name: b%u, uid: bench-%u}\n"
                         "spec:\n"
+                        "%s"
                         "  containers:\n"
                         "  - name: p\n"
                         "    image: localhost/cubelet/pause:1\n"
                         "    resources: {requests: {cpu: 10m, memory: 8Mi}}\n",
-                        i, i);
+                        i, i, host_network ? "  hostNetwork: true\n" : "");
                 if (fclose(f) != 0) {
                         fprintf(stderr, "pod-driver: '%s': %m\n", tmp);
                         return 1;
@@ -163,6 +171,6 @@ int main(int argc, char **argv) {
         }
         return rc;
 usage:
-        fprintf(stderr, "usage: pod-driver [-p POLL_US] [-t TIMEOUT_S] MANIFEST_DIR CGPARENT WEIGHT FIRST LAST\n");
+        fprintf(stderr, "usage: pod-driver [-H] [-p POLL_US] [-t TIMEOUT_S] MANIFEST_DIR CGPARENT WEIGHT FIRST LAST\n");
         return 2;
 }

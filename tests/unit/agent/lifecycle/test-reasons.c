@@ -44,6 +44,45 @@ static void sync_failed(LcPod *p, WorkerFailKind kind, size_t k, const char *err
         lc_pod_sync_result(p, -EIO, kind, k, error, now);
 }
 
+/* kubelet's image events (images/image_manager.go), in the order they
+ * happened even when the job's result comes after the relist's events */
+static void test_pull_events(void **state) {
+        LcPod *p = make_pod(TWO);
+        const uint64_t S = 1000000;
+        WorkerPull pulls[] = {
+                { .container = 0, .pulled = false, .ok = true, .started_usec = 10 * S, .finished_usec = 10 * S + 5 },
+                { .container = 1, .pulled = true, .ok = true, .started_usec = 11 * S, .finished_usec = 73 * S + 345678,
+                  .size = 2155000 },
+        };
+        WorkerPull failed = { .container = 1, .pulled = true, .started_usec = 90 * S, .finished_usec = 91 * S };
+        WorkerPull quick = { .container = 1, .pulled = true, .ok = true, .started_usec = 100 * S,
+                             .finished_usec = 100 * S + 512999 };
+
+        (void) state;
+        /* a relist saw the init container Created before the job came back */
+        lc_pod_event(p, false, "Created", 12 * S, "Created container: init");
+        lc_pod_pull_events(p, pulls, 2);
+        assert_int_equal(p->n_events, 4);
+        assert_string_equal(p->events[0].reason, "Pulled");
+        assert_string_equal(p->events[0].message, "Container image \"busybox:1\" already present on machine");
+        assert_string_equal(p->events[1].reason, "Pulling");
+        assert_string_equal(p->events[1].message, "Pulling image \"web:2\"");
+        assert_string_equal(p->events[2].reason, "Created");
+        assert_string_equal(p->events[3].reason, "Pulled");
+        assert_string_equal(p->events[3].message, "Successfully pulled image \"web:2\" in 1m2.345s (1m2.345s including "
+                                                  "waiting). Image size: 2155000 bytes.");
+        assert_false(p->events[3].warning);
+        /* a failed pull: Pulling again (counted), no Pulled */
+        lc_pod_pull_events(p, &failed, 1);
+        assert_int_equal(p->n_events, 4);
+        assert_string_equal(p->events[3].reason, "Pulling");
+        assert_int_equal(p->events[3].count, 2);
+        lc_pod_pull_events(p, &quick, 1);
+        assert_string_equal(p->events[p->n_events - 1].message,
+                            "Successfully pulled image \"web:2\" in 512ms (512ms including waiting). Image size: 0 bytes.");
+        lc_pod_free(p);
+}
+
 static const char *waiting(const LcPod *p, size_t k, char *msg) {
         const char *r = lc_container_waiting(p, k, msg, 512);
 
@@ -170,6 +209,7 @@ int main(void) {
                 cmocka_unit_test(test_failures),
                 cmocka_unit_test(test_crash_loop),
                 cmocka_unit_test(test_event_ring),
+                cmocka_unit_test(test_pull_events),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
