@@ -34,7 +34,6 @@ W=/run/faults
 mkdir -p "$W/url"
 say() { t_diag "$*"; echo "$*" >>"$FIG"; }
 
-cubelet_cpu() { awk '$1 == "usage_usec" { print $2 }' /sys/fs/cgroup/system.slice/cubelet.service/cpu.stat; }
 now_s() { date +%s; }
 
 pod_yaml() { # pod_yaml NAME UID
@@ -204,10 +203,17 @@ dd if=/dev/zero of="$fill" bs=1M count=64 2>/dev/null
 t_diag "state-full: $(df -h /var/lib/cubelet | tail -n 1)"
 # cubelet restarted in the full directory: it reads its checkpoints, adopts
 systemctl restart cubelet
-for i in $(seq 60); do status_json >/dev/null && break; sleep 0.5; done
+t_ok "state-full: a restart in the full directory adopts every pod" wait_until 120 all_running
+t_is "$(ctr_ids)" "$ids0" "state-full: ... the same containers, none restarted"
 # and a pod removed and another added while full
 rm -f "$M/f1.yaml"
 pod_yaml fx fault-x >"$M/fx.yaml"
+fx_settled() {
+	status_json | jq -e '[.pods[] | select(.uid == "fault-1")] | length == 0' >/dev/null &&
+		status_json | jq -e '.pods[] | select(.uid == "fault-x") | .phase == "Running" or (.events | length > 0)' >/dev/null
+}
+t_ok "state-full: f1 goes, fx comes (Running or with its error)" wait_until 120 fx_settled
+t_diag "state-full: fx: $(status_json | jq -c '.pods[] | select(.uid == "fault-x") | {phase, reason, lastError, events: [.events[] | .reason]}')"
 hold state-full
 rm -f "$fill"
 rm -f "$M/fx.yaml"

@@ -11,6 +11,7 @@
 #   cg_kubepods / cg_qos QOS / cg_ctr POD_PATH ID   cgroup paths of the driver
 #   containerd_systemd_cgroup true|false             switch runc's SystemdCgroup
 #   once_per_matrix SECTION  false in the systemd run for a driver-independent section
+#   cubelet_cpu              the unit's CPU time so far (µs)
 #
 # CUBELET_DRIVER (cgroupfs, the default, or systemd; run-scenarios.sh sets it
 # for the driver matrix) is written into cubelet's config as cgroupDriver, and
@@ -190,6 +191,9 @@ plan_ctr() {
 }
 
 weight_of_shares() { echo $((1 + (($1 - 2) * 9999) / 262142)); }
+
+# cubelet_cpu: the unit's CPU time so far (µs, its cgroup's cpu.stat)
+cubelet_cpu() { awk '$1 == "usage_usec" { print $2 }' /sys/fs/cgroup/system.slice/cubelet.service/cpu.stat; }
 
 sandboxes_of() { # number of sandboxes containerd holds for a pod UID
 	ctr -n k8s.io containers ls -q "labels.\"cubelet.io/pod-uid\"==$1" 2>/dev/null | wc -l

@@ -194,16 +194,39 @@ t_contains "$(cat "$W/bad.txt")" "big: HTTP/1.1 431" "a 64 KiB header is refused
 t_is "$(curl -s "$API/pods" | jq '.items | length')" $((N - 1)) "/pods still answers after the bad clients"
 
 # ---- health when the runtime goes ------------------------------------------------------
+# (the fault matrix's short form, `make bench-faults` holds each fault a
+# minute: cubelet's CPU while containerd is away, beside its idle figure, the
+# journal, and afterwards every pod as it was)
+ids() { status_json | jq -r '.pods[] | .containers[] | "\(.id) \(.restarts)"' | sort; }
+ids0=$(ids)
+c0=$(cubelet_cpu)
+sleep 10
+c1=$(cubelet_cpu)
+idle=$(((c1 - c0) / 10000))
+t0=$(date +%s)
 systemctl stop containerd
 t_ok "/readyz fails at once when containerd stops" wait_code "$API/readyz" 500 30
 t_contains "$(curl -s "$API/readyz")" "[-]runtime failed: the container runtime has been unreachable" \
 	"/readyz names the runtime"
 t_is "$(code "$API/healthz")" 200 "/healthz still passes within the first minute"
+# the outage alone, nothing polled, until 50 s after the stop
+t1=$(date +%s)
+c2=$(cubelet_cpu)
+sleep $((t0 + 50 - t1))
+c3=$(cubelet_cpu)
+fault=$(((c3 - c2) / (t0 + 50 - t1) / 1000))
+lines=$(journalctl -u cubelet --since "@$t0" -o cat | wc -l)
+t_diag "containerd away: cubelet CPU $fault per mille of a CPU (idle $idle), $lines journal lines in 50 s"
+t_ok "containerd away: cubelet's CPU within 1 % of a CPU of its idle figure ($fault vs $idle per mille)" \
+	test "$fault" -le $((idle + 10))
+t_ok "containerd away: a few journal lines, not one per retry ($lines in 50 s)" test "$lines" -le 10
 t_ok "/healthz fails after a minute without the runtime" wait_code "$API/healthz" 500 90
 t_contains "$(curl -s "$API/healthz")" "[-]runtime failed" "/healthz names the runtime check"
 t_is "$(code "$API/livez")" 200 "/livez passes: the loop runs"
 systemctl start containerd
 t_ok "/healthz recovers with containerd" wait_code "$API/healthz" 200 60
+same_ids() { [ "$(ids)" = "$ids0" ]; }
+t_ok "containerd back: every pod keeps its containers, none restarted" wait_until 30 same_ids
 
 # ---- off, and the loopback rule --------------------------------------------------------
 cubelet_teardown

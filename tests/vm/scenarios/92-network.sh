@@ -171,7 +171,6 @@ t_ok "its hosts file is removed" sh -c "for i in \$(seq 40); do [ ! -e /var/lib/
 # once after each failure (~900 times a second, 59 % of a CPU, ~2,000 journal
 # lines a second, on a real machine); the kill table retries with the pod
 # worker's back-off (10 s ± 50 %, doubling, 5 min).
-cubelet_cpu() { awk '$1 == "usage_usec" { print $2 }' /sys/fs/cgroup/system.slice/cubelet.service/cpu.stat; }
 stopping() { status_json | jq -r ".stopping[] | select(.uid == \"$suid\") | $1"; }
 stop_fails() { stopping .lastError | grep -q 'failed to destroy network'; }
 sandbox_gone() { [ "$(sandboxes_of "$suid")" = 0 ]; }
