@@ -5,10 +5,24 @@
  *  - each plugin's healthy devices become the node's allocatable of its
  *    resource (LC_ACTION_NODE_RESOURCE: NodeResourcesFit counts them);
  *  - admit: after the admission manager (fit, preemption), the pod's
- *    containers get device IDs and the plugin's Allocate answer, all or
- *    nothing; a failure rejects with UnexpectedAdmissionError;
+ *    containers get device IDs, all or nothing, decided and reserved on the
+ *    loop (the own choice; unavailable devices reject at once). The plugin
+ *    calls (GetPreferredAllocation, Allocate) never run on the loop: the
+ *    device manager makes them on a thread of the pass and its answer comes
+ *    back through its fd (on_allocated). Meanwhile the pod is admitted but
+ *    held (LC_ACTION_HOLD "devices:<uid>"): no sync, so no container starts
+ *    without its devices, env and mounts, while every other pod, the relist
+ *    and the HTTP API go on. The answer releases the hold (LC_ACTION_RELEASE)
+ *    or rejects the pod (LC_ACTION_REJECT, UnexpectedAdmissionError,
+ *    "Allocate failed due to <error>, which is unexpected"; its devices are
+ *    freed, nothing of it is checkpointed). A plugin that never answers
+ *    costs a sleeping thread until the deadline (10 s), one log line;
  *  - prepare_container: the answer becomes the container's devices, mounts,
  *    envs and annotations, and the label cubelet.io/devices names the IDs;
+ *    PreStartContainer (where the plugin asks for it) is handed to the pod
+ *    worker, which calls it right before CreateContainer (kubelet's 30 s
+ *    deadline); its failure fails that sync (CreateContainerConfigError
+ *    naming the resource and the plugin), retried by the sync back-off;
  *  - devices are released when the pod's containers are stopped (never
  *    handed to two running pods), or at once when nothing of it runs; a
  *    preemptor takes its victims' devices at admission, and a pod short of
@@ -74,6 +88,34 @@ static void on_change(void *userdata, const char *resource) {
         else
                 cub_log(LOG_INFO, "device plugin %s: gone", resource);
         announce(m, resource);
+}
+
+/* "devices:<uid>": the hold of a pod waiting for its plugins' answer */
+static void hold_name(const char *uid, char *buf, size_t size) {
+        (void) snprintf(buf, size, "devices:%s", uid);
+}
+
+static void on_allocated(void *userdata, const char *uid, int r, const char *message, uint64_t took_usec) {
+        Devices *m = userdata;
+        LcAction a = { .kind = LC_ACTION_RELEASE };
+
+        if (r < 0) {
+                LcAction rej = { .kind = LC_ACTION_REJECT };
+
+                cub_log(LOG_WARNING, "pod uid %s: devices: %s", uid, message);
+                (void) snprintf(rej.uid, sizeof(rej.uid), "%s", uid);
+                (void) snprintf(rej.reason, sizeof(rej.reason), "UnexpectedAdmissionError");
+                (void) snprintf(rej.message, sizeof(rej.message), "%s", message);
+                m->env->act(m->env->loop, &rej);
+        } else
+                for (size_t i = 0; i < dp_manager_n_allocations(m->dp); i++) {
+                        const DpAllocation *al = dp_manager_allocation(m->dp, i);
+
+                        if (strcmp(al->pod_uid, uid) == 0)
+                                devices_metrics_observe(&m->metrics, al->resource, took_usec);
+                }
+        hold_name(uid, a.uid, sizeof(a.uid));
+        m->env->act(m->env->loop, &a);
 }
 
 static int on_dp(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -155,7 +197,7 @@ static int devices_new(const LcEnv *env, void **ret, CubError *err) {
                 cub_log(LOG_INFO, "device manager: off (devicePluginDir is empty)");
                 return 0;
         }
-        o = (DpManagerOptions){ .dir = dir, .on_change = on_change, .userdata = m };
+        o = (DpManagerOptions){ .dir = dir, .on_change = on_change, .on_allocated = on_allocated, .userdata = m };
         r = dp_manager_new(&o, &m->dp, err);
         if (r < 0) {
                 /* no devices is not a reason to run no pods */
@@ -288,12 +330,21 @@ static int devices_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
                         cub_err_clear(&e);
                         r = dp_manager_allocate_pod(m->dp, pod->uid, req, n, &e);
                 }
-                if (r >= 0) {
+                if (r == 0) {
                         uint64_t took = cub_now_usec(CLOCK_MONOTONIC) - t0;
 
                         for (size_t k = 0; k < n; k++)
                                 for (size_t j = 0; j < wants[k].n; j++)
                                         devices_metrics_observe(&m->metrics, wants[k].names[j], took);
+                }
+                if (r > 0) {
+                        /* reserved; the plugins answer later: no sync until then */
+                        LcAction a = { .kind = LC_ACTION_HOLD };
+
+                        hold_name(pod->uid, a.uid, sizeof(a.uid));
+                        (void) snprintf(a.waiter, sizeof(a.waiter), "%s", pod->uid);
+                        m->env->act(m->env->loop, &a);
+                        r = 0;
                 }
                 if (r < 0) {
                         *ret = (LcAdmitResult){ .admit = false };
@@ -373,6 +424,15 @@ static int add_response(LcContainerConfig *cfg, const DpContainerResponse *resp,
         return 0;
 }
 
+/* on the pod worker, right before CreateContainer */
+static int pre_start_run(void *ud, CubError *err) {
+        return dp_pre_start_run(ud, err);
+}
+
+static void pre_start_free(void *ud) {
+        dp_pre_start_free(ud);
+}
+
 static int devices_prepare(void *userdata, const LcPod *p, size_t k, LcContainerConfig *cfg, CubError *err) {
         Devices *m = userdata;
         const Pod *pod = p->spec->pod;
@@ -381,6 +441,7 @@ static int devices_prepare(void *userdata, const LcPod *p, size_t k, LcContainer
         size_t n = 0, len = 0;
         _cleanup_free_ char *label = NULL;
         _cleanup_(cub_fclosep) FILE *f = NULL;
+        DpPreStart *ps = NULL;
         int r;
 
         if (!m->dp)
@@ -390,9 +451,17 @@ static int devices_prepare(void *userdata, const LcPod *p, size_t k, LcContainer
                 return cub_err_wrap(err, "container '%s': devices", c->name);
         if (n == 0)
                 return 0;
-        r = dp_manager_pre_start(m->dp, pod->uid, c->name, err);
+        r = dp_manager_pre_start_prepare(m->dp, pod->uid, c->name, &ps, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s'", c->name);
+        if (ps) {
+                /* one hook a container: the device manager's */
+                if (cfg->pre_create_free && cfg->pre_create_ud)
+                        cfg->pre_create_free(cfg->pre_create_ud);
+                cfg->pre_create = pre_start_run;
+                cfg->pre_create_free = pre_start_free;
+                cfg->pre_create_ud = TAKE_PTR(ps);
+        }
         f = open_memstream(&label, &len);
         if (!f)
                 return cub_err_set(err, ENOMEM, "out of memory");
