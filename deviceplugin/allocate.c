@@ -59,7 +59,7 @@ void dp_manager_remove_alloc(DpManager *m, DpAlloc *a) {
 char *dp_manager_target(const DpManager *m, const DpRes *res, CubError *err) {
         char *t;
 
-        if (!res->plugin || !res->pub.connected || !*res->pub.endpoint) {
+        if (!res->pub.connected || !*res->pub.endpoint) {
                 (void) cub_err_set(err, ENOTCONN, "device plugin for %s is not connected%s%s", res->pub.name,
                                    *res->pub.last_error ? ": " : "", res->pub.last_error);
                 return NULL;
