@@ -5,24 +5,18 @@
  *  - each plugin's healthy devices become the node's allocatable of its
  *    resource (LC_ACTION_NODE_RESOURCE: NodeResourcesFit counts them);
  *  - admit: after the admission manager (fit, preemption), the pod's
- *    containers get device IDs, all or nothing, decided and reserved on the
- *    loop (the own choice; unavailable devices reject at once). The plugin
- *    calls (GetPreferredAllocation, Allocate) never run on the loop: the
- *    device manager makes them on a thread of the pass and its answer comes
- *    back through its fd (on_allocated). Meanwhile the pod is admitted but
- *    held (LC_ACTION_HOLD "devices:<uid>"): no sync, so no container starts
- *    without its devices, env and mounts, while every other pod, the relist
- *    and the HTTP API go on. The answer releases the hold (LC_ACTION_RELEASE)
- *    or rejects the pod (LC_ACTION_REJECT, UnexpectedAdmissionError,
- *    "Allocate failed due to <error>, which is unexpected"; its devices are
- *    freed, nothing of it is checkpointed). A plugin that never answers
- *    costs a sleeping thread until the deadline (10 s), one log line;
+ *    containers get device IDs, all or nothing, chosen and reserved on the
+ *    loop; the plugin calls (GetPreferredAllocation, Allocate) run on the
+ *    device manager's thread of the pass, never on the loop. Until the answer
+ *    the pod is held (LC_ACTION_HOLD "devices:<uid>": no sync, so no
+ *    container without its devices, env, mounts) while other pods, the relist
+ *    and the HTTP API go on; the answer releases it (LC_ACTION_RELEASE) or
+ *    rejects it (LC_ACTION_REJECT: UnexpectedAdmissionError, "Allocate failed
+ *    due to <error>, which is unexpected"; devices freed, not checkpointed);
  *  - prepare_container: the answer becomes the container's devices, mounts,
  *    envs and annotations, and the label cubelet.io/devices names the IDs;
- *    PreStartContainer (where the plugin asks for it) is handed to the pod
- *    worker, which calls it right before CreateContainer (kubelet's 30 s
- *    deadline); its failure fails that sync (CreateContainerConfigError
- *    naming the resource and the plugin), retried by the sync back-off;
+ *    PreStartContainer is captured for the pod worker, which calls it right
+ *    before CreateContainer (30 s); a failure fails that sync, retried;
  *  - devices are released when the pod's containers are stopped (never
  *    handed to two running pods), or at once when nothing of it runs; a
  *    preemptor takes its victims' devices at admission, and a pod short of
@@ -95,25 +89,21 @@ static void hold_name(const char *uid, char *buf, size_t size) {
         (void) snprintf(buf, size, "devices:%s", uid);
 }
 
+/* the end of a pass: the pod's hold goes; it is rejected on a failure */
 static void on_allocated(void *userdata, const char *uid, int r, const char *message, uint64_t took_usec) {
         Devices *m = userdata;
-        LcAction a = { .kind = LC_ACTION_RELEASE };
+        LcAction a = { .kind = LC_ACTION_REJECT, .reason = "UnexpectedAdmissionError" };
 
+        (void) snprintf(a.uid, sizeof(a.uid), "%s", uid);
+        (void) snprintf(a.message, sizeof(a.message), "%s", message);
         if (r < 0) {
-                LcAction rej = { .kind = LC_ACTION_REJECT };
-
                 cub_log(LOG_WARNING, "pod uid %s: devices: %s", uid, message);
-                (void) snprintf(rej.uid, sizeof(rej.uid), "%s", uid);
-                (void) snprintf(rej.reason, sizeof(rej.reason), "UnexpectedAdmissionError");
-                (void) snprintf(rej.message, sizeof(rej.message), "%s", message);
-                m->env->act(m->env->loop, &rej);
-        } else
-                for (size_t i = 0; i < dp_manager_n_allocations(m->dp); i++) {
-                        const DpAllocation *al = dp_manager_allocation(m->dp, i);
-
-                        if (strcmp(al->pod_uid, uid) == 0)
-                                devices_metrics_observe(&m->metrics, al->resource, took_usec);
-                }
+                m->env->act(m->env->loop, &a);
+        }
+        for (size_t i = 0; r >= 0 && i < dp_manager_n_allocations(m->dp); i++)
+                if (strcmp(dp_manager_allocation(m->dp, i)->pod_uid, uid) == 0)
+                        devices_metrics_observe(&m->metrics, dp_manager_allocation(m->dp, i)->resource, took_usec);
+        a.kind = LC_ACTION_RELEASE;
         hold_name(uid, a.uid, sizeof(a.uid));
         m->env->act(m->env->loop, &a);
 }
@@ -330,13 +320,10 @@ static int devices_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
                         cub_err_clear(&e);
                         r = dp_manager_allocate_pod(m->dp, pod->uid, req, n, &e);
                 }
-                if (r == 0) {
-                        uint64_t took = cub_now_usec(CLOCK_MONOTONIC) - t0;
-
-                        for (size_t k = 0; k < n; k++)
-                                for (size_t j = 0; j < wants[k].n; j++)
-                                        devices_metrics_observe(&m->metrics, wants[k].names[j], took);
-                }
+                for (size_t k = 0; r == 0 && k < n; k++)
+                        for (size_t j = 0; j < wants[k].n; j++)
+                                devices_metrics_observe(&m->metrics, wants[k].names[j],
+                                                        cub_now_usec(CLOCK_MONOTONIC) - t0);
                 if (r > 0) {
                         /* reserved; the plugins answer later: no sync until then */
                         LcAction a = { .kind = LC_ACTION_HOLD };
@@ -455,9 +442,6 @@ static int devices_prepare(void *userdata, const LcPod *p, size_t k, LcContainer
         if (r < 0)
                 return cub_err_wrap(err, "container '%s'", c->name);
         if (ps) {
-                /* one hook a container: the device manager's */
-                if (cfg->pre_create_free && cfg->pre_create_ud)
-                        cfg->pre_create_free(cfg->pre_create_ud);
                 cfg->pre_create = pre_start_run;
                 cfg->pre_create_free = pre_start_free;
                 cfg->pre_create_ud = TAKE_PTR(ps);

@@ -337,14 +337,9 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 free(envs);
                 return r;
         }
-        /* the device plugins' PreStartContainer: here, off the loop, as
-         * kubelet's pod worker does (bounded by its own deadline) */
-        if (mc && mc->pre_create) {
-                r = mc->pre_create(mc->pre_create_ud, err);
-                if (r < 0) {
-                        free(envs);
-                        return cub_err_wrap(err, "CreateContainerConfigError: container '%s'", c->name);
-                }
+        if (mc && mc->pre_create && (r = mc->pre_create(mc->pre_create_ud, err)) < 0) {
+                free(envs);
+                return cub_err_wrap(err, "CreateContainerConfigError: container '%s'", c->name);
         }
         x->stage = WORKER_FAIL_CREATE;
         r = cri_create_container(x->p->cri, x->sandbox_id, &cfg, x->sbc, &id, err);

@@ -108,7 +108,7 @@ typedef struct WorkerContainerConfig {
          * device plugins' PreStartContainer, as kubelet's
          * generateContainerConfig): a failure fails the sync as
          * CreateContainerConfigError; NULL = none. pre_create_free(ud)
-         * when the config goes. */
+         * when the config goes. One owner: the device manager. */
         int (*pre_create)(void *ud, CubError *err);
         void (*pre_create_free)(void *ud);
         void *pre_create_ud;
