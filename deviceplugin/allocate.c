@@ -2,6 +2,13 @@
 /*
  * kubelet's podDevices and its allocation pass (devicesToAllocate,
  * allocateContainerResources), release, adoption after a restart.
+ *
+ * The pass decides on the owner's thread: each new allocation is the own
+ * choice, reserved at once as a pending allocation (its devices held, no
+ * response, not in the checkpoint), and becomes one item of a job whose
+ * thread makes the plugin calls (job.c). The pass is all or nothing both
+ * here (a choice that fails drops what the pass reserved) and when the
+ * thread answers (one failed call drops every allocation of the pass).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,7 +48,30 @@ static void remove_alloc_at(DpManager *m, size_t i) {
         m->n_allocs--;
 }
 
-static DpAlloc *find_alloc(const DpManager *m, const char *pod, const char *container, const char *resource) {
+void dp_manager_remove_alloc(DpManager *m, DpAlloc *a) {
+        for (size_t i = 0; i < m->n_allocs; i++)
+                if (m->allocs[i] == a) {
+                        remove_alloc_at(m, i);
+                        return;
+                }
+}
+
+char *dp_manager_target(const DpManager *m, const DpRes *res, CubError *err) {
+        char *t;
+
+        if (!res->pub.connected || !*res->pub.endpoint) {
+                (void) cub_err_set(err, ENOTCONN, "device plugin for %s is not connected%s%s", res->pub.name,
+                                   *res->pub.last_error ? ": " : "", res->pub.last_error);
+                return NULL;
+        }
+        if (asprintf(&t, "unix://%s/%s", m->dir, res->pub.endpoint) < 0) {
+                (void) cub_err_set(err, ENOMEM, "out of memory");
+                return NULL;
+        }
+        return t;
+}
+
+DpAlloc *dp_manager_find_alloc(const DpManager *m, const char *pod, const char *container, const char *resource) {
         for (size_t i = 0; i < m->n_allocs; i++) {
                 DpAlloc *a = m->allocs[i];
 
@@ -146,7 +176,8 @@ static size_t pool_take(const Pool *p, const char *resource, const char **ret) {
 
 /* Fills ids (room for want) with the devices for a new allocation; returns how many were chosen or -errno. */
 static int choose_for(DpManager *m, DpRes *res, const char *const *reuse, size_t n_reuse, size_t want,
-                      uint64_t numa_mask, const char **ids, char ***ret_owned, size_t *ret_n_owned, CubError *err) {
+                      uint64_t numa_mask, const char **ids, char ***ret_owned, size_t *ret_n_owned, char ***ret_avail,
+                      size_t *ret_n_avail, CubError *err) {
         _cleanup_free_ DpDevice *free_devs = NULL;
         _cleanup_free_ const char **avail = NULL;
         _cleanup_free_ size_t *idx = NULL;
@@ -174,28 +205,24 @@ static int choose_for(DpManager *m, DpRes *res, const char *const *reuse, size_t
         if (need == 0)
                 return (int) k;
 
-        if (res->pub.preferred_allocation_available && m->ops->preferred) {
-                char **pref = NULL;
-                size_t n_pref = 0, n_avail = 0;
-                CubError perr = {};
+        /* GetPreferredAllocation runs on the pass's thread: it is asked
+         * with the devices free now, and its answer replaces the own choice
+         * when those devices are still free then (job.c). Not for a
+         * container that reuses or hands on devices within the pod: the
+         * pass's later choices build on this one. */
+        if (res->pub.preferred_allocation_available && m->ops->preferred && ret_avail && n_reuse == 0) {
+                const char **av = calloc(n_free + 1, sizeof(char *));
 
+                if (!av)
+                        return cub_err_set(err, ENOMEM, "out of memory");
                 for (size_t i = 0; i < n_free; i++)
-                        avail[n_avail++] = free_devs[i].id;
-                for (size_t i = 0; i < n_reuse; i++)
-                        avail[n_avail++] = reuse[i];
-                if (m->ops->preferred(m->ops_ud, m, &res->pub, avail, n_avail, reuse, n_reuse, want, &pref, &n_pref,
-                                      &perr) >= 0) {
-                        if (dp_preferred_valid((const char *const *) pref, n_pref, avail, n_avail, reuse, n_reuse,
-                                               want)) {
-                                for (size_t i = 0; i < n_pref; i++)
-                                        ids[i] = pref[i];
-                                *ret_owned = pref;
-                                *ret_n_owned = n_pref;
-                                return (int) n_pref;
-                        }
-                        dp_strv_free(pref, n_pref);
+                        av[i] = free_devs[i].id;
+                if (dp_strv_copy_sorted(av, n_free, ret_avail) < 0) {
+                        free(av);
+                        return cub_err_set(err, ENOMEM, "out of memory");
                 }
-                /* an error or an unusable answer: kubelet's fallback, the own choice */
+                free(av);
+                *ret_n_avail = n_free;
         }
         if (dp_choose_devices(free_devs, n_free, need, numa_mask, idx) < 0)
                 return cub_err_set(err, EINVAL, "device choice for %s failed", res->pub.name);
@@ -215,14 +242,16 @@ static int choose_for(DpManager *m, DpRes *res, const char *const *reuse, size_t
         return (int) k;
 }
 
+/* Reserves the container's devices of resource as a pending allocation
+ * and adds the pass's item for it. */
 static int allocate_one(DpManager *m, const char *pod_uid, const DpContainerRequest *c, const char *resource,
-                        size_t want, Pool *pool, size_t *n_made, CubError *err) {
+                        size_t want, Pool *pool, DpJobItem **items, size_t *n_items, CubError *err) {
         DpRes *res = dp_manager_res(m, resource);
         _cleanup_free_ const char **reuse = NULL, **ids = NULL;
-        char **owned = NULL;
-        size_t n_owned = 0, n_reuse;
-        DpContainerResponse resp = {};
-        CubError aerr = {};
+        char **owned = NULL, **avail = NULL, *target;
+        size_t n_owned = 0, n_reuse, n_avail = 0;
+        bool donor = c->init && !c->restartable;
+        DpJobItem *v, *it;
         DpAlloc *a = NULL;
         int r;
 
@@ -236,31 +265,49 @@ static int allocate_one(DpManager *m, const char *pod_uid, const DpContainerRequ
         if (n_reuse > want)
                 n_reuse = want;
 
-        r = choose_for(m, res, reuse, n_reuse, want, c->numa_mask, ids, &owned, &n_owned, err);
+        r = choose_for(m, res, reuse, n_reuse, want, c->numa_mask, ids, &owned, &n_owned, donor ? NULL : &avail,
+                       &n_avail, err);
         if (r < 0)
                 return r;
-        r = m->ops->allocate(m->ops_ud, m, &res->pub, ids, want, &resp, &aerr);
-        if (r < 0) {
+        /* the plugin is not connected: Allocate could only fail */
+        target = dp_manager_target(m, res, err);
+        if (!target) {
                 dp_strv_free(owned, n_owned);
-                return cub_err_set(err, -r, "Allocate failed due to %s, which is unexpected", aerr.msg);
+                dp_strv_free(avail, n_avail);
+                return cub_err_set(err, ENOTCONN, "Allocate failed due to %s, which is unexpected", err->msg);
         }
-        r = alloc_new(m, pod_uid, c->name, resource, ids, want, &resp, &a);
+        v = realloc(*items, (*n_items + 1) * sizeof(DpJobItem));
+        r = v ? alloc_new(m, pod_uid, c->name, resource, ids, want, NULL, &a) : -ENOMEM;
         dp_strv_free(owned, n_owned);
-        dp_container_response_done(&resp);
+        if (v)
+                *items = v;
         if (r < 0 || dp_manager_add_alloc(m, a) < 0) {
                 dp_alloc_free(a);
+                dp_strv_free(avail, n_avail);
+                free(target);
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
-        (*n_made)++;
+        a->pub.pending = true;
+        it = &(*items)[(*n_items)++];
+        *it = (DpJobItem){ .target = target, .preferred = avail != NULL, .avail = avail, .n_avail = n_avail };
+        it->container = strdup(c->name);
+        it->resource = strdup(resource);
+        if (!it->container || !it->resource ||
+            dp_strv_copy_sorted((const char *const *) a->pub.ids, want, &it->ids) < 0)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        it->n_ids = want;
         return 0;
 }
 
 int dp_manager_allocate_pod(DpManager *m, const char *pod_uid, const DpContainerRequest *containers, size_t n,
                             CubError *err) {
         _cleanup_(pool_done) Pool pool = {};
-        size_t first_new = m->n_allocs, n_made = 0;
+        size_t first_new = m->n_allocs, n_items = 0;
+        DpJobItem *items = NULL;
         int r = 0;
 
+        if (dp_job_pending(m, pod_uid))
+                return 1; /* its answer is on the way */
         (void) dp_manager_expire(m, cub_now_usec(CLOCK_MONOTONIC));
         for (size_t i = 0; i < n && r >= 0; i++) {
                 const DpContainerRequest *c = &containers[i];
@@ -271,7 +318,7 @@ int dp_manager_allocate_pod(DpManager *m, const char *pod_uid, const DpContainer
 
                         if (c->counts[k] <= 0)
                                 continue;
-                        a = find_alloc(m, pod_uid, c->name, resource);
+                        a = dp_manager_find_alloc(m, pod_uid, c->name, resource);
                         if (a && a->pub.n_ids != (size_t) c->counts[k]) {
                                 r = cub_err_set(err, EINVAL,
                                                 "pod %s container %s changed request for resource %s from %zu to "
@@ -280,7 +327,8 @@ int dp_manager_allocate_pod(DpManager *m, const char *pod_uid, const DpContainer
                                 break;
                         }
                         if (!a) {
-                                r = allocate_one(m, pod_uid, c, resource, (size_t) c->counts[k], &pool, &n_made, err);
+                                r = allocate_one(m, pod_uid, c, resource, (size_t) c->counts[k], &pool, &items,
+                                                 &n_items, err);
                                 if (r < 0)
                                         break;
                                 a = m->allocs[m->n_allocs - 1];
@@ -295,29 +343,105 @@ int dp_manager_allocate_pod(DpManager *m, const char *pod_uid, const DpContainer
                                         pool_remove(&pool, resource, a->pub.ids[j]);
                 }
         }
-        if (r >= 0 && n_made > 0)
-                r = dp_manager_save_checkpoint(m, err);
+        if (r >= 0 && n_items > 0) {
+                r = dp_job_start(m, pod_uid, items, n_items, cub_now_usec(CLOCK_MONOTONIC), err);
+                items = NULL; /* taken */
+                n_items = 0;
+                if (r >= 0)
+                        return 1;
+        }
+        dp_job_items_free(items, n_items);
         if (r < 0)
-                /* all or nothing: the allocations of this pass go */
+                /* all or nothing: the reservations of this pass go */
                 while (m->n_allocs > first_new)
                         remove_alloc_at(m, m->n_allocs - 1);
         return r < 0 ? r : 0;
 }
 
-int dp_manager_pre_start(DpManager *m, const char *pod_uid, const char *container, CubError *err) {
+bool dp_manager_pod_pending(const DpManager *m, const char *pod_uid) {
+        return dp_job_pending(m, pod_uid);
+}
+
+/* ---- PreStartContainer, on the caller's thread --------------------------------- */
+
+typedef struct DpPreStartItem {
+        char *resource, *target;
+        char **ids;
+        size_t n_ids;
+} DpPreStartItem;
+
+struct DpPreStart {
+        const DpPluginOps *ops;
+        void *ops_ud;
+        DpPreStartItem *items;
+        size_t n;
+};
+
+DpPreStart *dp_pre_start_free(DpPreStart *ps) {
+        if (!ps)
+                return NULL;
+        for (size_t i = 0; i < ps->n; i++) {
+                free(ps->items[i].resource);
+                free(ps->items[i].target);
+                dp_strv_free(ps->items[i].ids, ps->items[i].n_ids);
+        }
+        free(ps->items);
+        free(ps);
+        return NULL;
+}
+
+static inline void pre_start_freep(DpPreStart **p) {
+        if (*p)
+                dp_pre_start_free(*p);
+}
+
+int dp_manager_pre_start_prepare(DpManager *m, const char *pod_uid, const char *container, DpPreStart **ret,
+                                 CubError *err) {
+        _cleanup_(pre_start_freep) DpPreStart *ps = NULL;
+
         for (size_t i = 0; i < m->n_allocs; i++) {
                 const DpAllocation *a = &m->allocs[i]->pub;
                 const DpRes *res;
-                int r;
+                DpPreStartItem *v, *it;
 
                 if (strcmp(a->pod_uid, pod_uid) != 0 || strcmp(a->container, container) != 0)
                         continue;
                 res = dp_manager_res(m, a->resource);
                 if (!res || !res->pub.pre_start_required)
                         continue;
-                r = m->ops->pre_start(m->ops_ud, m, &res->pub, (const char *const *) a->ids, a->n_ids, err);
+                if (!ps && !(ps = calloc(1, sizeof(*ps))))
+                        return cub_err_set(err, ENOMEM, "out of memory");
+                ps->ops = m->ops;
+                ps->ops_ud = m->ops_ud;
+                v = realloc(ps->items, (ps->n + 1) * sizeof(*v));
+                if (!v)
+                        return cub_err_set(err, ENOMEM, "out of memory");
+                ps->items = v;
+                it = &v[ps->n++];
+                *it = (DpPreStartItem){ .resource = strdup(a->resource) };
+                it->target = dp_manager_target(m, res, err);
+                if (!it->target)
+                        return cub_err_wrap(err, "PreStartContainer for %s", a->resource);
+                if (!it->resource || dp_strv_copy_sorted((const char *const *) a->ids, a->n_ids, &it->ids) < 0)
+                        return cub_err_set(err, ENOMEM, "out of memory");
+                it->n_ids = a->n_ids;
+        }
+        *ret = TAKE_PTR(ps);
+        return 0;
+}
+
+int dp_pre_start_run(DpPreStart *ps, CubError *err) {
+        for (size_t i = 0; ps && i < ps->n; i++) {
+                const DpPreStartItem *it = &ps->items[i];
+                DpCall c = { .resource = it->resource,
+                             .target = it->target,
+                             .timeout_usec = DP_PRE_START_TIMEOUT_USEC };
+                CubError e = {};
+                int r = ps->ops->pre_start(ps->ops_ud, &c, (const char *const *) it->ids, it->n_ids, &e);
+
                 if (r < 0)
-                        return cub_err_wrap_errno(err, r, "PreStartContainer for %s", a->resource);
+                        return cub_err_set(err, -r, "PreStartContainer of %s at device plugin '%s' failed: %s",
+                                           it->resource, it->target, e.msg);
         }
         return 0;
 }
@@ -338,12 +462,19 @@ int dp_manager_container_allocations(DpManager *m, const char *pod_uid, const ch
 
                 if (strcmp(a->pod_uid, pod_uid) != 0 || strcmp(a->container, container) != 0)
                         continue;
+                if (a->pending)
+                        return cub_err_set(err, EINPROGRESS, "waiting for the device plugin's Allocate answer");
                 res = dp_manager_res(m, a->resource);
                 if (!a->resp.raw && res && res->pub.connected) {
                         DpContainerResponse resp = {};
                         CubError aerr = {};
-                        int r = m->ops->allocate(m->ops_ud, m, &res->pub, (const char *const *) a->ids, a->n_ids, &resp,
-                                                 &aerr);
+                        _cleanup_free_ char *target = dp_manager_target(m, res, &aerr);
+                        DpCall call = { .resource = a->resource,
+                                        .target = target,
+                                        .timeout_usec = m->rpc_timeout_usec };
+                        int r = target ? m->ops->allocate(m->ops_ud, &call, (const char *const *) a->ids, a->n_ids,
+                                                          &resp, &aerr)
+                                       : -ENOTCONN;
 
                         if (r < 0)
                                 return cub_err_set(err, -r, "Allocate failed due to %s, which is unexpected", aerr.msg);
@@ -375,6 +506,9 @@ static int release_where(DpManager *m, const char *pod_uid, const char *const *k
                 const char *uid = m->allocs[i]->pub.pod_uid;
 
                 if (pod_uid ? strcmp(uid, pod_uid) == 0 : !dp_strv_contains(keep, n_keep, uid)) {
+                        /* its pass stops first: the thread never outlives the reservation */
+                        if (m->allocs[i]->pub.pending)
+                                dp_job_cancel(m, uid);
                         remove_alloc_at(m, i);
                         changed = true;
                 }
@@ -392,7 +526,7 @@ int dp_manager_retain_pods(DpManager *m, const char *const *uids, size_t n, CubE
 
 int dp_manager_adopt(DpManager *m, const char *pod_uid, const char *container, const char *resource,
                      const char *const *ids, size_t n, CubError *err) {
-        DpAlloc *old = find_alloc(m, pod_uid, container, resource), *a = NULL;
+        DpAlloc *old = dp_manager_find_alloc(m, pod_uid, container, resource), *a = NULL;
         int r;
 
         for (size_t i = 0; i < n; i++)
@@ -418,10 +552,6 @@ int dp_manager_adopt(DpManager *m, const char *pod_uid, const char *container, c
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
         if (old)
-                for (size_t i = 0; i < m->n_allocs; i++)
-                        if (m->allocs[i] == old) {
-                                remove_alloc_at(m, i);
-                                break;
-                        }
+                dp_manager_remove_alloc(m, old);
         return dp_manager_save_checkpoint(m, err);
 }

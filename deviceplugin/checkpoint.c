@@ -409,7 +409,7 @@ int dp_manager_save_checkpoint(DpManager *m, CubError *err) {
         _cleanup_free_ char *text = NULL;
         DpCheckpoint cp = {};
         char **idv = NULL;
-        size_t n_idv = 0;
+        size_t n_idv = 0, n_entries = 0;
         int r;
 
         if (m->checkpoint_read_only)
@@ -426,14 +426,18 @@ int dp_manager_save_checkpoint(DpManager *m, CubError *err) {
         for (size_t i = 0; i < m->n_allocs; i++) {
                 DpAlloc *a = m->allocs[i];
 
-                entries[i] = (DpCheckpointEntry){ .pod_uid = a->pub.pod_uid,
-                                                  .container = a->pub.container,
-                                                  .resource = a->pub.resource,
-                                                  .ids = a->pub.ids,
-                                                  .numa = a->numa,
-                                                  .n_ids = a->pub.n_ids,
-                                                  .raw = a->pub.resp.raw,
-                                                  .raw_len = a->pub.resp.raw_len };
+                /* only what a plugin has answered: a restart during a pass
+                 * finds no half allocation */
+                if (a->pub.pending)
+                        continue;
+                entries[n_entries++] = (DpCheckpointEntry){ .pod_uid = a->pub.pod_uid,
+                                                            .container = a->pub.container,
+                                                            .resource = a->pub.resource,
+                                                            .ids = a->pub.ids,
+                                                            .numa = a->numa,
+                                                            .n_ids = a->pub.n_ids,
+                                                            .raw = a->pub.resp.raw,
+                                                            .raw_len = a->pub.resp.raw_len };
         }
         n_idv = 0;
         for (size_t i = 0; i < m->n_res; i++) {
@@ -446,7 +450,7 @@ int dp_manager_save_checkpoint(DpManager *m, CubError *err) {
                                 idv[n_idv + res[i].n_ids++] = pr->devices[j].id;
                 n_idv += res[i].n_ids;
         }
-        cp = (DpCheckpoint){ .entries = entries, .n_entries = m->n_allocs, .res = res, .n_res = m->n_res };
+        cp = (DpCheckpoint){ .entries = entries, .n_entries = n_entries, .res = res, .n_res = m->n_res };
         r = dp_checkpoint_format(&cp, &text, err);
         free(idv);
         if (r < 0)

@@ -20,8 +20,12 @@
  *
  * Everything but the plugin threads runs on the owner's thread (the agent's
  * event loop): the dp_manager_*() calls are not thread-safe and are called
- * from one thread only. The calls that talk to a plugin (allocation) block
- * that thread for at most DpManagerOptions.rpc_timeout_usec per call.
+ * from one thread only, and none of them waits for a plugin: an allocation
+ * pass reserves its devices on the owner's thread and makes its plugin calls
+ * (GetPreferredAllocation, Allocate) on a thread of its own, whose answer
+ * comes back through dp_manager_dispatch() (DpManagerOptions.on_allocated);
+ * PreStartContainer runs where the caller runs dp_pre_start_run() (the
+ * agent's pod worker, right before CreateContainer).
  *
  * Protobuf types never leave this module: a plugin's answers are plain C.
  */
@@ -122,6 +126,9 @@ typedef struct DpAllocation {
         char **ids; /* sorted */
         size_t n_ids;
         DpContainerResponse resp;
+        /* reserved by a pass whose plugin calls have not answered yet: its
+         * devices are held, it has no response and is not in the checkpoint */
+        bool pending;
 } DpAllocation;
 
 /* One container of a pod, for dp_manager_allocate_pod(). */
@@ -145,11 +152,18 @@ typedef struct DpManager DpManager;
 /* Called from dp_manager_dispatch() on the owner's thread when a resource's
  * devices, health or connection changed. */
 typedef void (*DpChangeFn)(void *userdata, const char *resource);
+/* Called from dp_manager_dispatch() on the owner's thread when the plugin
+ * calls of a pass that dp_manager_allocate_pod() left pending have ended:
+ * r = 0 (the allocations hold the plugins' answers and are in the
+ * checkpoint) or -errno with kubelet's message (nothing of the pass stays
+ * allocated). took_usec: from the pass's start. */
+typedef void (*DpAllocatedFn)(void *userdata, const char *pod_uid, int r, const char *message, uint64_t took_usec);
 
 typedef struct DpManagerOptions {
-        const char *dir;           /* NULL: DP_DEFAULT_DIR */
-        uint64_t rpc_timeout_usec; /* 0: 10 s; each Allocate/GetPreferredAllocation/PreStartContainer */
-        DpChangeFn on_change;      /* may be NULL */
+        const char *dir;            /* NULL: DP_DEFAULT_DIR */
+        uint64_t rpc_timeout_usec;  /* 0: 10 s; each Allocate/GetPreferredAllocation/PreStartContainer */
+        DpChangeFn on_change;       /* may be NULL */
+        DpAllocatedFn on_allocated; /* may be NULL */
         void *userdata;
         /* load the checkpoint but never write it nor move a corrupt one
          * aside: for `cubelet devices`, which must leave the agent's file as
@@ -193,29 +207,47 @@ int dp_manager_free_devices(const DpManager *m, const char *resource, char ***re
  * kubelet's allocation pass for one pod, all or nothing: for each container
  * in order (init containers first), for each resource: the devices it holds
  * already (restart) or devices freed by the pod's earlier non-restartable init
- * containers, then free healthy devices chosen by GetPreferredAllocation
- * when the plugin offers it (else: on the containers' NUMA nodes first, then
- * the fewest NUMA nodes, then the lowest ID); Allocate (one call per
- * container and resource); the checkpoint is written once at the end.
- * On any failure nothing stays allocated for the pod and err holds kubelet's
- * message (the caller rejects with reason UnexpectedAdmissionError):
+ * containers, then free healthy devices of the own choice (on the
+ * containers' NUMA nodes first, then the fewest NUMA nodes, then the lowest
+ * ID). The choice is made and reserved here, on the owner's thread; the
+ * plugin calls run on the pass's thread: GetPreferredAllocation where the
+ * plugin offers it (its answer replaces the reservation when its devices are
+ * still free), then Allocate (one call per container and resource).
+ * Returns 0 when nothing needed a plugin call (the devices are held
+ * already), 1 when the pass is pending (on_allocated tells the end; the
+ * checkpoint is written then, with the answers), or -errno when the choice
+ * failed (nothing stays allocated for the pod). err holds kubelet's message
+ * (the caller rejects with reason UnexpectedAdmissionError):
  *   "Requested number of devices unavailable for nvidia.com/gpu. Requested: 2, Available: 1"
- *   "Allocate failed due to <the plugin's error>, which is unexpected"
+ *   "Allocate failed due to <the plugin's error>, which is unexpected" (on_allocated)
  *   "Resource nvidia.com/gpu has no registered device plugin" (never registered)
  */
 int dp_manager_allocate_pod(DpManager *m, const char *pod_uid, const DpContainerRequest *containers, size_t n,
                             CubError *err);
-/* PreStartContainer for each of the container's resources whose plugin asks
- * for it (30 s timeout, kubelet's). */
-int dp_manager_pre_start(DpManager *m, const char *pod_uid, const char *container, CubError *err);
-/* The container's allocations (one per resource), NULL/0 when none. When an
- * allocation has no response (adopted), Allocate is called again first. */
+/* Whether the pod has a pass in flight. */
+bool dp_manager_pod_pending(const DpManager *m, const char *pod_uid);
+
+/* PreStartContainer of one container, for the resources whose plugin asks
+ * for it: captured on the owner's thread (*ret NULL when there is none),
+ * run on any thread (kubelet's 30 s deadline per call, a channel of its
+ * own); the error names the resource and the plugin's socket. */
+typedef struct DpPreStart DpPreStart;
+int dp_manager_pre_start_prepare(DpManager *m, const char *pod_uid, const char *container, DpPreStart **ret,
+                                 CubError *err);
+int dp_pre_start_run(DpPreStart *ps, CubError *err);
+DpPreStart *dp_pre_start_free(DpPreStart *ps);
+
+/* The container's allocations (one per resource), NULL/0 when none.
+ * -EINPROGRESS while the pod's pass is pending. When an allocation has no
+ * response (adopted), Allocate is called again first (blocking: the only
+ * plugin call on the owner's thread, after a corrupt checkpoint). */
 int dp_manager_container_allocations(DpManager *m, const char *pod_uid, const char *container,
                                      const DpAllocation *const **ret, size_t *ret_n, CubError *err);
 /* Every allocation, for status. */
 size_t dp_manager_n_allocations(const DpManager *m);
 const DpAllocation *dp_manager_allocation(const DpManager *m, size_t i);
-/* Frees the pod's devices and writes the checkpoint; 0 also when it held none. */
+/* Frees the pod's devices (a pending pass is cancelled) and writes the
+ * checkpoint; 0 also when it held none. */
 int dp_manager_release_pod(DpManager *m, const char *pod_uid, CubError *err);
 /* Releases the allocations of every pod not in uids (after a restart). */
 int dp_manager_retain_pods(DpManager *m, const char *const *uids, size_t n, CubError *err);

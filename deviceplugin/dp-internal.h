@@ -47,13 +47,36 @@ bool dp_preferred_valid(const char *const *ids, size_t n_ids, const char *const 
 
 /* ---- the plugin calls (registry.c: over gRPC; tests replace them) ---------- */
 
+/* A cancellable slot for the call a thread is making (dp_cancel_fire()
+ * ends it at once with -ECANCELED, and every later call of that thread). */
+typedef struct DpCancel {
+        pthread_mutex_t lock;
+        bool cancelled;
+        GrpcxClientStream *call;
+} DpCancel;
+
+void dp_cancel_init(DpCancel *c);
+void dp_cancel_done(DpCancel *c);
+void dp_cancel_fire(DpCancel *c);
+
+/* One plugin call, complete in itself so that any thread can make it: the
+ * plugin's socket (a channel of the call's own), its deadline. */
+typedef struct DpCall {
+        const char *resource;
+        const char *target; /* "unix://<dir>/<endpoint>" */
+        uint64_t timeout_usec;
+        DpCancel *cancel; /* NULL: not cancellable */
+} DpCall;
+
+/* The plugin calls; called from the allocation threads and the pod
+ * workers, never with the manager's state: implementations must be
+ * thread-safe. */
 typedef struct DpPluginOps {
-        int (*preferred)(void *ud, DpManager *m, const DpResource *r, const char *const *avail, size_t n_avail,
-                         const char *const *must, size_t n_must, size_t size, char ***ret, size_t *ret_n,
-                         CubError *err);
-        int (*allocate)(void *ud, DpManager *m, const DpResource *r, const char *const *ids, size_t n,
-                        DpContainerResponse *ret, CubError *err);
-        int (*pre_start)(void *ud, DpManager *m, const DpResource *r, const char *const *ids, size_t n, CubError *err);
+        int (*preferred)(void *ud, const DpCall *c, const char *const *avail, size_t n_avail, const char *const *must,
+                         size_t n_must, size_t size, char ***ret, size_t *ret_n, CubError *err);
+        int (*allocate)(void *ud, const DpCall *c, const char *const *ids, size_t n, DpContainerResponse *ret,
+                        CubError *err);
+        int (*pre_start)(void *ud, const DpCall *c, const char *const *ids, size_t n, CubError *err);
 } DpPluginOps;
 
 extern const DpPluginOps dp_grpc_ops;
@@ -67,12 +90,16 @@ typedef enum DpEventKind {
         DP_EVENT_OPTIONS,    /* GetDevicePluginOptions answered */
         DP_EVENT_SNAPSHOT,   /* a ListAndWatch snapshot */
         DP_EVENT_ENDED,      /* the stream (or the dial) ended; error says why */
+        DP_EVENT_JOB,        /* an allocation thread finished its stage (job) */
 } DpEventKind;
+
+typedef struct DpJob DpJob;
 
 typedef struct DpEvent {
         DpEventKind kind;
         uint64_t gen;
         DpPlugin *plugin; /* REGISTERED */
+        DpJob *job;       /* JOB */
         char *resource;
         char *endpoint;
         bool pre_start_required, preferred_allocation_available;
@@ -101,8 +128,8 @@ typedef struct DpRes {
 } DpRes;
 
 typedef struct DpAlloc {
-        DpAllocation pub;
-        int *numa; /* per ID: its NUMA node at allocation time (-1 none) */
+        DpAllocation pub; /* pub.pending: its allocation thread has not answered */
+        int *numa;        /* per ID: its NUMA node at allocation time (-1 none) */
 } DpAlloc;
 
 struct DpManager {
@@ -130,6 +157,9 @@ struct DpManager {
 
         const DpPluginOps *ops;
         void *ops_ud;
+
+        DpAllocatedFn on_allocated;
+        DpJob *jobs; /* allocation passes in flight (owner's thread only) */
 };
 
 /* Finds or adds (with no devices) the resource. */
@@ -146,6 +176,44 @@ int dp_manager_expire(DpManager *m, uint64_t now);
 /* allocate.c */
 void dp_alloc_free(DpAlloc *a);
 int dp_manager_add_alloc(DpManager *m, DpAlloc *a);
+DpAlloc *dp_manager_find_alloc(const DpManager *m, const char *pod, const char *container, const char *resource);
+void dp_manager_remove_alloc(DpManager *m, DpAlloc *a);
+/* "unix://<dir>/<endpoint>" of the resource's plugin, NULL when it is not connected (err says why) */
+char *dp_manager_target(const DpManager *m, const DpRes *res, CubError *err);
+
+/* ---- allocation passes off the owner's thread (job.c) ------------------------ */
+
+/* One new allocation of a pass, reserved (pending) on the owner's thread. */
+typedef struct DpJobItem {
+        char *container, *resource, *target;
+        /* GetPreferredAllocation first: the free devices when it was reserved */
+        bool preferred;
+        char **avail;
+        size_t n_avail;
+        char **ids; /* the reserved IDs, sorted */
+        size_t n_ids;
+        /* the thread's results */
+        int r;
+        CubError err;
+        char **pref;
+        size_t n_pref;
+        DpContainerResponse resp;
+} DpJobItem;
+
+/* Starts a pass's thread for pod_uid over items (taken); stage: preferred
+ * answers first when an item wants one. 0 or -errno. */
+int dp_job_start(DpManager *m, const char *pod_uid, DpJobItem *items, size_t n, uint64_t started_usec, CubError *err);
+void dp_job_items_free(DpJobItem *items, size_t n);
+/* The owner applies a finished stage (DP_EVENT_JOB). */
+void dp_job_apply(DpManager *m, DpJob *j);
+bool dp_job_pending(const DpManager *m, const char *pod_uid);
+/* The job an event names, or NULL (cancelled since). */
+DpJob *dp_job_find(const DpManager *m, uint64_t id);
+/* Cancels and joins the pod's pass (NULL: every pass); its reservations stay for the caller to drop. */
+void dp_job_cancel(DpManager *m, const char *pod_uid);
+/* The grpc transport of a call (registry.c): a cancellable unary call over a channel of its own. */
+int dp_call_unary(const DpCall *c, const char *method, const ProtobufCMessage *req,
+                  const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret, CubError *err);
 
 /* ---- the checkpoint (checkpoint.c) ---------------------------------------- */
 

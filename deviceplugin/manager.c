@@ -76,6 +76,7 @@ int dp_manager_new(const DpManagerOptions *o, DpManager **ret, CubError *err) {
         m->ops = &dp_grpc_ops;
         m->rpc_timeout_usec = o && o->rpc_timeout_usec ? o->rpc_timeout_usec : DP_RPC_TIMEOUT_USEC;
         m->on_change = o ? o->on_change : NULL;
+        m->on_allocated = o ? o->on_allocated : NULL;
         m->userdata = o ? o->userdata : NULL;
         m->checkpoint_read_only = o ? o->checkpoint_read_only : false;
         if (!(m->dir = strdup(dir)) || asprintf(&m->checkpoint_path, "%s/%s", dir, DP_CHECKPOINT_FILE) < 0 ||
@@ -128,6 +129,8 @@ DpManager *dp_manager_free(DpManager *m) {
                         break;
                 dp_plugin_stop(p);
         }
+        /* the allocation threads: cancelled and joined, their events dropped below */
+        dp_job_cancel(m, NULL);
         while ((e = m->events)) {
                 m->events = e->next;
                 dp_event_free(e);
@@ -327,6 +330,13 @@ static int apply_event(DpManager *m, DpEvent *e) {
         DpRes *res;
         int r;
 
+        if (e->kind == DP_EVENT_JOB) {
+                DpJob *j = dp_job_find(m, e->gen);
+
+                if (j)
+                        dp_job_apply(m, j);
+                return 0;
+        }
         if (dp_manager_resource_get(m, e->resource, &res) < 0)
                 return 0;
         if (e->kind == DP_EVENT_REGISTERED) {

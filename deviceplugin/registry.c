@@ -5,9 +5,10 @@
  * The threads own nothing of the manager's state: each result is a DpEvent
  * queued to the owner (dp_manager_post). Every call a thread makes is a
  * cancellable client stream, so that dp_plugin_stop() never waits for a
- * deadline. The plugin calls the owner makes during allocation (Allocate,
- * GetPreferredAllocation, PreStartContainer) are unary calls on the same
- * channel (dp_grpc_ops).
+ * deadline. The allocation calls (GetPreferredAllocation, Allocate,
+ * PreStartContainer: dp_grpc_ops) are made by the allocation threads and
+ * the pod workers, each a cancellable client stream over a channel of its
+ * own (dp_call_unary), so they share nothing with the owner's state.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -320,32 +321,66 @@ int dp_registry_start(DpManager *m, CubError *err) {
         return 0;
 }
 
-/* ---- the owner's calls ------------------------------------------------------------ */
+/* ---- the allocation calls, any thread --------------------------------------------- */
 
-static GrpcxChannel *res_channel(const DpResource *r, CubError *err) {
-        const DpRes *res = (const DpRes *) r;
-
-        if (!res->plugin || !r->connected) {
-                (void) cub_err_set(err, ENOTCONN, "device plugin for %s is not connected%s%s", r->name,
-                                   *r->last_error ? ": " : "", r->last_error);
-                return NULL;
-        }
-        return res->plugin->channel;
+void dp_cancel_init(DpCancel *c) {
+        *c = (DpCancel){};
+        pthread_mutex_init(&c->lock, NULL);
 }
 
-static int grpc_preferred(void *ud, DpManager *m, const DpResource *r, const char *const *avail, size_t n_avail,
-                          const char *const *must, size_t n_must, size_t size, char ***ret, size_t *ret_n,
-                          CubError *err) {
+void dp_cancel_done(DpCancel *c) {
+        pthread_mutex_destroy(&c->lock);
+}
+
+void dp_cancel_fire(DpCancel *c) {
+        pthread_mutex_lock(&c->lock);
+        c->cancelled = true;
+        if (c->call)
+                grpcx_stream_call_cancel(c->call);
+        pthread_mutex_unlock(&c->lock);
+}
+
+int dp_call_unary(const DpCall *c, const char *method, const ProtobufCMessage *req,
+                  const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret, CubError *err) {
+        _cleanup_(grpcx_channel_freep) GrpcxChannel *ch = NULL;
+        GrpcxClientStream *s = NULL;
+        int r;
+
+        r = grpcx_channel_new(c->target, &ch, err);
+        if (r < 0)
+                return r;
+        if (c->cancel) {
+                pthread_mutex_lock(&c->cancel->lock);
+                r = c->cancel->cancelled ? cub_err_set(err, ECANCELED, "'%s': %s: cancelled", c->target, method)
+                                         : grpcx_stream_call_start(ch, method, req, c->timeout_usec, false, &s, err);
+                c->cancel->call = s;
+                pthread_mutex_unlock(&c->cancel->lock);
+        } else
+                r = grpcx_stream_call_start(ch, method, req, c->timeout_usec, false, &s, err);
+        if (r < 0)
+                return r;
+        /* blocks (no CPU) until the answer, the deadline or a cancel */
+        r = grpcx_stream_call_read(s, desc, ret, err);
+        if (r == 0)
+                r = cub_err_set(err, EBADMSG, "'%s': %s: no reply", c->target, method);
+        if (c->cancel) {
+                pthread_mutex_lock(&c->cancel->lock);
+                c->cancel->call = NULL;
+                pthread_mutex_unlock(&c->cancel->lock);
+        }
+        (void) grpcx_stream_call_free(s);
+        return r < 0 ? r : 0;
+}
+
+static int grpc_preferred(void *ud, const DpCall *c, const char *const *avail, size_t n_avail, const char *const *must,
+                          size_t n_must, size_t size, char ***ret, size_t *ret_n, CubError *err) {
         V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
         V1beta1__ContainerPreferredAllocationRequest creq = V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
         V1beta1__ContainerPreferredAllocationRequest *creqs[1] = { &creq };
         V1beta1__PreferredAllocationResponse *resp = NULL;
-        GrpcxChannel *c = res_channel(r, err);
         int rr;
 
         (void) ud;
-        if (!c)
-                return -ENOTCONN;
         creq.n_available_deviceids = n_avail;
         creq.available_deviceids = (char **) avail;
         creq.n_must_include_deviceids = n_must;
@@ -353,14 +388,13 @@ static int grpc_preferred(void *ud, DpManager *m, const DpResource *r, const cha
         creq.allocation_size = (int32_t) size;
         req.n_container_requests = 1;
         req.container_requests = creqs;
-        rr = grpcx_unary(c, DP_METHOD_PREFERRED, &req.base, &v1beta1__preferred_allocation_response__descriptor,
-                         m->rpc_timeout_usec, false, (ProtobufCMessage **) &resp, NULL, err);
+        rr = dp_call_unary(c, DP_METHOD_PREFERRED, &req.base, &v1beta1__preferred_allocation_response__descriptor,
+                           (ProtobufCMessage **) &resp, err);
         if (rr < 0)
                 return rr;
         if (resp->n_container_responses < 1) {
                 protobuf_c_message_free_unpacked(&resp->base, NULL);
-                return cub_err_set(err, EBADMSG, "%s: %s: no container response", grpcx_channel_target(c),
-                                   DP_METHOD_PREFERRED);
+                return cub_err_set(err, EBADMSG, "%s: %s: no container response", c->target, DP_METHOD_PREFERRED);
         }
         rr = dp_strv_copy_sorted((const char *const *) resp->container_responses[0]->deviceids,
                                  resp->container_responses[0]->n_deviceids, ret);
@@ -370,50 +404,42 @@ static int grpc_preferred(void *ud, DpManager *m, const DpResource *r, const cha
         return rr < 0 ? cub_err_set(err, ENOMEM, "out of memory") : 0;
 }
 
-static int grpc_allocate(void *ud, DpManager *m, const DpResource *r, const char *const *ids, size_t n,
-                         DpContainerResponse *ret, CubError *err) {
+static int grpc_allocate(void *ud, const DpCall *c, const char *const *ids, size_t n, DpContainerResponse *ret,
+                         CubError *err) {
         V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest creq = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
         V1beta1__ContainerAllocateRequest *creqs[1] = { &creq };
         V1beta1__AllocateResponse *resp = NULL;
-        GrpcxChannel *c = res_channel(r, err);
         int rr;
 
         (void) ud;
-        if (!c)
-                return -ENOTCONN;
         creq.n_devices_ids = n;
         creq.devices_ids = (char **) ids;
         req.n_container_requests = 1;
         req.container_requests = creqs;
-        rr = grpcx_unary(c, DP_METHOD_ALLOCATE, &req.base, &v1beta1__allocate_response__descriptor, m->rpc_timeout_usec,
-                         false, (ProtobufCMessage **) &resp, NULL, err);
+        rr = dp_call_unary(c, DP_METHOD_ALLOCATE, &req.base, &v1beta1__allocate_response__descriptor,
+                           (ProtobufCMessage **) &resp, err);
         if (rr < 0)
                 return rr;
         if (resp->n_container_responses != 1)
-                rr = cub_err_set(err, EBADMSG, "%s: %s: %zu container responses for one request",
-                                 grpcx_channel_target(c), DP_METHOD_ALLOCATE, resp->n_container_responses);
+                rr = cub_err_set(err, EBADMSG, "%s: %s: %zu container responses for one request", c->target,
+                                 DP_METHOD_ALLOCATE, resp->n_container_responses);
         else
                 rr = dp_container_response_from_pb(resp->container_responses[0], ret, err);
         protobuf_c_message_free_unpacked(&resp->base, NULL);
         return rr;
 }
 
-static int grpc_pre_start(void *ud, DpManager *m, const DpResource *r, const char *const *ids, size_t n,
-                          CubError *err) {
+static int grpc_pre_start(void *ud, const DpCall *c, const char *const *ids, size_t n, CubError *err) {
         V1beta1__PreStartContainerRequest req = V1BETA1__PRE_START_CONTAINER_REQUEST__INIT;
         ProtobufCMessage *resp = NULL;
-        GrpcxChannel *c = res_channel(r, err);
         int rr;
 
         (void) ud;
-        (void) m;
-        if (!c)
-                return -ENOTCONN;
         req.n_devices_ids = n;
         req.devices_ids = (char **) ids;
-        rr = grpcx_unary(c, DP_METHOD_PRE_START, &req.base, &v1beta1__pre_start_container_response__descriptor,
-                         DP_PRE_START_TIMEOUT_USEC, false, &resp, NULL, err);
+        rr = dp_call_unary(c, DP_METHOD_PRE_START, &req.base, &v1beta1__pre_start_container_response__descriptor, &resp,
+                           err);
         if (rr >= 0)
                 protobuf_c_message_free_unpacked(resp, NULL);
         return rr;

@@ -58,6 +58,7 @@ run_suite "plan golden files" tests/plan/run.sh "$B/cubelet"
 run_suite "admit golden files" tests/admit/run.sh "$B/cubelet"
 run_suite "rank golden files" tests/rank/run.sh "$B/cubelet"
 run_suite "device manager interop (python3-grpcio)" tests/interop/run-device-manager.sh "$B"
+run_suite "device manager in the agent interop (python3-grpcio)" tests/interop/run-device-agent.sh "$B"
 run_suite "gpu plugin interop (python3-grpcio)" tests/interop/run-gpu-plugin.sh "$B"
 run_suite "integration (containerd)" tests/integration/run.sh "$B" "${IMAGES_DIR:-build/images}"
 if [ -x tests/images/run.sh ]; then

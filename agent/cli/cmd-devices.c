@@ -195,6 +195,36 @@ static json_t *report_json(DpManager *m, const char *pod_uid) {
 }
 
 /* Waits for plugins; reports on stderr how long each took from Register to allocatable. */
+/* The end of the allocation pass (DpManagerOptions.on_allocated). */
+typedef struct Allocated {
+        bool done;
+        int r;
+        char message[CUB_ERR_MSG_MAX];
+} Allocated;
+
+static void on_allocated(void *userdata, const char *uid, int r, const char *message, uint64_t took_usec) {
+        Allocated *a = userdata;
+
+        (void) uid;
+        (void) took_usec;
+        a->done = true;
+        a->r = r;
+        (void) snprintf(a->message, sizeof(a->message), "%s", message);
+}
+
+/* The plugin calls run on the pass's thread: wait for its answer (bounded
+ * by the calls' deadlines). */
+static int wait_allocated(DpManager *m, Allocated *a, CubError *err) {
+        while (!a->done) {
+                struct pollfd p = { .fd = dp_manager_fd(m), .events = POLLIN };
+
+                if (poll(&p, 1, -1) < 0 && errno != EINTR)
+                        return cub_err_set(err, errno, "poll: %m");
+                (void) dp_manager_dispatch(m);
+        }
+        return a->r < 0 ? cub_err_set(err, -a->r, "%s", a->message) : 0;
+}
+
 static void wait_for_plugins(DpManager *m, const DevicesCli *c) {
         uint64_t deadline = cub_now_usec(CLOCK_MONOTONIC) + c->wait_usec;
         _cleanup_free_ uint64_t *shown = NULL;
@@ -241,6 +271,7 @@ int cli_devices(int argc, char **argv) {
         _cleanup_free_ char *sock = NULL;
         char pod_uid[64];
         CubError err = {};
+        Allocated allocated = {};
         json_t *doc;
         int r, ret = 0;
 
@@ -261,7 +292,11 @@ int cli_devices(int argc, char **argv) {
                 ret = CLI_EXIT_BAD_INPUT;
                 goto out;
         }
-        r = dp_manager_new(&(DpManagerOptions){ .dir = c.dir, .checkpoint_read_only = true }, &m, &err);
+        r = dp_manager_new(&(DpManagerOptions){ .dir = c.dir,
+                                                .checkpoint_read_only = true,
+                                                .on_allocated = on_allocated,
+                                                .userdata = &allocated },
+                           &m, &err);
         if (r < 0) {
                 fprintf(stderr, "cubelet devices: %s\n", err.msg);
                 ret = 1;
@@ -289,6 +324,8 @@ int cli_devices(int argc, char **argv) {
                 req.resources = names;
                 req.counts = counts;
                 r = dp_manager_allocate_pod(m, pod_uid, &req, 1, &err);
+                if (r > 0)
+                        r = wait_allocated(m, &allocated, &err);
                 if (r < 0) {
                         fprintf(stderr, "cubelet devices: --allocate after %.1f s: %s\n", (double) c.wait_usec / 1e6,
                                 err.msg);

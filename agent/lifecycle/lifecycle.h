@@ -244,6 +244,10 @@ typedef enum LcActionKind {
         /* probes and hooks */
         LC_ACTION_PROBE,             /* container (index) of uid: started and ready as its probes say */
         LC_ACTION_RESTART_CONTAINER, /* kill container_id with grace (message); it restarts per restartPolicy */
+        /* a manager's answer that comes later (devices: the plugin's Allocate) */
+        LC_ACTION_HOLD,    /* pod waiter does not sync until the hold uid is released */
+        LC_ACTION_RELEASE, /* the hold uid is released: the pods it held sync */
+        LC_ACTION_REJECT,  /* admitted pod uid is rejected after all (reason, message), as at admission */
         _LC_ACTION_MAX,
         _LC_ACTION_INVALID = -22,
 } LcActionKind;

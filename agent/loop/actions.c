@@ -163,6 +163,26 @@ void agent_apply_actions(Agent *a) {
                         case LC_ACTION_RESTART_CONTAINER:
                                 apply_restart_container(a, act);
                                 break;
+                        case LC_ACTION_HOLD: {
+                                LcPod *w = agent_find_pod(a, act->waiter);
+                                bool held = false;
+
+                                for (size_t k = 0; w && k < w->n_victims; k++)
+                                        held = held || strcmp(w->victims[k], act->uid) == 0;
+                                if (w && !w->terminal && !held && lc_pod_add_victim(w, act->uid) < 0)
+                                        cub_log(LOG_ERR, "out of memory recording a pod to wait for");
+                                break;
+                        }
+                        case LC_ACTION_RELEASE:
+                                agent_victim_stopped(a, act->uid);
+                                break;
+                        case LC_ACTION_REJECT: {
+                                LcPod *p = agent_find_pod(a, act->uid);
+
+                                if (p && p->admitted && !p->terminal)
+                                        agent_pod_reject(a, p, act->reason, act->message);
+                                break;
+                        }
                         case LC_ACTION_NODE_RESOURCE:
                                 agent_managers_node_resource(a, act->resource, act->quantity);
                                 break;

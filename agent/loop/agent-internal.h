@@ -158,7 +158,9 @@ void agent_managers_admit_batch(Agent *a);
  * one that refused (ret: its reason and message) after the ones before it
  * let go of the pod again. */
 size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret);
-void agent_managers_prepare_container(Agent *a, const LcPod *p, size_t k, LcContainerConfig *cfg);
+/* Every manager's share of container k; the first failure (err names the
+ * manager): the container must not be created without its share. */
+int agent_managers_prepare_container(Agent *a, const LcPod *p, size_t k, LcContainerConfig *cfg, CubError *err);
 void agent_managers_pod_started(Agent *a, const LcPod *p);
 void agent_managers_pod_removed(Agent *a, const LcPod *p);
 void agent_managers_pod_stopped(Agent *a, const char *uid);
@@ -195,6 +197,8 @@ WorkerSpec *agent_take_spec(Agent *a, const char *uid);
 /* Makes p terminal (phase Failed with reason and message) and stops its
  * containers with the grace period. Returns whether a stop is under way. */
 bool agent_pod_fail(Agent *a, LcPod *p, const char *reason, const char *message, int64_t grace);
+/* kubelet's rejectPod: counted, logged, phase Failed with "Pod was rejected: " + message */
+void agent_pod_reject(Agent *a, LcPod *p, const char *reason, const char *message);
 void agent_remove_unwanted(Agent *a);
 void agent_apply_qos_groups(Agent *a);
 /* Running pods whose containers lag behind the resources generation. */

@@ -86,14 +86,17 @@ size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret) {
         return SIZE_MAX;
 }
 
-void agent_managers_prepare_container(Agent *a, const LcPod *p, size_t k, LcContainerConfig *cfg) {
+int agent_managers_prepare_container(Agent *a, const LcPod *p, size_t k, LcContainerConfig *cfg, CubError *err) {
         for (size_t i = 0; i < a->n_mgr; i++) {
-                CubError err = {};
+                int r;
 
-                if (a->mgr[i]->prepare_container && a->mgr[i]->prepare_container(a->mgr_state[i], p, k, cfg, &err) < 0)
-                        cub_log(LOG_ERR, "pod %s/%s: %s: %s", p->spec->pod->namespace_, p->spec->pod->name,
-                                a->mgr[i]->name, err.msg);
+                if (!a->mgr[i]->prepare_container)
+                        continue;
+                r = a->mgr[i]->prepare_container(a->mgr_state[i], p, k, cfg, err);
+                if (r < 0)
+                        return cub_err_wrap(err, "%s", a->mgr[i]->name);
         }
+        return 0;
 }
 
 void agent_managers_pod_started(Agent *a, const LcPod *p) {

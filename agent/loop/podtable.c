@@ -127,9 +127,10 @@ void agent_apply_qos_groups(Agent *a) {
 }
 
 /* kubelet's rejectPod: phase Failed, the reason, "Pod was rejected: " + message */
-static void reject(Agent *a, LcPod *p, const char *reason, const char *message) {
+void agent_pod_reject(Agent *a, LcPod *p, const char *reason, const char *message) {
         char msg[LC_MESSAGE_MAX + 32];
 
+        (void) api_counter_add(&a->metrics.admission_rejections, reason, 1);
         cub_log(LOG_WARNING, "pod %s/%s rejected: %s: %s", p->spec->pod->namespace_, p->spec->pod->name, reason,
                 message);
         (void) snprintf(msg, sizeof(msg), "Pod was rejected: %s", message);
@@ -156,11 +157,10 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
         }
         refused = agent_managers_admit(a, p, &res);
         if (refused != SIZE_MAX) {
-                (void) api_counter_add(&a->metrics.admission_rejections, res.reason, 1);
                 /* kubelet counts a failed exclusive-CPU allocation as a pinning error */
                 if (refused == 0 && strstr(res.message, "Allocate failed"))
                         a->metrics.cpu_pinning_requests++, a->metrics.cpu_pinning_errors++;
-                reject(a, p, res.reason, res.message);
+                agent_pod_reject(a, p, res.reason, res.message);
                 return false;
         }
         p->admitted = true;
@@ -219,22 +219,29 @@ void agent_pod_add(Agent *a, WorkerSpec *spec, uint64_t event_usec) {
 }
 
 /* Each container's config, init containers first, from the managers; the
- * cpuset is always set (the spec's when no manager set one). */
-static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p) {
+ * cpuset is always set (the spec's when no manager set one). NULL with err
+ * when a manager could not give a container its share. */
+static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p, size_t *ret_k, CubError *err) {
         WorkerContainerConfig *l = calloc(p->n + 1, sizeof(WorkerContainerConfig));
 
-        if (!l)
+        *ret_k = SIZE_MAX;
+        if (!l) {
+                (void) cub_err_set(err, ENOMEM, "out of memory");
                 return NULL;
+        }
         for (size_t k = 0; k < p->n; k++) {
                 LcContainerConfig *cfg = &l[k];
+                int r = agent_managers_prepare_container(a, p, k, cfg, err);
 
-                agent_managers_prepare_container(a, p, k, cfg);
-                if (!cfg->cpuset)
+                if (r >= 0 && !cfg->cpuset)
                         cfg->cpuset =
                                 strdup(k < p->spec->pod->n_init_containers
                                                ? p->spec->init_res[k].cpuset_cpus
                                                : p->spec->app_res[k - p->spec->pod->n_init_containers].cpuset_cpus);
-                if (!cfg->cpuset) {
+                if (r >= 0 && !cfg->cpuset)
+                        r = cub_err_set(err, ENOMEM, "out of memory");
+                if (r < 0) {
+                        *ret_k = k;
                         worker_container_configs_free(l, p->n);
                         return NULL;
                 }
@@ -243,20 +250,38 @@ static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p) {
 }
 
 void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
+        WorkerContainerConfig *configs;
         WorkerJob *j;
+        CubError err = {};
+        size_t k;
 
         if (!relist_may_sync(p, now, a->rt.network_error))
                 return;
         agent_managers_flush(a);
-        j = worker_job_new(WORKER_SYNC);
-        if (!j)
+        configs = container_configs(a, p, &k, &err);
+        if (!configs) {
+                /* no container starts without its managers' share (devices,
+                 * mounts): a failed sync, retried by the sync's back-off */
+                char msg[CUB_ERR_MSG_MAX + 64];
+
+                (void) snprintf(msg, sizeof(msg), "CreateContainerConfigError: container '%s': %s",
+                                k < p->n ? pod_container_at(p->spec->pod, k, NULL)->name : "-", err.msg);
+                if (cub_retry_failed(&p->sync_retry, &cub_retry_pod_sync, now, msg, cub_retry_draw()))
+                        cub_log(LOG_WARNING, "pod %s/%s: %s", p->spec->pod->namespace_, p->spec->pod->name, msg);
+                lc_pod_sync_result(p, -EIO, WORKER_FAIL_CONFIG, k, msg, now);
                 return;
+        }
+        j = worker_job_new(WORKER_SYNC);
+        if (!j) {
+                worker_container_configs_free(configs, p->n);
+                return;
+        }
         j->spec = worker_spec_ref(p->spec);
-        j->configs = container_configs(a, p);
+        j->configs = configs;
         p->resources_gen = a->resources_gen;
         j->may_start = calloc(p->n + 1, sizeof(bool));
-        for (size_t k = 0; j->may_start && k < p->n; k++)
-                j->may_start[k] = now >= p->backoff[k].next_usec;
+        for (size_t i = 0; j->may_start && i < p->n; i++)
+                j->may_start[i] = now >= p->backoff[i].next_usec;
         p->busy = true;
         worker_pool_submit(a->pool, j);
 }
@@ -266,10 +291,12 @@ void agent_update_resources(Agent *a) {
                 LcPod *p = a->pods[i];
                 WorkerContainerConfig *sets;
                 WorkerJob *j;
+                CubError err = {};
+                size_t k;
 
                 if (!p->admitted || p->terminal || p->busy || !p->observed || p->resources_gen == a->resources_gen)
                         continue;
-                sets = container_configs(a, p);
+                sets = container_configs(a, p, &k, &err);
                 j = worker_job_new(WORKER_UPDATE);
                 if (!sets || !j) {
                         worker_container_configs_free(sets, p->n);

@@ -5,10 +5,18 @@
  *  - each plugin's healthy devices become the node's allocatable of its
  *    resource (LC_ACTION_NODE_RESOURCE: NodeResourcesFit counts them);
  *  - admit: after the admission manager (fit, preemption), the pod's
- *    containers get device IDs and the plugin's Allocate answer, all or
- *    nothing; a failure rejects with UnexpectedAdmissionError;
+ *    containers get device IDs, all or nothing, chosen and reserved on the
+ *    loop; the plugin calls (GetPreferredAllocation, Allocate) run on the
+ *    device manager's thread of the pass, never on the loop. Until the answer
+ *    the pod is held (LC_ACTION_HOLD "devices:<uid>": no sync, so no
+ *    container without its devices, env, mounts) while other pods, the relist
+ *    and the HTTP API go on; the answer releases it (LC_ACTION_RELEASE) or
+ *    rejects it (LC_ACTION_REJECT: UnexpectedAdmissionError, "Allocate failed
+ *    due to <error>, which is unexpected"; devices freed, not checkpointed);
  *  - prepare_container: the answer becomes the container's devices, mounts,
  *    envs and annotations, and the label cubelet.io/devices names the IDs;
+ *    PreStartContainer is captured for the pod worker, which calls it right
+ *    before CreateContainer (30 s); a failure fails that sync, retried;
  *  - devices are released when the pod's containers are stopped (never
  *    handed to two running pods), or at once when nothing of it runs; a
  *    preemptor takes its victims' devices at admission, and a pod short of
@@ -74,6 +82,30 @@ static void on_change(void *userdata, const char *resource) {
         else
                 cub_log(LOG_INFO, "device plugin %s: gone", resource);
         announce(m, resource);
+}
+
+/* "devices:<uid>": the hold of a pod waiting for its plugins' answer */
+static void hold_name(const char *uid, char *buf, size_t size) {
+        (void) snprintf(buf, size, "devices:%s", uid);
+}
+
+/* the end of a pass: the pod's hold goes; it is rejected on a failure */
+static void on_allocated(void *userdata, const char *uid, int r, const char *message, uint64_t took_usec) {
+        Devices *m = userdata;
+        LcAction a = { .kind = LC_ACTION_REJECT, .reason = "UnexpectedAdmissionError" };
+
+        (void) snprintf(a.uid, sizeof(a.uid), "%s", uid);
+        (void) snprintf(a.message, sizeof(a.message), "%s", message);
+        if (r < 0) {
+                cub_log(LOG_WARNING, "pod uid %s: devices: %s", uid, message);
+                m->env->act(m->env->loop, &a);
+        }
+        for (size_t i = 0; r >= 0 && i < dp_manager_n_allocations(m->dp); i++)
+                if (strcmp(dp_manager_allocation(m->dp, i)->pod_uid, uid) == 0)
+                        devices_metrics_observe(&m->metrics, dp_manager_allocation(m->dp, i)->resource, took_usec);
+        a.kind = LC_ACTION_RELEASE;
+        hold_name(uid, a.uid, sizeof(a.uid));
+        m->env->act(m->env->loop, &a);
 }
 
 static int on_dp(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -155,7 +187,7 @@ static int devices_new(const LcEnv *env, void **ret, CubError *err) {
                 cub_log(LOG_INFO, "device manager: off (devicePluginDir is empty)");
                 return 0;
         }
-        o = (DpManagerOptions){ .dir = dir, .on_change = on_change, .userdata = m };
+        o = (DpManagerOptions){ .dir = dir, .on_change = on_change, .on_allocated = on_allocated, .userdata = m };
         r = dp_manager_new(&o, &m->dp, err);
         if (r < 0) {
                 /* no devices is not a reason to run no pods */
@@ -288,12 +320,18 @@ static int devices_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
                         cub_err_clear(&e);
                         r = dp_manager_allocate_pod(m->dp, pod->uid, req, n, &e);
                 }
-                if (r >= 0) {
-                        uint64_t took = cub_now_usec(CLOCK_MONOTONIC) - t0;
+                for (size_t k = 0; r == 0 && k < n; k++)
+                        for (size_t j = 0; j < wants[k].n; j++)
+                                devices_metrics_observe(&m->metrics, wants[k].names[j],
+                                                        cub_now_usec(CLOCK_MONOTONIC) - t0);
+                if (r > 0) {
+                        /* reserved; the plugins answer later: no sync until then */
+                        LcAction a = { .kind = LC_ACTION_HOLD };
 
-                        for (size_t k = 0; k < n; k++)
-                                for (size_t j = 0; j < wants[k].n; j++)
-                                        devices_metrics_observe(&m->metrics, wants[k].names[j], took);
+                        hold_name(pod->uid, a.uid, sizeof(a.uid));
+                        (void) snprintf(a.waiter, sizeof(a.waiter), "%s", pod->uid);
+                        m->env->act(m->env->loop, &a);
+                        r = 0;
                 }
                 if (r < 0) {
                         *ret = (LcAdmitResult){ .admit = false };
@@ -373,6 +411,15 @@ static int add_response(LcContainerConfig *cfg, const DpContainerResponse *resp,
         return 0;
 }
 
+/* on the pod worker, right before CreateContainer */
+static int pre_start_run(void *ud, CubError *err) {
+        return dp_pre_start_run(ud, err);
+}
+
+static void pre_start_free(void *ud) {
+        dp_pre_start_free(ud);
+}
+
 static int devices_prepare(void *userdata, const LcPod *p, size_t k, LcContainerConfig *cfg, CubError *err) {
         Devices *m = userdata;
         const Pod *pod = p->spec->pod;
@@ -381,6 +428,7 @@ static int devices_prepare(void *userdata, const LcPod *p, size_t k, LcContainer
         size_t n = 0, len = 0;
         _cleanup_free_ char *label = NULL;
         _cleanup_(cub_fclosep) FILE *f = NULL;
+        DpPreStart *ps = NULL;
         int r;
 
         if (!m->dp)
@@ -390,9 +438,14 @@ static int devices_prepare(void *userdata, const LcPod *p, size_t k, LcContainer
                 return cub_err_wrap(err, "container '%s': devices", c->name);
         if (n == 0)
                 return 0;
-        r = dp_manager_pre_start(m->dp, pod->uid, c->name, err);
+        r = dp_manager_pre_start_prepare(m->dp, pod->uid, c->name, &ps, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s'", c->name);
+        if (ps) {
+                cfg->pre_create = pre_start_run;
+                cfg->pre_create_free = pre_start_free;
+                cfg->pre_create_ud = TAKE_PTR(ps);
+        }
         f = open_memstream(&label, &len);
         if (!f)
                 return cub_err_set(err, ENOMEM, "out of memory");

@@ -378,6 +378,10 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 free(envs);
                 return r;
         }
+        if (mc && mc->pre_create && (r = mc->pre_create(mc->pre_create_ud, err)) < 0) {
+                free(envs);
+                return cub_err_wrap(err, "CreateContainerConfigError: container '%s'", c->name);
+        }
         x->stage = WORKER_FAIL_CREATE;
         r = cri_create_container(x->p->cri, x->sandbox_id, &cfg, x->sbc, &id, err);
         free(envs);

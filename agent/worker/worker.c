@@ -125,6 +125,9 @@ void worker_container_configs_free(WorkerContainerConfig *c, size_t n) {
 void worker_container_config_done(WorkerContainerConfig *c) {
         if (!c)
                 return;
+        if (c->pre_create_free && c->pre_create_ud)
+                c->pre_create_free(c->pre_create_ud);
+        c->pre_create_ud = NULL;
         free(c->cpuset);
         for (size_t i = 0; i < c->n_devices; i++) {
                 free(c->devices[i].container_path);

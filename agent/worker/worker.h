@@ -104,6 +104,14 @@ typedef struct WorkerContainerConfig {
         char **envs;        /* flat key, value, ..., NULL: before the pod's env (the pod's win) */
         char **annotations; /* flat key, value, ..., NULL */
         char **labels;      /* flat key, value, ..., NULL: extra container labels */
+        /* called on the worker thread right before CreateContainer (the
+         * device plugins' PreStartContainer, as kubelet's
+         * generateContainerConfig): a failure fails the sync as
+         * CreateContainerConfigError; NULL = none. pre_create_free(ud)
+         * when the config goes. One owner: the device manager. */
+        int (*pre_create)(void *ud, CubError *err);
+        void (*pre_create_free)(void *ud);
+        void *pre_create_ud;
 } WorkerContainerConfig;
 
 void worker_container_config_done(WorkerContainerConfig *c);
