@@ -79,6 +79,11 @@ typedef struct AgentSources {
         bool updates_draining;
         AgentPendingFile *pending; /* files whose event burst is coalesced */
         size_t n_pending;
+        /* the directory's watch is gone (the directory was deleted or
+         * renamed away, or was not there at start): made again by the next
+         * rescan that finds the directory */
+        bool dir_unwatched;
+        char *dir_error; /* the last rescan's error, logged once ("" or NULL: none) */
 } AgentSources;
 
 struct Agent {

@@ -102,6 +102,22 @@ static const Pod *rescan_cached(const char *path, const PodsrcFileId *id, void *
         return p->spec->pod;
 }
 
+/* The rescan's error (NULL: none), journaled once until it changes. */
+static void dir_error(Agent *a, const char *error) {
+        _cleanup_free_ char *msg = error ? strdup(error) : NULL;
+
+        if (error && !msg)
+                return;
+        if ((!msg && !a->src.dir_error) || (msg && a->src.dir_error && strcmp(msg, a->src.dir_error) == 0))
+                return;
+        if (msg)
+                cub_log(LOG_WARNING, "%s", msg);
+        else if (a->src.dir_error)
+                cub_log(LOG_INFO, "manifest directory '%s' is readable again", a->opt.manifest_dir);
+        free(a->src.dir_error);
+        a->src.dir_error = TAKE_PTR(msg);
+}
+
 void agent_rescan(Agent *a) {
         PodsrcSet set = {};
         CubError err = {};
@@ -122,10 +138,22 @@ void agent_rescan(Agent *a) {
         r = podsrc_dir_scan(a->opt.manifest_dir, a->opt.node_name, by_source ? rescan_cached : NULL, by_source, &set,
                             &err);
         cub_hashmap_free(by_source);
-        if (r < 0) {
-                cub_log(LOG_ERR, "%s", err.msg);
+        if (r < 0 && r != -ENOENT) {
+                dir_error(a, err.msg);
                 return;
         }
+        if (r == -ENOENT) {
+                /* kubelet's file source: a directory that is not there is
+                 * an empty set (its pods go), and it is read again each
+                 * period until it is back */
+                podsrc_set_done(&set);
+                set = (PodsrcSet){};
+                (void) snprintf(err.msg, sizeof(err.msg),
+                                "manifest directory '%s' does not exist: its pods are removed until it is made again",
+                                a->opt.manifest_dir);
+                dir_error(a, err.msg);
+        } else
+                dir_error(a, NULL);
         set_errors(a, &set);
         /* the loop's merge takes the set (agent/loop/merge.c) */
         u = agent_update_new(AGENT_UPDATE_DIR_SET, now);
@@ -210,8 +238,20 @@ static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *
         ssize_t i;
 
         (void) s;
-        if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_Q_OVERFLOW)) {
-                /* the directory itself changed, or events were lost: read it all */
+        if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+                /* the directory was deleted or renamed away: its watch
+                 * (which would follow a rename) goes, the rescan timer
+                 * watches the path again once a directory is there */
+                if (!a->src.dir_unwatched)
+                        cub_log(LOG_WARNING, "manifest directory '%s' was %s", a->opt.manifest_dir,
+                                ev->mask & IN_MOVE_SELF ? "renamed away" : "deleted");
+                a->src.dir_unwatched = true;
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                agent_rescan(a);
+                return 0;
+        }
+        if (ev->mask & IN_Q_OVERFLOW) {
+                /* events were lost: read it all */
                 agent_rescan(a);
                 return 0;
         }
@@ -233,10 +273,34 @@ static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *
         return 0;
 }
 
+/* Watches the directory (again): 0, or -ENOENT while it is not there. */
+static int watch_dir(Agent *a) {
+        int r;
+
+        a->inotify_src = sd_event_source_disable_unref(a->inotify_src);
+        r = sd_event_add_inotify(a->event, &a->inotify_src, a->opt.manifest_dir,
+                                 IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_MODIFY |
+                                         IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR,
+                                 on_inotify, a);
+        if (r == -ENOENT || r == -ENOTDIR) {
+                a->src.dir_unwatched = true;
+                return -ENOENT;
+        }
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(a->inotify_src, "manifest-dir");
+        if (a->src.dir_unwatched)
+                cub_log(LOG_INFO, "manifest directory '%s' is there: watching it", a->opt.manifest_dir);
+        a->src.dir_unwatched = false;
+        return 0;
+}
+
 static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
 
         (void) sd_event_source_set_time(s, usec + a->opt.rescan_usec);
+        if (a->src.dir_unwatched)
+                (void) watch_dir(a);
         agent_rescan(a);
         return 0;
 }
@@ -244,10 +308,10 @@ static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 int agent_source_dir_attach(Agent *a) {
         int r;
 
-        r = sd_event_add_inotify(a->event, &a->inotify_src, a->opt.manifest_dir,
-                                 IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_MODIFY |
-                                         IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF,
-                                 on_inotify, a);
+        /* a directory that is not there yet is an empty set until it is made */
+        r = watch_dir(a);
+        if (r == -ENOENT)
+                r = 0;
         if (r >= 0)
                 r = sd_event_add_time_relative(a->event, &a->rescan_timer, CLOCK_MONOTONIC, a->opt.rescan_usec, 0,
                                                on_rescan_timer, a);
@@ -256,7 +320,6 @@ int agent_source_dir_attach(Agent *a) {
                                                on_debounce, a);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(a->inotify_src, "manifest-dir");
         (void) sd_event_source_set_description(a->rescan_timer, "rescan");
         (void) sd_event_source_set_description(a->debounce_timer, "manifest-debounce");
         (void) sd_event_source_set_enabled(a->rescan_timer, SD_EVENT_ON);
@@ -273,5 +336,7 @@ void agent_source_dir_done(Agent *a) {
         free(a->src.pending);
         a->src.pending = NULL;
         a->src.n_pending = 0;
+        free(a->src.dir_error);
+        a->src.dir_error = NULL;
         agent_errors_free(a);
 }
