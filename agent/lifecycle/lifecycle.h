@@ -127,7 +127,7 @@ typedef struct LcEvent {
 typedef struct LcPod {
         WorkerSpec *spec;
         bool busy;     /* a job of it is in flight */
-        bool wanted;   /* a source still defines it */
+        bool wanted;   /* a source still defines it (written by the loop's merge alone) */
         bool observed; /* the runtime holds something of it */
         LcPhase phase;
         LcBackoff *backoff;          /* init containers first, then app containers */
