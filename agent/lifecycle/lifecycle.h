@@ -292,8 +292,9 @@ typedef struct LcEnv {
         CriClient *cri;
         /* node conditions as the loop last applied them */
         const bool *conditions;
-        /* the pod table, read-only */
-        LcPod *const *(*pods)(void *loop, size_t *ret_n);
+        /* the pod table, read-only (a manager changes a pod through its
+         * decisions: LcAction) */
+        const LcPod *const *(*pods)(void *loop, size_t *ret_n);
         /* queues a decision the manager took on its own; applied by the loop
          * after the manager's call has returned */
         void (*act)(void *loop, const LcAction *a);

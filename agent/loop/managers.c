@@ -10,11 +10,11 @@
 #include "../util/log.h"
 #include "agent-internal.h"
 
-static LcPod *const *env_pods(void *loop, size_t *ret_n) {
+static const LcPod *const *env_pods(void *loop, size_t *ret_n) {
         Agent *a = loop;
 
         *ret_n = a->table.n_pods;
-        return a->table.pods;
+        return (const LcPod *const *) a->table.pods;
 }
 
 /* the decisions a manager takes on its own wait here for the loop's
