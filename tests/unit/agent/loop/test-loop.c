@@ -345,9 +345,63 @@ static void test_manifest_to_stop(void **state) {
         agent_free(a);
 }
 
+static bool metrics_have(Agent *a, const char *line) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        ApiGauges g = { .node_name = "node1" };
+
+        assert_non_null(m);
+        assert_int_equal(api_metrics_render(&a->api.metrics, &g, m), 0);
+        assert_int_equal(fclose(m), 0);
+        return strstr(text, line) != NULL;
+}
+
+/* The decisions that stop at the pod table: a pod no manager admits is
+ * terminal and never synced (kubelet's rejectPod, its counter), a manifest
+ * that does not decode is an error in cubelet status until it goes. */
+static void test_rejected_and_broken(void **state) {
+        Fixture *f = *state;
+        Agent *a = NULL;
+        CubError err = {};
+        LcPod *p;
+
+        write_manifest(f, "big.yaml",
+                       "apiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n  containers:\n"
+                       "  - name: app\n    image: busybox\n    resources: {requests: {cpu: \"100000\"}}\n");
+        write_manifest(f, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: [\n");
+        if (agent_new(&f->o, &a, &err) < 0)
+                fail_msg("agent_new: %s", err.msg);
+        assert_int_equal(a->table.n_pods, 1);
+        p = a->table.pods[0];
+        assert_true(p->wanted && p->terminal);
+        assert_false(p->admitted || p->busy);
+        assert_int_equal(p->phase, LC_PHASE_FAILED);
+        assert_string_equal(p->reason, "OutOfcpu");
+        assert_int_equal(count_submitted(a->core.pool, WORKER_SYNC), 0);
+        assert_true(metrics_have(a, "kubelet_admission_rejections_total{reason=\"OutOfcpu\"} 1"));
+        assert_int_equal(a->errs.n_dir, 1);
+        assert_non_null(strstr(a->errs.dir[0].source, "bad.yaml"));
+        assert_true(metrics_have(a, "cubelet_manifest_errors_total 1"));
+        assert_true(status_has(a, "bad.yaml"));
+
+        /* the relist finds nothing: nothing to stop, the rejected pod stays */
+        answer_relist(a, NULL, NULL);
+        assert_null(take_submitted(a->core.pool, WORKER_KILL));
+        assert_int_equal(a->table.n_pods, 1);
+
+        /* the broken file goes: its error too (the rescan) */
+        remove_manifest(f, "bad.yaml");
+        agent_rescan(a);
+        assert_int_equal(a->errs.n_dir, 0);
+        assert_false(status_has(a, "bad.yaml"));
+        agent_free(a);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_manifest_to_stop, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rejected_and_broken, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
