@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The decisions of managers, applied by the loop: pods made terminal
  * (evictions, preemption victims), node conditions (evicted pods are
- * admitted again once none is left), changed container resources. */
+ * admitted again once none is left), changed container resources. It takes
+ * them from managers.c's queue, and is the one writer of AgentDecisions
+ * (the node conditions, the resources generation). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The worker's finished jobs, applied on the loop: a relist updates each
- * pod's status from what the runtime holds and submits the syncs and kills
- * that converge it; a sync, kill, stop or update job ends its pod's busy
- * state and records what it did. */
+ * pod's status from what the runtime holds and submits (submit.c) the
+ * syncs and kills that converge it; a sync, kill, stop or update job ends
+ * its pod's busy state and records what it did. The one writer of
+ * AgentRuntime; the relist job is the one it submits itself. */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,9 @@
 /* The manager table's dispatch, all of it: every call from the loop into
  * the managers (agent/managers, LcManagerVtable) goes through here, in the
  * table's order (freed in reverse). The managers never see the loop: they
- * get an LcEnv and return decisions (LcAction). */
+ * get an LcEnv and return decisions (LcAction). The queue of the decisions
+ * they take on their own (LcEnv.act) is here too, below actions.c, which
+ * takes it: this file calls no other file of the loop. */
 #include <errno.h>
 #include <stdlib.h>
 

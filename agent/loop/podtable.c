@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The pod table: pods come from the sources, go through the managers'
- * admission, get their sync, update and kill jobs, and leave. */
+/* The pod table (AgentPodTable, its one writer): pods come from the
+ * sources' merge (merge.c decides which are wanted), go through the
+ * managers' admission, get their jobs (submit.c) and leave. With actions.c
+ * it is the one pair of the loop's files that call each other. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * its heartbeat for the health checks and, when a client asked since the
  * last tick, renders a snapshot (PodList, metrics, the pods' cgroups) and
  * publishes it to the server thread. The loop's counters live in
- * a->api.metrics. */
+ * a->api.metrics, written here alone: the other files call agent_metrics_*(). */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
