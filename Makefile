@@ -168,7 +168,15 @@ TEST_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(TEST_SRCS))
 $(B)/tests/unit/%: tests/unit/%.c $(LIBS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
-	@$(CC) $(CFLAGS_ALL) $(CMOCKA_CFLAGS) -Wno-error=missing-prototypes -o $@ $< $(LIBS) $(PKG_LIBS) $(CMOCKA_LIBS)
+	@$(CC) $(CFLAGS_ALL) $(CMOCKA_CFLAGS) -Wno-error=missing-prototypes -o $@ $< $(TEST_LDFLAGS) $(LIBS) $(PKG_LIBS) $(CMOCKA_LIBS)
+
+# agent/loop as a whole (test-loop.c): the managers' objects beside the
+# archives, and the loop's worker_pool_* calls sent to the test's fake pool
+# (and no cgroup writer: the test's root is no cgroup v2 mount)
+LOOP_TEST_WRAP := new submit take free check_runtime set_node_env set_network
+$(B)/tests/unit/agent/loop/test-loop: TEST_LDFLAGS = $(call obj,$(MGR_SRCS)) \
+	$(patsubst %,-Wl$(comma)--wrap=worker_pool_%,$(LOOP_TEST_WRAP)) -Wl,--wrap=cg_writer_new_driver
+$(B)/tests/unit/agent/loop/test-loop: $(call obj,$(MGR_SRCS))
 
 # ---- integration tests: real containerd, real sockets ------------------------
 IT_SRCS := $(shell find tests/integration -name 'test-*.c' 2>/dev/null | sort)

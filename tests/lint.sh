@@ -57,6 +57,11 @@ hits=$(grep -nE '[^_a-z]open(at)?\(' $(find agent cri proto eviction deviceplugi
 if [ -n "$hits" ]; then
         echo "lint: open() without O_CLOEXEC:"; echo "$hits"; rc=1
 fi
+# The loop's layers (issue 25): no call or #include circle between agent/loop's files but the pod
+# table's and its actions' (tests/loop-graph.py; -v prints the graph).
+if ! python3 tests/loop-graph.py "$B"; then
+        echo "lint: the loop's files call each other in a circle (tests/loop-graph.py)"; rc=1
+fi
 # The docs (issue 25): the quoted test data equals its file, relative links resolve, README.md is
 # at most 250 lines. Needs no build; `bash tests/docs-check.sh` runs it alone.
 if ! bash tests/docs-check.sh; then

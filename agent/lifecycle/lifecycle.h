@@ -127,7 +127,7 @@ typedef struct LcEvent {
 typedef struct LcPod {
         WorkerSpec *spec;
         bool busy;     /* a job of it is in flight */
-        bool wanted;   /* a source still defines it */
+        bool wanted;   /* a source still defines it (written by the loop's merge alone) */
         bool observed; /* the runtime holds something of it */
         LcPhase phase;
         LcBackoff *backoff;          /* init containers first, then app containers */
@@ -300,8 +300,9 @@ typedef struct LcEnv {
         CriClient *cri;
         /* node conditions as the loop last applied them */
         const bool *conditions;
-        /* the pod table, read-only */
-        LcPod *const *(*pods)(void *loop, size_t *ret_n);
+        /* the pod table, read-only (a manager changes a pod through its
+         * decisions: LcAction) */
+        const LcPod *const *(*pods)(void *loop, size_t *ret_n);
         /* queues a decision the manager took on its own; applied by the loop
          * after the manager's call has returned */
         void (*act)(void *loop, const LcAction *a);

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The decisions of managers, applied by the loop: pods made terminal
  * (evictions, preemption victims), node conditions (evicted pods are
- * admitted again once none is left), changed container resources. */
+ * admitted again once none is left), changed container resources. It takes
+ * them from managers.c's queue, and is the one writer of AgentDecisions
+ * (the node conditions, the resources generation). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../util/log.h"
 #include "agent-internal.h"
+
+void agent_decisions_init(Agent *a) {
+        a->decided.resources_gen = 1;
+}
 
 void agent_pod_stopped(Agent *a, const char *uid) {
         agent_victim_stopped(a, uid);
@@ -18,8 +24,8 @@ static void readmit_evicted(Agent *a) {
         uint64_t now = agent_now_usec();
         bool batch = false;
 
-        for (size_t i = 0; i < a->n_pods; i++) {
-                LcPod *p = a->pods[i];
+        for (size_t i = 0; i < a->table.n_pods; i++) {
+                LcPod *p = a->table.pods[i];
 
                 if (!p->evicted || !p->wanted || p->busy || agent_is_killing(a, p->spec->pod->uid))
                         continue;
@@ -44,8 +50,7 @@ static void apply_fail(Agent *a, const LcAction *act) {
                 return;
         }
         if (act->evicted || strcmp(act->reason, "Preempted") == 0)
-                (void) api_counter_add(act->evicted ? &a->metrics.evictions : &a->metrics.preemptions, act->resource,
-                                       1);
+                agent_metrics_stopped_by(a, act->evicted, act->resource);
         grace = act->grace >= 0 ? act->grace : p->spec->pod->termination_grace_period_seconds;
         p->evicted = act->evicted;
         /* kubelet's events: the eviction or preemption, then each container's stop */
@@ -88,7 +93,6 @@ static void apply_probe(Agent *a, const LcAction *act) {
 static void apply_restart_container(Agent *a, const LcAction *act) {
         LcPod *p = agent_find_pod(a, act->uid);
         const Pod *pod;
-        WorkerJob *j;
 
         if (!p || p->terminal || act->container >= p->n ||
             strcmp(p->statuses[act->container].id, act->container_id) != 0)
@@ -98,30 +102,15 @@ static void apply_restart_container(Agent *a, const LcAction *act) {
         lc_pod_event(p, false, "Killing", agent_now_usec(), "%s", act->message);
         (void) snprintf(p->statuses[act->container].message, sizeof(p->statuses[act->container].message), "%.150s",
                         act->message);
-        j = worker_job_new(WORKER_STOP_CONTAINER);
-        if (!j || !(j->container_id = strdup(act->container_id)) || !(j->uid = strdup(pod->uid))) {
-                worker_job_free(j);
-                cub_log(LOG_ERR, "out of memory stopping a container");
-                return;
-        }
-        /* the preStop httpGet hook's target (network) */
-        if (*p->pod_ip && !(j->pod_ip = strdup(p->pod_ip))) {
-                worker_job_free(j);
-                cub_log(LOG_ERR, "out of memory stopping a container");
-                return;
-        }
-        j->spec = worker_spec_ref(p->spec);
-        j->container = act->container;
-        j->grace = act->grace >= 0 ? act->grace : pod->termination_grace_period_seconds;
-        worker_pool_submit(a->pool, j);
+        agent_submit_stop_container(a, p, act->container, act->container_id,
+                                    act->grace >= 0 ? act->grace : pod->termination_grace_period_seconds);
 }
 
 void agent_apply_actions(Agent *a) {
         /* actions may queue more actions: take the list first */
-        while (a->actions.n > 0) {
-                LcActions l = a->actions;
+        LcActions l;
 
-                a->actions = (LcActions){};
+        while (agent_managers_take_actions(a, &l)) {
                 for (size_t i = 0; i < l.n; i++) {
                         const LcAction *act = &l.items[i];
                         bool any = false;
@@ -132,14 +121,14 @@ void agent_apply_actions(Agent *a) {
                                 break;
                         case LC_ACTION_CONDITIONS:
                                 for (int c = 0; c < _LC_CONDITION_MAX; c++) {
-                                        a->conditions[c] = act->conditions[c];
+                                        a->decided.conditions[c] = act->conditions[c];
                                         any = any || act->conditions[c];
                                 }
                                 if (!any)
                                         readmit_evicted(a);
                                 break;
                         case LC_ACTION_RESOURCES_CHANGED:
-                                a->resources_gen++;
+                                a->decided.resources_gen++;
                                 agent_update_resources(a);
                                 break;
                         case LC_ACTION_WAIT: {
@@ -179,8 +168,10 @@ void agent_apply_actions(Agent *a) {
                         case LC_ACTION_REJECT: {
                                 LcPod *p = agent_find_pod(a, act->uid);
 
-                                if (p && p->admitted && !p->terminal)
+                                if (p && p->admitted && !p->terminal) {
+                                        agent_metrics_rejected(a, act->reason, false);
                                         agent_pod_reject(a, p, act->reason, act->message);
+                                }
                                 break;
                         }
                         case LC_ACTION_NODE_RESOURCE:

@@ -24,10 +24,6 @@
 #include "../util/log.h"
 #include "agent-internal.h"
 
-uint64_t agent_now_usec(void) {
-        return cub_now_usec(CLOCK_MONOTONIC);
-}
-
 static char *dup_or_null(const char *s) {
         return s ? strdup(s) : NULL;
 }
@@ -54,29 +50,7 @@ void agent_options_done(AgentOptions *o) {
         *o = (AgentOptions){};
 }
 
-void agent_notify_status(Agent *a) {
-        (void) sd_notifyf(false, "STATUS=%zu pods (%zu running), %zu manifest errors%s", a->n_pods, a->n_running,
-                          a->src.n_errors, a->rt.ready ? "" : ", runtime unavailable");
-}
-
 /* ---- the managers' decisions ----------------------------------------------- */
-
-static LcPod *const *env_pods(void *loop, size_t *ret_n) {
-        Agent *a = loop;
-
-        *ret_n = a->n_pods;
-        return a->pods;
-}
-
-static void env_act(void *loop, const LcAction *act) {
-        Agent *a = loop;
-
-        if (lc_actions_push(&a->actions, act) < 0) {
-                cub_log(LOG_ERR, "out of memory queueing a decision of a manager");
-                return;
-        }
-        (void) sd_event_source_set_enabled(a->actions_src, SD_EVENT_ONESHOT);
-}
 
 static int on_actions(sd_event_source *s, void *userdata) {
         (void) s;
@@ -100,7 +74,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         cub_log(LOG_WARNING,
                 "SIGHUP: reloading the configuration is not supported, restart cubelet to apply changes to '%s'; "
                 "reading the manifest directory again",
-                a->opt.config_path ? a->opt.config_path : "(defaults)");
+                a->core.opt.config_path ? a->core.opt.config_path : "(defaults)");
         agent_rescan(a);
         agent_apply_actions(a);
         return 0;
@@ -142,11 +116,11 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
 /* env sources: the node's name and allocatable for env[].valueFrom */
 static int agent_set_node_env(Agent *a, CubError *err) {
         _cleanup_(pod_resource_list_done) PodResourceList alloc = {};
-        WorkerNodeEnv e = { .node_name = a->opt.node_name };
+        WorkerNodeEnv e = { .node_name = a->core.opt.node_name };
         PodQuantity q;
         int r;
 
-        r = mgr_node_allocatable(&a->env, &alloc, err);
+        r = mgr_node_allocatable(&a->mgrs.env, &alloc, err);
         if (r < 0)
                 return r;
         if (pod_resource_get(&alloc, "cpu", &q))
@@ -155,30 +129,8 @@ static int agent_set_node_env(Agent *a, CubError *err) {
                 e.alloc_memory = pod_quantity_value(q);
         if (pod_resource_get(&alloc, "ephemeral-storage", &q))
                 e.alloc_ephemeral_storage = pod_quantity_value(q);
-        r = worker_pool_set_node_env(a->pool, &e);
+        r = worker_pool_set_node_env(a->core.pool, &e);
         return r < 0 ? cub_err_set(err, -r, "out of memory") : 0;
-}
-
-static int managers_new(Agent *a, CubError *err) {
-        a->env = (LcEnv){
-                .event = a->event,
-                .cgroup_root = a->opt.cgroup_root,
-                .state_dir = a->opt.state_dir,
-                .node_name = a->opt.node_name,
-                .kc = a->kc,
-                .cg = &a->cg,
-                .cri = a->cri,
-                .conditions = a->conditions,
-                .pods = env_pods,
-                .act = env_act,
-                .loop = a,
-        };
-        return agent_managers_new(a, err);
-}
-
-static void managers_free(Agent *a) {
-        agent_managers_free(a);
-        lc_actions_done(&a->actions);
 }
 
 static int on_post(sd_event_source *s, void *userdata) {
@@ -190,29 +142,29 @@ static int on_post(sd_event_source *s, void *userdata) {
 static int add_sources(Agent *a, int worker_fd) {
         int r;
 
-        (void) sd_event_add_signal(a->event, NULL, SIGTERM | SD_EVENT_SIGNAL_PROCMASK, NULL, NULL);
-        (void) sd_event_add_signal(a->event, NULL, SIGINT | SD_EVENT_SIGNAL_PROCMASK, NULL, NULL);
-        (void) sd_event_add_signal(a->event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, a);
-        (void) sd_event_set_watchdog(a->event, true);
-        r = sd_event_add_io(a->event, &a->worker_src, worker_fd, EPOLLIN, agent_on_worker, a);
+        (void) sd_event_add_signal(a->core.event, NULL, SIGTERM | SD_EVENT_SIGNAL_PROCMASK, NULL, NULL);
+        (void) sd_event_add_signal(a->core.event, NULL, SIGINT | SD_EVENT_SIGNAL_PROCMASK, NULL, NULL);
+        (void) sd_event_add_signal(a->core.event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, a);
+        (void) sd_event_set_watchdog(a->core.event, true);
+        r = sd_event_add_io(a->core.event, &a->core.worker_src, worker_fd, EPOLLIN, agent_on_worker, a);
         if (r >= 0)
-                r = sd_event_add_time_relative(a->event, &a->relist_timer, CLOCK_MONOTONIC, a->opt.relist_usec, 0,
-                                               on_relist_timer, a);
+                r = sd_event_add_time_relative(a->core.event, &a->core.relist_timer, CLOCK_MONOTONIC,
+                                               a->core.opt.relist_usec, 0, on_relist_timer, a);
         if (r >= 0)
-                r = sd_event_add_defer(a->event, &a->actions_src, on_actions, a);
+                r = sd_event_add_defer(a->core.event, &a->core.actions_src, on_actions, a);
         if (r >= 0)
-                r = sd_event_add_post(a->event, NULL, on_post, a);
+                r = sd_event_add_post(a->core.event, NULL, on_post, a);
         if (r >= 0)
                 r = agent_source_dir_attach(a);
         if (r >= 0)
                 r = agent_source_http_attach(a);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(a->worker_src, "workers");
-        (void) sd_event_source_set_description(a->relist_timer, "relist");
-        (void) sd_event_source_set_description(a->actions_src, "manager-actions");
-        (void) sd_event_source_set_enabled(a->relist_timer, SD_EVENT_ON);
-        (void) sd_event_source_set_enabled(a->actions_src, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(a->core.worker_src, "workers");
+        (void) sd_event_source_set_description(a->core.relist_timer, "relist");
+        (void) sd_event_source_set_description(a->core.actions_src, "manager-actions");
+        (void) sd_event_source_set_enabled(a->core.relist_timer, SD_EVENT_ON);
+        (void) sd_event_source_set_enabled(a->core.actions_src, SD_EVENT_OFF);
         return 0;
 }
 
@@ -224,74 +176,74 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         a = calloc(1, sizeof(*a));
         if (!a)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        r = copy_options(&a->opt, opt);
+        r = copy_options(&a->core.opt, opt);
         if (r < 0) {
                 r = cub_err_set(err, ENOMEM, "out of memory");
                 goto fail;
         }
-        a->kc = &opt->kc;
+        a->core.kc = &opt->kc;
         agent_runtime_init(a);
-        r = agent_host_node(&a->node, err);
+        r = agent_host_node(&a->core.node, err);
         if (r < 0)
                 goto fail;
-        cg_options_init(&a->cg);
+        cg_options_init(&a->core.cg);
         /* cubelet run resolved it (flag, config, or cg_driver_default()) */
-        a->cg.driver = opt->kc.cgroup_driver ? cg_driver_from_string(opt->kc.cgroup_driver) : cg_driver_default();
-        if (a->cg.driver == _CG_DRIVER_INVALID) {
+        a->core.cg.driver = opt->kc.cgroup_driver ? cg_driver_from_string(opt->kc.cgroup_driver) : cg_driver_default();
+        if (a->core.cg.driver == _CG_DRIVER_INVALID) {
                 r = cub_err_set(err, EINVAL, "cgroupDriver '%s': expected cgroupfs or systemd", opt->kc.cgroup_driver);
                 goto fail;
         }
-        a->cg.enforce_cpu_limits = opt->kc.cpu_cfs_quota;
-        a->cg.pod_pids_limit = opt->kc.pod_pids_limit;
-        a->cg.memory_capacity = a->node.memory_capacity;
-        a->cg.cpu_capacity_milli = a->node.cpu_capacity_milli;
-        agent_kubepods_capacity(&opt->kc, a->node.cpu_capacity_milli, a->node.memory_capacity,
-                                &a->cg.kubepods_cpu_milli, &a->cg.kubepods_memory);
+        a->core.cg.enforce_cpu_limits = opt->kc.cpu_cfs_quota;
+        a->core.cg.pod_pids_limit = opt->kc.pod_pids_limit;
+        a->core.cg.memory_capacity = a->core.node.memory_capacity;
+        a->core.cg.cpu_capacity_milli = a->core.node.cpu_capacity_milli;
+        agent_kubepods_capacity(&opt->kc, a->core.node.cpu_capacity_milli, a->core.node.memory_capacity,
+                                &a->core.cg.kubepods_cpu_milli, &a->core.cg.kubepods_memory);
 
         /* logs: kubelet's podLogsDir (/var/log/pods) */
-        a->log_root = strdup(opt->kc.pod_logs_dir && *opt->kc.pod_logs_dir ? opt->kc.pod_logs_dir : LOGS_DEFAULT_ROOT);
-        if (!a->log_root) {
+        a->core.log_root =
+                strdup(opt->kc.pod_logs_dir && *opt->kc.pod_logs_dir ? opt->kc.pod_logs_dir : LOGS_DEFAULT_ROOT);
+        if (!a->core.log_root) {
                 r = cub_err_set(err, ENOMEM, "out of memory");
                 goto fail;
         }
-        r = cub_mkdir_p(a->opt.manifest_dir, 0755);
+        r = cub_mkdir_p(a->core.opt.manifest_dir, 0755);
         if (r >= 0)
-                r = cub_mkdir_p(a->log_root, 0755);
+                r = cub_mkdir_p(a->core.log_root, 0755);
         if (r < 0) {
-                r = cub_err_set(err, -r, "'%s' or '%s': %s", a->opt.manifest_dir, a->log_root, strerror(-r));
+                r = cub_err_set(err, -r, "'%s' or '%s': %s", a->core.opt.manifest_dir, a->core.log_root, strerror(-r));
                 goto fail;
         }
-        r = cub_hashmap_new(&a->by_uid);
-        if (r < 0) {
-                r = cub_err_set(err, -r, "out of memory");
-                goto fail;
-        }
-        r = cg_writer_new_driver(a->opt.cgroup_root, a->cg.driver, &a->writer, err);
+        r = agent_pods_init(a, err);
         if (r < 0)
                 goto fail;
-        r = sd_event_new(&a->event);
+        r = cg_writer_new_driver(a->core.opt.cgroup_root, a->core.cg.driver, &a->core.writer, err);
+        if (r < 0)
+                goto fail;
+        r = sd_event_new(&a->core.event);
         if (r < 0) {
                 r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));
                 goto fail;
         }
-        r = cri_client_new(a->opt.runtime_endpoint, 0, &a->cri, err);
+        r = cri_client_new(a->core.opt.runtime_endpoint, 0, &a->core.cri, err);
         if (r < 0)
                 goto fail;
-        r = managers_new(a, err);
+        r = agent_managers_new(a, err);
         if (r < 0)
                 goto fail;
-        if (cri_version(a->cri, &v, NULL) >= 0)
-                (void) snprintf(a->runtime_version, sizeof(a->runtime_version), "%s %s (CRI %s)", v.runtime_name,
-                                v.runtime_version, v.runtime_api_version);
-        r = worker_pool_new(a->opt.workers, a->cri, a->writer, &a->pool, &efd, err);
+        if (cri_version(a->core.cri, &v, NULL) >= 0)
+                (void) snprintf(a->core.runtime_version, sizeof(a->core.runtime_version), "%s %s (CRI %s)",
+                                v.runtime_name, v.runtime_version, v.runtime_api_version);
+        r = worker_pool_new(a->core.opt.workers, a->core.cri, a->core.writer, &a->core.pool, &efd, err);
         if (r < 0)
                 goto fail;
+        agent_host_ip(a->core.host_ip);
         r = agent_network_setup(a, err); /* network */
         if (r < 0)
                 goto fail;
         /* before any group or sandbox: a runtime on the other driver would
          * put every container beside its pod's limits */
-        r = worker_pool_check_runtime(a->pool, err);
+        r = worker_pool_check_runtime(a->core.pool, err);
         if (r < 0)
                 goto fail;
         r = agent_set_node_env(a, err); /* env sources */
@@ -303,14 +255,13 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 goto fail;
         }
         agent_events_attach(a);
-        r = api_server_new(a->event, a->opt.socket_path, render_status, a, &a->api, err);
+        r = api_server_new(a->core.event, a->core.opt.socket_path, render_status, a, &a->core.status, err);
         if (r >= 0)
                 r = agent_http_start(a, err);
         if (r < 0)
                 goto fail;
 
-        a->resources_gen = 1;
-        a->qos_burstable_milli = -1;
+        agent_decisions_init(a);
         agent_apply_qos_groups(a);
         agent_rescan(a);
         agent_managers_start(a);
@@ -324,7 +275,7 @@ fail:
 }
 
 int agent_run(Agent *a) {
-        int r = sd_event_loop(a->event);
+        int r = sd_event_loop(a->core.event);
 
         (void) sd_notify(false, "STOPPING=1");
         return r < 0 ? r : 0;
@@ -333,25 +284,25 @@ int agent_run(Agent *a) {
 Agent *agent_free(Agent *a) {
         if (!a)
                 return NULL;
-        a->pool = worker_pool_free(a->pool);
+        a->core.pool = worker_pool_free(a->core.pool);
         agent_events_detach(a);
-        a->api = api_server_free(a->api);
+        a->core.status = api_server_free(a->core.status);
         agent_http_stop(a);
         agent_source_dir_done(a);
         agent_updates_free(a);
         agent_source_http_done(a);
-        sd_event_source_disable_unref(a->worker_src);
-        sd_event_source_disable_unref(a->relist_timer);
-        sd_event_source_disable_unref(a->actions_src);
+        sd_event_source_disable_unref(a->core.worker_src);
+        sd_event_source_disable_unref(a->core.relist_timer);
+        sd_event_source_disable_unref(a->core.actions_src);
         agent_managers_flush(a);
-        managers_free(a);
-        sd_event_unref(a->event);
+        agent_managers_free(a);
+        sd_event_unref(a->core.event);
         agent_pods_free(a);
-        agent_runtime_free(a);
-        cri_client_free(a->cri);
-        cg_writer_free(a->writer);
-        free(a->log_root);
-        agent_options_done(&a->opt);
+        agent_stops_free(a);
+        cri_client_free(a->core.cri);
+        cg_writer_free(a->core.writer);
+        free(a->core.log_root);
+        agent_options_done(&a->core.opt);
         free(a);
         return NULL;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The worker's finished jobs, applied on the loop: a relist updates each
- * pod's status from what the runtime holds and submits the syncs and kills
- * that converge it; a sync, kill, stop or update job ends its pod's busy
- * state and records what it did. */
+ * pod's status from what the runtime holds and submits (submit.c) the
+ * syncs and kills that converge it; a sync, kill, stop or update job ends
+ * its pod's busy state and records what it did. The one writer of
+ * AgentRuntime; the relist job is the one it submits itself. */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,16 +28,17 @@
 static void relist_timer_at(Agent *a, uint64_t at) {
         uint64_t next = 0;
 
-        if (at != UINT64_MAX && a->relist_timer && sd_event_source_get_time(a->relist_timer, &next) >= 0 && next > at)
-                (void) sd_event_source_set_time(a->relist_timer, at);
+        if (at != UINT64_MAX && a->core.relist_timer && sd_event_source_get_time(a->core.relist_timer, &next) >= 0 &&
+            next > at)
+                (void) sd_event_source_set_time(a->core.relist_timer, at);
 }
 
 uint64_t agent_relist_period(Agent *a, uint64_t now) {
         if (!a->rt.events || !a->rt.relist_steady || now < a->rt.relist_hot_until ||
             cri_events_state(a->rt.events, NULL, NULL, 0) != CRI_EVENTS_SUBSCRIBED ||
-            a->opt.events_relist_usec <= a->opt.relist_usec)
-                return a->opt.relist_usec;
-        return a->opt.events_relist_usec;
+            a->core.opt.events_relist_usec <= a->core.opt.relist_usec)
+                return a->core.opt.relist_usec;
+        return a->core.opt.events_relist_usec;
 }
 
 /* A runtime event (or the stream's loss or return): relist now, and on the
@@ -51,8 +53,8 @@ static int on_runtime_event(sd_event_source *s, int fd, uint32_t revents, void *
         (void) revents;
         if (cri_events_take(a->rt.events) == 0)
                 return 0;
-        a->rt.relist_hot_until = now + 2 * a->opt.relist_usec + a->opt.relist_usec / 2;
-        relist_timer_at(a, now + a->opt.relist_usec);
+        a->rt.relist_hot_until = now + 2 * a->core.opt.relist_usec + a->core.opt.relist_usec / 2;
+        relist_timer_at(a, now + a->core.opt.relist_usec);
         agent_request_relist(a);
         return 0;
 }
@@ -60,13 +62,13 @@ static int on_runtime_event(sd_event_source *s, int fd, uint32_t revents, void *
 void agent_events_attach(Agent *a) {
         CubError err = {};
 
-        if (a->opt.events_relist_usec == 0)
+        if (a->core.opt.events_relist_usec == 0)
                 return;
-        if (cri_events_start(a->cri, CRI_EVENTS_NAMESPACE, &a->rt.events, &err) < 0 ||
-            sd_event_add_io(a->event, &a->rt.events_src, cri_events_fd(a->rt.events), EPOLLIN, on_runtime_event, a) <
-                    0) {
+        if (cri_events_start(a->core.cri, CRI_EVENTS_NAMESPACE, &a->rt.events, &err) < 0 ||
+            sd_event_add_io(a->core.event, &a->rt.events_src, cri_events_fd(a->rt.events), EPOLLIN, on_runtime_event,
+                            a) < 0) {
                 cub_log(LOG_WARNING, "runtime events: %s; relisting every %.1f s",
-                        err.msg[0] ? err.msg : "cannot watch the stream", (double) a->opt.relist_usec / 1e6);
+                        err.msg[0] ? err.msg : "cannot watch the stream", (double) a->core.opt.relist_usec / 1e6);
                 a->rt.events = cri_events_free(a->rt.events);
                 return;
         }
@@ -95,8 +97,7 @@ static void on_runtime_status(Agent *a, const CriRuntimeStatus *st) {
         else
                 cub_log(LOG_INFO, "the runtime's network is ready");
         (void) snprintf(a->rt.network_error, sizeof(a->rt.network_error), "%s", error);
-        if (a->http)
-                api_http_set_network(a->http, error);
+        agent_api_set_network(a, error);
 }
 
 static void on_relist(Agent *a, WorkerJob *j) {
@@ -115,22 +116,22 @@ static void on_relist(Agent *a, WorkerJob *j) {
                 return;
         }
         if (!a->rt.ready && a->rt.known)
-                cub_log(LOG_INFO, "runtime '%s' is back", cri_client_endpoint(a->cri));
+                cub_log(LOG_INFO, "runtime '%s' is back", cri_client_endpoint(a->core.cri));
         if (j->status_known)
                 on_runtime_status(a, &j->status);
         a->rt.ready = a->rt.known = true;
         a->rt.error[0] = '\0';
 
         /* the decisions (agent/loop/relist-plan.c), then the jobs they start */
-        in = (RelistInput){ .pods = a->pods,
-                            .n_pods = a->n_pods,
-                            .by_uid = a->by_uid,
+        in = (RelistInput){ .pods = a->table.pods,
+                            .n_pods = a->table.n_pods,
+                            .by_uid = a->table.by_uid,
                             .observed = j->observed,
                             .n_observed = j->n_observed,
                             .sources_ready = agent_sources_ready(a),
                             .network_error = a->rt.network_error,
                             .now = now };
-        if (relist_plan(&in, &a->rt.kills, &plan) < 0 && !plan.sync) {
+        if (agent_stops_plan(a, &in, &plan) < 0 && !plan.sync) {
                 cub_log(LOG_ERR, "relist: out of memory");
                 return;
         }
@@ -141,9 +142,9 @@ static void on_relist(Agent *a, WorkerJob *j) {
         a->rt.relist_steady = plan.steady;
         a->rt.kill_next_due = plan.next_due;
         relist_plan_done(&plan);
-        a->n_running = 0;
-        for (size_t i = 0; i < a->n_pods; i++) {
-                LcPod *p = a->pods[i];
+        a->rt.n_running = 0;
+        for (size_t i = 0; i < a->table.n_pods; i++) {
+                LcPod *p = a->table.pods[i];
 
                 for (size_t k = 0; p->wanted && p->admitted && !p->terminal && k < p->n; k++)
                         if (p->statuses[k].oom_killed_now)
@@ -152,25 +153,23 @@ static void on_relist(Agent *a, WorkerJob *j) {
                                         pod_container_at(p->spec->pod, k, NULL)->name, p->statuses[k].restarts);
                 /* probes and hooks: the pod conditions' transitions */
                 (void) lc_pod_track_conditions(p, (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
-                a->n_running += p->phase == LC_PHASE_RUNNING;
+                a->rt.n_running += p->phase == LC_PHASE_RUNNING;
                 busy = busy || p->busy;
         }
         /* a stop waiting for its retry: the relist timer fires by then */
         relist_timer_at(a, a->rt.kill_next_due);
         if (!a->rt.relist_steady)
-                relist_timer_at(a, now + a->opt.relist_usec);
-        if (a->trim_pending && !busy && kill_table_in_flight(&a->rt.kills) == 0) {
+                relist_timer_at(a, now + a->core.opt.relist_usec);
+        if (!busy && kill_table_in_flight(&a->stops.kills) == 0 && agent_pods_take_trim(a))
                 /* a burst of pods is over: hand its freed heap back (0.2-0.8 MB
                  * with 110-250 pods, measured in the bench) */
-                a->trim_pending = false;
                 (void) malloc_trim(0);
-        }
         agent_update_resources(a);
-        if (!a->notified_ready) {
+        if (!a->rt.notified_ready) {
                 (void) sd_notify(false, "READY=1");
-                a->notified_ready = true;
-                cub_log(LOG_INFO, "ready: %zu pods from '%s', runtime '%s'", a->n_pods, a->opt.manifest_dir,
-                        cri_client_endpoint(a->cri));
+                a->rt.notified_ready = true;
+                cub_log(LOG_INFO, "ready: %zu pods from '%s', runtime '%s'", a->table.n_pods, a->core.opt.manifest_dir,
+                        cri_client_endpoint(a->core.cri));
         }
         agent_notify_status(a);
 }
@@ -192,7 +191,7 @@ void agent_request_relist(Agent *a) {
         }
         a->rt.relist_busy = true;
         a->rt.relist_again = false;
-        worker_pool_submit(a->pool, j);
+        worker_pool_submit(a->core.pool, j);
 }
 
 /* The pod a SYNC or UPDATE job was made for (its spec, not only its UID). */
@@ -202,9 +201,9 @@ static LcPod *job_pod(Agent *a, const WorkerJob *j) {
         if (p && p->spec == j->spec)
                 return p;
         /* an older copy of an edited pod */
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (a->pods[i]->spec == j->spec)
-                        return a->pods[i];
+        for (size_t i = 0; i < a->table.n_pods; i++)
+                if (a->table.pods[i]->spec == j->spec)
+                        return a->table.pods[i];
         return NULL;
 }
 
@@ -239,44 +238,10 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
         agent_request_relist(a);
 }
 
-/* ---- the runtime's stops: the kill table is jobs.c's alone ---------------------- */
-
-bool agent_is_killing(Agent *a, const char *uid) {
-        return kill_table_find(&a->rt.kills, uid) != NULL;
-}
+/* ---- the runtime's stops ---------------------------------------------------- */
 
 void agent_runtime_init(Agent *a) {
         a->rt.kill_next_due = UINT64_MAX;
-}
-
-void agent_runtime_free(Agent *a) {
-        kill_table_free(&a->rt.kills);
-}
-
-void agent_submit_kill_entry(Agent *a, KillEntry *e, bool first) {
-        WorkerJob *j = worker_job_new(WORKER_KILL);
-
-        if (!j || !(j->uid = strdup(e->uid)) || (e->cgroup && !(j->cgroup = strdup(e->cgroup)))) {
-                /* out of memory: the stop is attempted again after the policy's wait */
-                worker_job_free(j);
-                (void) kill_table_done(&a->rt.kills, e->uid, -ENOMEM, "out of memory", agent_now_usec(),
-                                       cub_retry_draw(), NULL);
-                return;
-        }
-        j->grace = e->grace;
-        j->spec = agent_take_spec(a, e->uid); /* probes and hooks: its preStop hooks */
-        if (first)
-                cub_log(LOG_INFO, "stopping pod %s/%s (uid %s), grace period %" PRId64 "s", e->namespace_, e->name,
-                        e->uid, e->grace);
-        worker_pool_submit(a->pool, j);
-}
-
-void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace) {
-        bool first = false;
-        KillEntry *e = kill_table_want(&a->rt.kills, uid, ns, name, cgroup, grace, agent_now_usec(), &first);
-
-        if (e)
-                agent_submit_kill_entry(a, e, first);
 }
 
 /* A kill job came back. A failed one waits in the kill table for the pod
@@ -284,7 +249,7 @@ void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *na
  * before then, one journal line per distinct error and one when it clears. */
 static void on_kill_done(Agent *a, WorkerJob *j) {
         uint64_t now = agent_now_usec();
-        KillEntry *e = kill_table_find(&a->rt.kills, j->uid);
+        KillEntry *e = kill_table_find(&a->stops.kills, j->uid);
         _cleanup_free_ char *what = NULL;
         unsigned attempts = 0;
 
@@ -293,9 +258,9 @@ static void on_kill_done(Agent *a, WorkerJob *j) {
         /* a pod of the table (rejected, evicted, preempted) keeps the event */
         if (j->r < 0 && agent_find_pod(a, j->uid))
                 lc_pod_event(agent_find_pod(a, j->uid), true, "FailedKillPod", now, "error killing pod: %s", j->error);
-        switch (kill_table_done(&a->rt.kills, j->uid, j->r, j->error, now, cub_retry_draw(), &attempts)) {
+        switch (agent_stops_done(a, j, now, &attempts)) {
         case KILL_FAILED_NEW:
-                e = kill_table_find(&a->rt.kills, j->uid);
+                e = kill_table_find(&a->stops.kills, j->uid);
                 cub_log(LOG_WARNING, "stopping pod %s: %s; retrying in %.0f s (attempt %u)", what ? what : j->uid,
                         j->error, e ? (double) (e->retry.next_usec - now) / 1e6 : 0.0, attempts);
                 break;
@@ -314,7 +279,7 @@ static void on_kill_done(Agent *a, WorkerJob *j) {
                 break;
         }
         /* the next retry: the relist timer fires by then */
-        a->rt.kill_next_due = kill_table_next_due(&a->rt.kills);
+        a->rt.kill_next_due = kill_table_next_due(&a->stops.kills);
         relist_timer_at(a, a->rt.kill_next_due);
 }
 
@@ -325,7 +290,7 @@ int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata
         (void) s;
         (void) fd;
         (void) revents;
-        j = worker_pool_take(a->pool);
+        j = worker_pool_take(a->core.pool);
         while (j) {
                 WorkerJob *next = j->next;
                 LcPod *p;

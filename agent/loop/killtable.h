@@ -3,7 +3,7 @@
 
 /*
  * The kill table: every pod the agent is stopping, until the runtime holds
- * nothing of it. Its one owner is the loop (agent/jobs.c, agent/pods.c). A
+ * nothing of it. Its one writer is the loop's agent/loop/submit.c. A
  * failed kill stays in the table and is attempted again when the pod
  * worker's retry policy says (agent/util/retry.h): never at once, never
  * because a relist found the sandbox again. Pure: no I/O, the caller gives

@@ -2,7 +2,9 @@
 /* The manager table's dispatch, all of it: every call from the loop into
  * the managers (agent/managers, LcManagerVtable) goes through here, in the
  * table's order (freed in reverse). The managers never see the loop: they
- * get an LcEnv and return decisions (LcAction). */
+ * get an LcEnv and return decisions (LcAction). The queue of the decisions
+ * they take on their own (LcEnv.act) is here too, below actions.c, which
+ * takes it: this file calls no other file of the loop. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -10,13 +12,53 @@
 #include "../util/log.h"
 #include "agent-internal.h"
 
+static const LcPod *const *env_pods(void *loop, size_t *ret_n) {
+        Agent *a = loop;
+
+        *ret_n = a->table.n_pods;
+        return (const LcPod *const *) a->table.pods;
+}
+
+/* the decisions a manager takes on its own wait here for the loop's
+ * deferred event (agent.c's actions_src), which applies them (actions.c) */
+static void env_act(void *loop, const LcAction *act) {
+        Agent *a = loop;
+
+        if (lc_actions_push(&a->mgrs.actions, act) < 0) {
+                cub_log(LOG_ERR, "out of memory queueing a decision of a manager");
+                return;
+        }
+        (void) sd_event_source_set_enabled(a->core.actions_src, SD_EVENT_ONESHOT);
+}
+
+bool agent_managers_take_actions(Agent *a, LcActions *ret) {
+        if (a->mgrs.actions.n == 0)
+                return false;
+        *ret = a->mgrs.actions;
+        a->mgrs.actions = (LcActions){};
+        return true;
+}
+
 int agent_managers_new(Agent *a, CubError *err) {
-        a->mgr = mgr_table(&a->n_mgr);
-        a->mgr_state = calloc(a->n_mgr + 1, sizeof(void *));
-        if (!a->mgr_state)
+        a->mgrs.env = (LcEnv){
+                .event = a->core.event,
+                .cgroup_root = a->core.opt.cgroup_root,
+                .state_dir = a->core.opt.state_dir,
+                .node_name = a->core.opt.node_name,
+                .kc = a->core.kc,
+                .cg = &a->core.cg,
+                .cri = a->core.cri,
+                .conditions = a->decided.conditions,
+                .pods = env_pods,
+                .act = env_act,
+                .loop = a,
+        };
+        a->mgrs.mgr = mgr_table(&a->mgrs.n_mgr);
+        a->mgrs.mgr_state = calloc(a->mgrs.n_mgr + 1, sizeof(void *));
+        if (!a->mgrs.mgr_state)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        for (size_t i = 0; i < a->n_mgr; i++) {
-                int r = a->mgr[i]->new (&a->env, &a->mgr_state[i], err);
+        for (size_t i = 0; i < a->mgrs.n_mgr; i++) {
+                int r = a->mgrs.mgr[i]->new (&a->mgrs.env, &a->mgrs.mgr_state[i], err);
 
                 if (r < 0)
                         return r;
@@ -25,19 +67,20 @@ int agent_managers_new(Agent *a, CubError *err) {
 }
 
 void agent_managers_free(Agent *a) {
-        for (size_t i = a->n_mgr; a->mgr_state && i > 0; i--)
-                if (a->mgr_state[i - 1])
-                        a->mgr[i - 1]->free(a->mgr_state[i - 1]);
-        free(a->mgr_state);
-        a->mgr_state = NULL;
+        for (size_t i = a->mgrs.n_mgr; a->mgrs.mgr_state && i > 0; i--)
+                if (a->mgrs.mgr_state[i - 1])
+                        a->mgrs.mgr[i - 1]->free(a->mgrs.mgr_state[i - 1]);
+        free(a->mgrs.mgr_state);
+        a->mgrs.mgr_state = NULL;
+        lc_actions_done(&a->mgrs.actions);
 }
 
 /* each hook that a manager may leave NULL, called on every manager that has it */
-#define EACH(hook, ...)                                                            \
-        do {                                                                       \
-                for (size_t i_ = 0; i_ < a->n_mgr; i_++)                           \
-                        if (a->mgr[i_]->hook)                                      \
-                                a->mgr[i_]->hook(a->mgr_state[i_], ##__VA_ARGS__); \
+#define EACH(hook, ...)                                                                      \
+        do {                                                                                 \
+                for (size_t i_ = 0; i_ < a->mgrs.n_mgr; i_++)                                \
+                        if (a->mgrs.mgr[i_]->hook)                                           \
+                                a->mgrs.mgr[i_]->hook(a->mgrs.mgr_state[i_], ##__VA_ARGS__); \
         } while (0)
 
 void agent_managers_start(Agent *a) {
@@ -50,16 +93,16 @@ void agent_managers_admit_batch(Agent *a) {
         EACH(admit_batch);
 }
 
-size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret) {
-        for (size_t i = 0; i < a->n_mgr; i++) {
+size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret, void (*apply)(Agent *a)) {
+        for (size_t i = 0; i < a->mgrs.n_mgr; i++) {
                 CubError err = {};
 
                 *ret = (LcAdmitResult){ .admit = true };
-                if (!a->mgr[i]->admit)
+                if (!a->mgrs.mgr[i]->admit)
                         continue;
-                if (a->mgr[i]->admit(a->mgr_state[i], p, ret, &err) < 0) {
+                if (a->mgrs.mgr[i]->admit(a->mgrs.mgr_state[i], p, ret, &err) < 0) {
                         cub_log(LOG_ERR, "pod %s/%s: %s: %s", p->spec->pod->namespace_, p->spec->pod->name,
-                                a->mgr[i]->name, err.msg);
+                                a->mgrs.mgr[i]->name, err.msg);
                         (void) snprintf(ret->reason, sizeof(ret->reason), "UnexpectedAdmissionError");
                         (void) snprintf(ret->message, sizeof(ret->message), "%s", err.msg);
                         ret->admit = false;
@@ -69,8 +112,8 @@ size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret) {
                         ret->numa = NULL;
                         /* the managers before this one admitted it: they let go again */
                         for (size_t k = 0; k < i; k++)
-                                if (a->mgr[k]->pod_removed)
-                                        a->mgr[k]->pod_removed(a->mgr_state[k], p);
+                                if (a->mgrs.mgr[k]->pod_removed)
+                                        a->mgrs.mgr[k]->pod_removed(a->mgrs.mgr_state[k], p);
                         return i;
                 }
                 if (ret->numa) {
@@ -80,21 +123,21 @@ size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret) {
                 }
                 /* what it decided (preemption victims) is in place before
                  * the next manager looks at the pod */
-                agent_apply_actions(a);
+                apply(a);
         }
         *ret = (LcAdmitResult){ .admit = true };
         return SIZE_MAX;
 }
 
 int agent_managers_prepare_container(Agent *a, const LcPod *p, size_t k, LcContainerConfig *cfg, CubError *err) {
-        for (size_t i = 0; i < a->n_mgr; i++) {
+        for (size_t i = 0; i < a->mgrs.n_mgr; i++) {
                 int r;
 
-                if (!a->mgr[i]->prepare_container)
+                if (!a->mgrs.mgr[i]->prepare_container)
                         continue;
-                r = a->mgr[i]->prepare_container(a->mgr_state[i], p, k, cfg, err);
+                r = a->mgrs.mgr[i]->prepare_container(a->mgrs.mgr_state[i], p, k, cfg, err);
                 if (r < 0)
-                        return cub_err_wrap(err, "%s", a->mgr[i]->name);
+                        return cub_err_wrap(err, "%s", a->mgrs.mgr[i]->name);
         }
         return 0;
 }

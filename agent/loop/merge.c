@@ -40,11 +40,15 @@ static bool pod_new(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
         _cleanup_free_ char *uid = e->pod ? strdup(e->pod->uid) : NULL;
         LcPod *p;
 
-        if (worker_spec_new(TAKE_PTR(e->pod), e->path, &a->cg, a->log_root, &spec, &err) < 0) {
+        if (worker_spec_new(TAKE_PTR(e->pod), e->path, &a->core.cg, a->core.log_root, &spec, &err) < 0) {
                 cub_log(LOG_ERR, "%s: %s, skipping this manifest", e->path, err.msg);
                 return false;
         }
-        agent_pod_add(a, spec, event_usec);
+        p = agent_pod_insert(a, spec, event_usec);
+        if (p) {
+                p->wanted = true; /* before its admission, which may look (LcEnv.pods) */
+                agent_pod_start(a, p);
+        }
         p = uid ? agent_find_pod(a, uid) : NULL;
         if (p)
                 pod_set_file_id(p, &e->id);
@@ -53,7 +57,7 @@ static bool pod_new(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
 
 /* the table changed */
 static void changed(Agent *a) {
-        a->trim_pending = true;
+        agent_pods_trim_later(a);
         agent_remove_unwanted(a);
         agent_apply_qos_groups(a);
         agent_request_relist(a);
@@ -65,9 +69,9 @@ static void changed(Agent *a) {
 static void merge_dir_set(Agent *a, PodsrcSet *set, uint64_t now) {
         bool any = false, batch = false;
 
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (!agent_pod_from_url(a, a->pods[i])) /* the URL's pods are its own */
-                        a->pods[i]->wanted = false;
+        for (size_t i = 0; i < a->table.n_pods; i++)
+                if (!agent_pod_from_url(a, a->table.pods[i])) /* the URL's pods are its own */
+                        a->table.pods[i]->wanted = false;
         /* pods that stay are known first, so that what left frees its
          * resources before new pods are admitted */
         for (size_t i = 0; i < set->n; i++) {
@@ -79,9 +83,9 @@ static void merge_dir_set(Agent *a, PodsrcSet *set, uint64_t now) {
                         pod_set_file_id(p, &set->items[i].id); /* touched, same pod */
                 }
         }
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (!a->pods[i]->wanted && !agent_pod_from_url(a, a->pods[i])) {
-                        pod_gone(a, a->pods[i]);
+        for (size_t i = 0; i < a->table.n_pods; i++)
+                if (!a->table.pods[i]->wanted && !agent_pod_from_url(a, a->table.pods[i])) {
+                        pod_gone(a, a->table.pods[i]);
                         any = true;
                 }
         for (size_t i = 0; i < set->n; i++) {
@@ -109,8 +113,8 @@ static void merge_file(Agent *a, const char *path, PodsrcEntry *e, uint64_t even
         bool any = false;
 
         if (e->pod) {
-                for (size_t i = 0; i < a->n_pods; i++) {
-                        const LcPod *o = a->pods[i];
+                for (size_t i = 0; i < a->table.n_pods; i++) {
+                        const LcPod *o = a->table.pods[i];
 
                         /* names are unique per source (kubelet's merge) */
                         if (o->wanted && strcmp(o->spec->source, path) != 0 && !agent_pod_from_url(a, o) &&
@@ -129,8 +133,8 @@ static void merge_file(Agent *a, const char *path, PodsrcEntry *e, uint64_t even
         }
         agent_source_dir_file_error(a, path, e->error);
         /* the pods this file defined before go, unless it is the very same pod */
-        for (size_t i = 0; i < a->n_pods; i++) {
-                LcPod *p = a->pods[i];
+        for (size_t i = 0; i < a->table.n_pods; i++) {
+                LcPod *p = a->table.pods[i];
 
                 if (!p->wanted || strcmp(p->spec->source, path) != 0)
                         continue;
@@ -161,14 +165,14 @@ static void merge_file(Agent *a, const char *path, PodsrcEntry *e, uint64_t even
 static void merge_url_set(Agent *a, PodsrcSet *set, uint64_t now) {
         bool any = false, batch = false;
 
-        bool *was = calloc(a->n_pods + 1, sizeof(bool));
+        bool *was = calloc(a->table.n_pods + 1, sizeof(bool));
 
         if (!was)
                 return;
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (agent_pod_from_url(a, a->pods[i])) {
-                        was[i] = a->pods[i]->wanted;
-                        a->pods[i]->wanted = false;
+        for (size_t i = 0; i < a->table.n_pods; i++)
+                if (agent_pod_from_url(a, a->table.pods[i])) {
+                        was[i] = a->table.pods[i]->wanted;
+                        a->table.pods[i]->wanted = false;
                 }
         for (size_t i = 0; i < set->n; i++) {
                 LcPod *p = set->items[i].pod ? agent_find_pod(a, set->items[i].pod->uid) : NULL;
@@ -177,9 +181,9 @@ static void merge_url_set(Agent *a, PodsrcSet *set, uint64_t now) {
                     strcmp(p->spec->pod->config_hash, set->items[i].pod->config_hash) == 0)
                         p->wanted = true;
         }
-        for (size_t i = 0; i < a->n_pods; i++)
-                if (was[i] && !a->pods[i]->wanted) {
-                        pod_gone(a, a->pods[i]);
+        for (size_t i = 0; i < a->table.n_pods; i++)
+                if (was[i] && !a->table.pods[i]->wanted) {
+                        pod_gone(a, a->table.pods[i]);
                         any = true;
                 }
         for (size_t i = 0; i < set->n; i++) {
@@ -196,7 +200,7 @@ static void merge_url_set(Agent *a, PodsrcSet *set, uint64_t now) {
                                 char msg[CUB_ERR_MSG_MAX];
 
                                 (void) snprintf(msg, sizeof(msg), "%s: pod %s/%s: uid %s is already used by '%s'",
-                                                a->opt.manifest_url, e->pod->namespace_, e->pod->name, e->pod->uid,
+                                                a->core.opt.manifest_url, e->pod->namespace_, e->pod->name, e->pod->uid,
                                                 p->spec->source);
                                 agent_source_http_error(a, msg);
                         }
@@ -238,18 +242,18 @@ AgentUpdate *agent_update_new(AgentUpdateKind kind, uint64_t event_usec) {
 void agent_update_push(Agent *a, AgentUpdate *u) {
         if (!u)
                 return;
-        if (a->src.updates_tail)
-                a->src.updates_tail->next = u;
+        if (a->queue.tail)
+                a->queue.tail->next = u;
         else
-                a->src.updates_head = u;
-        a->src.updates_tail = u;
-        if (a->src.updates_draining)
+                a->queue.head = u;
+        a->queue.tail = u;
+        if (a->queue.draining)
                 return;
-        a->src.updates_draining = true;
-        while ((u = a->src.updates_head)) {
-                a->src.updates_head = u->next;
-                if (!a->src.updates_head)
-                        a->src.updates_tail = NULL;
+        a->queue.draining = true;
+        while ((u = a->queue.head)) {
+                a->queue.head = u->next;
+                if (!a->queue.head)
+                        a->queue.tail = NULL;
                 switch (u->kind) {
                 case AGENT_UPDATE_DIR_SET:
                         merge_dir_set(a, &u->set, u->event_usec);
@@ -263,15 +267,15 @@ void agent_update_push(Agent *a, AgentUpdate *u) {
                 }
                 update_free(u);
         }
-        a->src.updates_draining = false;
+        a->queue.draining = false;
 }
 
 void agent_updates_free(Agent *a) {
-        while (a->src.updates_head) {
-                AgentUpdate *u = a->src.updates_head;
+        while (a->queue.head) {
+                AgentUpdate *u = a->queue.head;
 
-                a->src.updates_head = u->next;
+                a->queue.head = u->next;
                 update_free(u);
         }
-        a->src.updates_tail = NULL;
+        a->queue.tail = NULL;
 }

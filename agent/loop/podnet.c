@@ -92,8 +92,8 @@ static int cni_setup(const PodKubeletConfig *kc, CubError *err) {
         return 0;
 }
 
-int agent_network_setup(Agent *a, CubError *err) {
-        const PodKubeletConfig *kc = a->kc;
+int agent_network_setup(const Agent *a, CubError *err) {
+        const PodKubeletConfig *kc = a->core.kc;
         _cleanup_free_ char *pods_dir = NULL;
         int r;
 
@@ -104,14 +104,13 @@ int agent_network_setup(Agent *a, CubError *err) {
         r = cni_setup(kc, err);
         if (r < 0)
                 return r;
-        agent_host_ip(a->host_ip);
-        if (asprintf(&pods_dir, "%s/pods", a->opt.state_dir) < 0)
+        if (asprintf(&pods_dir, "%s/pods", a->core.opt.state_dir) < 0)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        return worker_pool_set_network(a->pool,
+        return worker_pool_set_network(a->core.pool,
                                        &(WorkerNetwork){ .pods_dir = pods_dir,
                                                          .cluster_dns = (const char *const *) kc->cluster_dns.items,
                                                          .cluster_domain = kc->cluster_domain,
                                                          .resolv_conf = kc->resolv_conf,
-                                                         .host_ip = a->host_ip },
+                                                         .host_ip = a->core.host_ip },
                                        err);
 }

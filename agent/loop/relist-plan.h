@@ -5,7 +5,7 @@
  * The decisions of a relist, as one pure function of (the pod table, what
  * the runtime holds, the kill table, now): which pods get a sync job, which
  * stops start or are attempted again, and whether the node is steady. The
- * loop (agent/jobs.c) applies the plan: it submits the jobs. No I/O; unit
+ * loop (agent/loop/jobs.c) applies the plan: submit.c submits the jobs. No I/O; unit
  * tests run it on a fake clock (tests/unit/agent/loop).
  */
 

@@ -3,7 +3,7 @@
  * its heartbeat for the health checks and, when a client asked since the
  * last tick, renders a snapshot (PodList, metrics, the pods' cgroups) and
  * publishes it to the server thread. The loop's counters live in
- * a->metrics. */
+ * a->api.metrics, written here alone: the other files call agent_metrics_*(). */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -18,36 +18,37 @@
 #define TICK_USEC CUB_USEC_PER_SEC
 
 static void publish(Agent *a, uint64_t now) {
-        ApiPodsInfo info = { .node_name = a->opt.node_name,
-                             .host_ip = a->host_ip[0] ? a->host_ip : NULL,
+        ApiPodsInfo info = { .node_name = a->core.opt.node_name,
+                             .host_ip = a->core.host_ip[0] ? a->core.host_ip : NULL,
                              .runtime = "containerd",
                              .wall_minus_mono_usec = (int64_t) cub_now_usec(CLOCK_REALTIME) - (int64_t) now };
         ApiGauges g = { .runtime_ready = a->rt.ready,
                         .version = CUBELET_VERSION,
-                        .node_name = a->opt.node_name,
-                        .manifest_errors_now = a->src.n_errors };
+                        .node_name = a->core.opt.node_name,
+                        .manifest_errors_now = a->errs.n_dir };
         ApiSnapshot *s = api_snapshot_new();
         size_t len = 0;
         FILE *f;
 
         if (!s)
                 return;
-        api_pods_gauges(a->pods, a->n_pods, &g);
+        api_pods_gauges(a->table.pods, a->table.n_pods, &g);
         s->made_usec = now;
-        s->node_name = strdup(a->opt.node_name);
-        s->pods_json = api_pod_list_json_cached(&a->pod_cache, a->pods, a->n_pods, &info);
+        s->node_name = strdup(a->core.opt.node_name);
+        s->pods_json = api_pod_list_json_cached(&a->api.pod_cache, a->table.pods, a->table.n_pods, &info);
         f = open_memstream(&s->metrics, &len);
         if (f) {
-                (void) api_metrics_render(&a->metrics, &g, f);
+                (void) api_metrics_render(&a->api.metrics, &g, f);
                 agent_managers_metrics(a, f);
                 (void) fclose(f);
         }
-        if (!s->node_name || !s->pods_json || !s->metrics || api_snapshot_add_pods(s, a->pods, a->n_pods, &info) < 0) {
+        if (!s->node_name || !s->pods_json || !s->metrics ||
+            api_snapshot_add_pods(s, a->table.pods, a->table.n_pods, &info) < 0) {
                 cub_log(LOG_ERR, "HTTP API: out of memory rendering the snapshot");
                 api_snapshot_unref(s);
                 return;
         }
-        api_http_publish(a->http, s);
+        api_http_publish(a->api.http, s);
 }
 
 static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
@@ -56,11 +57,11 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
 
         (void) sd_event_source_set_time(src, usec + TICK_USEC);
         if (a->rt.ready || !a->rt.known)
-                a->runtime_down_since = 0;
-        else if (!a->runtime_down_since)
-                a->runtime_down_since = now;
-        api_http_heartbeat(a->http, now, a->runtime_down_since, a->notified_ready);
-        if (api_http_take_wanted(a->http))
+                a->api.runtime_down_since = 0;
+        else if (!a->api.runtime_down_since)
+                a->api.runtime_down_since = now;
+        api_http_heartbeat(a->api.http, now, a->api.runtime_down_since, a->rt.notified_ready);
+        if (api_http_take_wanted(a->api.http))
                 publish(a, now);
         return 0;
 }
@@ -70,39 +71,39 @@ int agent_http_start(Agent *a, CubError *err) {
         uint64_t wd = 0;
         int r;
 
-        api_metrics_init(&a->metrics);
-        if (a->opt.http_port == 0)
+        api_metrics_init(&a->api.metrics);
+        if (a->core.opt.http_port == 0)
                 return 0;
         api_http_config_init(&c);
-        c.address = a->opt.http_address;
-        c.port = a->opt.http_port;
-        c.tls_cert_file = a->kc->tls_cert_file;
-        c.tls_key_file = a->kc->tls_private_key_file;
-        c.client_ca_file = a->kc->client_ca_file;
-        c.cgroup_root = a->opt.cgroup_root;
-        c.fs_path = a->opt.state_dir;
+        c.address = a->core.opt.http_address;
+        c.port = a->core.opt.http_port;
+        c.tls_cert_file = a->core.kc->tls_cert_file;
+        c.tls_key_file = a->core.kc->tls_private_key_file;
+        c.client_ca_file = a->core.kc->client_ca_file;
+        c.cgroup_root = a->core.opt.cgroup_root;
+        c.fs_path = a->core.opt.state_dir;
         if (sd_watchdog_enabled(false, &wd) > 0 && wd > 0)
                 c.stall_usec = wd;
-        r = api_http_new(&c, &a->http, err);
+        r = api_http_new(&c, &a->api.http, err);
         if (r < 0)
                 return r;
-        r = sd_event_add_time_relative(a->event, &a->http_timer, CLOCK_MONOTONIC, TICK_USEC, TICK_USEC / 10, on_tick,
-                                       a);
+        r = sd_event_add_time_relative(a->core.event, &a->api.timer, CLOCK_MONOTONIC, TICK_USEC, TICK_USEC / 10,
+                                       on_tick, a);
         if (r < 0)
                 return cub_err_set(err, -r, "HTTP API timer: %s", strerror(-r));
-        (void) sd_event_source_set_description(a->http_timer, "http-api");
-        (void) sd_event_source_set_enabled(a->http_timer, SD_EVENT_ON);
-        cub_log(LOG_INFO, "HTTP API on %s%s:%u%s", strchr(c.address, ':') ? "[" : "", c.address, api_http_port(a->http),
-                c.tls_cert_file ? " (TLS, client certificates)" : "");
+        (void) sd_event_source_set_description(a->api.timer, "http-api");
+        (void) sd_event_source_set_enabled(a->api.timer, SD_EVENT_ON);
+        cub_log(LOG_INFO, "HTTP API on %s%s:%u%s", strchr(c.address, ':') ? "[" : "", c.address,
+                api_http_port(a->api.http), c.tls_cert_file ? " (TLS, client certificates)" : "");
         return 0;
 }
 
 void agent_http_stop(Agent *a) {
-        a->http_timer = sd_event_source_disable_unref(a->http_timer);
+        a->api.timer = sd_event_source_disable_unref(a->api.timer);
         /* the server thread first: it may read the snapshot */
-        a->http = api_http_free(a->http);
-        api_pod_cache_done(&a->pod_cache);
-        api_metrics_done(&a->metrics);
+        a->api.http = api_http_free(a->api.http);
+        api_pod_cache_done(&a->api.pod_cache);
+        api_metrics_done(&a->api.metrics);
 }
 
 void agent_metrics_job(Agent *a, const LcPod *p, const WorkerJob *j) {
@@ -112,11 +113,38 @@ void agent_metrics_job(Agent *a, const LcPod *p, const WorkerJob *j) {
                                                     : API_WORKER_OP_SYNC;
 
         if (j->finished_usec >= j->started_usec && j->started_usec)
-                api_histogram_observe(&a->metrics.pod_worker_duration[op],
+                api_histogram_observe(&a->api.metrics.pod_worker_duration[op],
                                       (double) (j->finished_usec - j->started_usec) / 1e6);
         /* the first time its containers were started: source event → started */
         if (p && j->kind == WORKER_SYNC && j->containers_started_usec && !p->latency.started && p->latency.event &&
             j->containers_started_usec >= p->latency.event)
-                api_histogram_observe(&a->metrics.pod_start_duration,
+                api_histogram_observe(&a->api.metrics.pod_start_duration,
                                       (double) (j->containers_started_usec - p->latency.event) / 1e6);
+}
+
+void agent_api_set_network(Agent *a, const char *error) {
+        if (a->api.http)
+                api_http_set_network(a->api.http, error);
+}
+
+void agent_metrics_manifest_error(Agent *a) {
+        a->api.metrics.manifest_errors++;
+}
+
+void agent_metrics_url_fetch(Agent *a, const char *result) {
+        (void) api_counter_add(&a->api.metrics.http_source_fetches, result, 1);
+}
+
+void agent_metrics_rejected(Agent *a, const char *reason, bool cpu_pinning_error) {
+        (void) api_counter_add(&a->api.metrics.admission_rejections, reason, 1);
+        if (cpu_pinning_error)
+                a->api.metrics.cpu_pinning_requests++, a->api.metrics.cpu_pinning_errors++;
+}
+
+void agent_metrics_cpu_pinning(Agent *a, size_t containers) {
+        a->api.metrics.cpu_pinning_requests += containers;
+}
+
+void agent_metrics_stopped_by(Agent *a, bool evicted, const char *resource) {
+        (void) api_counter_add(evicted ? &a->api.metrics.evictions : &a->api.metrics.preemptions, resource, 1);
 }

@@ -21,76 +21,6 @@
 
 #define DEBOUNCE_USEC (100 * 1000)
 
-void agent_errors_free(Agent *a) {
-        for (size_t k = 0; k < a->src.n_errors; k++) {
-                free(a->src.errors[k].source);
-                free(a->src.errors[k].message);
-        }
-        free(a->src.errors);
-        a->src.errors = NULL;
-        a->src.n_errors = 0;
-}
-
-static bool error_known(Agent *a, const char *message) {
-        for (size_t k = 0; k < a->src.n_errors; k++)
-                if (strcmp(a->src.errors[k].message, message) == 0)
-                        return true;
-        return false;
-}
-
-static void set_errors(Agent *a, const PodsrcSet *set) {
-        AgentError *ne = calloc(set->n + 1, sizeof(AgentError));
-        size_t n = 0;
-
-        if (!ne)
-                return;
-        for (size_t i = 0; i < set->n; i++) {
-                if (!set->items[i].error)
-                        continue;
-                if (!error_known(a, set->items[i].error)) {
-                        a->metrics.manifest_errors++;
-                        cub_log(LOG_ERR, "%s, skipping this manifest", set->items[i].error);
-                }
-                ne[n].source = strdup(set->items[i].path);
-                ne[n].message = strdup(set->items[i].error);
-                n++;
-        }
-        agent_errors_free(a);
-        a->src.errors = ne;
-        a->src.n_errors = n;
-}
-
-/* The error of one file: replaced, or dropped when message is NULL. */
-void agent_source_dir_file_error(Agent *a, const char *path, const char *message) {
-        AgentError *ne;
-
-        for (size_t k = 0; k < a->src.n_errors; k++)
-                if (strcmp(a->src.errors[k].source, path) == 0) {
-                        if (message && strcmp(a->src.errors[k].message, message) == 0)
-                                return;
-                        free(a->src.errors[k].source);
-                        free(a->src.errors[k].message);
-                        a->src.errors[k] = a->src.errors[--a->src.n_errors];
-                        break;
-                }
-        if (!message)
-                return;
-        cub_log(LOG_ERR, "%s, skipping this manifest", message);
-        ne = realloc(a->src.errors, (a->src.n_errors + 1) * sizeof(*ne));
-        if (!ne)
-                return;
-        a->src.errors = ne;
-        ne[a->src.n_errors].source = strdup(path);
-        ne[a->src.n_errors].message = strdup(message);
-        if (!ne[a->src.n_errors].source || !ne[a->src.n_errors].message) {
-                free(ne[a->src.n_errors].source);
-                free(ne[a->src.n_errors].message);
-                return;
-        }
-        a->src.n_errors++;
-        a->metrics.manifest_errors++;
-}
-
 /* ---- the periodic rescan: unchanged files are not decoded again ------------ */
 
 static const Pod *rescan_cached(const char *path, const PodsrcFileId *id, void *userdata) {
@@ -108,14 +38,14 @@ static void dir_error(Agent *a, const char *error) {
 
         if (error && !msg)
                 return;
-        if ((!msg && !a->src.dir_error) || (msg && a->src.dir_error && strcmp(msg, a->src.dir_error) == 0))
+        if ((!msg && !a->dir.error) || (msg && a->dir.error && strcmp(msg, a->dir.error) == 0))
                 return;
         if (msg)
                 cub_log(LOG_WARNING, "%s", msg);
-        else if (a->src.dir_error)
-                cub_log(LOG_INFO, "manifest directory '%s' is readable again", a->opt.manifest_dir);
-        free(a->src.dir_error);
-        a->src.dir_error = TAKE_PTR(msg);
+        else if (a->dir.error)
+                cub_log(LOG_INFO, "manifest directory '%s' is readable again", a->core.opt.manifest_dir);
+        free(a->dir.error);
+        a->dir.error = TAKE_PTR(msg);
 }
 
 void agent_rescan(Agent *a) {
@@ -129,14 +59,14 @@ void agent_rescan(Agent *a) {
         /* the file pods by manifest path: a file whose identity is the one
          * its pod was read with is not decoded again */
         if (cub_hashmap_new(&by_source) >= 0)
-                for (size_t i = 0; i < a->n_pods; i++)
-                        if (a->pods[i]->wanted && !agent_pod_from_url(a, a->pods[i]) &&
-                            cub_hashmap_put(by_source, a->pods[i]->spec->source, a->pods[i]) < 0) {
+                for (size_t i = 0; i < a->table.n_pods; i++)
+                        if (a->table.pods[i]->wanted && !agent_pod_from_url(a, a->table.pods[i]) &&
+                            cub_hashmap_put(by_source, a->table.pods[i]->spec->source, a->table.pods[i]) < 0) {
                                 by_source = cub_hashmap_free(by_source);
                                 break;
                         }
-        r = podsrc_dir_scan(a->opt.manifest_dir, a->opt.node_name, by_source ? rescan_cached : NULL, by_source, &set,
-                            &err);
+        r = podsrc_dir_scan(a->core.opt.manifest_dir, a->core.opt.node_name, by_source ? rescan_cached : NULL,
+                            by_source, &set, &err);
         cub_hashmap_free(by_source);
         if (r < 0 && r != -ENOENT) {
                 dir_error(a, err.msg);
@@ -150,11 +80,11 @@ void agent_rescan(Agent *a) {
                 set = (PodsrcSet){};
                 (void) snprintf(err.msg, sizeof(err.msg),
                                 "manifest directory '%s' does not exist: its pods are removed until it is made again",
-                                a->opt.manifest_dir);
+                                a->core.opt.manifest_dir);
                 dir_error(a, err.msg);
         } else
                 dir_error(a, NULL);
-        set_errors(a, &set);
+        agent_source_dir_set_errors(a, &set);
         /* the loop's merge takes the set (agent/loop/merge.c) */
         u = agent_update_new(AGENT_UPDATE_DIR_SET, now);
         if (!u) {
@@ -172,11 +102,11 @@ static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
         int r;
 
         u = agent_update_new(AGENT_UPDATE_FILE, event_usec);
-        if (!u || asprintf(&u->path, "%s/%s", a->opt.manifest_dir, name) < 0) {
+        if (!u || asprintf(&u->path, "%s/%s", a->core.opt.manifest_dir, name) < 0) {
                 free(u);
                 return;
         }
-        r = podsrc_file_read(a->opt.manifest_dir, name, a->opt.node_name, &u->entry);
+        r = podsrc_file_read(a->core.opt.manifest_dir, name, a->core.opt.node_name, &u->entry);
         if ((r == -ENOENT && access(u->path, F_OK) == 0) || (r < 0 && r != -ENOENT)) {
                 /* empty: still being written, its close comes; or unreadable */
                 podsrc_entry_done(&u->entry);
@@ -188,15 +118,15 @@ static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
 }
 
 static ssize_t pending_find(Agent *a, const char *name) {
-        for (size_t i = 0; i < a->src.n_pending; i++)
-                if (strcmp(a->src.pending[i].name, name) == 0)
+        for (size_t i = 0; i < a->dir.n_pending; i++)
+                if (strcmp(a->dir.pending[i].name, name) == 0)
                         return (ssize_t) i;
         return -1;
 }
 
 static void pending_drop(Agent *a, size_t i) {
-        free(a->src.pending[i].name);
-        a->src.pending[i] = a->src.pending[--a->src.n_pending];
+        free(a->dir.pending[i].name);
+        a->dir.pending[i] = a->dir.pending[--a->dir.n_pending];
 }
 
 static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -204,11 +134,11 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
 
         (void) s;
         (void) usec;
-        while (a->src.n_pending > 0) {
-                _cleanup_free_ char *name = a->src.pending[a->src.n_pending - 1].name;
-                uint64_t t = a->src.pending[a->src.n_pending - 1].event_usec;
+        while (a->dir.n_pending > 0) {
+                _cleanup_free_ char *name = a->dir.pending[a->dir.n_pending - 1].name;
+                uint64_t t = a->dir.pending[a->dir.n_pending - 1].event_usec;
 
-                a->src.n_pending--;
+                a->dir.n_pending--;
                 handle_file(a, name, t);
         }
         return 0;
@@ -218,18 +148,18 @@ static void pending_add(Agent *a, const char *name, uint64_t now) {
         AgentPendingFile *n;
 
         if (pending_find(a, name) < 0) {
-                n = realloc(a->src.pending, (a->src.n_pending + 1) * sizeof(*n));
+                n = realloc(a->dir.pending, (a->dir.n_pending + 1) * sizeof(*n));
                 if (!n)
                         return;
-                a->src.pending = n;
-                n[a->src.n_pending].name = strdup(name);
-                n[a->src.n_pending].event_usec = now;
-                if (!n[a->src.n_pending].name)
+                a->dir.pending = n;
+                n[a->dir.n_pending].name = strdup(name);
+                n[a->dir.n_pending].event_usec = now;
+                if (!n[a->dir.n_pending].name)
                         return;
-                a->src.n_pending++;
+                a->dir.n_pending++;
         }
-        (void) sd_event_source_set_time_relative(a->debounce_timer, DEBOUNCE_USEC);
-        (void) sd_event_source_set_enabled(a->debounce_timer, SD_EVENT_ONESHOT);
+        (void) sd_event_source_set_time_relative(a->dir.debounce_timer, DEBOUNCE_USEC);
+        (void) sd_event_source_set_enabled(a->dir.debounce_timer, SD_EVENT_ONESHOT);
 }
 
 static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *userdata) {
@@ -237,15 +167,14 @@ static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *
         uint64_t now = agent_now_usec();
         ssize_t i;
 
-        (void) s;
         if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
                 /* the directory was deleted or renamed away: its watch
                  * (which would follow a rename) goes, the rescan timer
                  * watches the path again once a directory is there */
-                if (!a->src.dir_unwatched)
-                        cub_log(LOG_WARNING, "manifest directory '%s' was %s", a->opt.manifest_dir,
+                if (!a->dir.unwatched)
+                        cub_log(LOG_WARNING, "manifest directory '%s' was %s", a->core.opt.manifest_dir,
                                 ev->mask & IN_MOVE_SELF ? "renamed away" : "deleted");
-                a->src.dir_unwatched = true;
+                a->dir.unwatched = true;
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 agent_rescan(a);
                 return 0;
@@ -263,7 +192,7 @@ static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *
                 /* complete, or gone: at once, for this file alone */
                 i = pending_find(a, ev->name);
                 if (i >= 0) {
-                        t = a->src.pending[i].event_usec;
+                        t = a->dir.pending[i].event_usec;
                         pending_drop(a, (size_t) i);
                 }
                 handle_file(a, ev->name, t);
@@ -277,29 +206,29 @@ static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *
 static int watch_dir(Agent *a) {
         int r;
 
-        a->inotify_src = sd_event_source_disable_unref(a->inotify_src);
-        r = sd_event_add_inotify(a->event, &a->inotify_src, a->opt.manifest_dir,
+        a->dir.inotify_src = sd_event_source_disable_unref(a->dir.inotify_src);
+        r = sd_event_add_inotify(a->core.event, &a->dir.inotify_src, a->core.opt.manifest_dir,
                                  IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_MODIFY |
                                          IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR,
                                  on_inotify, a);
         if (r == -ENOENT || r == -ENOTDIR) {
-                a->src.dir_unwatched = true;
+                a->dir.unwatched = true;
                 return -ENOENT;
         }
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(a->inotify_src, "manifest-dir");
-        if (a->src.dir_unwatched)
-                cub_log(LOG_INFO, "manifest directory '%s' is there: watching it", a->opt.manifest_dir);
-        a->src.dir_unwatched = false;
+        (void) sd_event_source_set_description(a->dir.inotify_src, "manifest-dir");
+        if (a->dir.unwatched)
+                cub_log(LOG_INFO, "manifest directory '%s' is there: watching it", a->core.opt.manifest_dir);
+        a->dir.unwatched = false;
         return 0;
 }
 
 static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
 
-        (void) sd_event_source_set_time(s, usec + a->opt.rescan_usec);
-        if (a->src.dir_unwatched)
+        (void) sd_event_source_set_time(s, usec + a->core.opt.rescan_usec);
+        if (a->dir.unwatched)
                 (void) watch_dir(a);
         agent_rescan(a);
         return 0;
@@ -313,30 +242,30 @@ int agent_source_dir_attach(Agent *a) {
         if (r == -ENOENT)
                 r = 0;
         if (r >= 0)
-                r = sd_event_add_time_relative(a->event, &a->rescan_timer, CLOCK_MONOTONIC, a->opt.rescan_usec, 0,
-                                               on_rescan_timer, a);
+                r = sd_event_add_time_relative(a->core.event, &a->dir.rescan_timer, CLOCK_MONOTONIC,
+                                               a->core.opt.rescan_usec, 0, on_rescan_timer, a);
         if (r >= 0)
-                r = sd_event_add_time_relative(a->event, &a->debounce_timer, CLOCK_MONOTONIC, DEBOUNCE_USEC, 0,
+                r = sd_event_add_time_relative(a->core.event, &a->dir.debounce_timer, CLOCK_MONOTONIC, DEBOUNCE_USEC, 0,
                                                on_debounce, a);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(a->rescan_timer, "rescan");
-        (void) sd_event_source_set_description(a->debounce_timer, "manifest-debounce");
-        (void) sd_event_source_set_enabled(a->rescan_timer, SD_EVENT_ON);
-        (void) sd_event_source_set_enabled(a->debounce_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(a->dir.rescan_timer, "rescan");
+        (void) sd_event_source_set_description(a->dir.debounce_timer, "manifest-debounce");
+        (void) sd_event_source_set_enabled(a->dir.rescan_timer, SD_EVENT_ON);
+        (void) sd_event_source_set_enabled(a->dir.debounce_timer, SD_EVENT_OFF);
         return 0;
 }
 
 void agent_source_dir_done(Agent *a) {
-        a->inotify_src = sd_event_source_disable_unref(a->inotify_src);
-        a->rescan_timer = sd_event_source_disable_unref(a->rescan_timer);
-        a->debounce_timer = sd_event_source_disable_unref(a->debounce_timer);
-        for (size_t i = 0; i < a->src.n_pending; i++)
-                free(a->src.pending[i].name);
-        free(a->src.pending);
-        a->src.pending = NULL;
-        a->src.n_pending = 0;
-        free(a->src.dir_error);
-        a->src.dir_error = NULL;
+        a->dir.inotify_src = sd_event_source_disable_unref(a->dir.inotify_src);
+        a->dir.rescan_timer = sd_event_source_disable_unref(a->dir.rescan_timer);
+        a->dir.debounce_timer = sd_event_source_disable_unref(a->dir.debounce_timer);
+        for (size_t i = 0; i < a->dir.n_pending; i++)
+                free(a->dir.pending[i].name);
+        free(a->dir.pending);
+        a->dir.pending = NULL;
+        a->dir.n_pending = 0;
+        free(a->dir.error);
+        a->dir.error = NULL;
         agent_errors_free(a);
 }

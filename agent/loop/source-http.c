@@ -18,74 +18,13 @@
 #include "../util/log.h"
 #include "agent-internal.h"
 
-bool agent_pod_from_url(const Agent *a, const LcPod *p) {
-        return a->opt.manifest_url && strcmp(p->spec->source, a->opt.manifest_url) == 0;
-}
-
-bool agent_sources_ready(const Agent *a) {
-        return !a->src.url_source || podsrc_http_stats(a->src.url_source)->have_set;
-}
-
-static void url_errors_clear(Agent *a, bool fetch_only) {
-        size_t k = 0;
-
-        for (size_t i = 0; i < a->src.n_url_errors; i++) {
-                if (fetch_only && i > 0) {
-                        a->src.url_errors[k++] = a->src.url_errors[i];
-                        continue;
-                }
-                free(a->src.url_errors[i].source);
-                free(a->src.url_errors[i].message);
-        }
-        a->src.n_url_errors = k;
-        if (k == 0) {
-                free(a->src.url_errors);
-                a->src.url_errors = NULL;
-        }
-}
-
-/* Entry 0 is the fetch error ("" when the last fetch was good); then the
- * errors of the set in force (names the body defined twice). */
-static void url_error_push(Agent *a, const char *message) {
-        AgentError *n = realloc(a->src.url_errors, (a->src.n_url_errors + 1) * sizeof(*n));
-
-        if (!n)
-                return;
-        a->src.url_errors = n;
-        n[a->src.n_url_errors].source = strdup(a->opt.manifest_url);
-        n[a->src.n_url_errors].message = strdup(message);
-        if (!n[a->src.n_url_errors].source || !n[a->src.n_url_errors].message) {
-                free(n[a->src.n_url_errors].source);
-                free(n[a->src.n_url_errors].message);
-                return;
-        }
-        a->src.n_url_errors++;
-}
-
-static void set_fetch_error(Agent *a, const char *message) {
-        if (a->src.n_url_errors == 0)
-                url_error_push(a, "");
-        if (a->src.n_url_errors == 0 || strcmp(a->src.url_errors[0].message, message) == 0)
-                return;
-        free(a->src.url_errors[0].message);
-        a->src.url_errors[0].message = strdup(message);
-        if (!a->src.url_errors[0].message)
-                url_errors_clear(a, false);
-}
-
-void agent_source_http_error(Agent *a, const char *message) {
-        cub_log(LOG_ERR, "%s, skipping this pod", message);
-        url_error_push(a, message);
-}
-
 /* a 200 that decodes: the URL's whole set, for the loop's merge (agent/loop/merge.c) */
 static void apply(Agent *a, PodsrcSet *set) {
         AgentUpdate *u = agent_update_new(AGENT_UPDATE_URL_SET, agent_now_usec());
 
         if (!u)
                 return;
-        url_errors_clear(a, false);
-        url_error_push(a, "");
+        agent_source_http_new_set(a);
         u->set = *set;
         *set = (PodsrcSet){};
         agent_update_push(a, u);
@@ -95,22 +34,22 @@ static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err,
         Agent *a = userdata;
         const PodsrcHttpStats *st = podsrc_http_stats(h);
 
-        (void) api_counter_add(&a->metrics.http_source_fetches, podsrc_http_result_to_string(st->last_result), 1);
+        agent_metrics_url_fetch(a, podsrc_http_result_to_string(st->last_result));
         if (r < 0) {
-                if (a->src.n_url_errors == 0 || strcmp(a->src.url_errors[0].message, err->msg) != 0)
+                if (a->errs.n_url == 0 || strcmp(a->errs.url[0].message, err->msg) != 0)
                         cub_log(LOG_ERR, "%s; %s", err->msg,
                                 st->have_set ? "the pods of the last good answer keep running"
                                              : "no pods from this URL yet");
-                set_fetch_error(a, err->msg);
+                agent_source_http_fetch_error(a, err->msg);
                 agent_notify_status(a);
                 return;
         }
-        if (a->src.n_url_errors > 0 && a->src.url_errors[0].message[0]) {
-                cub_log(LOG_INFO, "%s: answering again (HTTP %ld)", a->opt.manifest_url, st->last_status);
-                set_fetch_error(a, "");
+        if (a->errs.n_url > 0 && a->errs.url[0].message[0]) {
+                cub_log(LOG_INFO, "%s: answering again (HTTP %ld)", a->core.opt.manifest_url, st->last_status);
+                agent_source_http_fetch_error(a, "");
         }
         if (r == 1) {
-                cub_log(LOG_INFO, "%s: %zu pods (HTTP %ld, %" PRIu64 " ms)", a->opt.manifest_url, st->n_pods,
+                cub_log(LOG_INFO, "%s: %zu pods (HTTP %ld, %" PRIu64 " ms)", a->core.opt.manifest_url, st->n_pods,
                         st->last_status, st->last_duration_usec / 1000);
                 apply(a, set);
         }
@@ -118,25 +57,25 @@ static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err,
 }
 
 int agent_source_http_attach(Agent *a) {
-        const PodKubeletConfig *kc = a->kc;
+        const PodKubeletConfig *kc = a->core.kc;
         PodsrcHttpOptions o = {
-                .url = a->opt.manifest_url,
-                .node_name = a->opt.node_name,
+                .url = a->core.opt.manifest_url,
+                .node_name = a->core.opt.node_name,
                 .headers = kc ? (const char *const *) kc->static_pod_url_header.items : NULL,
                 .n_headers = kc ? kc->static_pod_url_header.n : 0,
                 .ca_file = kc ? kc->static_pod_url_ca_file : NULL,
                 .client_cert = kc ? kc->static_pod_url_client_cert : NULL,
                 .client_key = kc ? kc->static_pod_url_client_key : NULL,
-                .timeout_usec = a->opt.http_timeout_usec,
+                .timeout_usec = a->core.opt.http_timeout_usec,
         };
         CubError err = {};
         int r;
 
-        if (!a->opt.manifest_url || !*a->opt.manifest_url)
+        if (!a->core.opt.manifest_url || !*a->core.opt.manifest_url)
                 return 0;
-        r = podsrc_http_new(&o, &a->src.url_source, &err);
+        r = podsrc_http_new(&o, &a->url.source, &err);
         if (r >= 0)
-                r = podsrc_http_attach(a->src.url_source, a->event, a->opt.http_check_usec, on_result, a, &err);
+                r = podsrc_http_attach(a->url.source, a->core.event, a->core.opt.http_check_usec, on_result, a, &err);
         if (r < 0) {
                 cub_log(LOG_ERR, "%s", err.msg);
                 return r;
@@ -145,8 +84,8 @@ int agent_source_http_attach(Agent *a) {
 }
 
 void agent_source_http_done(Agent *a) {
-        a->src.url_source = podsrc_http_free(a->src.url_source);
-        url_errors_clear(a, false);
+        a->url.source = podsrc_http_free(a->url.source);
+        agent_source_http_errors_free(a);
 }
 
 static json_t *usec_json(uint64_t usec) {
@@ -163,13 +102,13 @@ void agent_source_http_status(Agent *a, json_t *doc) {
         const PodsrcHttpStats *st;
         json_t *errors = json_object_get(doc, "errors");
 
-        if (!a->src.url_source)
+        if (!a->url.source)
                 return;
-        st = podsrc_http_stats(a->src.url_source);
-        for (size_t i = 0; i < a->src.n_url_errors; i++)
-                if (a->src.url_errors[i].message[0])
-                        json_array_append_new(errors, json_pack("{s:s,s:s}", "source", a->src.url_errors[i].source,
-                                                                "message", a->src.url_errors[i].message));
+        st = podsrc_http_stats(a->url.source);
+        for (size_t i = 0; i < a->errs.n_url; i++)
+                if (a->errs.url[i].message[0])
+                        json_array_append_new(errors, json_pack("{s:s,s:s}", "source", a->errs.url[i].source, "message",
+                                                                a->errs.url[i].message));
         json_object_set_new(
                 doc, "manifestURL",
                 json_pack("{s:s,s:s,s:I,s:s,s:o,s:o,s:I,s:I,s:{s:I,s:I,s:I}}", "url", st->url, "lastResult",

@@ -87,7 +87,7 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
                 return NULL;
         /* network: kubelet's podIP (a host-network pod's is the node's) and hostIP */
         {
-                const char *host_ip = a->host_ip[0] ? a->host_ip : "127.0.0.1";
+                const char *host_ip = a->core.host_ip[0] ? a->core.host_ip : "127.0.0.1";
                 const char *pod_ip = *p->pod_ip                                         ? p->pod_ip
                                      : pod->host_network && p->observed && !p->terminal ? host_ip
                                                                                         : "";
@@ -141,8 +141,8 @@ static void runtime_events_json(Agent *a, json_t *rt) {
 static json_t *stopping_json(Agent *a, uint64_t now) {
         json_t *l = json_array();
 
-        for (size_t i = 0; l && i < a->rt.kills.n; i++) {
-                const KillEntry *e = a->rt.kills.entries[i];
+        for (size_t i = 0; l && i < a->stops.kills.n; i++) {
+                const KillEntry *e = a->stops.kills.entries[i];
                 _cleanup_free_ char *pod = NULL;
 
                 /* "pod": namespace/name (no "name" key: a stopped pod is no pod of the table) */
@@ -165,14 +165,14 @@ char *agent_status_json(Agent *a) {
         json_t *doc, *pods = json_array(), *errors = json_array();
         char *text;
 
-        for (size_t i = 0; i < a->n_pods; i++)
-                json_array_append_new(pods, pod_json(a, a->pods[i]));
-        for (size_t i = 0; i < a->src.n_errors; i++)
-                json_array_append_new(errors, json_pack("{s:s,s:s}", "source", a->src.errors[i].source, "message",
-                                                        a->src.errors[i].message));
-        doc = json_pack("{s:s,s:{s:s,s:b,s:s,s:s},s:s,s:o,s:o}", "node", a->opt.node_name, "runtime", "endpoint",
-                        cri_client_endpoint(a->cri), "ready", a->rt.ready, "version", a->runtime_version, "error",
-                        a->rt.error, "manifestDir", a->opt.manifest_dir, "pods", pods, "errors", errors);
+        for (size_t i = 0; i < a->table.n_pods; i++)
+                json_array_append_new(pods, pod_json(a, a->table.pods[i]));
+        for (size_t i = 0; i < a->errs.n_dir; i++)
+                json_array_append_new(errors, json_pack("{s:s,s:s}", "source", a->errs.dir[i].source, "message",
+                                                        a->errs.dir[i].message));
+        doc = json_pack("{s:s,s:{s:s,s:b,s:s,s:s},s:s,s:o,s:o}", "node", a->core.opt.node_name, "runtime", "endpoint",
+                        cri_client_endpoint(a->core.cri), "ready", a->rt.ready, "version", a->core.runtime_version,
+                        "error", a->rt.error, "manifestDir", a->core.opt.manifest_dir, "pods", pods, "errors", errors);
         if (!doc)
                 return NULL;
         runtime_events_json(a, json_object_get(doc, "runtime"));

@@ -251,7 +251,7 @@ static void admission_batch(void *userdata) {
 
 static bool pod_known(Admission *m, const char *uid) {
         size_t n;
-        LcPod *const *pods = m->env->pods(m->env->loop, &n);
+        const LcPod *const *pods = m->env->pods(m->env->loop, &n);
 
         for (size_t i = 0; i < n; i++)
                 if (strcmp(pods[i]->spec->pod->uid, uid) == 0)
@@ -382,7 +382,7 @@ static void admission_started(void *userdata, const LcPod *p) {
 static void admission_restore(void *userdata) {
         Admission *m = userdata;
         size_t n_pods, n = 0, dropped;
-        LcPod *const *pods = m->env->pods(m->env->loop, &n_pods);
+        const LcPod *const *pods = m->env->pods(m->env->loop, &n_pods);
         _cleanup_free_ const char **live = calloc(n_pods + 1, sizeof(char *));
         CpumgrSet before = *cpumgr_shared_pool(m->cpu);
 

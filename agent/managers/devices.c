@@ -509,7 +509,7 @@ static void devices_stopped(void *userdata, const char *uid) {
 static void devices_restore(void *userdata) {
         Devices *m = userdata;
         size_t n_pods, n = 0;
-        LcPod *const *pods = m->env->pods(m->env->loop, &n_pods);
+        const LcPod *const *pods = m->env->pods(m->env->loop, &n_pods);
         _cleanup_free_ const char **live = calloc(n_pods + 1, sizeof(char *));
         CubError err = {};
 

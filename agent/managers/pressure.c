@@ -221,7 +221,7 @@ static void conditions_changed(Pressure *m) {
 
 static void evict(Pressure *m) {
         size_t n_pods;
-        LcPod *const *all = m->env->pods(m->env->loop, &n_pods);
+        const LcPod *const *all = m->env->pods(m->env->loop, &n_pods);
         _cleanup_free_ EvictPod *pods = calloc(n_pods + 1, sizeof(EvictPod));
         LcAction act = { .kind = LC_ACTION_FAIL, .evicted = true };
         _cleanup_free_ EvictContainer *cts = NULL;

@@ -106,7 +106,7 @@ static int probes_new(const LcEnv *env, void **ret, CubError *err) {
 
 static const LcPod *find_pod(Probes *m, const char *uid, const WorkerSpec *spec) {
         size_t n;
-        LcPod *const *pods = m->env->pods(m->env->loop, &n);
+        const LcPod *const *pods = m->env->pods(m->env->loop, &n);
 
         for (size_t i = 0; i < n; i++)
                 if (pods[i]->spec == spec && strcmp(pods[i]->spec->pod->uid, uid) == 0)

@@ -250,7 +250,7 @@ static int volumes_prepare(void *userdata, const LcPod *p, size_t k, LcContainer
 /* a pod of this UID still holds its volumes (admitted, not terminal) */
 static bool in_use(Volumes *m, const char *uid) {
         size_t n = 0;
-        LcPod *const *pods = m->env->pods(m->env->loop, &n);
+        const LcPod *const *pods = m->env->pods(m->env->loop, &n);
 
         for (size_t i = 0; i < n; i++)
                 if (strcmp(pods[i]->spec->pod->uid, uid) == 0 && pods[i]->admitted && !pods[i]->terminal)
@@ -277,7 +277,7 @@ static void volumes_restore(void *userdata) {
         Volumes *m = userdata;
         char **uids = NULL;
         size_t n = 0, np = 0;
-        LcPod *const *pods = m->env->pods(m->env->loop, &np);
+        const LcPod *const *pods = m->env->pods(m->env->loop, &np);
         CubError err = {};
 
         if (vol_list_pods(&m->roots, &uids, &n, &err) < 0) {
@@ -448,7 +448,7 @@ out:
 
 /* on the loop: the last pass's decisions (pods evicted this tick already,
  * acted[], are left alone) */
-static void eph_apply(Volumes *m, LcPod *const *pods, size_t n, const bool *acted) {
+static void eph_apply(Volumes *m, const LcPod *const *pods, size_t n, const bool *acted) {
         for (size_t i = 0; i < m->pass->n; i++) {
                 const EphPod *e = &m->pass->pods[i];
                 VolPodUsage u = { .containers = e->usage, .n_containers = e->n_names, .volumes = e->volumes_used };
@@ -480,7 +480,7 @@ static void eph_apply(Volumes *m, LcPod *const *pods, size_t n, const bool *acte
 }
 
 /* on the loop: a new pass over the pods with an ephemeral-storage limit */
-static void eph_start(Volumes *m, LcPod *const *pods, size_t n) {
+static void eph_start(Volumes *m, const LcPod *const *pods, size_t n) {
         EphPass *pass;
 
         if (!m->env->cri)
@@ -520,7 +520,7 @@ static void eph_start(Volumes *m, LcPod *const *pods, size_t n) {
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Volumes *m = userdata;
         size_t n = 0;
-        LcPod *const *pods = m->env->pods(m->env->loop, &n);
+        const LcPod *const *pods = m->env->pods(m->env->loop, &n);
         _cleanup_free_ bool *acted = calloc(n + 1, sizeof(bool));
 
         (void) sd_event_source_set_time(s, usec + m->period_usec);

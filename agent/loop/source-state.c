@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the sources left for the others to read, below the sources and the
+ * merge: the manifest directory's and the manifest URL's errors (their one
+ * writer: cubelet status shows them), whether a pod is the URL's, and
+ * kubelet's sourcesReady. The sources (source-dir.c, source-http.c) and
+ * the merge (merge.c) call down here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../config/podsrc.h"
+#include "../util/log.h"
+#include "agent-internal.h"
+
+bool agent_pod_from_url(const Agent *a, const LcPod *p) {
+        return a->core.opt.manifest_url && strcmp(p->spec->source, a->core.opt.manifest_url) == 0;
+}
+
+bool agent_sources_ready(const Agent *a) {
+        return !a->url.source || podsrc_http_stats(a->url.source)->have_set;
+}
+
+/* ---- the manifest directory's errors ----------------------------------------- */
+
+void agent_errors_free(Agent *a) {
+        for (size_t k = 0; k < a->errs.n_dir; k++) {
+                free(a->errs.dir[k].source);
+                free(a->errs.dir[k].message);
+        }
+        free(a->errs.dir);
+        a->errs.dir = NULL;
+        a->errs.n_dir = 0;
+}
+
+static bool error_known(Agent *a, const char *message) {
+        for (size_t k = 0; k < a->errs.n_dir; k++)
+                if (strcmp(a->errs.dir[k].message, message) == 0)
+                        return true;
+        return false;
+}
+
+void agent_source_dir_set_errors(Agent *a, const PodsrcSet *set) {
+        AgentError *ne = calloc(set->n + 1, sizeof(AgentError));
+        size_t n = 0;
+
+        if (!ne)
+                return;
+        for (size_t i = 0; i < set->n; i++) {
+                if (!set->items[i].error)
+                        continue;
+                if (!error_known(a, set->items[i].error)) {
+                        agent_metrics_manifest_error(a);
+                        cub_log(LOG_ERR, "%s, skipping this manifest", set->items[i].error);
+                }
+                ne[n].source = strdup(set->items[i].path);
+                ne[n].message = strdup(set->items[i].error);
+                n++;
+        }
+        agent_errors_free(a);
+        a->errs.dir = ne;
+        a->errs.n_dir = n;
+}
+
+/* The error of one file: replaced, or dropped when message is NULL. */
+void agent_source_dir_file_error(Agent *a, const char *path, const char *message) {
+        AgentError *ne;
+
+        for (size_t k = 0; k < a->errs.n_dir; k++)
+                if (strcmp(a->errs.dir[k].source, path) == 0) {
+                        if (message && strcmp(a->errs.dir[k].message, message) == 0)
+                                return;
+                        free(a->errs.dir[k].source);
+                        free(a->errs.dir[k].message);
+                        a->errs.dir[k] = a->errs.dir[--a->errs.n_dir];
+                        break;
+                }
+        if (!message)
+                return;
+        cub_log(LOG_ERR, "%s, skipping this manifest", message);
+        ne = realloc(a->errs.dir, (a->errs.n_dir + 1) * sizeof(*ne));
+        if (!ne)
+                return;
+        a->errs.dir = ne;
+        ne[a->errs.n_dir].source = strdup(path);
+        ne[a->errs.n_dir].message = strdup(message);
+        if (!ne[a->errs.n_dir].source || !ne[a->errs.n_dir].message) {
+                free(ne[a->errs.n_dir].source);
+                free(ne[a->errs.n_dir].message);
+                return;
+        }
+        a->errs.n_dir++;
+        agent_metrics_manifest_error(a);
+}
+
+/* ---- the manifest URL's errors ----------------------------------------------- */
+
+static void url_errors_clear(Agent *a, bool fetch_only) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < a->errs.n_url; i++) {
+                if (fetch_only && i > 0) {
+                        a->errs.url[k++] = a->errs.url[i];
+                        continue;
+                }
+                free(a->errs.url[i].source);
+                free(a->errs.url[i].message);
+        }
+        a->errs.n_url = k;
+        if (k == 0) {
+                free(a->errs.url);
+                a->errs.url = NULL;
+        }
+}
+
+/* Entry 0 is the fetch error ("" when the last fetch was good); then the
+ * errors of the set in force (names the body defined twice). */
+static void url_error_push(Agent *a, const char *message) {
+        AgentError *n = realloc(a->errs.url, (a->errs.n_url + 1) * sizeof(*n));
+
+        if (!n)
+                return;
+        a->errs.url = n;
+        n[a->errs.n_url].source = strdup(a->core.opt.manifest_url);
+        n[a->errs.n_url].message = strdup(message);
+        if (!n[a->errs.n_url].source || !n[a->errs.n_url].message) {
+                free(n[a->errs.n_url].source);
+                free(n[a->errs.n_url].message);
+                return;
+        }
+        a->errs.n_url++;
+}
+
+void agent_source_http_fetch_error(Agent *a, const char *message) {
+        if (a->errs.n_url == 0)
+                url_error_push(a, "");
+        if (a->errs.n_url == 0 || strcmp(a->errs.url[0].message, message) == 0)
+                return;
+        free(a->errs.url[0].message);
+        a->errs.url[0].message = strdup(message);
+        if (!a->errs.url[0].message)
+                url_errors_clear(a, false);
+}
+
+void agent_source_http_new_set(Agent *a) {
+        url_errors_clear(a, false);
+        url_error_push(a, "");
+}
+
+void agent_source_http_error(Agent *a, const char *message) {
+        cub_log(LOG_ERR, "%s, skipping this pod", message);
+        url_error_push(a, message);
+}
+
+void agent_source_http_errors_free(Agent *a) {
+        url_errors_clear(a, false);
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* agent/loop as a whole (libloop.a with the real managers) on a fake worker
+ * pool: the linker sends the loop's worker_pool_* calls here (-Wl,--wrap,
+ * see the Makefile), jobs wait in a list and the test answers them as the
+ * runtime would; there is no cgroup writer. One decision end to end: a manifest in the directory is
+ * admitted and synced, observed running; its file goes, the pod leaves the
+ * table, the next relist finds it still running and stops it (with its
+ * spec, for the preStop hooks); the stop ends and the kill table is empty. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent/loop/agent-internal.h"
+#include "agent/util/cleanup.h"
+#include "agent/util/fileio.h"
+
+/* ---- the fake pool ----------------------------------------------------------- */
+
+struct WorkerPool {
+        int efd;
+        WorkerJob *submitted; /* in order */
+        WorkerJob *done;
+};
+
+int __wrap_worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool **ret, int *ret_fd,
+                           CubError *err);
+void __wrap_worker_pool_submit(WorkerPool *p, WorkerJob *j);
+WorkerJob *__wrap_worker_pool_take(WorkerPool *p);
+WorkerPool *__wrap_worker_pool_free(WorkerPool *p);
+int __wrap_worker_pool_check_runtime(WorkerPool *p, CubError *err);
+int __wrap_worker_pool_set_node_env(WorkerPool *p, const WorkerNodeEnv *e);
+int __wrap_worker_pool_set_network(WorkerPool *p, const WorkerNetwork *n, CubError *err);
+
+int __wrap_worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool **ret, int *ret_fd,
+                           CubError *err) {
+        WorkerPool *p = calloc(1, sizeof(*p));
+
+        (void) n_threads;
+        (void) cri;
+        (void) cg;
+        if (!p)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (p->efd < 0) {
+                free(p);
+                return cub_err_set(err, errno, "eventfd");
+        }
+        *ret = p;
+        *ret_fd = p->efd;
+        return 0;
+}
+
+static void append(WorkerJob **l, WorkerJob *j) {
+        j->next = NULL;
+        while (*l)
+                l = &(*l)->next;
+        *l = j;
+}
+
+void __wrap_worker_pool_submit(WorkerPool *p, WorkerJob *j) {
+        append(&p->submitted, j);
+}
+
+WorkerJob *__wrap_worker_pool_take(WorkerPool *p) {
+        WorkerJob *l = p->done;
+        uint64_t v;
+
+        p->done = NULL;
+        (void) read(p->efd, &v, sizeof(v));
+        return l;
+}
+
+static void jobs_free(WorkerJob *l) {
+        while (l) {
+                WorkerJob *next = l->next;
+
+                worker_job_free(l);
+                l = next;
+        }
+}
+
+WorkerPool *__wrap_worker_pool_free(WorkerPool *p) {
+        if (!p)
+                return NULL;
+        jobs_free(p->submitted);
+        jobs_free(p->done);
+        (void) close(p->efd);
+        free(p);
+        return NULL;
+}
+
+int __wrap_worker_pool_check_runtime(WorkerPool *p, CubError *err) {
+        (void) p;
+        (void) err;
+        return 0;
+}
+
+int __wrap_worker_pool_set_node_env(WorkerPool *p, const WorkerNodeEnv *e) {
+        (void) p;
+        (void) e;
+        return 0;
+}
+
+int __wrap_worker_pool_set_network(WorkerPool *p, const WorkerNetwork *n, CubError *err) {
+        (void) p;
+        (void) n;
+        (void) err;
+        return 0;
+}
+
+/* no cgroup writer: the loop then writes no QoS or pod cgroup */
+int __wrap_cg_writer_new_driver(const char *cgroup_root, CgDriverKind driver, CgWriter **ret, CubError *err);
+int __wrap_cg_writer_new_driver(const char *cgroup_root, CgDriverKind driver, CgWriter **ret, CubError *err) {
+        (void) cgroup_root;
+        (void) driver;
+        (void) err;
+        *ret = NULL;
+        return 0;
+}
+
+/* The oldest submitted job of kind (NULL: none), out of the list. */
+static WorkerJob *take_submitted(WorkerPool *p, WorkerJobKind kind) {
+        for (WorkerJob **l = &p->submitted; *l; l = &(*l)->next)
+                if ((*l)->kind == kind) {
+                        WorkerJob *j = *l;
+
+                        *l = j->next;
+                        j->next = NULL;
+                        return j;
+                }
+        return NULL;
+}
+
+static size_t count_submitted(WorkerPool *p, WorkerJobKind kind) {
+        size_t n = 0;
+
+        for (WorkerJob *j = p->submitted; j; j = j->next)
+                n += j->kind == kind;
+        return n;
+}
+
+/* j answered: back to the loop through the eventfd and sd-event */
+static void answer(Agent *a, WorkerJob *j) {
+        uint64_t one = 1;
+
+        append(&a->core.pool->done, j);
+        assert_int_equal(write(a->core.pool->efd, &one, sizeof(one)), sizeof(one));
+        /* other sources (the managers' timers) may come first */
+        for (int i = 0; i < 16 && a->core.pool->done; i++)
+                assert_true(sd_event_run(a->core.event, 0) >= 0);
+        assert_null(a->core.pool->done);
+}
+
+/* a relist's answer: uid running with its config hash (or nothing) */
+static void answer_relist(Agent *a, const char *uid, const char *hash) {
+        WorkerJob *j = take_submitted(a->core.pool, WORKER_RELIST);
+        WorkerObserved *o;
+
+        assert_non_null(j);
+        if (uid) {
+                o = calloc(1, sizeof(*o));
+                assert_non_null(o);
+                o->uid = strdup(uid);
+                o->config_hash = strdup(hash);
+                o->name = strdup("web-node1");
+                o->namespace_ = strdup("default");
+                o->cgroup = strdup("kubepods/besteffort/pod-web");
+                o->grace = 30;
+                o->ready = true;
+                o->containers = calloc(1, sizeof(WorkerContainer));
+                assert_non_null(o->containers);
+                o->n_containers = 1;
+                o->containers[0] = (WorkerContainer){
+                        .id = strdup("c1"), .name = strdup("app"), .state = CRI_CONTAINER_RUNNING, .started_at = 1
+                };
+                j->observed = o;
+                j->n_observed = 1;
+        }
+        answer(a, j);
+}
+
+/* ---- the test ------------------------------------------------------------------ */
+
+typedef struct Fixture {
+        char dir[64];
+        char *manifests;
+        AgentOptions o;
+} Fixture;
+
+static int setup(void **state) {
+        Fixture *f = calloc(1, sizeof(*f));
+        static const char *const subdirs[] = { "manifests", "state", "logs", "cgroup" };
+
+        assert_non_null(f);
+        (void) snprintf(f->dir, sizeof(f->dir), "/tmp/cubelet-test-loop-XXXXXX");
+        assert_non_null(mkdtemp(f->dir));
+        for (size_t i = 0; i < sizeof(subdirs) / sizeof(*subdirs); i++) {
+                _cleanup_free_ char *d = NULL;
+
+                assert_true(asprintf(&d, "%s/%s", f->dir, subdirs[i]) > 0);
+                assert_int_equal(cub_mkdir_p(d, 0755), 0);
+        }
+        agent_options_init(&f->o);
+        assert_true(asprintf(&f->o.manifest_dir, "%s/manifests", f->dir) > 0);
+        assert_true(asprintf(&f->o.state_dir, "%s/state", f->dir) > 0);
+        assert_true(asprintf(&f->o.cgroup_root, "%s/cgroup", f->dir) > 0);
+        assert_true(asprintf(&f->o.socket_path, "%s/status.sock", f->dir) > 0);
+        assert_true(asprintf(&f->o.runtime_endpoint, "unix://%s/no-runtime.sock", f->dir) > 0);
+        assert_non_null(f->o.node_name = strdup("node1"));
+        assert_true(asprintf(&f->o.kc.pod_logs_dir, "%s/logs", f->dir) > 0);
+        assert_non_null(f->o.kc.cgroup_driver = strdup("cgroupfs"));
+        assert_non_null(f->o.kc.device_plugin_dir = strdup(""));
+        assert_non_null(f->o.kc.cni_conf_dir = strdup(""));
+        f->o.events_relist_usec = 0; /* no event stream: the relist timer alone */
+        f->manifests = f->o.manifest_dir;
+        *state = f;
+        return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        (void) st;
+        (void) flag;
+        (void) ftw;
+        return remove(path);
+}
+
+static int teardown(void **state) {
+        Fixture *f = *state;
+
+        (void) nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        agent_options_done(&f->o);
+        free(f);
+        return 0;
+}
+
+static const char WEB[] = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default}\n"
+                          "spec:\n  containers:\n  - {name: app, image: busybox}\n";
+
+static void write_manifest(const Fixture *f, const char *name, const char *text) {
+        _cleanup_free_ char *path = NULL;
+        CubError err = {};
+
+        assert_true(asprintf(&path, "%s/%s", f->manifests, name) > 0);
+        if (cub_write_file_atomic(path, text, strlen(text), 0644, &err) < 0)
+                fail_msg("%s", err.msg);
+}
+
+static void remove_manifest(const Fixture *f, const char *name) {
+        _cleanup_free_ char *path = NULL;
+
+        assert_true(asprintf(&path, "%s/%s", f->manifests, name) > 0);
+        assert_int_equal(unlink(path), 0);
+}
+
+static bool status_has(Agent *a, const char *needle) {
+        _cleanup_free_ char *doc = agent_status_json(a);
+
+        assert_non_null(doc);
+        return strstr(doc, needle) != NULL;
+}
+
+static void test_manifest_to_stop(void **state) {
+        Fixture *f = *state;
+        Agent *a = NULL;
+        CubError err = {};
+        WorkerJob *j;
+        LcPod *p;
+        char uid[128], hash[128];
+
+        write_manifest(f, "web.yaml", WEB);
+        if (agent_new(&f->o, &a, &err) < 0)
+                fail_msg("agent_new: %s", err.msg);
+
+        /* the first scan: web is in the table, wanted and admitted, its sync
+         * and the first relist are submitted */
+        assert_int_equal(a->table.n_pods, 1);
+        p = a->table.pods[0];
+        assert_true(p->wanted && p->admitted && p->busy);
+        (void) snprintf(uid, sizeof(uid), "%s", p->spec->pod->uid);
+        (void) snprintf(hash, sizeof(hash), "%s", p->spec->pod->config_hash);
+        assert_ptr_equal(agent_find_pod(a, uid), p);
+        assert_int_equal(count_submitted(a->core.pool, WORKER_SYNC), 1);
+        assert_int_equal(count_submitted(a->core.pool, WORKER_RELIST), 1);
+        assert_true(status_has(a, "\"name\": \"web-node1\""));
+
+        /* the sync succeeds: pod_started; the relist finds it running */
+        j = take_submitted(a->core.pool, WORKER_SYNC);
+        assert_ptr_equal(j->spec, p->spec);
+        assert_non_null(j->configs);
+        assert_string_equal(j->configs[0].cpuset, "");
+        j->r = 0;
+        answer(a, j);
+        assert_false(p->busy);
+        assert_true(p->started);
+        answer_relist(a, uid, hash); /* the relist the sync's end asked for waits behind this one */
+        assert_true(p->observed);
+        assert_int_equal(p->phase, LC_PHASE_RUNNING);
+        assert_int_equal(a->rt.n_running, 1);
+        assert_true(a->rt.ready && a->rt.notified_ready);
+
+        /* the file goes (inotify): the pod leaves the table at once (no job
+         * of it in flight), its spec is kept for the stop's preStop hooks */
+        remove_manifest(f, "web.yaml");
+        for (int i = 0; i < 16 && a->table.n_pods > 0; i++)
+                assert_true(sd_event_run(a->core.event, 100000) >= 0);
+        assert_int_equal(a->table.n_pods, 0);
+        assert_null(agent_find_pod(a, uid));
+        assert_int_equal(a->stops.n_gone_specs, 1);
+        assert_false(status_has(a, "\"name\": \"web-node1\""));
+
+        /* the next relist still finds it: stopped, with its spec */
+        while (count_submitted(a->core.pool, WORKER_RELIST) > 1)
+                answer_relist(a, uid, hash);
+        answer_relist(a, uid, hash);
+        assert_true(agent_is_killing(a, uid));
+        assert_true(status_has(a, "\"stopping\": [\n    {"));
+        j = take_submitted(a->core.pool, WORKER_KILL);
+        assert_non_null(j);
+        assert_string_equal(j->uid, uid);
+        assert_int_equal(j->grace, 30);
+        assert_non_null(j->spec);
+        assert_int_equal(a->stops.n_gone_specs, 0);
+        assert_null(take_submitted(a->core.pool, WORKER_KILL));
+
+        /* the stop ends: out of the kill table, and a relist asked for */
+        j->r = 0;
+        answer(a, j);
+        assert_false(agent_is_killing(a, uid));
+        assert_int_equal(a->stops.kills.n, 0);
+        while (count_submitted(a->core.pool, WORKER_RELIST) > 0)
+                answer_relist(a, NULL, NULL);
+        assert_null(take_submitted(a->core.pool, WORKER_KILL));
+
+        agent_free(a);
+}
+
+static bool metrics_have(Agent *a, const char *line) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        ApiGauges g = { .node_name = "node1" };
+
+        assert_non_null(m);
+        assert_int_equal(api_metrics_render(&a->api.metrics, &g, m), 0);
+        assert_int_equal(fclose(m), 0);
+        return strstr(text, line) != NULL;
+}
+
+/* The decisions that stop at the pod table: a pod no manager admits is
+ * terminal and never synced (kubelet's rejectPod, its counter), a manifest
+ * that does not decode is an error in cubelet status until it goes. */
+static void test_rejected_and_broken(void **state) {
+        Fixture *f = *state;
+        Agent *a = NULL;
+        CubError err = {};
+        LcPod *p;
+
+        write_manifest(f, "big.yaml",
+                       "apiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n  containers:\n"
+                       "  - name: app\n    image: busybox\n    resources: {requests: {cpu: \"100000\"}}\n");
+        write_manifest(f, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: [\n");
+        if (agent_new(&f->o, &a, &err) < 0)
+                fail_msg("agent_new: %s", err.msg);
+        assert_int_equal(a->table.n_pods, 1);
+        p = a->table.pods[0];
+        assert_true(p->wanted && p->terminal);
+        assert_false(p->admitted || p->busy);
+        assert_int_equal(p->phase, LC_PHASE_FAILED);
+        assert_string_equal(p->reason, "OutOfcpu");
+        assert_int_equal(count_submitted(a->core.pool, WORKER_SYNC), 0);
+        assert_true(metrics_have(a, "kubelet_admission_rejections_total{reason=\"OutOfcpu\"} 1"));
+        assert_int_equal(a->errs.n_dir, 1);
+        assert_non_null(strstr(a->errs.dir[0].source, "bad.yaml"));
+        assert_true(metrics_have(a, "cubelet_manifest_errors_total 1"));
+        assert_true(status_has(a, "bad.yaml"));
+
+        /* the relist finds nothing: nothing to stop, the rejected pod stays */
+        answer_relist(a, NULL, NULL);
+        assert_null(take_submitted(a->core.pool, WORKER_KILL));
+        assert_int_equal(a->table.n_pods, 1);
+
+        /* the broken file goes: its error too (the rescan) */
+        remove_manifest(f, "bad.yaml");
+        agent_rescan(a);
+        assert_int_equal(a->errs.n_dir, 0);
+        assert_false(status_has(a, "bad.yaml"));
+        agent_free(a);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_manifest_to_stop, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rejected_and_broken, setup, teardown),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
