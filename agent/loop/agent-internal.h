@@ -133,8 +133,8 @@ typedef struct AgentRuntime {
         sd_event_source *events_src;
         bool relist_steady;
         uint64_t relist_hot_until;
-        uint64_t kill_next_due; /* the earliest retry of a stop (CLOCK_MONOTONIC µs), UINT64_MAX: none */
-        size_t n_running;       /* as of the last relist */
+        uint64_t next_due; /* the earliest retry of a stop or a failed sync (CLOCK_MONOTONIC µs), UINT64_MAX: none */
+        size_t n_running;  /* as of the last relist */
         bool notified_ready;
 } AgentRuntime;
 

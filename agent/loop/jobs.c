@@ -140,7 +140,7 @@ static void on_relist(Agent *a, WorkerJob *j) {
         for (size_t i = 0; i < plan.n_kill; i++)
                 agent_submit_kill_entry(a, plan.kill[i], plan.kill_new[i]);
         a->rt.relist_steady = plan.steady;
-        a->rt.kill_next_due = plan.next_due;
+        a->rt.next_due = plan.next_due;
         relist_plan_done(&plan);
         a->rt.n_running = 0;
         for (size_t i = 0; i < a->table.n_pods; i++) {
@@ -157,7 +157,7 @@ static void on_relist(Agent *a, WorkerJob *j) {
                 busy = busy || p->busy;
         }
         /* a stop waiting for its retry: the relist timer fires by then */
-        relist_timer_at(a, a->rt.kill_next_due);
+        relist_timer_at(a, a->rt.next_due);
         if (!a->rt.relist_steady)
                 relist_timer_at(a, now + a->core.opt.relist_usec);
         if (!busy && kill_table_in_flight(&a->stops.kills) == 0 && agent_pods_take_trim(a))
@@ -207,6 +207,25 @@ static LcPod *job_pod(Agent *a, const WorkerJob *j) {
         return NULL;
 }
 
+/* A sync that failed before it made anything in the runtime (no sandbox,
+ * no container started): a relist would find what the last one found, and
+ * a pod retrying every 10 s would cost one each time; the periodic relist
+ * and containerd's events see whatever else changed. */
+static bool changed_nothing(const WorkerJob *j) {
+        if (j->r >= 0 || j->sandbox_requested_usec || j->containers_started_usec)
+                return false;
+        switch (j->fail) {
+        case WORKER_FAIL_POD_CGROUP:
+        case WORKER_FAIL_SANDBOX:
+        case WORKER_FAIL_IMAGE_PULL:
+        case WORKER_FAIL_IMAGE_NEVER_PULL:
+        case WORKER_FAIL_CONFIG:
+                return true;
+        default:
+                return false;
+        }
+}
+
 static void on_sync_done(Agent *a, WorkerJob *j) {
         LcPod *p = job_pod(a, j);
 
@@ -235,13 +254,16 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
                                         k < j->n_config_errors && j->config_errors[k] ? j->config_errors[k] : "");
         }
         agent_remove_unwanted(a);
-        agent_request_relist(a);
+        if (!changed_nothing(j))
+                agent_request_relist(a);
+        else
+                agent_notify_status(a);
 }
 
 /* ---- the runtime's stops ---------------------------------------------------- */
 
 void agent_runtime_init(Agent *a) {
-        a->rt.kill_next_due = UINT64_MAX;
+        a->rt.next_due = UINT64_MAX;
 }
 
 /* A kill job came back. A failed one waits in the kill table for the pod
@@ -279,8 +301,8 @@ static void on_kill_done(Agent *a, WorkerJob *j) {
                 break;
         }
         /* the next retry: the relist timer fires by then */
-        a->rt.kill_next_due = kill_table_next_due(&a->stops.kills);
-        relist_timer_at(a, a->rt.kill_next_due);
+        a->rt.next_due = kill_table_next_due(&a->stops.kills);
+        relist_timer_at(a, a->rt.next_due);
 }
 
 int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata) {

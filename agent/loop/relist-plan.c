@@ -17,6 +17,11 @@ bool relist_may_sync(LcPod *p, uint64_t now, const char *network_error) {
         return true;
 }
 
+static bool waits_for_retry(const LcPod *p, uint64_t now) {
+        return p->wanted && p->admitted && !p->terminal && !p->busy && p->n_victims == 0 &&
+               p->sync_retry.failures > 0 && p->sync_retry.next_usec > now;
+}
+
 static int add_kill(RelistPlan *plan, KillTable *kills, const WorkerObserved *o, int64_t grace, uint64_t now,
                     size_t cap) {
         bool is_new = false;
@@ -87,8 +92,18 @@ int relist_plan(const RelistInput *in, KillTable *kills, RelistPlan *plan) {
         }
         plan->next_due = kill_table_next_due(kills);
         plan->steady = kill_table_in_flight(kills) == 0 && in->sources_ready;
-        for (size_t i = 0; i < in->n_pods && plan->steady; i++)
-                plan->steady = lc_pod_steady(in->pods[i]);
+        for (size_t i = 0; i < in->n_pods; i++) {
+                const LcPod *p = in->pods[i];
+
+                /* a pod whose sync failed waits for its retry: nothing to
+                 * relist for until then, the timer fires by its retry */
+                if (waits_for_retry(p, in->now)) {
+                        if (p->sync_retry.next_usec < plan->next_due)
+                                plan->next_due = p->sync_retry.next_usec;
+                        continue;
+                }
+                plan->steady = plan->steady && lc_pod_steady(p);
+        }
 out:
         /* a plan cut short still holds the stops it put in flight: the
          * caller applies it either way */

@@ -38,7 +38,7 @@ typedef struct RelistPlan {
         bool *kill_new;     /* per kill: its first attempt */
         size_t forgotten;   /* waiting stops dropped: the runtime holds nothing of them any more */
         bool steady;        /* nothing to relist for on time (events and the long timer suffice) */
-        uint64_t next_due;  /* the earliest retry of a waiting stop, UINT64_MAX: none */
+        uint64_t next_due;  /* the earliest retry of a waiting stop or a failed sync, UINT64_MAX: none */
 } RelistPlan;
 
 /* Whether p's sync job may start at now: admitted, not terminal, no

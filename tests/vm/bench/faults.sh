@@ -139,7 +139,12 @@ hold() {
 recovered() {
 	local t0 t
 	t0=$(now_s)
-	t_ok "$1: every pod Running again" wait_until 240 all_running
+	if wait_until 240 all_running; then
+		t_pass "$1: every pod Running again"
+	else
+		t_fail "$1: every pod Running again" "not Running: $(status_json | jq -c '[.pods[] | select(.uid | startswith("fault-")) | select(.phase != "Running") | {name, phase, reason, lastError, events: [.events[] | "\(.reason): \(.message)"]}]')"
+		journalctl -u cubelet -o short-monotonic >"$VM_OUT/journal-$1.txt" 2>&1
+	fi
 	t=$(($(now_s) - t0))
 	t_ok "$1: none duplicated, no stuck sandbox (one sandbox per pod, $N in all)" wait_until 120 no_duplicates
 	say "$(printf '%-13s recovered: %d pods Running %d s after the fault cleared; sandboxes %d' "$1" "$(running)" "$t" "$(all_sandboxes)")"

@@ -275,6 +275,33 @@ static void test_syncs(void **state) {
         node_done(&n);
 }
 
+/* A node whose only pod waits for its sync's retry (the CNI plugins
+ * missing, say) is steady until then: the relist timer is not held at its
+ * short period by a pod that has nothing to do before its retry, and fires
+ * by the retry (next_due). */
+static void test_waiting_sync_is_steady(void **state) {
+        Node n;
+        RelistPlan p;
+        LcPod *a = make_pod("a");
+
+        (void) state;
+        node_init(&n);
+        node_add_pod(&n, a);
+        (void) cub_retry_failed(&a->sync_retry, &cub_retry_pod_sync, 5 * SEC, "RunPodSandbox: failed to find plugin", 0);
+        assert_int_equal(plan(&n, 6 * SEC, true, &p), 0);
+        assert_int_equal(p.n_sync, 0);
+        assert_true(p.steady);
+        assert_true(p.next_due == 15 * SEC);
+        relist_plan_done(&p);
+        /* due: synced again, and no longer waiting */
+        assert_int_equal(plan(&n, 15 * SEC, true, &p), 0);
+        assert_int_equal(p.n_sync, 1);
+        assert_false(p.steady);
+        assert_true(p.next_due == UINT64_MAX);
+        relist_plan_done(&p);
+        node_done(&n);
+}
+
 static void test_network_not_ready(void **state) {
         Node n;
         RelistPlan p;
@@ -336,6 +363,7 @@ int main(void) {
                 cmocka_unit_test(test_recovered_pod_forgotten),
                 cmocka_unit_test(test_sources_not_ready),
                 cmocka_unit_test(test_syncs),
+                cmocka_unit_test(test_waiting_sync_is_steady),
                 cmocka_unit_test(test_network_not_ready),
                 cmocka_unit_test(test_host_network_starts),
         };
