@@ -14,7 +14,9 @@
 #   cni-at-start   the CNI plugins missing while the pods come
 #   cni-teardown   the plugins taken away, then every manifest removed
 #   containerd     containerd stopped
-#   state-full     the state directory (a tmpfs) full, cubelet restarted in it
+#   state-full     the state directory (a tmpfs) full, cubelet restarted in it,
+#                  a pod removed and another added (no nodefs eviction threshold:
+#                  the write paths are tested, not DiskPressure)
 #   dir-gone       the manifest directory deleted, then made again
 #   url-500 / url-garbage / url-stall   the manifest URL answering 500,
 #                  a body that is not a PodList, nothing for 30 s
@@ -95,9 +97,13 @@ systemd-run --unit=fault-url --collect /usr/bin/python3 "$W/url-server.py" "$W/u
 mkdir -p /var/lib/cubelet
 mount -t tmpfs -o size=64M tmpfs /var/lib/cubelet
 cubelet_install
+# evictionHard without nodefs: the full state directory is a fault of the
+# write paths here (with kubelet's default nodefs.available<10% it is
+# DiskPressure, and cubelet evicts its manifest pods: docs/eviction.md)
 cat >>/etc/cubelet/config.yaml <<Y
 staticPodURL: http://127.0.0.1:18089/pods
 httpCheckFrequency: 5s
+evictionHard: {memory.available: 100Mi}
 Y
 systemctl daemon-reload
 
