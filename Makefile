@@ -172,10 +172,13 @@ $(B)/tests/unit/%: tests/unit/%.c $(LIBS)
 
 # agent/loop as a whole (test-loop.c): the managers' objects beside the
 # archives, and the loop's worker_pool_* calls sent to the test's fake pool
-# (and no cgroup writer: the test's root is no cgroup v2 mount)
+# (and a fake cgroup writer that records its writes: the test's root is no
+# cgroup v2 mount)
 LOOP_TEST_WRAP := new submit take free check_runtime set_node_env set_network
+LOOP_TEST_CG_WRAP := new_driver apply free
 $(B)/tests/unit/agent/loop/test-loop: TEST_LDFLAGS = $(call obj,$(MGR_SRCS)) \
-	$(patsubst %,-Wl$(comma)--wrap=worker_pool_%,$(LOOP_TEST_WRAP)) -Wl,--wrap=cg_writer_new_driver
+	$(patsubst %,-Wl$(comma)--wrap=worker_pool_%,$(LOOP_TEST_WRAP)) \
+	$(patsubst %,-Wl$(comma)--wrap=cg_writer_%,$(LOOP_TEST_CG_WRAP))
 $(B)/tests/unit/agent/loop/test-loop: $(call obj,$(MGR_SRCS))
 
 # ---- integration tests: real containerd, real sockets ------------------------

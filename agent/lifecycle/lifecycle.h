@@ -19,7 +19,9 @@
  * pod_started (first successful sync) → pod_removed (it ended, was rejected,
  * evicted or preempted, or went away) → pod_stopped (its containers are
  * stopped). After a restart, admit sees the pods of the previous run first
- * and restore runs once after the first scan of the sources.
+ * and restore runs once after the first scan of the sources. pods_changed
+ * is about the whole table: once before the first scan, then whenever the
+ * sources' merge changed the table.
  */
 
 #include <stdbool.h>
@@ -139,6 +141,8 @@ typedef struct LcPod {
         bool evicted;  /* terminal by eviction: admitted again once the pressure is gone */
         char reason[LC_REASON_MAX];
         char message[LC_MESSAGE_MAX];
+        /* 0: its first admission; lc_pod_reset counts the new attempts */
+        unsigned attempt;
         int64_t kill_grace; /* grace period of the stop of a terminal pod */
         char **victims;     /* preemption victims still stopping; the sync waits for them */
         size_t n_victims;
@@ -248,6 +252,8 @@ typedef enum LcActionKind {
         LC_ACTION_HOLD,    /* pod waiter does not sync until the hold uid is released */
         LC_ACTION_RELEASE, /* the hold uid is released: the pods it held sync */
         LC_ACTION_REJECT,  /* admitted pod uid is rejected after all (reason, message), as at admission */
+        /* the pod cgroup of uid was written at usec: its start latency */
+        LC_ACTION_CGROUP_WRITTEN,
         _LC_ACTION_MAX,
         _LC_ACTION_INVALID = -22,
 } LcActionKind;
@@ -276,6 +282,7 @@ typedef struct LcAction {
         size_t container; /* init containers first */
         char container_id[80];
         bool started, ready;
+        uint64_t usec; /* CGROUP_WRITTEN: CLOCK_MONOTONIC µs */
 } LcAction;
 
 typedef struct LcActions {
@@ -295,6 +302,9 @@ typedef struct LcEnv {
         const char *node_name;
         const PodKubeletConfig *kc;
         const CgOptions *cg; /* the node's capacity and the kubepods values */
+        /* the node's cgroup writer, created by the loop (NULL: none, no
+         * cgroup is written); blocking writes, on the loop */
+        CgWriter *writer;
         /* the runtime, for a manager that must read what runs before any
          * admission (blocking calls: at start only) */
         CriClient *cri;
@@ -356,4 +366,9 @@ typedef struct LcManagerVtable {
         /* its families for /metrics (Prometheus text, kubelet's names),
          * written on the loop when the HTTP API renders a snapshot */
         void (*metrics)(void *m, FILE *f);
+        /* the pod table changed: once before the first scan of the sources
+         * (no pod yet), then after each merge of the sources, once the pods
+         * no source wants are gone; what it derives from the whole table
+         * (LcEnv.pods: the QoS groups' values) */
+        void (*pods_changed)(void *m);
 } LcManagerVtable;

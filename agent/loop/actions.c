@@ -174,6 +174,13 @@ void agent_apply_actions(Agent *a) {
                                 }
                                 break;
                         }
+                        case LC_ACTION_CGROUP_WRITTEN: {
+                                LcPod *p = agent_find_pod(a, act->uid);
+
+                                if (p)
+                                        p->latency.cgroup = act->usec;
+                                break;
+                        }
                         case LC_ACTION_NODE_RESOURCE:
                                 agent_managers_node_resource(a, act->resource, act->quantity);
                                 break;

@@ -86,9 +86,8 @@ typedef struct AgentCore {
 typedef struct AgentPodTable {
         LcPod **pods;
         size_t n_pods;
-        CubHashmap *by_uid;          /* the newest pod of each UID */
-        int64_t qos_burstable_milli; /* what the burstable QoS group was last given (-1: nothing) */
-        bool trim_pending;           /* pods came or went: give freed memory back once things are quiet */
+        CubHashmap *by_uid; /* the newest pod of each UID */
+        bool trim_pending;  /* pods came or went: give freed memory back once things are quiet */
 } AgentPodTable;
 
 /* What the managers' decisions set on the node: written by actions.c alone. */
@@ -262,7 +261,6 @@ bool agent_pod_fail(Agent *a, LcPod *p, const char *reason, const char *message,
  * rejected: " + message (the caller counts it: agent_metrics_rejected) */
 void agent_pod_reject(Agent *a, LcPod *p, const char *reason, const char *message);
 void agent_remove_unwanted(Agent *a);
-void agent_apply_qos_groups(Agent *a);
 /* Pods waiting for the preemption victim uid may start. */
 void agent_victim_stopped(Agent *a, const char *uid);
 /* pods came or went (merge.c): freed memory goes back once things are
@@ -354,6 +352,9 @@ void agent_managers_node_status(Agent *a, json_t *doc);
 void agent_managers_node_resource(Agent *a, const char *resource, int64_t allocatable);
 void agent_managers_flush(Agent *a);
 void agent_managers_metrics(Agent *a, FILE *f);
+/* the pod table changed (and once at start, before the first scan): the
+ * cgroups manager writes the QoS groups again when their values changed */
+void agent_managers_pods_changed(Agent *a);
 /* The decisions the managers queued (LcEnv.act) since the last take; false
  * when none (ret untouched). */
 bool agent_managers_take_actions(Agent *a, LcActions *ret);

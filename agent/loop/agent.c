@@ -262,7 +262,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 goto fail;
 
         agent_decisions_init(a);
-        agent_apply_qos_groups(a);
+        agent_managers_pods_changed(a); /* the QoS groups, before any pod */
         agent_rescan(a);
         agent_managers_start(a);
         agent_apply_actions(a);

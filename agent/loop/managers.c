@@ -47,6 +47,7 @@ int agent_managers_new(Agent *a, CubError *err) {
                 .node_name = a->core.opt.node_name,
                 .kc = a->core.kc,
                 .cg = &a->core.cg,
+                .writer = a->core.writer,
                 .cri = a->core.cri,
                 .conditions = a->decided.conditions,
                 .pods = env_pods,
@@ -172,4 +173,8 @@ void agent_managers_flush(Agent *a) {
 
 void agent_managers_metrics(Agent *a, FILE *f) {
         EACH(metrics, f);
+}
+
+void agent_managers_pods_changed(Agent *a) {
+        EACH(pods_changed);
 }

@@ -59,7 +59,7 @@ static bool pod_new(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
 static void changed(Agent *a) {
         agent_pods_trim_later(a);
         agent_remove_unwanted(a);
-        agent_apply_qos_groups(a);
+        agent_managers_pods_changed(a); /* the QoS groups */
         agent_request_relist(a);
         agent_notify_status(a);
 }

@@ -20,7 +20,6 @@ int agent_pods_init(Agent *a, CubError *err) {
 
         if (r < 0)
                 return cub_err_set(err, -r, "out of memory");
-        a->table.qos_burstable_milli = -1; /* nothing written yet */
         return 0;
 }
 
@@ -89,28 +88,6 @@ void agent_pods_free(Agent *a) {
         free(a->table.pods);
         a->table.pods = NULL;
         a->table.n_pods = 0;
-}
-
-void agent_apply_qos_groups(Agent *a) {
-        CgGroupValues g[3];
-        int64_t burstable = 0;
-        CubError err = {};
-
-        if (!a->core.writer)
-                return;
-        for (size_t i = 0; i < a->table.n_pods; i++)
-                if (a->table.pods[i]->wanted && a->table.pods[i]->spec->qos == POD_QOS_BURSTABLE)
-                        burstable += a->table.pods[i]->cpu_request_milli;
-        if (burstable == a->table.qos_burstable_milli)
-                return; /* the QoS groups have these values */
-        a->table.qos_burstable_milli = burstable;
-        cg_qos_values(burstable, &a->core.cg, g);
-        for (int i = 0; i < 3; i++)
-                if (cg_writer_apply(a->core.writer, &g[i], &err) < 0) {
-                        cub_log(LOG_ERR, "%s", err.msg);
-                        cub_err_clear(&err);
-                        a->table.qos_burstable_milli = -1; /* written again next time */
-                }
 }
 
 /* kubelet's rejectPod: phase Failed, the reason, "Pod was rejected: " + message */
@@ -185,7 +162,6 @@ LcPod *agent_pod_insert(Agent *a, WorkerSpec *spec, uint64_t event_usec) {
 
 void agent_pod_start(Agent *a, LcPod *p) {
         const WorkerSpec *spec = p->spec;
-        CubError err = {};
 
         /* once per pod: a rescan finds the same pod and adds nothing */
         for (size_t i = 0; i < spec->pod->warnings.n; i++) {
@@ -194,17 +170,12 @@ void agent_pod_start(Agent *a, LcPod *p) {
                 if (w)
                         cub_log(LOG_WARNING, "pod %s/%s: %s", spec->pod->namespace_, spec->pod->name, w);
         }
-        /* admission before any runtime call; an admitted pod gets its cgroup
-         * here and its sync at once: the sync job finds out itself what the
-         * runtime has */
+        /* admission before any runtime call; an admitted pod has its cgroup
+         * (the cgroups manager, last of the table, wrote it in its admit and
+         * LC_ACTION_CGROUP_WRITTEN set latency.cgroup) and gets its sync at
+         * once: the sync job finds out itself what the runtime has */
         if (!agent_pod_admit(a, p))
                 return;
-        if (a->core.writer) {
-                if (cg_writer_apply(a->core.writer, &p->spec->cgroup, &err) < 0)
-                        cub_log(LOG_ERR, "pod %s/%s: %s", spec->pod->namespace_, spec->pod->name, err.msg);
-                else
-                        p->latency.cgroup = agent_now_usec();
-        }
         if (a->core.pool)
                 agent_submit_sync(a, p, agent_now_usec());
 }

@@ -2,8 +2,10 @@
 /* agent/loop as a whole (libloop.a with the real managers) on a fake worker
  * pool: the linker sends the loop's worker_pool_* calls here (-Wl,--wrap,
  * see the Makefile), jobs wait in a list and the test answers them as the
- * runtime would; there is no cgroup writer. One decision end to end: a manifest in the directory is
- * admitted and synced, observed running; its file goes, the pod leaves the
+ * runtime would; the cgroup writer is a fake that records the groups
+ * written (and how many sync jobs were submitted by then). One decision
+ * end to end: a manifest in the directory is admitted, gets its pod cgroup
+ * (the cgroups manager) before its sync, observed running; its file goes, the pod leaves the
  * table, the next relist finds it still running and stops it (with its
  * spec, for the preStop hooks); the stop ends and the kill table is empty. */
 #include <errno.h>
@@ -33,6 +35,8 @@ struct WorkerPool {
         WorkerJob *done;
 };
 
+static WorkerPool *fake_pool; /* the pool of the agent under test */
+
 int __wrap_worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool **ret, int *ret_fd,
                            CubError *err);
 void __wrap_worker_pool_submit(WorkerPool *p, WorkerJob *j);
@@ -58,6 +62,7 @@ int __wrap_worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, Wor
         }
         *ret = p;
         *ret_fd = p->efd;
+        fake_pool = p;
         return 0;
 }
 
@@ -96,6 +101,8 @@ WorkerPool *__wrap_worker_pool_free(WorkerPool *p) {
         jobs_free(p->submitted);
         jobs_free(p->done);
         (void) close(p->efd);
+        if (fake_pool == p)
+                fake_pool = NULL;
         free(p);
         return NULL;
 }
@@ -119,14 +126,56 @@ int __wrap_worker_pool_set_network(WorkerPool *p, const WorkerNetwork *n, CubErr
         return 0;
 }
 
-/* no cgroup writer: the loop then writes no QoS or pod cgroup */
+static size_t count_submitted(WorkerPool *p, WorkerJobKind kind);
+
+/* ---- the fake cgroup writer: the groups written, in order ---------------------- */
+
+#define CG_WRITES_MAX 32
+
+typedef struct CgWrite {
+        char path[512];
+        size_t syncs; /* sync jobs submitted when it was written */
+} CgWrite;
+
+static struct {
+        int unused;
+} fake_writer;
+static CgWrite cg_writes[CG_WRITES_MAX];
+static size_t n_cg_writes;
+
 int __wrap_cg_writer_new_driver(const char *cgroup_root, CgDriverKind driver, CgWriter **ret, CubError *err);
+int __wrap_cg_writer_apply(CgWriter *w, const CgGroupValues *g, CubError *err);
+CgWriter *__wrap_cg_writer_free(CgWriter *w);
+
 int __wrap_cg_writer_new_driver(const char *cgroup_root, CgDriverKind driver, CgWriter **ret, CubError *err) {
         (void) cgroup_root;
         (void) driver;
         (void) err;
-        *ret = NULL;
+        n_cg_writes = 0;
+        *ret = (CgWriter *) &fake_writer;
         return 0;
+}
+
+int __wrap_cg_writer_apply(CgWriter *w, const CgGroupValues *g, CubError *err) {
+        (void) err;
+        assert_ptr_equal(w, &fake_writer);
+        assert_true(n_cg_writes < CG_WRITES_MAX);
+        (void) snprintf(cg_writes[n_cg_writes].path, sizeof(cg_writes[n_cg_writes].path), "%s", g->path);
+        cg_writes[n_cg_writes++].syncs = fake_pool ? count_submitted(fake_pool, WORKER_SYNC) : 0;
+        return 0;
+}
+
+CgWriter *__wrap_cg_writer_free(CgWriter *w) {
+        (void) w;
+        return NULL;
+}
+
+/* the index of the first write of path (-1: none) */
+static int cg_written(const char *path) {
+        for (size_t i = 0; i < n_cg_writes; i++)
+                if (strcmp(cg_writes[i].path, path) == 0)
+                        return (int) i;
+        return -1;
 }
 
 /* The oldest submitted job of kind (NULL: none), out of the list. */
@@ -294,6 +343,18 @@ static void test_manifest_to_stop(void **state) {
         assert_int_equal(count_submitted(a->core.pool, WORKER_RELIST), 1);
         assert_true(status_has(a, "\"name\": \"web-node1\""));
 
+        /* the cgroups manager: the QoS groups before the first scan, then
+         * the pod cgroup once admitted, before its sync job was submitted,
+         * and its latency taken then; nothing else */
+        assert_int_equal(n_cg_writes, 4);
+        assert_int_equal(cg_written("kubepods"), 0);
+        assert_int_equal(cg_written("kubepods/burstable"), 1);
+        assert_int_equal(cg_written("kubepods/besteffort"), 2);
+        assert_int_equal(cg_written(p->spec->cgroup.path), 3);
+        assert_non_null(strstr(p->spec->cgroup.path, "kubepods/besteffort/pod"));
+        assert_int_equal(cg_writes[3].syncs, 0);
+        assert_true(p->latency.cgroup > 0);
+
         /* the sync succeeds: pod_started; the relist finds it running */
         j = take_submitted(a->core.pool, WORKER_SYNC);
         assert_ptr_equal(j->spec, p->spec);
@@ -317,6 +378,7 @@ static void test_manifest_to_stop(void **state) {
         assert_int_equal(a->table.n_pods, 0);
         assert_null(agent_find_pod(a, uid));
         assert_int_equal(a->stops.n_gone_specs, 1);
+        assert_int_equal(n_cg_writes, 4); /* a besteffort pod left: the QoS values stay */
         assert_false(status_has(a, "\"name\": \"web-node1\""));
 
         /* the next relist still finds it: stopped, with its spec */
@@ -379,6 +441,12 @@ static void test_rejected_and_broken(void **state) {
         assert_int_equal(p->phase, LC_PHASE_FAILED);
         assert_string_equal(p->reason, "OutOfcpu");
         assert_int_equal(count_submitted(a->core.pool, WORKER_SYNC), 0);
+        /* refused by admission, before the cgroups manager: no pod cgroup,
+         * and its cpu request is in the burstable group (it is wanted) */
+        assert_int_equal(n_cg_writes, 6);
+        assert_int_equal(cg_written(p->spec->cgroup.path), -1);
+        assert_int_equal(p->latency.cgroup, 0);
+        assert_string_equal(cg_writes[4].path, "kubepods/burstable");
         assert_true(metrics_have(a, "kubelet_admission_rejections_total{reason=\"OutOfcpu\"} 1"));
         assert_int_equal(a->errs.n_dir, 1);
         assert_non_null(strstr(a->errs.dir[0].source, "bad.yaml"));
