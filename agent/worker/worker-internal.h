@@ -86,3 +86,10 @@ int worker_pod_net_prepare(WorkerPool *p, const Pod *pod, WorkerPodNet *n, CriSa
 /* After RunPodSandbox or for the kept sandbox: the pod IP and the hosts file. */
 int worker_pod_net_started(WorkerPool *p, const Pod *pod, const char *sandbox_id, WorkerPodNet *n, CubError *err);
 void worker_pod_net_done(WorkerPodNet *n);
+
+/* image.c: kubelet's EnsureImageExists for container (index, init first):
+ * Always pulls at every container start, IfNotPresent when the image is
+ * missing, Never not at all; each pull or image found present noted on j
+ * (NULL: not noted); *ret_kind: what a failure is (image pull, never pull). */
+int worker_ensure_image(WorkerPool *p, WorkerJob *j, size_t container, const char *image, const char *policy,
+                        WorkerFailKind *ret_kind, CubError *err);
