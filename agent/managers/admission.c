@@ -32,6 +32,9 @@ typedef struct Admission {
         AdmitLedgerEntry *ledger; /* what the previous run had admitted, until restore */
         size_t n_ledger;
         bool dirty; /* the ledger and the CPU manager state wait for flush */
+        /* the last failed write of each (a full disk): journaled once, the
+         * write tried again at each flush until it succeeds */
+        char ledger_error[CUB_ERR_MSG_MAX], cpu_state_error[CUB_ERR_MSG_MAX];
 } Admission;
 
 /* the checkpoints are written by admission_flush(), before the pod's first
@@ -40,19 +43,37 @@ static void save(Admission *m) {
         m->dirty = true;
 }
 
+/* One write's outcome: a failure journaled once per distinct error, and
+ * once when the write succeeds again; returns whether it failed. */
+static bool outcome(const char *what, int r, const CubError *err, char last[static CUB_ERR_MSG_MAX]) {
+        if (r < 0) {
+                if (strcmp(last, err->msg) != 0)
+                        cub_log(LOG_ERR, "%s: %s (tried again before the next runtime call)", what, err->msg);
+                (void) snprintf(last, CUB_ERR_MSG_MAX, "%s", err->msg);
+                return true;
+        }
+        if (last[0])
+                cub_log(LOG_INFO, "%s: written again", what);
+        last[0] = '\0';
+        return false;
+}
+
 static void admission_flush(void *userdata) {
         Admission *m = userdata;
         CubError err = {};
+        bool failed;
 
         if (!m->dirty)
                 return;
-        m->dirty = false;
-        if (admit_ledger_save(m->snap, m->ledger_path, &err) < 0)
-                cub_log(LOG_ERR, "admission ledger: %s", err.msg);
+        failed = outcome("admission ledger", admit_ledger_save(m->snap, m->ledger_path, &err), &err, m->ledger_error);
         cub_err_clear(&err);
-        if (cpumgr_policy(m->cpu) == CPUMGR_POLICY_STATIC &&
-            cpumgr_checkpoint_save(m->cpu, m->cpu_state_path, &err) < 0)
-                cub_log(LOG_ERR, "CPU manager state: %s", err.msg);
+        if (cpumgr_policy(m->cpu) == CPUMGR_POLICY_STATIC)
+                failed = outcome("CPU manager state", cpumgr_checkpoint_save(m->cpu, m->cpu_state_path, &err), &err,
+                                 m->cpu_state_error) ||
+                         failed;
+        /* a checkpoint that could not be written (a full disk) is written at
+         * the next flush: the files are replaced whole (rename), never torn */
+        m->dirty = failed;
 }
 
 static int add_resource(PodResourceList *l, const char *name, int64_t v, bool cpu) {

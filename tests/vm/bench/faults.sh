@@ -241,7 +241,8 @@ t_is "$(ctr_ids)" "$ids0" "state-full: ... the same containers, none restarted"
 rm -f "$M/f1.yaml"
 pod_yaml fx fault-x >"$M/fx.yaml"
 fx_settled() {
-	status_json | jq -e '[.pods[] | select(.uid == "fault-1")] | length == 0' >/dev/null &&
+	[ "$(sandboxes fault-1)" = 0 ] &&
+		status_json | jq -e '[.pods[] | select(.uid == "fault-1")] | length == 0' >/dev/null &&
 		status_json | jq -e '.pods[] | select(.uid == "fault-x") | .phase == "Running" or (.events | length > 0)' >/dev/null
 }
 t_ok "state-full: f1 goes, fx comes (Running or with its error)" wait_until 120 fx_settled
@@ -261,6 +262,7 @@ ids0=$(ctr_ids)
 mv "$M" "$M.away"
 t_ok "dir-gone: its pods stop (kubelet: a missing directory is an empty set)" \
 	wait_until 120 sh -c "[ \"\$($STATUS_JSON | jq -r '.pods[] | select(.phase == \"Running\") | .uid' | grep -c '^fault-u')\" = $NURL ] && [ \"\$($STATUS_JSON | jq '[.pods[] | select(.uid | test(\"^fault-[0-9]\"))] | length')\" = 0 ]"
+t_ok "dir-gone: ... and their sandboxes are removed" wait_until 120 sh -c "[ \$(ctr -n k8s.io containers ls -q 'labels.\"io.cri-containerd.kind\"==sandbox' | wc -l) = $NURL ]"
 hold dir-gone
 mkdir -p "$M"
 t0=$(now_s)
