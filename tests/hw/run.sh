@@ -192,7 +192,8 @@ while True:
 		scraper=$!
 		say "(scraped once a second on /metrics, /pods, /metrics/resource, /stats/summary while the pods start)"
 	fi
-	pod-driver "$M" "$CGROOT/$parent" "$weight" 1 "$n" >"$OUT/cub-$n.txt" 2>>"$MEASURE_LOG" || say "pod-driver failed: $(tail -n 3 "$MEASURE_LOG")"
+	# like for like: cubelet's pods on the host network, as cri-baseline's
+	pod-driver -H "$M" "$CGROOT/$parent" "$weight" 1 "$n" >"$OUT/cub-$n.txt" 2>>"$MEASURE_LOG" || say "pod-driver failed: $(tail -n 3 "$MEASURE_LOG")"
 	[ -n "$scraper" ] && kill "$scraper"
 	status_json >"$OUT/status-$n.json"
 	jq -r '.pods[]? | select(.latency != null) | "\(.latency.eventToCgroupUs // 0) \(.latency.eventToSandboxUs // 0) \(.latency.eventToStartedUs // 0)"' \
@@ -202,7 +203,7 @@ while True:
 	b50=$(pct "$OUT/cri-$n.txt" 50 5) b99=$(pct "$OUT/cri-$n.txt" 99 5)
 	g50=$(pct "$OUT/cub-$n.txt" 50 2) g99=$(pct "$OUT/cub-$n.txt" 99 2)
 	a50=$(pct "$OUT/cgb-$n.txt" 50 2) a99=$(pct "$OUT/cgb-$n.txt" 99 2)
-	say "latencies, $n pods (ms):"
+	say "latencies, $n pods, host network (ms):"
 	say "  manifest -> container running (cubelet): p50 $c50, p99 $c99, max $(pct "$OUT/cub-$n.txt" 100 3)"
 	say "  raw CRI Run+Create+StartContainer:       p50 $b50, p99 $b99, max $(pct "$OUT/cri-$n.txt" 100 5)"
 	say "  ratio cubelet / raw CRI:                 p50 $(ratio "$c50" "$b50"), p99 $(ratio "$c99" "$b99") (goal <= 1.05)"
@@ -225,6 +226,19 @@ print(", ".join(out))')"
 	sleep 5
 	say "cubelet with $n pods, idle CPU: $(idle_cpu 30)"
 	footprint "$n pods"
+	# the second pair, on the pod network (the bundle's CNI plugins for both)
+	local nn=${NET_PODS:-20}
+	rm -f "$M"/b*.yaml
+	wait_for 300 sh -c "[ \"\$(cubelet status -o json | jq '.pods | length')\" = 0 ]" || say "(pods still there before the pod-network pair)"
+	cri-baseline -N -p "net$n" "$nn" >"$OUT/cri-net-$n.txt" 2>>"$MEASURE_LOG" || say "cri-baseline -N failed: $(tail -n 3 "$MEASURE_LOG")"
+	find "$CGROOT/kubepods" -depth -mindepth 1 -type d -name "podnet$n-*" -exec rmdir {} + 2>/dev/null
+	pod-driver "$M" "$CGROOT/$parent" "$weight" 1 "$nn" >"$OUT/cub-net-$n.txt" 2>>"$MEASURE_LOG" || say "pod-driver (pod network) failed: $(tail -n 3 "$MEASURE_LOG")"
+	c50=$(pct "$OUT/cub-net-$n.txt" 50 3) c99=$(pct "$OUT/cub-net-$n.txt" 99 3)
+	b50=$(pct "$OUT/cri-net-$n.txt" 50 5) b99=$(pct "$OUT/cri-net-$n.txt" 99 5)
+	say "latencies, $nn pods, pod network (ms):"
+	say "  manifest -> container running (cubelet): p50 $c50, p99 $c99, max $(pct "$OUT/cub-net-$n.txt" 100 3)"
+	say "  raw CRI Run+Create+StartContainer:       p50 $b50, p99 $b99, max $(pct "$OUT/cri-net-$n.txt" 100 5)"
+	say "  ratio cubelet / raw CRI:                 p50 $(ratio "$c50" "$b50"), p99 $(ratio "$c99" "$b99") (goal <= 1.05)"
 	stop_cubelet
 }
 
