@@ -43,21 +43,6 @@ static void save(Admission *m) {
         m->dirty = true;
 }
 
-/* One write's outcome: a failure journaled once per distinct error, and
- * once when the write succeeds again; returns whether it failed. */
-static bool outcome(const char *what, int r, const CubError *err, char last[static CUB_ERR_MSG_MAX]) {
-        if (r < 0) {
-                if (strcmp(last, err->msg) != 0)
-                        cub_log(LOG_ERR, "%s: %s (tried again before the next runtime call)", what, err->msg);
-                (void) snprintf(last, CUB_ERR_MSG_MAX, "%s", err->msg);
-                return true;
-        }
-        if (last[0])
-                cub_log(LOG_INFO, "%s: written again", what);
-        last[0] = '\0';
-        return false;
-}
-
 static void admission_flush(void *userdata) {
         Admission *m = userdata;
         CubError err = {};
@@ -65,11 +50,13 @@ static void admission_flush(void *userdata) {
 
         if (!m->dirty)
                 return;
-        failed = outcome("admission ledger", admit_ledger_save(m->snap, m->ledger_path, &err), &err, m->ledger_error);
+        /* journaled once per distinct error (a full disk), tried again at the next flush */
+        failed = cub_log_changed(LOG_ERR, admit_ledger_save(m->snap, m->ledger_path, &err), &err, m->ledger_error,
+                                 "admission ledger");
         cub_err_clear(&err);
         if (cpumgr_policy(m->cpu) == CPUMGR_POLICY_STATIC)
-                failed = outcome("CPU manager state", cpumgr_checkpoint_save(m->cpu, m->cpu_state_path, &err), &err,
-                                 m->cpu_state_error) ||
+                failed = cub_log_changed(LOG_ERR, cpumgr_checkpoint_save(m->cpu, m->cpu_state_path, &err), &err,
+                                         m->cpu_state_error, "CPU manager state") ||
                          failed;
         /* a checkpoint that could not be written (a full disk) is written at
          * the next flush: the files are replaced whole (rename), never torn */

@@ -24,6 +24,9 @@ typedef struct Logs {
         bool running; /* __atomic: a pass is in flight */
         bool joinable;
         size_t rotated; /* __atomic: logs rotated so far */
+        /* the passes' last errors (the runtime away): each journaled once;
+         * the pass thread's alone (one pass at a time) */
+        char rotate_error[CUB_ERR_MSG_MAX], gc_error[CUB_ERR_MSG_MAX];
 } Logs;
 
 static void *pass_thread(void *userdata) {
@@ -31,12 +34,12 @@ static void *pass_thread(void *userdata) {
         CubError err = {};
         size_t n = 0, gone = 0;
 
-        if (logs_rotate_pass(m->env->cri, &m->policy, &n, &err) < 0)
-                cub_log(LOG_WARNING, "container log rotation: %s", err.msg);
+        (void) cub_log_changed(LOG_WARNING, logs_rotate_pass(m->env->cri, &m->policy, &n, &err), &err, m->rotate_error,
+                               "container log rotation");
         err = (CubError){};
-        if (logs_gc_pass(m->env->cri, m->policy.root, LOGS_GC_MIN_AGE_S, &gone, &err) < 0)
-                cub_log(LOG_WARNING, "pod log directories: %s", err.msg);
-        else if (gone > 0)
+        if (!cub_log_changed(LOG_WARNING, logs_gc_pass(m->env->cri, m->policy.root, LOGS_GC_MIN_AGE_S, &gone, &err),
+                             &err, m->gc_error, "pod log directories") &&
+            gone > 0)
                 cub_log(LOG_INFO, "removed the log directories of %zu pods that are gone", gone);
         __atomic_add_fetch(&m->rotated, n, __ATOMIC_SEQ_CST);
         __atomic_store_n(&m->running, false, __ATOMIC_SEQ_CST);

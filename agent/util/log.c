@@ -66,3 +66,18 @@ int cub_log_errno(int level, int r, const CubError *err, const char *fmt, ...) {
         va_end(ap);
         return r;
 }
+
+bool cub_log_changed(int level, int r, const CubError *err, char last[static CUB_ERR_MSG_MAX], const char *what) {
+        if (r < 0) {
+                const char *msg = err && err->msg[0] ? err->msg : strerror(-r);
+
+                if (strcmp(last, msg) != 0)
+                        cub_log(level, "%s: %s", what, msg);
+                (void) snprintf(last, CUB_ERR_MSG_MAX, "%s", msg);
+                return true;
+        }
+        if (last[0])
+                cub_log(LOG_INFO, "%s: working again", what);
+        last[0] = '\0';
+        return false;
+}

@@ -8,6 +8,9 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
+
+#include "agent/util/log.h"
 #include "agent/util/retry.h"
 #include "agent/util/time.h"
 
@@ -76,11 +79,33 @@ static void test_draw(void **state) {
         assert_false(a == b && b == c);
 }
 
+/* cub_log_changed: a task failing the same way logs once; another error
+ * logs again; success clears (and logs once) */
+static void test_log_changed(void **state) {
+        char last[CUB_ERR_MSG_MAX] = "";
+        CubError a = {}, b = {};
+
+        (void) state;
+        (void) cub_err_set(&a, EIO, "ListContainers: UNAVAILABLE");
+        (void) cub_err_set(&b, ENOSPC, "write: No space left on device");
+        assert_true(cub_log_changed(LOG_WARNING, -EIO, &a, last, "rotation"));
+        assert_string_equal(last, "ListContainers: UNAVAILABLE");
+        assert_true(cub_log_changed(LOG_WARNING, -EIO, &a, last, "rotation"));
+        assert_true(cub_log_changed(LOG_WARNING, -ENOSPC, &b, last, "rotation"));
+        assert_string_equal(last, "write: No space left on device");
+        assert_false(cub_log_changed(LOG_WARNING, 0, NULL, last, "rotation"));
+        assert_string_equal(last, "");
+        /* no message: the errno's text */
+        assert_true(cub_log_changed(LOG_WARNING, -ENOENT, NULL, last, "rotation"));
+        assert_string_equal(last, "No such file or directory");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pod_worker_delays),
                 cmocka_unit_test(test_jitter_bounds),
                 cmocka_unit_test(test_failed_and_succeeded),
+                cmocka_unit_test(test_log_changed),
                 cmocka_unit_test(test_draw),
         };
 

@@ -1,0 +1,107 @@
+#!/bin/bash
+# A real Kubernetes control plane on 127.0.0.1 for cubelet's cluster tests:
+# Debian's etcd, then kube-apiserver (Node,RBAC authorization, NodeRestriction
+# and the default admission plugins, ServiceAccount included),
+# kube-controller-manager and kube-scheduler, all from build/cluster/kube
+# (tests/cluster/main.go) and the certificates of tests/cluster/certs.sh.
+# Loopback only: etcd 127.0.0.1:2379, the API server 127.0.0.1:6443.
+#
+#   tests/cluster/control-plane.sh start [-b KUBE] [-d DIR] [-n NODE]
+#   tests/cluster/control-plane.sh stop [-d DIR]
+#
+# DIR (default /run/cubelet-cluster) holds pki/, etcd's data, the logs
+# (*.log) and the PIDs; start returns once /readyz answers ok (exit 1 with
+# the API server's log tail after TIMEOUT seconds, default 300: under
+# qemu's emulation the first start takes minutes).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+cmd=${1:-}
+shift || true
+KUBE=$HERE/../../build/cluster/kube
+DIR=/run/cubelet-cluster
+NODE=$(hostname | tr '[:upper:]' '[:lower:]')
+TIMEOUT=${TIMEOUT:-300}
+while getopts b:d:n: o; do
+	case $o in
+	b) KUBE=$OPTARG ;;
+	d) DIR=$OPTARG ;;
+	n) NODE=$OPTARG ;;
+	*) exit 2 ;;
+	esac
+done
+
+stop() {
+	local p
+	for p in scheduler controller-manager apiserver etcd; do
+		[ -f "$DIR/$p.pid" ] && kill "$(cat "$DIR/$p.pid")" 2>/dev/null
+	done
+	for p in scheduler controller-manager apiserver etcd; do
+		if [ -f "$DIR/$p.pid" ]; then
+			for _ in $(seq 100); do kill -0 "$(cat "$DIR/$p.pid")" 2>/dev/null || break; sleep 0.1; done
+			kill -9 "$(cat "$DIR/$p.pid")" 2>/dev/null
+			rm -f "$DIR/$p.pid"
+		fi
+	done
+	return 0
+}
+
+# bg NAME COMMAND...: started in the background, its log and PID in DIR
+bg() {
+	local name=$1
+	shift
+	"$@" >"$DIR/$name.log" 2>&1 &
+	echo $! >"$DIR/$name.pid"
+}
+
+start() {
+	local P=$DIR/pki t0
+	mkdir -p "$DIR"
+	[ -f "$P/ca.crt" ] || "$HERE/certs.sh" -n "$NODE" "$P" >/dev/null
+	t0=$(date +%s)
+	bg etcd etcd --name cubelet-test --data-dir "$DIR/etcd" \
+		--listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+		--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+		--initial-cluster cubelet-test=http://127.0.0.1:2380
+	bg apiserver "$KUBE" kube-apiserver \
+		--etcd-servers=http://127.0.0.1:2379 \
+		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443 \
+		--tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
+		--client-ca-file="$P/ca.crt" \
+		--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" \
+		--kubelet-client-key="$P/apiserver-kubelet-client.key" --kubelet-certificate-authority="$P/ca.crt" \
+		--service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+		--service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
+		--endpoint-reconciler-type=none
+	bg controller-manager "$KUBE" kube-controller-manager \
+		--kubeconfig="$P/controller-manager.kubeconfig" \
+		--authentication-kubeconfig="$P/controller-manager.kubeconfig" \
+		--authorization-kubeconfig="$P/controller-manager.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false \
+		--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+		--use-service-account-credentials=true --cluster-signing-cert-file="$P/ca.crt" \
+		--cluster-signing-key-file="$P/ca.key" --service-cluster-ip-range=10.0.0.0/24
+	bg scheduler "$KUBE" kube-scheduler \
+		--kubeconfig="$P/scheduler.kubeconfig" \
+		--authentication-kubeconfig="$P/scheduler.kubeconfig" \
+		--authorization-kubeconfig="$P/scheduler.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false
+	for _ in $(seq $((TIMEOUT * 2))); do
+		if [ "$("$KUBE" kubectl --kubeconfig "$P/admin.kubeconfig" get --raw /readyz 2>/dev/null)" = ok ]; then
+			echo "control plane ready on https://127.0.0.1:6443 in $(($(date +%s) - t0)) s ($DIR)"
+			return 0
+		fi
+		kill -0 "$(cat "$DIR/apiserver.pid")" 2>/dev/null || break
+		sleep 0.5
+	done
+	echo "control plane not ready after $(($(date +%s) - t0)) s; kube-apiserver's log:" >&2
+	tail -n 20 "$DIR/apiserver.log" >&2
+	return 1
+}
+
+case $cmd in
+start) start ;;
+stop) stop ;;
+*) echo "usage: $0 start|stop [-b KUBE] [-d DIR] [-n NODE]" >&2; exit 2 ;;
+esac
