@@ -85,6 +85,8 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
 
         if (!pj)
                 return NULL;
+        /* the failed syncs in a row (lastError's), each retried after 10 s */
+        (void) json_object_set_new(pj, "syncFailures", json_integer(p->sync_retry.failures));
         /* network: kubelet's podIP (a host-network pod's is the node's) and hostIP */
         {
                 const char *host_ip = a->core.host_ip[0] ? a->core.host_ip : "127.0.0.1";

@@ -143,7 +143,7 @@ hold() {
 	lines=$(journal_since "$t0")
 	FAULT_CPU=$(((c1 - c0) / HOLD / 1000))
 	if [ -n "${2:-}" ]; then
-		att=$(printf ', %d attempts (%s ms of CPU each)' $((a1 - a0)) "$(awk -v c=$((c1 - c0)) -v i=$((IDLE * HOLD * 1000)) -v a=$((a1 - a0)) 'BEGIN { printf "%.0f", a > 0 ? (c - i) / a / 1000 : 0 }')")
+		att=$(printf ', %d attempts (%s ms of CPU each)' $((a1 - a0)) "$(awk -v c=$((c1 - c0)) -v i=$((IDLE * HOLD * 1000)) -v a=$((a1 - a0)) 'BEGIN { printf "%.0f", (a > 0 ? (c - i) / a / 1000 : 0) }')")
 	fi
 	say "$(printf '%-13s cubelet CPU %3d per mille of a CPU over %d s (idle %d), journal %d lines (%s per pod)%s' "$1" "$FAULT_CPU" "$HOLD" "$IDLE" "$lines" "$(awk -v l="$lines" -v n="$N" 'BEGIN { printf "%.1f", l / n }')" "$att")"
 	if [ -n "${2:-}" ]; then
@@ -195,8 +195,8 @@ all_failing() {
 	[ "$(status_json | jq '[.pods[] | select(.uid | startswith("fault-")) | select(any(.events[]; .reason == "FailedCreatePodSandBox"))] | length')" = "$N" ]
 }
 t_ok "cni-at-start: every pod says FailedCreatePodSandBox" wait_until 120 all_failing
-sandbox_attempts() { # FailedCreatePodSandBox events, counted
-	status_json | jq '[.pods[] | select(.uid | startswith("fault-")) | .events[] | select(.reason == "FailedCreatePodSandBox") | .count] | add // 0'
+sandbox_attempts() { # the pods' failed syncs in a row
+	status_json | jq '[.pods[] | select(.uid | startswith("fault-")) | .syncFailures // 0] | add // 0'
 }
 hold cni-at-start sandbox_attempts
 t_is "$(running)" 0 "cni-at-start: no pod runs without the plugins"
@@ -247,7 +247,7 @@ fx_settled() {
 }
 t_ok "state-full: f1 goes, fx comes (Running or with its error)" wait_until 120 fx_settled
 t_diag "state-full: fx: $(status_json | jq -c '.pods[] | select(.uid == "fault-x") | {phase, reason, lastError, events: [.events[] | .reason]}')"
-hold state-full
+hold state-full sandbox_attempts
 rm -f "$fill"
 rm -f "$M/fx.yaml"
 pod_yaml f1 fault-1 >"$M/f1.yaml"
