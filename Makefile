@@ -87,7 +87,7 @@ LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/liblogs.a $(B)/libworker
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-host fuzz fuzz-build lint format format-check clean install
+.PHONY: cluster-peers all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-host fuzz fuzz-build lint format format-check clean install
 all: $(B)/cubelet $(B)/cubelet-gpu-plugin
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -344,6 +344,19 @@ install: $(B)/cubelet $(B)/cubelet-gpu-plugin
 	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/cubelet/README.md
 	install -d -m 0755 $(DESTDIR)$(PREFIX)/share/doc/cubelet/docs
 	install -m 0644 docs/*.md $(DESTDIR)$(PREFIX)/share/doc/cubelet/docs/
+
+# The cluster issue's test peers (tests/cluster/): the real kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet and kubectl as one binary,
+# built from k8s.io/kubernetes at the release tests/cluster/go.mod pins (Go
+# from the module proxy; not part of `make test` yet).
+KUBE_VERSION := v1.34.4
+KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=34 -X $(p).gitTreeState=clean)
+cluster-peers: $(BUILD)/cluster/kube
+$(BUILD)/cluster/kube: tests/cluster/main.go tests/cluster/go.mod tests/cluster/go.sum
+	@mkdir -p $(dir $@)
+	@echo "  GO      $@"
+	@cd tests/cluster && CGO_ENABLED=0 go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(abspath $@) .
 
 clean:
 	rm -rf $(BUILD)
