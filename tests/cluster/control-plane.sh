@@ -74,21 +74,31 @@ start() {
 		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
 		--service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
 		--endpoint-reconciler-type=none
-	bg controller-manager "$KUBE" kube-controller-manager \
-		--kubeconfig="$P/controller-manager.kubeconfig" \
-		--authentication-kubeconfig="$P/controller-manager.kubeconfig" \
-		--authorization-kubeconfig="$P/controller-manager.kubeconfig" \
-		--bind-address=127.0.0.1 --leader-elect=false \
-		--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
-		--use-service-account-credentials=true --cluster-signing-cert-file="$P/ca.crt" \
-		--cluster-signing-key-file="$P/ca.key" --service-cluster-ip-range=10.0.0.0/24
-	bg scheduler "$KUBE" kube-scheduler \
-		--kubeconfig="$P/scheduler.kubeconfig" \
-		--authentication-kubeconfig="$P/scheduler.kubeconfig" \
-		--authorization-kubeconfig="$P/scheduler.kubeconfig" \
-		--bind-address=127.0.0.1 --leader-elect=false
 	for _ in $(seq $((TIMEOUT * 2))); do
 		if [ "$("$KUBE" kubectl --kubeconfig "$P/admin.kubeconfig" get --raw /readyz 2>/dev/null)" = ok ]; then
+			# the controller manager and the scheduler once the API server's
+			# RBAC bootstrap (part of /readyz) is there: they read
+			# kube-system's extension-apiserver-authentication at start
+			bg controller-manager "$KUBE" kube-controller-manager \
+				--kubeconfig="$P/controller-manager.kubeconfig" \
+				--authentication-kubeconfig="$P/controller-manager.kubeconfig" \
+				--authorization-kubeconfig="$P/controller-manager.kubeconfig" \
+				--bind-address=127.0.0.1 --leader-elect=false \
+				--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+				--use-service-account-credentials=true --cluster-signing-cert-file="$P/ca.crt" \
+				--cluster-signing-key-file="$P/ca.key" --service-cluster-ip-range=10.0.0.0/24
+			bg scheduler "$KUBE" kube-scheduler \
+				--kubeconfig="$P/scheduler.kubeconfig" \
+				--authentication-kubeconfig="$P/scheduler.kubeconfig" \
+				--authorization-kubeconfig="$P/scheduler.kubeconfig" \
+				--bind-address=127.0.0.1 --leader-elect=false
+			sleep 2
+			for p in controller-manager scheduler; do
+				kill -0 "$(cat "$DIR/$p.pid")" 2>/dev/null && continue
+				echo "kube-$p exited; its log:" >&2
+				tail -n 5 "$DIR/$p.log" >&2
+				return 1
+			done
 			echo "control plane ready on https://127.0.0.1:6443 in $(($(date +%s) - t0)) s ($DIR)"
 			return 0
 		fi
