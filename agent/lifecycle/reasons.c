@@ -130,16 +130,6 @@ void lc_pod_pull_events(LcPod *p, const WorkerPull *pulls, size_t n) {
         }
 }
 
-/* Go's time.Duration.String() for whole seconds: "10s", "1m20s", "5m0s" */
-static void go_duration(uint64_t usec, char *buf, size_t size) {
-        uint64_t s = usec / 1000000;
-
-        if (s < 60)
-                (void) snprintf(buf, size, "%llus", (unsigned long long) s);
-        else
-                (void) snprintf(buf, size, "%llum%llus", (unsigned long long) (s / 60), (unsigned long long) (s % 60));
-}
-
 const char *lc_container_waiting(const LcPod *p, size_t k, char *message, size_t size) {
         const Pod *pod = p->spec->pod;
         const LcContainerStatus *st = &p->statuses[k];
@@ -152,7 +142,8 @@ const char *lc_container_waiting(const LcPod *p, size_t k, char *message, size_t
         if (p->terminal)
                 return "PodTerminated";
         if (st->waiting_backoff) {
-                go_duration(lc_backoff_delay(p->backoff[k].crashes), d, sizeof(d));
+                /* whole seconds: "10s", "1m20s", "5m0s" */
+                go_duration_ms(lc_backoff_delay(p->backoff[k].crashes) / 1000000 * 1000000, d, sizeof(d));
                 (void) snprintf(message, size, "back-off %s restarting failed container=%s pod=%s_%s(%s)", d, c->name,
                                 pod->name, pod->namespace_, pod->uid);
                 return "CrashLoopBackOff";

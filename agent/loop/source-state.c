@@ -4,6 +4,7 @@
  * writer: cubelet status shows them), whether a pod is the URL's, and
  * kubelet's sourcesReady. The sources (source-dir.c, source-http.c) and
  * the merge (merge.c) call down here. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,25 @@ bool agent_sources_ready(const Agent *a) {
 }
 
 /* ---- the manifest directory's errors ----------------------------------------- */
+
+/* Appends (source, message) to a list of errors: 0, or -ENOMEM with the
+ * list unchanged. */
+static int error_push(AgentError **l, size_t *n, const char *source, const char *message) {
+        AgentError *nl = realloc(*l, (*n + 1) * sizeof(*nl));
+
+        if (!nl)
+                return -ENOMEM;
+        *l = nl;
+        nl[*n].source = strdup(source);
+        nl[*n].message = strdup(message);
+        if (!nl[*n].source || !nl[*n].message) {
+                free(nl[*n].source);
+                free(nl[*n].message);
+                return -ENOMEM;
+        }
+        (*n)++;
+        return 0;
+}
 
 void agent_errors_free(Agent *a) {
         for (size_t k = 0; k < a->errs.n_dir; k++) {
@@ -62,8 +82,6 @@ void agent_source_dir_set_errors(Agent *a, const PodsrcSet *set) {
 
 /* The error of one file: replaced, or dropped when message is NULL. */
 void agent_source_dir_file_error(Agent *a, const char *path, const char *message) {
-        AgentError *ne;
-
         for (size_t k = 0; k < a->errs.n_dir; k++)
                 if (strcmp(a->errs.dir[k].source, path) == 0) {
                         if (message && strcmp(a->errs.dir[k].message, message) == 0)
@@ -76,19 +94,8 @@ void agent_source_dir_file_error(Agent *a, const char *path, const char *message
         if (!message)
                 return;
         cub_log(LOG_ERR, "%s, skipping this manifest", message);
-        ne = realloc(a->errs.dir, (a->errs.n_dir + 1) * sizeof(*ne));
-        if (!ne)
-                return;
-        a->errs.dir = ne;
-        ne[a->errs.n_dir].source = strdup(path);
-        ne[a->errs.n_dir].message = strdup(message);
-        if (!ne[a->errs.n_dir].source || !ne[a->errs.n_dir].message) {
-                free(ne[a->errs.n_dir].source);
-                free(ne[a->errs.n_dir].message);
-                return;
-        }
-        a->errs.n_dir++;
-        agent_metrics_manifest_error(a);
+        if (error_push(&a->errs.dir, &a->errs.n_dir, path, message) >= 0)
+                agent_metrics_manifest_error(a);
 }
 
 /* ---- the manifest URL's errors ----------------------------------------------- */
@@ -114,19 +121,7 @@ static void url_errors_clear(Agent *a, bool fetch_only) {
 /* Entry 0 is the fetch error ("" when the last fetch was good); then the
  * errors of the set in force (names the body defined twice). */
 static void url_error_push(Agent *a, const char *message) {
-        AgentError *n = realloc(a->errs.url, (a->errs.n_url + 1) * sizeof(*n));
-
-        if (!n)
-                return;
-        a->errs.url = n;
-        n[a->errs.n_url].source = strdup(a->core.opt.manifest_url);
-        n[a->errs.n_url].message = strdup(message);
-        if (!n[a->errs.n_url].source || !n[a->errs.n_url].message) {
-                free(n[a->errs.n_url].source);
-                free(n[a->errs.n_url].message);
-                return;
-        }
-        a->errs.n_url++;
+        (void) error_push(&a->errs.url, &a->errs.n_url, a->core.opt.manifest_url, message);
 }
 
 void agent_source_http_fetch_error(Agent *a, const char *message) {
