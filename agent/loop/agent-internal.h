@@ -119,6 +119,7 @@ typedef struct AgentStops {
 typedef struct AgentRuntime {
         bool ready, known;
         char error[CUB_ERR_MSG_MAX];
+        CubRetry retry; /* the relist while the runtime is away (cub_retry_runtime) */
         /* the runtime's conditions (CRI Status, asked every 5 s with a
          * relist): network_error is kubelet's "container runtime network not
          * ready: ..." while NetworkReady is false, "" otherwise */

@@ -34,6 +34,9 @@ static void relist_timer_at(Agent *a, uint64_t at) {
 }
 
 uint64_t agent_relist_period(Agent *a, uint64_t now) {
+        /* the runtime away: the relist is its retry, on the policy */
+        if (a->rt.retry.failures > 0 && a->rt.retry.next_usec > now)
+                return a->rt.retry.next_usec - now;
         if (!a->rt.events || !a->rt.relist_steady || now < a->rt.relist_hot_until ||
             cri_events_state(a->rt.events, NULL, NULL, 0) != CRI_EVENTS_SUBSCRIBED ||
             a->core.opt.events_relist_usec <= a->core.opt.relist_usec)
@@ -112,9 +115,15 @@ static void on_relist(Agent *a, WorkerJob *j) {
                 a->rt.ready = false;
                 a->rt.known = true;
                 (void) snprintf(a->rt.error, sizeof(a->rt.error), "%s", j->error);
+                /* the next relist waits for the policy (1 s doubling to 5 s),
+                 * not the relist period: nothing to see until it is back */
+                (void) cub_retry_failed(&a->rt.retry, &cub_retry_runtime, now, j->error, 0);
+                if (a->core.relist_timer)
+                        (void) sd_event_source_set_time(a->core.relist_timer, a->rt.retry.next_usec);
                 agent_notify_status(a);
                 return;
         }
+        (void) cub_retry_succeeded(&a->rt.retry);
         if (!a->rt.ready && a->rt.known)
                 cub_log(LOG_INFO, "runtime '%s' is back", cri_client_endpoint(a->core.cri));
         if (j->status_known)

@@ -20,6 +20,13 @@ const CubRetryPolicy cub_retry_pod_sync = {
         .jitter_pct = 0,
 };
 
+const CubRetryPolicy cub_retry_runtime = {
+        .base_usec = 1 * CUB_USEC_PER_SEC,
+        .max_usec = 5 * CUB_USEC_PER_SEC,
+        .factor = 2,
+        .jitter_pct = 0,
+};
+
 uint64_t cub_retry_delay(const CubRetryPolicy *policy, unsigned failures, uint32_t draw) {
         uint64_t d = policy->base_usec, spread;
 

@@ -3,9 +3,9 @@
 
 /*
  * One retry policy for every retry of the agent: a pod's kill, its sync, the
- * manifest URL, the runtime's event stream. Each retrying thing keeps a
- * CubRetry of its own (its key: the pod, the URL, the stream) and asks the
- * policy when its next attempt may start. Pure: the caller gives the time
+ * relist while the runtime is away, the runtime's event stream. Each
+ * retrying thing keeps a CubRetry of its own (its key: the pod, the runtime,
+ * the stream) and asks the policy when its next attempt may start. Pure: the caller gives the time
  * (CLOCK_MONOTONIC µs) and the random draw, so a unit test runs it on a
  * fake clock.
  */
@@ -29,6 +29,10 @@ extern const CubRetryPolicy cub_retry_pod_worker;
  * after backOffPeriod (10 s), not at the next relist, and not later (a
  * sandbox or image that failed comes up within 10 s of the fault's end) */
 extern const CubRetryPolicy cub_retry_pod_sync;
+/* the relist while the runtime cannot be reached: 1 s (kubelet's relist
+ * period), doubling, capped at 5 s (kubelet's runtime health check,
+ * updateRuntimeUp); the event stream's return relists at once */
+extern const CubRetryPolicy cub_retry_runtime;
 
 typedef struct CubRetry {
         unsigned failures;           /* in a row; 0: the last attempt succeeded (or none failed) */

@@ -466,10 +466,49 @@ static void test_rejected_and_broken(void **state) {
         agent_free(a);
 }
 
+/* The runtime away: a failed relist sets the next one on the retry policy
+ * (1 s, 2 s, 4 s, then every 5 s), not the relist period, with one journal
+ * line for the whole outage; the first relist that answers ends the run. */
+static void test_runtime_away(void **state) {
+        Fixture *f = *state;
+        Agent *a = NULL;
+        CubError err = {};
+        static const uint64_t want_s[] = { 1, 2, 4, 5, 5, 5 };
+
+        if (agent_new(&f->o, &a, &err) < 0)
+                fail_msg("agent_new: %s", err.msg);
+        for (size_t i = 0; i < sizeof(want_s) / sizeof(*want_s); i++) {
+                WorkerJob *j;
+                uint64_t now, at = 0;
+
+                if (i > 0)
+                        agent_request_relist(a);
+                j = take_submitted(a->core.pool, WORKER_RELIST);
+                assert_non_null(j);
+                j->r = -ECONNREFUSED;
+                (void) snprintf(j->error, sizeof(j->error), "ListPodSandbox: UNAVAILABLE (14): no runtime");
+                now = agent_now_usec();
+                answer(a, j);
+                assert_false(a->rt.ready);
+                assert_int_equal(a->rt.retry.failures, i + 1);
+                assert_true(sd_event_source_get_time(a->core.relist_timer, &at) >= 0);
+                assert_true(at >= now + want_s[i] * CUB_USEC_PER_SEC);
+                assert_true(at <= agent_now_usec() + want_s[i] * CUB_USEC_PER_SEC);
+        }
+        /* back: the run ends, the relist period again */
+        agent_request_relist(a);
+        answer_relist(a, NULL, NULL);
+        assert_true(a->rt.ready);
+        assert_int_equal(a->rt.retry.failures, 0);
+        assert_int_equal(agent_relist_period(a, agent_now_usec()), f->o.relist_usec);
+        agent_free(a);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_manifest_to_stop, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rejected_and_broken, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_runtime_away, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
