@@ -62,6 +62,7 @@ CG_SRCS   := $(wildcard agent/cgroup/*.c)
 AGENT_SRCS := $(wildcard agent/cli/*.c)
 NODE_SRCS  := $(wildcard agent/node/*.c)
 CONFIG_SRCS := $(wildcard agent/config/*.c)
+CLUSTER_SRCS := $(wildcard agent/cluster/*.c)
 WORKER_SRCS := $(wildcard agent/worker/*.c)
 LC_SRCS     := $(wildcard agent/lifecycle/*.c)
 LOOP_SRCS   := $(wildcard agent/loop/*.c)
@@ -81,7 +82,7 @@ PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto proto/grpc/health
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/liblogs.a $(B)/libworker.a $(B)/libprobes.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
+LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/liblogs.a $(B)/libworker.a $(B)/libprobes.a $(B)/libcluster.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
 	$(B)/libvol.a $(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
@@ -128,6 +129,8 @@ $(B)/libcri.a: $(call obj,$(CRI_SRCS))
 $(B)/libdp.a: $(call obj,$(DP_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libpodsrc.a: $(call obj,$(CONFIG_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libcluster.a: $(call obj,$(CLUSTER_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libworker.a: $(call obj,$(WORKER_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../agent/util/base64.h"
 #include "../agent/util/cleanup.h"
 #include "../agent/util/fileio.h"
 #include "../agent/util/fnv.h"
@@ -123,33 +124,6 @@ int dp_checkpoint_format(const DpCheckpoint *cp, char **ret, CubError *err) {
 
 /* ---- parse --------------------------------------------------------------------- */
 
-static int base64_decode(const char *s, uint8_t **ret, size_t *ret_len) {
-        size_t n = strlen(s), pad = 0;
-        uint8_t *out;
-        int k;
-
-        if (n % 4 != 0)
-                return -EBADMSG;
-        out = malloc(n / 4 * 3 + 1);
-        if (!out)
-                return -ENOMEM;
-        if (n == 0) {
-                *ret = out;
-                *ret_len = 0;
-                return 0;
-        }
-        k = EVP_DecodeBlock(out, (const unsigned char *) s, (int) n);
-        if (k < 0) {
-                free(out);
-                return -EBADMSG;
-        }
-        while (pad < 2 && n > pad && s[n - 1 - pad] == '=')
-                pad++;
-        *ret = out;
-        *ret_len = (size_t) k - pad;
-        return 0;
-}
-
 static int add_id(DpCheckpointEntry *e, const json_t *v, int numa) {
         char **ids;
         int *nm;
@@ -225,7 +199,7 @@ static int parse_entry(const json_t *o, size_t i, DpCheckpointEntry *e, CubError
                                    r == -ENOMEM ? "out of memory"
                                                 : "expected {\"<numa>\":[\"id\",...]} or [\"id\",...]");
         if (json_is_string(resp)) {
-                r = base64_decode(json_string_value(resp), &e->raw, &e->raw_len);
+                r = cub_base64_decode(json_string_value(resp), strlen(json_string_value(resp)), &e->raw, &e->raw_len);
                 if (r < 0)
                         return cub_err_set(err, -r, "Data.PodDeviceEntries[%zu].AllocResp: %s", i,
                                            r == -ENOMEM ? "out of memory" : "not base64");

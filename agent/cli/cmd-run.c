@@ -45,7 +45,13 @@ static void run_usage(FILE *f) {
               "                           with containerd's event stream, how often a node whose pods\n"
               "                           are all settled is relisted (default 10; 0 = no event stream)\n"
               "  --http-address IP        the HTTP API's address (config address; default 127.0.0.1)\n"
-              "  --http-port PORT         the HTTP API's port (config readOnlyPort; default 10255, 0 = off)\n",
+              "  --http-port PORT         the HTTP API's port (config readOnlyPort; default 10255, 0 = off)\n"
+              "  --kubeconfig FILE        join a cluster: the API server and the node's credentials\n"
+              "                           (registers the Node, keeps its status and its Lease)\n"
+              "  --register-node BOOL     create the Node object (default true; false: it must exist)\n"
+              "  --node-labels K=V,...    labels for the Node at registration\n"
+              "  --register-with-taints K=V:EFFECT,...\n"
+              "                           taints for the Node at registration\n",
               f);
 }
 
@@ -108,6 +114,40 @@ static int run_url_options(AgentOptions *opt, const char *f_url, const char *f_f
         return opt->manifest_url ? 0 : -ENOMEM;
 }
 
+/* The API server: --kubeconfig and the registration flags, the config's
+ * registerNode and the node status and lease periods. */
+static int run_cluster_options(AgentOptions *opt, const char *f_kubeconfig, int register_node, const char *f_labels,
+                               const char *f_taints) {
+        const char *upd = opt->kc.node_status_update_frequency ? opt->kc.node_status_update_frequency : "10s";
+        const char *rep = opt->kc.node_status_report_frequency ? opt->kc.node_status_report_frequency : "5m";
+        CubError err = {};
+
+        if (!f_kubeconfig)
+                return 0;
+        if (evict_duration_parse(upd, &opt->node_status_update_usec, &err) < 0 ||
+            evict_duration_parse(rep, &opt->node_status_report_usec, &err) < 0 ||
+            opt->node_status_update_usec < CUB_USEC_PER_SEC / 10 || opt->node_status_report_usec < CUB_USEC_PER_SEC) {
+                cub_log(LOG_ERR,
+                        "run: nodeStatusUpdateFrequency '%s' (at least 100ms) or nodeStatusReportFrequency "
+                        "'%s' (at least 1s): %s",
+                        upd, rep, *err.msg ? err.msg : "too short");
+                return -EINVAL;
+        }
+        if (opt->kc.node_lease_duration_seconds < 1 || opt->kc.node_lease_duration_seconds > 3600) {
+                cub_log(LOG_ERR, "run: nodeLeaseDurationSeconds %lld: expected 1 to 3600",
+                        (long long) opt->kc.node_lease_duration_seconds);
+                return -EINVAL;
+        }
+        opt->node_lease_seconds = opt->kc.node_lease_duration_seconds;
+        opt->register_node = register_node >= 0 ? register_node : opt->kc.register_node;
+        opt->kubeconfig = strdup(f_kubeconfig);
+        opt->node_labels = f_labels ? strdup(f_labels) : NULL;
+        opt->register_taints = f_taints ? strdup(f_taints) : NULL;
+        if (!opt->kubeconfig || (f_labels && !opt->node_labels) || (f_taints && !opt->register_taints))
+                return -ENOMEM;
+        return 0;
+}
+
 int cli_run(int argc, char **argv) {
         static const struct option options[] = {
                 { "manifest-dir", required_argument, NULL, 'm' },
@@ -124,12 +164,17 @@ int cli_run(int argc, char **argv) {
                 { "manifest-url", required_argument, NULL, 'u' },
                 { "http-check-frequency", required_argument, NULL, 'f' },
                 { "cgroup-driver", required_argument, NULL, 'd' },
+                { "kubeconfig", required_argument, NULL, 'K' },
+                { "register-node", required_argument, NULL, 'R' },
+                { "node-labels", required_argument, NULL, 'L' },
+                { "register-with-taints", required_argument, NULL, 'T' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *f_manifest = NULL, *f_endpoint = NULL, *f_cgroup = NULL, *f_state = NULL, *f_node = NULL,
                    *f_socket = NULL, *f_config = NULL, *f_http_address = NULL, *f_url = NULL, *f_freq = NULL,
-                   *f_driver = NULL;
+                   *f_driver = NULL, *f_kubeconfig = NULL, *f_labels = NULL, *f_taints = NULL;
+        int register_node = -1;
         long http_port = -1;
         AgentOptions opt;
         AgentNode host = {};
@@ -212,6 +257,22 @@ int cli_run(int argc, char **argv) {
                         }
                         break;
                 }
+                case 'K':
+                        f_kubeconfig = optarg;
+                        break;
+                case 'R':
+                        if (strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0) {
+                                cub_log(LOG_ERR, "run: --register-node '%s': expected true or false", optarg);
+                                return CLI_EXIT_BAD_INPUT;
+                        }
+                        register_node = strcmp(optarg, "true") == 0;
+                        break;
+                case 'L':
+                        f_labels = optarg;
+                        break;
+                case 'T':
+                        f_taints = optarg;
+                        break;
                 case 'h':
                         run_usage(stdout);
                         return 0;
@@ -274,7 +335,8 @@ int cli_run(int argc, char **argv) {
                 return CLI_EXIT_BAD_INPUT;
         }
         opt.http_port = (unsigned) (http_port >= 0 ? http_port : opt.kc.read_only_port);
-        if (run_url_options(&opt, f_url, f_freq) < 0) {
+        if (run_url_options(&opt, f_url, f_freq) < 0 ||
+            run_cluster_options(&opt, f_kubeconfig, register_node, f_labels, f_taints) < 0) {
                 agent_options_done(&opt);
                 return CLI_EXIT_BAD_INPUT;
         }

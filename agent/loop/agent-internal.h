@@ -41,6 +41,8 @@
 #include "../api/metrics.h"
 #include "../api/pods.h"
 #include "../cgroup/cgroup.h"
+#include "../cluster/client.h"
+#include "../cluster/node.h"
 #include "../config/podsrc.h"
 #include "../lifecycle/lifecycle.h"
 #include "../node/machine.h"
@@ -179,6 +181,12 @@ typedef struct AgentApi {
         uint64_t runtime_down_since; /* CLOCK_MONOTONIC µs of the first tick it was seen down, 0 = up */
 } AgentApi;
 
+/* The API server (--kubeconfig): written by cluster.c alone. */
+typedef struct AgentCluster {
+        KubeClient *client;
+        KubeNode *node;
+} AgentCluster;
+
 struct Agent {
         AgentCore core;         /* agent.c */
         AgentPodTable table;    /* podtable.c */
@@ -191,10 +199,18 @@ struct Agent {
         AgentSourceHttp url;    /* source-http.c */
         AgentSourceErrors errs; /* source-state.c */
         AgentApi api;           /* serve.c */
+        AgentCluster cluster;   /* cluster.c */
 };
 
 /* ---- agent.c --------------------------------------------------------------- */
 /* (agent.h: agent_new, agent_run, agent_free; agent_status_json is status-json.c's) */
+
+/* ---- cluster.c: the API server (--kubeconfig) ------------------------------------ */
+int agent_cluster_start(Agent *a, CubError *err);
+/* the node's conditions or resources changed: its status goes out now */
+void agent_cluster_changed(Agent *a);
+void agent_cluster_status(Agent *a, json_t *doc);
+void agent_cluster_free(Agent *a);
 
 /* ---- source-dir.c: the manifest directory ------------------------------------- */
 void agent_rescan(Agent *a);

@@ -32,7 +32,11 @@ void agent_options_init(AgentOptions *o) {
         *o = (AgentOptions){ .relist_usec = CUB_USEC_PER_SEC,
                              .events_relist_usec = AGENT_EVENTS_RELIST_USEC,
                              .rescan_usec = 20 * CUB_USEC_PER_SEC,
-                             .workers = 4 };
+                             .workers = 4,
+                             .register_node = true,
+                             .node_status_update_usec = 10 * CUB_USEC_PER_SEC,
+                             .node_status_report_usec = 300 * CUB_USEC_PER_SEC,
+                             .node_lease_seconds = 40 };
         pod_kubelet_config_init(&o->kc);
 }
 
@@ -46,6 +50,9 @@ void agent_options_done(AgentOptions *o) {
         free(o->config_path);
         free(o->http_address);
         free(o->manifest_url);
+        free(o->kubeconfig);
+        free(o->node_labels);
+        free(o->register_taints);
         pod_kubelet_config_done(&o->kc);
         *o = (AgentOptions){};
 }
@@ -104,11 +111,21 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->workers = src->workers ? src->workers : 4;
         dst->http_address = dup_or_null(src->http_address ? src->http_address : "127.0.0.1");
         dst->http_port = src->http_port;
+        dst->kubeconfig = dup_or_null(src->kubeconfig);
+        dst->node_labels = dup_or_null(src->node_labels);
+        dst->register_taints = dup_or_null(src->register_taints);
+        dst->register_node = src->register_node;
+        dst->node_status_update_usec =
+                src->node_status_update_usec ? src->node_status_update_usec : 10 * CUB_USEC_PER_SEC;
+        dst->node_status_report_usec =
+                src->node_status_report_usec ? src->node_status_report_usec : 300 * CUB_USEC_PER_SEC;
+        dst->node_lease_seconds = src->node_lease_seconds > 0 ? src->node_lease_seconds : 40;
         dst->kc.pod_pids_limit = src->kc.pod_pids_limit;
         dst->kc.cpu_cfs_quota = src->kc.cpu_cfs_quota;
         if (!dst->manifest_dir || !dst->runtime_endpoint || !dst->cgroup_root || !dst->state_dir || !dst->node_name ||
             !dst->socket_path || (src->config_path && !dst->config_path) || !dst->http_address ||
-            (src->manifest_url && !dst->manifest_url))
+            (src->manifest_url && !dst->manifest_url) || (src->kubeconfig && !dst->kubeconfig) ||
+            (src->node_labels && !dst->node_labels) || (src->register_taints && !dst->register_taints))
                 return -ENOMEM;
         return 0;
 }
@@ -258,6 +275,8 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         r = api_server_new(a->core.event, a->core.opt.socket_path, render_status, a, &a->core.status, err);
         if (r >= 0)
                 r = agent_http_start(a, err);
+        if (r >= 0)
+                r = agent_cluster_start(a, err);
         if (r < 0)
                 goto fail;
 
@@ -284,6 +303,7 @@ int agent_run(Agent *a) {
 Agent *agent_free(Agent *a) {
         if (!a)
                 return NULL;
+        agent_cluster_free(a);
         a->core.pool = worker_pool_free(a->core.pool);
         agent_events_detach(a);
         a->core.status = api_server_free(a->core.status);

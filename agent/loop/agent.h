@@ -35,6 +35,15 @@ typedef struct AgentOptions {
         unsigned workers;
         char *http_address; /* the HTTP API (agent/api/http.h); port 0 = off */
         unsigned http_port;
+        /* the API server: kubelet's --kubeconfig (NULL: none), --register-node,
+         * --node-labels (k=v,...), --register-with-taints (k=v:Effect,...),
+         * nodeStatusUpdateFrequency, nodeStatusReportFrequency,
+         * nodeLeaseDurationSeconds */
+        char *kubeconfig;
+        bool register_node;
+        char *node_labels, *register_taints;
+        uint64_t node_status_update_usec, node_status_report_usec;
+        int64_t node_lease_seconds;
         PodKubeletConfig kc;
 } AgentOptions;
 

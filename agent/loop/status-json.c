@@ -189,6 +189,7 @@ char *agent_status_json(Agent *a) {
                                                 "kubelet is posting ready status"));
         json_object_set_new(doc, "stopping", stopping_json(a, agent_now_usec()));
         agent_source_http_status(a, doc);
+        agent_cluster_status(a, doc);
         agent_managers_node_status(a, doc);
         text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         json_decref(doc);

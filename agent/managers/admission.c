@@ -133,7 +133,7 @@ int mgr_node_allocatable(const LcEnv *env, PodResourceList *ret, CubError *err) 
 
 /* The well-known labels kubelet puts on its node, for nodeSelector and
  * node affinity: kubernetes.io/arch, kubernetes.io/hostname, kubernetes.io/os. */
-static const char *go_arch(void) {
+const char *mgr_go_arch(void) {
         static const struct {
                 const char *machine, *arch;
         } map[] = {
@@ -169,7 +169,7 @@ static int admission_new(const LcEnv *env, void **ret, CubError *err) {
         PodResourceList alloc = {};
         char *label_keys[] = { (char *) "kubernetes.io/arch", (char *) "kubernetes.io/hostname",
                                (char *) "kubernetes.io/os" };
-        char *label_values[] = { (char *) go_arch(), (char *) env->node_name, (char *) "linux" };
+        char *label_values[] = { (char *) mgr_go_arch(), (char *) env->node_name, (char *) "linux" };
         PodStringMap labels = { .keys = label_keys, .values = label_values, .n = ELEMENTSOF(label_keys) };
         AdmitNodeInfo ni;
         char note[1024] = "";

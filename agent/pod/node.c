@@ -297,6 +297,17 @@ static const PodField config_fields[] = {
         { .name = "allowedUnsafeSysctls",
           .decode = pod_dec_strv,
           .offset = offsetof(PodKubeletConfig, allowed_unsafe_sysctls) },
+        /* the API server */
+        { .name = "registerNode", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, register_node) },
+        { .name = "nodeStatusUpdateFrequency",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, node_status_update_frequency) },
+        { .name = "nodeStatusReportFrequency",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, node_status_report_frequency) },
+        { .name = "nodeLeaseDurationSeconds",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodKubeletConfig, node_lease_duration_seconds) },
         /* logs */
         { .name = "podLogsDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, pod_logs_dir) },
         { .name = "containerLogMaxSize",
@@ -313,6 +324,8 @@ void pod_kubelet_config_init(PodKubeletConfig *c) {
                                  .cpu_cfs_quota = true,
                                  .max_pods = 110,
                                  .read_only_port = 10255,
+                                 .register_node = true,
+                                 .node_lease_duration_seconds = 40,
                                  .container_log_max_files = 5 };
 }
 
@@ -355,6 +368,8 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->cluster_domain);
         free(c->resolv_conf);
         free(c->cni_conf_dir);
+        free(c->node_status_update_frequency);
+        free(c->node_status_report_frequency);
         pod_strv_done(&c->ignored);
         pod_kubelet_config_init(c);
 }

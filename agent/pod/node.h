@@ -112,6 +112,11 @@ typedef struct PodKubeletConfig {
         char *resolv_conf;
         /* cubelet's own cniConfDir: where 10-cubelet.conflist goes, NULL = /etc/cni/net.d, "" = none */
         char *cni_conf_dir;
+        /* the API server: registerNode (default true), nodeStatusUpdateFrequency (default "10s"),
+         * nodeStatusReportFrequency (default "5m"), nodeLeaseDurationSeconds (default 40) */
+        bool register_node;
+        char *node_status_update_frequency, *node_status_report_frequency;
+        int64_t node_lease_duration_seconds;
         PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 

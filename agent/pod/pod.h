@@ -11,6 +11,7 @@
  * Formulas and behaviours follow kubelet 1.28-1.31 (shared/kubelet-facts.md).
  */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -441,6 +442,9 @@ typedef enum PodFormat {
 int pod_decode(const char *buf, size_t len, const char *source, PodFormat fmt, Pod **ret, CubError *err);
 /* Reads a file (at most 1 MiB) and decodes it; source = path. */
 int pod_load_file(const char *path, Pod **ret, CubError *err);
+/* Any object document (YAML or JSON, as a manifest: a kubeconfig, say) as a
+ * jansson tree; errors name the source and line. */
+int pod_doc_load(const char *buf, size_t len, const char *source, json_t **ret, CubError *err);
 
 /*
  * The notes as one line, "<path>: <what>; <path>: <what>...". With a

@@ -494,3 +494,15 @@ int pod_tree_load(const char *buf, size_t len, const char *source, PodFormat fmt
         *ret = t;
         return 0;
 }
+
+int pod_doc_load(const char *buf, size_t len, const char *source, json_t **ret, CubError *err) {
+        PodTree t;
+        int r;
+
+        r = pod_tree_load(buf, len, source, POD_FORMAT_AUTO, &t, err);
+        if (r < 0)
+                return r;
+        *ret = json_incref(t.root);
+        pod_tree_done(&t);
+        return 0;
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Requests to the API server on the loop: one easy handle per request, the
+ * credentials as blobs (the kubeconfig read them at start), the answer
+ * collected up to KUBE_BODY_MAX and decoded as JSON. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../config/podsrc.h"
+#include "../util/cleanup.h"
+#include "client.h"
+
+typedef struct KubeRequest {
+        KubeClient *client;
+        uint64_t id;
+        CURL *easy;
+        struct curl_slist *headers;
+        char *method, *path, *body_out;
+        char *body;
+        size_t len, cap;
+        bool too_large;
+        char errbuf[CURL_ERROR_SIZE];
+        KubeAnswerFn fn;
+        void *userdata;
+        struct KubeRequest *next;
+} KubeRequest;
+
+struct KubeClient {
+        PodsrcCurl *curl;
+        KubeConfig cfg;
+        char *auth_header;
+        KubeRequest *inflight;
+        uint64_t next_id;
+        KubeClientStats stats;
+};
+
+static void request_free(KubeRequest *q) {
+        if (!q)
+                return;
+        if (q->easy)
+                curl_easy_cleanup(q->easy);
+        curl_slist_free_all(q->headers);
+        free(q->method);
+        free(q->path);
+        free(q->body_out);
+        free(q->body);
+        free(q);
+}
+
+static void unlink_request(KubeClient *c, KubeRequest *q) {
+        for (KubeRequest **p = &c->inflight; *p; p = &(*p)->next)
+                if (*p == q) {
+                        *p = q->next;
+                        return;
+                }
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        KubeRequest *q = userdata;
+        size_t n = size * nmemb;
+
+        if (q->len + n > KUBE_BODY_MAX) {
+                q->too_large = true;
+                return 0; /* curl ends the transfer: CURLE_WRITE_ERROR */
+        }
+        if (q->len + n + 1 > q->cap) {
+                size_t ncap = q->cap ? q->cap : 4096;
+                char *nb;
+
+                while (ncap < q->len + n + 1)
+                        ncap *= 2;
+                nb = realloc(q->body, ncap);
+                if (!nb)
+                        return 0;
+                q->body = nb;
+                q->cap = ncap;
+        }
+        memcpy(q->body + q->len, ptr, n);
+        q->len += n;
+        q->body[q->len] = 0;
+        return n;
+}
+
+/* the server's Status message (kind: Status), or the start of the body */
+static void status_message(const KubeRequest *q, json_t *body, char *buf, size_t size) {
+        const char *m = json_string_value(json_object_get(body, "message"));
+
+        if (m)
+                (void) snprintf(buf, size, "%s", m);
+        else if (q->len)
+                (void) snprintf(buf, size, "%.200s", q->body);
+        else
+                (void) snprintf(buf, size, "no body");
+}
+
+static void on_done(CURL *easy, CURLcode code, void *userdata) {
+        KubeClient *c = userdata;
+        KubeRequest *q = NULL;
+        _cleanup_(json_decrefp) json_t *body = NULL;
+        char error[CUB_ERR_MSG_MAX] = "", msg[768];
+        long status = 0;
+
+        (void) curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **) &q);
+        if (!q)
+                return;
+        unlink_request(c, q);
+        c->stats.bytes_in += q->len;
+        if (code == CURLE_OK)
+                (void) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        if (code == CURLE_OK && q->len) {
+                json_error_t jerr;
+
+                body = json_loadb(q->body, q->len, 0, &jerr);
+                if (!body && status >= 200 && status < 300) {
+                        (void) snprintf(error, sizeof(error), "%s %s: %ld with a body that is not JSON: %s (offset %d)",
+                                        q->method, q->path, status, jerr.text, jerr.position);
+                        status = 0;
+                }
+        }
+        if (*error) {
+                /* the body's own error, set above */
+        } else if (q->too_large)
+                (void) snprintf(error, sizeof(error), "%s %s: the answer is larger than %u MiB; refused", q->method,
+                                q->path, KUBE_BODY_MAX >> 20);
+        else if (code != CURLE_OK)
+                (void) snprintf(error, sizeof(error), "%s %s%s: %s", q->method, c->cfg.server, q->path,
+                                *q->errbuf ? q->errbuf : curl_easy_strerror(code));
+        else if (status < 200 || status >= 300) {
+                status_message(q, body, msg, sizeof(msg));
+                (void) snprintf(error, sizeof(error), "%s %s: %ld: %s", q->method, q->path, status, msg);
+        }
+        if (*error) {
+                c->stats.failures++;
+                if (q->too_large || (code != CURLE_OK))
+                        status = 0;
+        }
+        q->fn(q->userdata, status, body, error);
+        request_free(q);
+}
+
+int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret, CubError *err) {
+        KubeClient *c = calloc(1, sizeof(*c));
+        int r;
+
+        if (!c)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        /* the client keeps its own copy of the credentials */
+        c->cfg = (KubeConfig){ .insecure = cfg->insecure };
+        if (!(c->cfg.server = strdup(cfg->server)) ||
+            (cfg->token && asprintf(&c->auth_header, "Authorization: Bearer %s", cfg->token) < 0)) {
+                c->auth_header = NULL;
+                kube_client_free(c);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        for (int i = 0; i < 3; i++) {
+                const KubeBlob *src = i == 0 ? &cfg->ca : i == 1 ? &cfg->cert : &cfg->key;
+                KubeBlob *dst = i == 0 ? &c->cfg.ca : i == 1 ? &c->cfg.cert : &c->cfg.key;
+
+                if (!src->data)
+                        continue;
+                dst->data = malloc(src->len + 1);
+                if (!dst->data) {
+                        kube_client_free(c);
+                        return cub_err_set(err, ENOMEM, "out of memory");
+                }
+                memcpy(dst->data, src->data, src->len);
+                dst->data[src->len] = 0;
+                dst->len = src->len;
+        }
+        r = podsrc_curl_new(e, "kube-api", on_done, c, &c->curl, err);
+        if (r < 0) {
+                kube_client_free(c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+KubeClient *kube_client_free(KubeClient *c) {
+        if (!c)
+                return NULL;
+        while (c->inflight) {
+                KubeRequest *q = c->inflight;
+
+                c->inflight = q->next;
+                podsrc_curl_remove(c->curl, q->easy);
+                request_free(q);
+        }
+        c->curl = podsrc_curl_free(c->curl);
+        if (c->auth_header) {
+                explicit_bzero(c->auth_header, strlen(c->auth_header));
+                free(c->auth_header);
+        }
+        kube_config_done(&c->cfg);
+        free(c);
+        return NULL;
+}
+
+const char *kube_client_server(const KubeClient *c) {
+        return c->cfg.server;
+}
+
+const KubeClientStats *kube_client_stats(const KubeClient *c) {
+        return &c->stats;
+}
+
+static int blob_opt(CURL *e, CURLoption opt, const KubeBlob *b) {
+        struct curl_blob blob = { .data = b->data, .len = b->len, .flags = CURL_BLOB_COPY };
+
+        return !b->data || curl_easy_setopt(e, opt, &blob) == CURLE_OK ? 0 : -1;
+}
+
+int kube_client_request(KubeClient *c, const char *method, const char *path, const char *content_type,
+                        const json_t *body, KubeAnswerFn fn, void *userdata, uint64_t *ret_id, CubError *err) {
+        KubeRequest *q = calloc(1, sizeof(*q));
+        _cleanup_free_ char *url = NULL, *ct = NULL;
+        CURL *e;
+
+        if (!q || !(q->method = strdup(method)) || !(q->path = strdup(path)) ||
+            asprintf(&url, "%s%s", c->cfg.server, path) < 0 ||
+            (body && (!(q->body_out = json_dumps(body, JSON_COMPACT)) ||
+                      asprintf(&ct, "Content-Type: %s", content_type ? content_type : KUBE_CT_JSON) < 0))) {
+                request_free(q);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        q->client = c;
+        q->fn = fn;
+        q->userdata = userdata;
+        q->headers = curl_slist_append(NULL, "Accept: application/json");
+        if (q->headers && ct)
+                q->headers = curl_slist_append(q->headers, ct);
+        if (q->headers && c->auth_header)
+                q->headers = curl_slist_append(q->headers, c->auth_header);
+        e = q->easy = curl_easy_init();
+        if (!q->headers || !e) {
+                request_free(q);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        if (curl_easy_setopt(e, CURLOPT_URL, url) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method) != CURLE_OK ||
+            (q->body_out && curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->body_out) != CURLE_OK) ||
+            curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long) (KUBE_TIMEOUT_USEC / 1000)) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "") != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_USERAGENT, "cubelet/" CUBELET_VERSION) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_HTTPHEADER, q->headers) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_WRITEDATA, q) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_ERRORBUFFER, q->errbuf) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_PRIVATE, q) != CURLE_OK || blob_opt(e, CURLOPT_CAINFO_BLOB, &c->cfg.ca) < 0 ||
+            blob_opt(e, CURLOPT_SSLCERT_BLOB, &c->cfg.cert) < 0 || blob_opt(e, CURLOPT_SSLKEY_BLOB, &c->cfg.key) < 0 ||
+            (c->cfg.insecure && (curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK ||
+                                 curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK))) {
+                request_free(q);
+                return cub_err_set(err, EINVAL, "%s %s: libcurl refused an option", method, path);
+        }
+        if (podsrc_curl_add(c->curl, e) < 0) {
+                request_free(q);
+                return cub_err_set(err, EIO, "%s %s: libcurl refused the transfer", method, path);
+        }
+        q->id = ++c->next_id;
+        q->next = c->inflight;
+        c->inflight = q;
+        c->stats.requests++;
+        if (ret_id)
+                *ret_id = q->id;
+        return 0;
+}
+
+void kube_client_cancel(KubeClient *c, uint64_t id) {
+        for (KubeRequest *q = c->inflight; q; q = q->next)
+                if (q->id == id) {
+                        unlink_request(c, q);
+                        podsrc_curl_remove(c->curl, q->easy);
+                        request_free(q);
+                        return;
+                }
+}

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The API server as the node's fourth peer (--kubeconfig): the Node as this
+ * agent sees it, for agent/cluster/node.c to register and keep, and the
+ * connection's state for `cubelet status`. Reads the other parts; writes
+ * only AgentCluster. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/utsname.h>
+#include <syslog.h>
+
+#include "../../cri/cri.h"
+#include "../managers/managers.h"
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
+#include "agent-internal.h"
+
+#define ANNOTATION_ATTACH "volumes.kubernetes.io/controller-managed-attach-detach"
+/* the version a node reports: the Kubernetes minor whose semantics cubelet
+ * follows, and cubelet's own as the build part */
+#define KUBELET_VERSION "v1.34.0-cubelet"
+
+/* v: millicores for cpu, else units (bytes, counts) */
+static void quantity(json_t *o, const char *name, int64_t v, bool cpu) {
+        char buf[POD_QUANTITY_STR_MAX];
+        PodQuantity q =
+                cpu ? (PodQuantity){ .units = v / 1000, .milli = (uint16_t) (v % 1000) } : (PodQuantity){ .units = v };
+
+        if (v < 0)
+                q = (PodQuantity){};
+        json_object_set_new(o, name, json_string(pod_quantity_format(q, cpu, buf)));
+}
+
+/* first line of a file, trimmed; "" when unreadable */
+static void read_line(const char *path, char *buf, size_t size) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        CubError err = {};
+
+        buf[0] = 0;
+        if (cub_read_file(path, 4096, &text, &len, &err) < 0)
+                return;
+        text[strcspn(text, "\n")] = 0;
+        (void) snprintf(buf, size, "%s", text);
+}
+
+static void os_image(char *buf, size_t size) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        CubError err = {};
+        char *p;
+
+        (void) snprintf(buf, size, "Linux");
+        if (cub_read_file("/etc/os-release", 65536, &text, &len, &err) < 0 || !(p = strstr(text, "PRETTY_NAME=")))
+                return;
+        p += strlen("PRETTY_NAME=");
+        if (*p == '"')
+                p++;
+        p[strcspn(p, "\"\n")] = 0;
+        (void) snprintf(buf, size, "%s", p);
+}
+
+/* hugepages-2Mi, hugepages-1Gi: what the kernel holds of each size */
+static void hugepages(json_t *cap, json_t *alloc) {
+        static const struct {
+                const char *name, *dir;
+                int64_t size;
+        } sizes[] = { { "hugepages-1Gi", "hugepages-1048576kB", 1LL << 30 },
+                      { "hugepages-2Mi", "hugepages-2048kB", 2LL << 20 } };
+
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+                char path[256], line[64];
+
+                (void) snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/%s/nr_hugepages", sizes[i].dir);
+                read_line(path, line, sizeof(line));
+                if (!*line)
+                        continue;
+                quantity(cap, sizes[i].name, strtoll(line, NULL, 10) * sizes[i].size, false);
+                quantity(alloc, sizes[i].name, strtoll(line, NULL, 10) * sizes[i].size, false);
+        }
+}
+
+static json_t *condition(const char *type, const char *status, const char *reason, const char *message) {
+        return json_pack("{s:s,s:s,s:s,s:s}", "type", type, "status", status, "reason", reason, "message", message);
+}
+
+static json_t *node_info(Agent *a) {
+        char machine[64], uuid[64], boot[64], os[256], rt[256] = "";
+        const char *v = a->core.runtime_version;
+        struct utsname u;
+
+        read_line("/etc/machine-id", machine, sizeof(machine));
+        read_line("/sys/class/dmi/id/product_uuid", uuid, sizeof(uuid));
+        read_line("/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
+        os_image(os, sizeof(os));
+        if (uname(&u) < 0)
+                u = (struct utsname){};
+        /* "containerd 1.6.20 (CRI v1)" → containerd://1.6.20 */
+        if (*v) {
+                size_t n = strcspn(v, " ");
+                const char *ver = v[n] ? v + n + 1 : "";
+
+                (void) snprintf(rt, sizeof(rt), "%.*s://%.*s", (int) n, v, (int) strcspn(ver, " "), ver);
+        }
+        return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "machineID", machine, "systemUUID", uuid, "bootID",
+                         boot, "kernelVersion", u.release, "osImage", os, "containerRuntimeVersion", rt,
+                         "kubeletVersion", KUBELET_VERSION, "operatingSystem", "linux", "architecture", mgr_go_arch());
+}
+
+/* key=value pairs, comma-separated (--node-labels) */
+static void add_labels(json_t *labels, const char *list) {
+        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
+        char *save = NULL;
+
+        for (char *kv = copy ? strtok_r(copy, ",", &save) : NULL; kv; kv = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(kv, '=');
+
+                if (eq) {
+                        *eq = 0;
+                        json_object_set_new(labels, kv, json_string(eq + 1));
+                }
+        }
+}
+
+/* key[=value]:Effect, comma-separated (--register-with-taints) */
+static json_t *taints(const char *list) {
+        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
+        json_t *l = json_array();
+        char *save = NULL;
+
+        for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && l; t = strtok_r(NULL, ",", &save)) {
+                char *colon = strrchr(t, ':'), *eq;
+
+                if (!colon)
+                        continue;
+                *colon = 0;
+                eq = strchr(t, '=');
+                if (eq)
+                        *eq = 0;
+                json_array_append_new(
+                        l, json_pack("{s:s,s:s,s:s}", "key", t, "value", eq ? eq + 1 : "", "effect", colon + 1));
+        }
+        return l;
+}
+
+static json_t *node_json(void *userdata) {
+        Agent *a = userdata;
+        _cleanup_(pod_resource_list_done) PodResourceList alloc = {};
+        _cleanup_(json_decrefp) json_t *mgr = json_object();
+        json_t *node, *labels, *cap = json_object(), *al = json_object(), *conds = json_array(), *c, *res;
+        const char *ip = a->core.host_ip[0] ? a->core.host_ip : "127.0.0.1";
+        struct statvfs sv;
+        CubError err = {};
+        size_t i;
+
+        labels = json_pack("{s:s,s:s,s:s,s:s,s:s}", "kubernetes.io/hostname", a->core.opt.node_name, "kubernetes.io/os",
+                           "linux", "kubernetes.io/arch", mgr_go_arch(), "beta.kubernetes.io/os", "linux",
+                           "beta.kubernetes.io/arch", mgr_go_arch());
+        if (!mgr || !labels || !cap || !al || !conds) {
+                json_decref(labels), json_decref(cap), json_decref(al), json_decref(conds);
+                return NULL;
+        }
+        add_labels(labels, a->core.opt.node_labels);
+        /* capacity: the machine; allocatable: kubelet's (capacity − reserved − hard eviction) */
+        quantity(cap, "cpu", a->core.cg.cpu_capacity_milli, true);
+        quantity(cap, "memory", (int64_t) a->core.cg.memory_capacity, false);
+        quantity(cap, "pods", a->core.kc->max_pods > 0 ? a->core.kc->max_pods : 110, false);
+        if (statvfs(a->core.opt.state_dir, &sv) == 0)
+                quantity(cap, "ephemeral-storage", (int64_t) ((uint64_t) sv.f_blocks * sv.f_frsize), false);
+        if (mgr_node_allocatable(&a->mgrs.env, &alloc, &err) >= 0)
+                for (i = 0; i < alloc.n; i++) {
+                        bool cpu = strcmp(alloc.items[i].name, "cpu") == 0;
+
+                        quantity(al, alloc.items[i].name,
+                                 cpu ? pod_quantity_milli(alloc.items[i].q) : pod_quantity_value(alloc.items[i].q),
+                                 cpu);
+                }
+        hugepages(cap, al);
+        /* the managers' part: pressure conditions, device-plugin resources */
+        agent_managers_node_status(a, mgr);
+        res = json_object_get(json_object_get(mgr, "devicePlugins"), "resources");
+        json_array_foreach(res, i, c) {
+                const char *name = json_string_value(json_object_get(c, "name"));
+
+                if (!name)
+                        continue;
+                quantity(cap, name, json_integer_value(json_object_get(c, "capacity")), false);
+                quantity(al, name, json_integer_value(json_object_get(c, "allocatable")), false);
+        }
+        json_array_foreach(json_object_get(mgr, "conditions"), i, c) json_array_append(conds, c);
+        if (!a->rt.ready)
+                json_array_append_new(conds, condition("Ready", "False", "KubeletNotReady",
+                                                       a->rt.known ? "container runtime is down" : "starting"));
+        else if (*a->rt.network_error)
+                json_array_append_new(conds, condition("Ready", "False", "KubeletNotReady", a->rt.network_error));
+        else
+                json_array_append_new(conds,
+                                      condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"));
+        node = json_pack("{s:{s:o,s:{s:s}},s:{s:o},s:{s:o,s:o,s:o,s:[{s:s,s:s},{s:s,s:s}],s:o,s:{s:{s:I}}}}",
+                         "metadata", "labels", labels, "annotations", ANNOTATION_ATTACH, "true", "spec", "taints",
+                         taints(a->core.opt.register_taints), "status", "capacity", cap, "allocatable", al,
+                         "conditions", conds, "addresses", "type", "InternalIP", "address", ip, "type", "Hostname",
+                         "address", a->core.opt.node_name, "nodeInfo", node_info(a), "daemonEndpoints",
+                         "kubeletEndpoint", "Port", (json_int_t) a->core.opt.http_port);
+        return node;
+}
+
+int agent_cluster_start(Agent *a, CubError *err) {
+        KubeConfig cfg = {};
+        KubeNodeOptions no = {
+                .name = a->core.opt.node_name,
+                .register_node = a->core.opt.register_node,
+                .update_usec = a->core.opt.node_status_update_usec,
+                .report_usec = a->core.opt.node_status_report_usec,
+                .lease_seconds = a->core.opt.node_lease_seconds,
+        };
+        int r;
+
+        if (!a->core.opt.kubeconfig)
+                return 0;
+        r = kube_config_load(a->core.opt.kubeconfig, &cfg, err);
+        if (r >= 0)
+                r = kube_client_new(a->core.event, &cfg, &a->cluster.client, err);
+        kube_config_done(&cfg);
+        if (r >= 0)
+                r = kube_node_new(a->core.event, a->cluster.client, &no, node_json, a, &a->cluster.node, err);
+        if (r >= 0)
+                r = kube_node_start(a->cluster.node, err);
+        if (r < 0)
+                return r;
+        cub_log(LOG_INFO, "API server %s: node '%s' (kubeconfig '%s')", kube_client_server(a->cluster.client),
+                a->core.opt.node_name, a->core.opt.kubeconfig);
+        return 0;
+}
+
+void agent_cluster_changed(Agent *a) {
+        kube_node_changed(a->cluster.node);
+}
+
+void agent_cluster_status(Agent *a, json_t *doc) {
+        json_t *o;
+
+        if (!a->cluster.node)
+                return;
+        o = kube_node_status_json(a->cluster.node);
+        if (o) {
+                const KubeClientStats *s = kube_client_stats(a->cluster.client);
+
+                json_object_set_new(o, "requests", json_integer((json_int_t) s->requests));
+                json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
+        }
+        json_object_set_new(doc, "apiServer", o);
+}
+
+void agent_cluster_free(Agent *a) {
+        a->cluster.node = kube_node_free(a->cluster.node);
+        a->cluster.client = kube_client_free(a->cluster.client);
+}
