@@ -195,6 +195,36 @@ static void take_uid(KubeNode *n, json_t *body) {
                 arm(n->lease_timer, now_mono());
 }
 
+static void on_reconciled(void *userdata, long status, json_t *body, const char *error) {
+        KubeNode *n = userdata;
+
+        (void) status;
+        (void) body;
+        n->node_req = 0;
+        if (*error)
+                cub_log(LOG_WARNING, "API server: node '%s': its labels and annotations stay as they were: %s",
+                        n->name, error);
+        node_step(n);
+}
+
+/* kubelet's reconcile of an existing Node (updateDefaultLabels,
+ * reconcileCMADAnnotationWithExistingNode): its labels and annotations set
+ * to this node's, the rest left to the status updates */
+static void reconcile(KubeNode *n) {
+        json_t *node = n->fn(n->userdata), *patch;
+        char path[512];
+
+        patch = node ? json_pack("{s:{s:O*,s:O*}}", "metadata", "labels",
+                                 json_object_get(json_object_get(node, "metadata"), "labels"), "annotations",
+                                 json_object_get(json_object_get(node, "metadata"), "annotations"))
+                     : NULL;
+        (void) snprintf(path, sizeof(path), "/api/v1/nodes/%s", n->name);
+        if (!patch || request(n, &n->node_req, "PATCH", path, KUBE_CT_STRATEGIC, patch, on_reconciled) < 0)
+                node_step(n);
+        json_decref(patch);
+        json_decref(node);
+}
+
 static void on_get_node(void *userdata, long status, json_t *body, const char *error) {
         KubeNode *n = userdata;
 
@@ -206,9 +236,12 @@ static void on_get_node(void *userdata, long status, json_t *body, const char *e
         }
         succeeded(&n->node_retry, "node");
         take_uid(n, body);
-        cub_log(LOG_INFO, "API server %s: node '%s' exists (uid %s); keeping its status", kube_client_server(n->client),
+        cub_log(LOG_INFO, "API server %s: node '%s' exists (uid %s); keeping it", kube_client_server(n->client),
                 n->name, n->uid);
-        node_step(n);
+        if (n->o.register_node)
+                reconcile(n);
+        else
+                node_step(n);
 }
 
 static void on_register(void *userdata, long status, json_t *body, const char *error) {

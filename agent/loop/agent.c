@@ -245,6 +245,13 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         r = cri_client_new(a->core.opt.runtime_endpoint, 0, &a->core.cri, err);
         if (r < 0)
                 goto fail;
+        /* the state directory before the managers: their checkpoints, and
+         * the filesystem node allocatable's ephemeral-storage is measured on */
+        r = cub_mkdir_p(a->core.opt.state_dir, 0755);
+        if (r < 0) {
+                r = cub_err_set(err, -r, "state directory '%s': %s", a->core.opt.state_dir, strerror(-r));
+                goto fail;
+        }
         r = agent_managers_new(a, err);
         if (r < 0)
                 goto fail;

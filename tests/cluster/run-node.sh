@@ -1,0 +1,208 @@
+#!/bin/bash
+# cubelet as a node of the real control plane, on the host's loopback: the
+# Node it registers (labels, taints, capacity, conditions, nodeInfo), its
+# Lease renewed every 10 s, the API requests of an idle node, NodeRestriction's
+# 403 named, an API server that stops answering and comes back, a restart
+# that keeps the Node, a broken kubeconfig. No container runtime here (the
+# pods from the API server run in the VM): the node is NotReady, as kubelet's
+# is without one. TAP; 77 without root, a cgroup2 mount, etcd or Go.
+#
+#   tests/cluster/run-node.sh BUILD_DIR    (its cubelet; the control plane from
+#                                           build/cluster/kube, built here)
+set -u
+B=${1:?usage: run-node.sh BUILD_DIR}
+CUBELET=$(cd "$B" && pwd)/cubelet
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+KUBE=$ROOT/build/cluster/kube
+NODE=cubelet-node
+n=0
+
+skip() { echo "1..0 # SKIP $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "not root"
+CG=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+[ -n "$CG" ] || skip "no cgroup2 mount"
+command -v etcd >/dev/null || skip "etcd (etcd-server) is missing"
+PATH=$PATH:/usr/local/go/bin
+command -v go >/dev/null || skip "no Go toolchain for the control plane"
+# a warm build takes seconds; a cold one (no module or build cache) half an
+# hour on 2 cores, more than make test's budget: skipped, said
+if ! timeout 600 make -C "$ROOT" --no-print-directory cluster-peers >/dev/null 2>&1; then
+	skip "build/cluster/kube did not build within 10 min (make cluster-peers; a cold Go cache)"
+fi
+for port in 2379 2380 6443; do
+	if ss -Hltn "sport = :$port" | grep -q .; then
+		skip "127.0.0.1:$port is in use (another control plane?)"
+	fi
+done
+
+T=$(mktemp -d /tmp/cubelet-cluster-XXXXXX)
+CGROOT=$CG/cubelet-cluster-$$ # one below it per cubelet
+PIDS=""
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	"$ROOT/tests/cluster/control-plane.sh" stop -d "$T/cp" >/dev/null 2>&1
+	find "$CGROOT" -depth -type d -exec rmdir {} + 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+# check NAME CMD...: ok when CMD succeeds
+check() { local name=$1; shift; if "$@"; then ok "$name"; else nok "$name"; fi; }
+is() { if [ "$1" = "$2" ]; then ok "$3"; else nok "$3" "got:      '$1'" "expected: '$2'"; fi; }
+contains() { case $1 in *"$2"*) ok "$3" ;; *) nok "$3" "got: '$1'" "expected to contain: '$2'" ;; esac; }
+wait_until() { local t=$1; shift; for _ in $(seq $((t * 4))); do "$@" && return 0; sleep 0.25; done; return 1; }
+kc() { "$KUBE" kubectl --kubeconfig "$T/cp/pki/admin.kubeconfig" "$@"; }
+node() { kc get node "$NODE" -o json 2>/dev/null; }
+jqn() { node | jq -r "$1"; }
+lease() { kc -n kube-node-lease get lease "$NODE" -o json 2>/dev/null; }
+status_json() { "$CUBELET" status --socket "$T/$1/cubelet.sock" -o json; }
+
+if ! out=$("$ROOT/tests/cluster/control-plane.sh" start -b "$KUBE" -d "$T/cp" -n "$NODE" 2>&1); then
+	nok "the control plane starts" "$out"
+	echo "1..$n"
+	exit 1
+fi
+ok "the control plane starts: $out"
+
+# run NAME ARGS...: a cubelet of its own (state, socket, port) in the background
+run() {
+	local name=$1
+	shift
+	mkdir -p "$T/$name/manifests" "$T/$name/dp" "$CGROOT/$name"
+	cat >"$T/$name/config.yaml" <<-EOF
+		apiVersion: kubelet.config.k8s.io/v1beta1
+		kind: KubeletConfiguration
+		readOnlyPort: 0
+		cubelet:
+		  devicePluginDir: $T/$name/dp
+		  stateDir: $T/$name/state
+		  socket: $T/$name/cubelet.sock
+		  cniConfDir: ""
+	EOF
+	"$CUBELET" run --config "$T/$name/config.yaml" --manifest-dir "$T/$name/manifests" \
+		--runtime-endpoint "unix://$T/no-runtime.sock" --cgroup-root "$CGROOT/$name" "$@" >"$T/$name.log" 2>&1 &
+	PIDS="$PIDS $!"
+	eval "PID_$name=$!"
+}
+stop() {
+	local pid
+	eval "pid=\$PID_$1"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
+# ---- registration ------------------------------------------------------------------------
+run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig" \
+	--node-labels "node.kubernetes.io/pool=edge,topology.kubernetes.io/zone=z1" \
+	--register-with-taints "example.com/dedicated=gpu:NoSchedule"
+registered() { [ "$(jqn .metadata.uid)" != "" ] && [ "$(jqn .metadata.uid)" != null ]; }
+check "the node registers (POST /api/v1/nodes with the node's certificate)" wait_until 30 registered
+contains "$(cat "$T/a.log")" "API server https://127.0.0.1:6443: node '$NODE' registered (uid $(jqn .metadata.uid))" \
+	"the journal names the server, the node and its UID"
+is "$(jqn '.metadata.labels | to_entries | map("\(.key)=\(.value)") | sort | join(",")')" \
+	"beta.kubernetes.io/arch=amd64,beta.kubernetes.io/os=linux,kubernetes.io/arch=amd64,kubernetes.io/hostname=$NODE,kubernetes.io/os=linux,node.kubernetes.io/pool=edge,topology.kubernetes.io/zone=z1" \
+	"kubelet's labels and --node-labels"
+is "$(jqn '.metadata.annotations["volumes.kubernetes.io/controller-managed-attach-detach"]')" true \
+	"the attach-detach annotation"
+is "$(jqn '[.spec.taints[] | select(.key == "example.com/dedicated") | "\(.value):\(.effect)"] | join(",")')" \
+	"gpu:NoSchedule" "--register-with-taints"
+cpus=$(nproc --all)
+mem_ki=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+# a Quantity's canonical text: the largest binary suffix that divides it
+canon() { python3 -c "
+n = $1
+for s, f in (('Ei', 1 << 60), ('Pi', 1 << 50), ('Ti', 1 << 40), ('Gi', 1 << 30), ('Mi', 1 << 20), ('Ki', 1 << 10)):
+    if n % f == 0:
+        print('%d%s' % (n // f, s)); break
+else:
+    print(n)"; }
+is "$(jqn '.status.capacity | "\(.cpu) \(.memory) \(.pods)"')" "$cpus $(canon $((mem_ki * 1024))) 110" \
+	"capacity: the machine's CPUs and memory, maxPods"
+is "$(jqn '.status.allocatable | [.cpu, .pods] | join(" ")')" "$cpus 110" "allocatable cpu and pods (nothing reserved)"
+is "$(jqn '.status.allocatable.memory')" "$(canon $(((mem_ki - 102400) * 1024)))" \
+	"allocatable memory: capacity − the hard eviction threshold (100Mi)"
+cap=$(jqn '.status.capacity | [.["ephemeral-storage"], .["hugepages-2Mi"], .["hugepages-1Gi"]] | map(. // "none") | join(" ")')
+alloc=$(jqn '.status.allocatable | [.["ephemeral-storage"], .["hugepages-2Mi"], .["hugepages-1Gi"]] | map(. // "none") | join(" ")')
+check "ephemeral-storage and hugepages in capacity ($cap) and allocatable ($alloc)" \
+	sh -c "! echo '$cap $alloc' | grep -q none"
+is "$(jqn '[.status.conditions[] | "\(.type)=\(.status)/\(.reason)"] | join(" ")')" \
+	"MemoryPressure=False/KubeletHasSufficientMemory DiskPressure=False/KubeletHasNoDiskPressure PIDPressure=False/KubeletHasSufficientPID Ready=False/KubeletNotReady" \
+	"conditions with kubelet's reasons (no runtime: not Ready)"
+is "$(jqn '.status.conditions[] | select(.type == "Ready") | .message')" "container runtime is down" \
+	"Ready's message names the cause"
+is "$(jqn '.status.nodeInfo | "\(.kubeletVersion) \(.operatingSystem) \(.architecture) \(.bootID) \(.kernelVersion)"')" \
+	"v1.34.0-cubelet linux amd64 $(cat /proc/sys/kernel/random/boot_id) $(uname -r)" "nodeInfo"
+is "$(jqn '[.status.addresses[] | .type] | join(",")')" "InternalIP,Hostname" "addresses"
+
+# ---- the Lease ---------------------------------------------------------------------------
+renew() { lease | jq -r .spec.renewTime; }
+has_lease() { [ -n "$(renew)" ]; }
+check "the Lease exists in kube-node-lease" wait_until 20 has_lease
+is "$(lease | jq -r '"\(.spec.holderIdentity) \(.spec.leaseDurationSeconds) \(.metadata.ownerReferences[0].kind)/\(.metadata.ownerReferences[0].uid)"')" \
+	"$NODE 40 Node/$(jqn .metadata.uid)" "holder, duration 40 s, owned by the Node"
+# two renewals, timed on the API server's own renewTime
+changed() { [ "$(renew)" != "$1" ]; }
+r0=$(renew)
+wait_until 15 changed "$r0"
+r1=$(renew)
+wait_until 15 changed "$r1"
+r2=$(renew)
+gap=$(python3 -c "
+from datetime import datetime as d
+f = lambda s: d.strptime(s, '%Y-%m-%dT%H:%M:%S.%fZ')
+print('%.1f' % (f('$r2') - f('$r1')).total_seconds())")
+check "the Lease is renewed every 10 s ± 2 s ($r1 → $r2: $gap s)" \
+	python3 -c "import sys; sys.exit(not 8 <= $gap <= 12)"
+
+# ---- an idle node's requests ---------------------------------------------------------------
+q0=$(status_json a | jq .apiServer.requests)
+sleep 30
+q1=$(status_json a | jq .apiServer.requests)
+check "an idle node makes 3 requests in 30 s, the Lease's ($((q1 - q0)); nothing changed: no status PATCH)" \
+	test "$((q1 - q0))" -le 4
+is "$(status_json a | jq -r '.apiServer | "\(.registered) \(.node) \(.error)"')" "true $NODE " \
+	"cubelet status: registered, no error"
+
+# ---- NodeRestriction ---------------------------------------------------------------------
+run other --node-name other --kubeconfig "$T/cp/pki/node.kubeconfig"
+forbidden() { grep -q 'API server: node registration: POST /api/v1/nodes: 403: nodes "other" is forbidden: node "'"$NODE"'" is not allowed to modify node "other"; retrying' "$T/other.log"; }
+check "another node's name: the 403 is named (NodeRestriction)" wait_until 30 forbidden
+sleep 5
+is "$(grep -c 'node registration' "$T/other.log")" 1 "one journal line for the repeated 403, not one per retry"
+contains "$(status_json other | jq -r .apiServer.error)" "403: nodes \"other\" is forbidden" \
+	"cubelet status shows the error"
+check "the other node was not created" sh -c "! '$KUBE' kubectl --kubeconfig '$T/cp/pki/admin.kubeconfig' get node other >/dev/null 2>&1"
+stop other
+
+# ---- the API server stops answering, and comes back ------------------------------------------
+api=$(cat "$T/cp/apiserver.pid")
+kill -STOP "$api"
+sleep 25
+kill -CONT "$api"
+check "cubelet keeps running while the API server does not answer" kill -0 "$PID_a"
+lost=$(grep -c 'API server: node lease' "$T/a.log")
+check "the journal has the lease's failure once ($lost lines)" test "$lost" -ge 1 -a "$lost" -le 2
+r3=$(renew)
+check "the Lease is renewed again once the API server answers" wait_until 20 changed "$r3"
+back() { grep -q 'API server: node lease: working again' "$T/a.log"; }
+check "the journal says it works again" wait_until 5 back
+
+# ---- a restart keeps the Node ------------------------------------------------------------
+uid=$(jqn .metadata.uid)
+stop a
+run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig"
+exists() { grep -q "node '$NODE' exists (uid $uid); keeping it" "$T/a.log"; }
+check "restarted: the existing Node is kept (409, then its UID)" wait_until 30 exists
+is "$(jqn .metadata.uid)" "$uid" "the Node's UID is the same"
+stop a
+
+# ---- a broken kubeconfig -------------------------------------------------------------------
+sed 's/^current-context: .*/current-context: nowhere/' "$T/cp/pki/node.kubeconfig" >"$T/bad.kubeconfig"
+out=$(timeout 20 "$CUBELET" run --config "$T/a/config.yaml" --manifest-dir "$T/a/manifests" \
+	--runtime-endpoint "unix://$T/no-runtime.sock" --cgroup-root "$CGROOT/a" --node-name "$NODE" \
+	--kubeconfig "$T/bad.kubeconfig" 2>&1)
+contains "$out" "$T/bad.kubeconfig: contexts: no entry named 'nowhere'" "a kubeconfig without its context: named"
+echo "1..$n"
