@@ -137,6 +137,31 @@ is "$(jqn '.status.nodeInfo | "\(.kubeletVersion) \(.operatingSystem) \(.archite
 	"v1.34.0-cubelet linux amd64 $(cat /proc/sys/kernel/random/boot_id) $(uname -r)" "nodeInfo"
 is "$(jqn '[.status.addresses[] | .type] | join(",")')" "InternalIP,Hostname" "addresses"
 
+# ---- a device plugin's resource: cubelet-gpu-plugin on the fake NVML -----------------------
+PLUGIN=$(cd "$B" && pwd)/cubelet-gpu-plugin
+NVML=$(cd "$B" && pwd)/tests/fakes/libnvidia-ml.so.1
+if [ -x "$PLUGIN" ] && [ -e "$NVML" ]; then
+	mkdir -p "$T/gpu/dev" "$T/gpu/sys/bus/pci/devices/0000:3b:00.0" "$T/gpu/sys/bus/pci/devices/0000:af:00.0"
+	echo 0 >"$T/gpu/sys/bus/pci/devices/0000:3b:00.0/numa_node"
+	echo 1 >"$T/gpu/sys/bus/pci/devices/0000:af:00.0/numa_node"
+	for d in nvidia0:0 nvidia1:1 nvidiactl:255; do mknod "$T/gpu/dev/${d%:*}" c 195 "${d#*:}"; done
+	mknod "$T/gpu/dev/nvidia-uvm" c 510 0
+	printf 'gpu GPU-9e8d7c6b-aaaa-bbbb-cccc-ddddeeeeffff 1 0000:AF:00.0 NVIDIA Fake H100\ngpu GPU-0fa1c2d3-1111-2222-3333-444455556666 0 0000:3b:00.0 NVIDIA Fake H100\n' >"$T/gpu/nvml.conf"
+	FAKE_NVML_CONFIG=$T/gpu/nvml.conf CUBELET_GPU_SYS_ROOT=$T/gpu/sys "$PLUGIN" --device-plugin-dir "$T/a/dp" \
+		--nvml-library "$NVML" --dev-root "$T/gpu/dev" >"$T/gpu.log" 2>&1 &
+	GPU_PID=$!
+	PIDS="$PIDS $GPU_PID"
+	gpus() { [ "$(jqn '"\(.status.capacity["nvidia.com/gpu"]) \(.status.allocatable["nvidia.com/gpu"])"')" = "2 2" ]; }
+	check "nvidia.com/gpu: 2 in capacity and allocatable (cubelet-gpu-plugin, fake NVML) within a status period" \
+		wait_until 25 gpus
+	kill "$GPU_PID"
+	wait "$GPU_PID" 2>/dev/null
+	gone() { [ "$(jqn '"\(.status.capacity["nvidia.com/gpu"]) \(.status.allocatable["nvidia.com/gpu"])"')" = "2 0" ]; }
+	check "the plugin gone: nvidia.com/gpu stays in capacity, allocatable 0 (as kubelet)" wait_until 25 gone
+else
+	nok "cubelet-gpu-plugin and the fake NVML are built ($PLUGIN, $NVML)"
+fi
+
 # ---- the Lease ---------------------------------------------------------------------------
 renew() { lease | jq -r .spec.renewTime; }
 has_lease() { [ -n "$(renew)" ]; }
