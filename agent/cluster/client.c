@@ -23,6 +23,7 @@ typedef struct KubeRequest {
         bool too_large;
         char errbuf[CURL_ERROR_SIZE];
         KubeAnswerFn fn;
+        KubeLineFn line_fn; /* a watch: each line as it comes */
         void *userdata;
         struct KubeRequest *next;
 } KubeRequest;
@@ -80,6 +81,26 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
         memcpy(q->body + q->len, ptr, n);
         q->len += n;
         q->body[q->len] = 0;
+        if (q->line_fn) {
+                char *start = q->body, *nl;
+                long status = 0;
+                size_t used;
+
+                /* a watch answers 200; anything else is one Status, read at the end */
+                (void) curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &status);
+                if (status != 200)
+                        return n;
+                while ((nl = memchr(start, '\n', q->len - (size_t) (start - q->body)))) {
+                        *nl = 0;
+                        if (nl > start)
+                                q->line_fn(q->userdata, start, (size_t) (nl - start));
+                        start = nl + 1;
+                }
+                used = (size_t) (start - q->body);
+                q->len -= used;
+                memmove(q->body, start, q->len + 1);
+                q->client->stats.bytes_in += used;
+        }
         return n;
 }
 
@@ -93,6 +114,11 @@ static void status_message(const KubeRequest *q, json_t *body, char *buf, size_t
                 (void) snprintf(buf, size, "%.200s", q->body);
         else
                 (void) snprintf(buf, size, "no body");
+}
+
+static bool tls_error(CURLcode code) {
+        return code == CURLE_SSL_CONNECT_ERROR || code == CURLE_PEER_FAILED_VERIFICATION ||
+               code == CURLE_SSL_CERTPROBLEM || code == CURLE_SSL_CACERT_BADFILE || code == CURLE_SSL_CIPHER;
 }
 
 static void on_done(CURL *easy, CURLcode code, void *userdata) {
@@ -125,8 +151,10 @@ static void on_done(CURL *easy, CURLcode code, void *userdata) {
                 (void) snprintf(error, sizeof(error), "%s %s: the answer is larger than %u MiB; refused", q->method,
                                 q->path, KUBE_BODY_MAX >> 20);
         else if (code != CURLE_OK)
+                /* libcurl's text for the code (stable, so a repeated failure
+                 * is logged once), its buffer for TLS (which certificate, why) */
                 (void) snprintf(error, sizeof(error), "%s %s%s: %s", q->method, c->cfg.server, q->path,
-                                *q->errbuf ? q->errbuf : curl_easy_strerror(code));
+                                *q->errbuf && tls_error(code) ? q->errbuf : curl_easy_strerror(code));
         else if (status < 200 || status >= 300) {
                 status_message(q, body, msg, sizeof(msg));
                 (void) snprintf(error, sizeof(error), "%s %s: %ld: %s", q->method, q->path, status, msg);
@@ -212,8 +240,9 @@ static int blob_opt(CURL *e, CURLoption opt, const KubeBlob *b) {
         return !b->data || curl_easy_setopt(e, opt, &blob) == CURLE_OK ? 0 : -1;
 }
 
-int kube_client_request(KubeClient *c, const char *method, const char *path, const char *content_type,
-                        const json_t *body, KubeAnswerFn fn, void *userdata, uint64_t *ret_id, CubError *err) {
+static int start(KubeClient *c, const char *method, const char *path, const char *content_type, const json_t *body,
+                 KubeAnswerFn fn, KubeLineFn line_fn, void *userdata, uint64_t timeout_usec, uint64_t *ret_id,
+                 CubError *err) {
         KubeRequest *q = calloc(1, sizeof(*q));
         _cleanup_free_ char *url = NULL, *ct = NULL;
         CURL *e;
@@ -227,6 +256,7 @@ int kube_client_request(KubeClient *c, const char *method, const char *path, con
         }
         q->client = c;
         q->fn = fn;
+        q->line_fn = line_fn;
         q->userdata = userdata;
         q->headers = curl_slist_append(NULL, "Accept: application/json");
         if (q->headers && ct)
@@ -242,7 +272,8 @@ int kube_client_request(KubeClient *c, const char *method, const char *path, con
             curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method) != CURLE_OK ||
             (q->body_out && curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->body_out) != CURLE_OK) ||
-            curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long) (KUBE_TIMEOUT_USEC / 1000)) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long) (timeout_usec / 1000)) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long) (KUBE_TIMEOUT_USEC / 1000)) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "") != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_USERAGENT, "cubelet/" CUBELET_VERSION) != CURLE_OK ||
@@ -268,6 +299,16 @@ int kube_client_request(KubeClient *c, const char *method, const char *path, con
         if (ret_id)
                 *ret_id = q->id;
         return 0;
+}
+
+int kube_client_request(KubeClient *c, const char *method, const char *path, const char *content_type,
+                        const json_t *body, KubeAnswerFn fn, void *userdata, uint64_t *ret_id, CubError *err) {
+        return start(c, method, path, content_type, body, fn, NULL, userdata, KUBE_TIMEOUT_USEC, ret_id, err);
+}
+
+int kube_client_watch(KubeClient *c, const char *path, KubeLineFn line_fn, KubeAnswerFn done_fn, void *userdata,
+                      uint64_t timeout_usec, uint64_t *ret_id, CubError *err) {
+        return start(c, "GET", path, NULL, NULL, done_fn, line_fn, userdata, timeout_usec, ret_id, err);
 }
 
 void kube_client_cancel(KubeClient *c, uint64_t id) {

@@ -48,5 +48,12 @@ const KubeClientStats *kube_client_stats(const KubeClient *c);
  * handle for kube_client_cancel(). */
 int kube_client_request(KubeClient *c, const char *method, const char *path, const char *content_type,
                         const json_t *body, KubeAnswerFn fn, void *userdata, uint64_t *ret_id, CubError *err);
+/* A watch: GET path (with watch=true) whose answer is a stream of JSON
+ * lines; line_fn gets each complete line as it arrives (a line longer than
+ * KUBE_BODY_MAX ends the stream), done_fn the end as for a request (the
+ * body: an error's Status). timeout_usec: the whole stream's limit. */
+typedef void (*KubeLineFn)(void *userdata, const char *line, size_t len);
+int kube_client_watch(KubeClient *c, const char *path, KubeLineFn line_fn, KubeAnswerFn done_fn, void *userdata,
+                      uint64_t timeout_usec, uint64_t *ret_id, CubError *err);
 /* Drops the request id (fn is not called); unknown ids are ignored. */
 void kube_client_cancel(KubeClient *c, uint64_t id);

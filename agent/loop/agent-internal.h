@@ -43,6 +43,8 @@
 #include "../cgroup/cgroup.h"
 #include "../cluster/client.h"
 #include "../cluster/node.h"
+#include "../cluster/pods.h"
+#include "../cluster/status.h"
 #include "../config/podsrc.h"
 #include "../lifecycle/lifecycle.h"
 #include "../node/machine.h"
@@ -185,6 +187,10 @@ typedef struct AgentApi {
 typedef struct AgentCluster {
         KubeClient *client;
         KubeNode *node;
+        KubePods *pods;     /* the pods bound to this node */
+        KubeStatus *status; /* their status, and the final DELETE */
+        sd_event_source *status_timer;
+        uint64_t skipped_mirror, skipped_deleting;
 } AgentCluster;
 
 struct Agent {
@@ -230,10 +236,11 @@ typedef enum AgentUpdateKind {
         AGENT_UPDATE_DIR_SET, /* the manifest directory's whole set (the rescan) */
         AGENT_UPDATE_FILE,    /* one complete file (entry.pod NULL: gone, or broken with entry.error) */
         AGENT_UPDATE_URL_SET, /* the manifest URL's whole set (a 200 that decodes) */
+        AGENT_UPDATE_API_SET, /* the API server's pods bound to this node (after a list or a watch event) */
 } AgentUpdateKind;
 struct AgentUpdate {
         AgentUpdateKind kind;
-        PodsrcSet set;     /* DIR_SET, URL_SET */
+        PodsrcSet set;     /* DIR_SET, URL_SET, API_SET */
         PodsrcEntry entry; /* FILE */
         char *path;        /* FILE: the manifest's path */
         uint64_t event_usec;
@@ -319,6 +326,11 @@ bool agent_pod_from_url(const Agent *a, const LcPod *p);
 /* kubelet's sourcesReady: every source has given its set once (until then a
  * relist stops nothing it finds, so a restart never stops the URL's pods) */
 bool agent_sources_ready(const Agent *a);
+/* a pod of the API server (its source is AGENT_SOURCE_API) */
+#define AGENT_SOURCE_API "api"
+bool agent_pod_from_api(const LcPod *p);
+/* a pod of the manifest directory (neither the URL's nor the API server's) */
+bool agent_pod_from_dir(const Agent *a, const LcPod *p);
 /* the manifest directory's: the errors of a whole scan; the error of one
  * file in cubelet status (NULL: none any more) */
 void agent_source_dir_set_errors(Agent *a, const PodsrcSet *set);

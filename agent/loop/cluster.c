@@ -15,6 +15,7 @@
 #include "../managers/managers.h"
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
+#include "../util/fnv.h"
 #include "../util/log.h"
 #include "agent-internal.h"
 
@@ -208,6 +209,136 @@ static json_t *node_json(void *userdata) {
         return node;
 }
 
+/* ---- the pods bound to this node ------------------------------------------------ */
+
+/* a Pod of the API server as an entry of the set: decoded as a manifest
+ * (refused fields land in pod->refused, and the pod fails with their
+ * paths), the API's UID, a config hash of its spec */
+static void api_entry(const json_t *o, PodsrcEntry *e) {
+        _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT), *spec = NULL;
+        const json_t *meta = json_object_get(o, "metadata");
+        char source[600], hash[16];
+        CubError err = {};
+
+        (void) snprintf(source, sizeof(source), "pod %s/%s",
+                        json_string_value(json_object_get(meta, "namespace")) ?: "default",
+                        json_string_value(json_object_get(meta, "name")) ?: "?");
+        e->path = strdup(AGENT_SOURCE_API);
+        spec = json_dumps(json_object_get(o, "spec"), JSON_COMPACT | JSON_SORT_KEYS);
+        if (text) {
+                /* what the API server sets, and the service account fields
+                 * whose volume (if any) is decoded, not dropped */
+                static const char *const server_set[] = { "resourceVersion", "generation", "creationTimestamp",
+                                                          "managedFields",   "selfLink",   "ownerReferences" };
+                static const char *const sa[] = { "serviceAccountName", "serviceAccount",
+                                                  "automountServiceAccountToken" };
+                json_t *c = json_deep_copy(o);
+
+                for (size_t i = 0; c && i < sizeof(server_set) / sizeof(*server_set); i++)
+                        (void) json_object_del(json_object_get(c, "metadata"), server_set[i]);
+                for (size_t i = 0; c && i < sizeof(sa) / sizeof(*sa); i++)
+                        (void) json_object_del(json_object_get(c, "spec"), sa[i]);
+                (void) json_object_del(c, "status");
+                /* a list's items carry no apiVersion and kind */
+                if (c) {
+                        json_object_set_new(c, "apiVersion", json_string("v1"));
+                        json_object_set_new(c, "kind", json_string("Pod"));
+                }
+                free(text);
+                text = c ? json_dumps(c, JSON_COMPACT) : NULL;
+                json_decref(c);
+        }
+        if (!text || !spec || !e->path || pod_decode(text, strlen(text), source, POD_FORMAT_JSON, &e->pod, &err) < 0) {
+                e->error = strdup(*err.msg ? err.msg : "out of memory");
+                return;
+        }
+        (void) snprintf(hash, sizeof(hash), "%08x", cub_fnv32a_str(CUB_FNV32_OFFSET, spec));
+        free(e->pod->config_hash);
+        e->pod->config_hash = strdup(hash);
+}
+
+static void on_api_pods(void *userdata, const json_t *pods) {
+        Agent *a = userdata;
+        AgentUpdate *u = agent_update_new(AGENT_UPDATE_API_SET, agent_now_usec());
+        const char *uid;
+        json_t *o;
+        size_t n = 0;
+
+        if (!u || !(u->set.items = calloc(json_object_size(pods) + 1, sizeof(PodsrcEntry)))) {
+                free(u);
+                cub_log(LOG_ERR, "API server: pods: out of memory");
+                return;
+        }
+        json_object_foreach((json_t *) pods, uid, o) {
+                const json_t *meta = json_object_get(o, "metadata");
+
+                /* mirror pods are the node's own static pods: never run */
+                if (json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror")) {
+                        a->cluster.skipped_mirror++;
+                        continue;
+                }
+                /* being deleted: out of the set, so stopped (graceful deletion) */
+                if (json_object_get(meta, "deletionTimestamp")) {
+                        a->cluster.skipped_deleting++;
+                        continue;
+                }
+                api_entry(o, &u->set.items[n]);
+                if (u->set.items[n].error)
+                        cub_log(LOG_ERR, "API server: %s", u->set.items[n].error);
+                n++;
+        }
+        u->set.n = n;
+        agent_update_push(a, u);
+        agent_apply_actions(a);
+}
+
+/* ---- their status, and the final DELETE --------------------------------------------- */
+
+#define STATUS_TICK_USEC CUB_USEC_PER_SEC
+
+/* Each second: the status of every API pod of the table, as /pods renders
+ * it (sent when it changed), the final DELETE of each deleted pod whose
+ * containers are stopped, and the statuses of pods the API no longer has
+ * forgotten. */
+static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        Agent *a = userdata;
+        const json_t *set = kube_pods_set(a->cluster.pods);
+        ApiPodsInfo info = { .node_name = a->core.opt.node_name,
+                             .host_ip = a->core.host_ip[0] ? a->core.host_ip : NULL,
+                             .runtime = "containerd",
+                             .wall_minus_mono_usec = (int64_t) cub_now_usec(CLOCK_REALTIME) - (int64_t) usec };
+        const char *uid;
+        json_t *o;
+
+        (void) sd_event_source_set_time(s, usec + STATUS_TICK_USEC);
+        if (!kube_pods_synced(a->cluster.pods))
+                return 0;
+        for (size_t i = 0; i < a->table.n_pods; i++) {
+                const LcPod *p = a->table.pods[i];
+                json_t *pj;
+
+                if (!agent_pod_from_api(p) || !json_object_get(set, p->spec->pod->uid))
+                        continue;
+                pj = api_pod_json(p, &info);
+                if (pj)
+                        kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,
+                                        p->spec->pod->uid, json_object_get(pj, "status"));
+                json_decref(pj);
+        }
+        json_object_foreach((json_t *) set, uid, o) {
+                const json_t *meta = json_object_get(o, "metadata");
+
+                if (!json_object_get(meta, "deletionTimestamp") ||
+                    json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror") ||
+                    agent_find_pod(a, uid) || agent_is_killing(a, uid))
+                        continue;
+                kube_status_delete(a->cluster.status, json_string_value(json_object_get(meta, "namespace")),
+                                   json_string_value(json_object_get(meta, "name")), uid);
+        }
+        kube_status_prune(a->cluster.status, set);
+        return 0;
+}
+
 int agent_cluster_start(Agent *a, CubError *err) {
         KubeConfig cfg = {};
         KubeNodeOptions no = {
@@ -229,8 +360,19 @@ int agent_cluster_start(Agent *a, CubError *err) {
                 r = kube_node_new(a->core.event, a->cluster.client, &no, node_json, a, &a->cluster.node, err);
         if (r >= 0)
                 r = kube_node_start(a->cluster.node, err);
+        if (r >= 0)
+                r = kube_pods_new(a->core.event, a->cluster.client, a->core.opt.node_name, on_api_pods, a,
+                                  &a->cluster.pods, err);
+        if (r >= 0)
+                r = kube_status_new(a->cluster.client, &a->cluster.status, err);
+        if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster.status_timer, CLOCK_MONOTONIC,
+                                                      STATUS_TICK_USEC, CUB_USEC_PER_MSEC * 10, on_status_tick, a)) < 0)
+                r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));
         if (r < 0)
                 return r;
+        (void) sd_event_source_set_enabled(a->cluster.status_timer, SD_EVENT_ON);
+        (void) sd_event_source_set_description(a->cluster.status_timer, "kube-pod-status");
+        kube_pods_start(a->cluster.pods);
         cub_log(LOG_INFO, "API server %s: node '%s' (kubeconfig '%s')", kube_client_server(a->cluster.client),
                 a->core.opt.node_name, a->core.opt.kubeconfig);
         return 0;
@@ -250,12 +392,17 @@ void agent_cluster_status(Agent *a, json_t *doc) {
                 const KubeClientStats *s = kube_client_stats(a->cluster.client);
 
                 json_object_set_new(o, "requests", json_integer((json_int_t) s->requests));
+                json_object_set_new(o, "pods", kube_pods_status_json(a->cluster.pods));
+                json_object_set_new(o, "podStatus", kube_status_json(a->cluster.status));
                 json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
         }
         json_object_set_new(doc, "apiServer", o);
 }
 
 void agent_cluster_free(Agent *a) {
+        a->cluster.status_timer = sd_event_source_disable_unref(a->cluster.status_timer);
+        a->cluster.status = kube_status_free(a->cluster.status);
+        a->cluster.pods = kube_pods_free(a->cluster.pods);
         a->cluster.node = kube_node_free(a->cluster.node);
         a->cluster.client = kube_client_free(a->cluster.client);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kubelet's PodConfig merge. The sources (the manifest directory, the
- * manifest URL; the API server next) read and decode, then push what they
+ * manifest URL, the API server) read and decode, then push what they
  * read onto one queue; the loop drains it here, the one place that puts
  * pods in the table and takes them out. A push drains at once unless a
  * drain is under way (an update pushed while one is applied waits its
@@ -70,7 +70,7 @@ static void merge_dir_set(Agent *a, PodsrcSet *set, uint64_t now) {
         bool any = false, batch = false;
 
         for (size_t i = 0; i < a->table.n_pods; i++)
-                if (!agent_pod_from_url(a, a->table.pods[i])) /* the URL's pods are its own */
+                if (agent_pod_from_dir(a, a->table.pods[i])) /* the URL's and the API's are their own */
                         a->table.pods[i]->wanted = false;
         /* pods that stay are known first, so that what left frees its
          * resources before new pods are admitted */
@@ -84,7 +84,7 @@ static void merge_dir_set(Agent *a, PodsrcSet *set, uint64_t now) {
                 }
         }
         for (size_t i = 0; i < a->table.n_pods; i++)
-                if (!a->table.pods[i]->wanted && !agent_pod_from_url(a, a->table.pods[i])) {
+                if (!a->table.pods[i]->wanted && agent_pod_from_dir(a, a->table.pods[i])) {
                         pod_gone(a, a->table.pods[i]);
                         any = true;
                 }
@@ -117,7 +117,7 @@ static void merge_file(Agent *a, const char *path, PodsrcEntry *e, uint64_t even
                         const LcPod *o = a->table.pods[i];
 
                         /* names are unique per source (kubelet's merge) */
-                        if (o->wanted && strcmp(o->spec->source, path) != 0 && !agent_pod_from_url(a, o) &&
+                        if (o->wanted && strcmp(o->spec->source, path) != 0 && agent_pod_from_dir(a, o) &&
                             strcmp(o->spec->pod->name, e->pod->name) == 0 &&
                             strcmp(o->spec->pod->namespace_, e->pod->namespace_) == 0) {
                                 CubError err = {};
@@ -160,9 +160,14 @@ static void merge_file(Agent *a, const char *path, PodsrcEntry *e, uint64_t even
                 agent_notify_status(a);
 }
 
-/* The URL's whole set (a 200 that decodes): its pods that left go, new ones
- * come, the same UIDs stay. */
-static void merge_url_set(Agent *a, PodsrcSet *set, uint64_t now) {
+static bool from_source(const Agent *a, const LcPod *p, bool api) {
+        return api ? agent_pod_from_api(p) : agent_pod_from_url(a, p);
+}
+
+/* The URL's whole set (a 200 that decodes) or the API server's (after a
+ * list or a watch event): its pods that left go, new ones come, the same
+ * UIDs stay. */
+static void merge_set(Agent *a, PodsrcSet *set, uint64_t now, bool api) {
         bool any = false, batch = false;
 
         bool *was = calloc(a->table.n_pods + 1, sizeof(bool));
@@ -170,14 +175,14 @@ static void merge_url_set(Agent *a, PodsrcSet *set, uint64_t now) {
         if (!was)
                 return;
         for (size_t i = 0; i < a->table.n_pods; i++)
-                if (agent_pod_from_url(a, a->table.pods[i])) {
+                if (from_source(a, a->table.pods[i], api)) {
                         was[i] = a->table.pods[i]->wanted;
                         a->table.pods[i]->wanted = false;
                 }
         for (size_t i = 0; i < set->n; i++) {
                 LcPod *p = set->items[i].pod ? agent_find_pod(a, set->items[i].pod->uid) : NULL;
 
-                if (p && agent_pod_from_url(a, p) &&
+                if (p && from_source(a, p, api) &&
                     strcmp(p->spec->pod->config_hash, set->items[i].pod->config_hash) == 0)
                         p->wanted = true;
         }
@@ -191,18 +196,22 @@ static void merge_url_set(Agent *a, PodsrcSet *set, uint64_t now) {
                 LcPod *p;
 
                 if (e->error) {
-                        agent_source_http_error(a, e->error);
+                        if (!api)
+                                agent_source_http_error(a, e->error);
                         continue;
                 }
                 p = agent_find_pod(a, e->pod->uid);
                 if (p && p->wanted) {
-                        if (!agent_pod_from_url(a, p)) {
+                        if (!from_source(a, p, api)) {
                                 char msg[CUB_ERR_MSG_MAX];
 
                                 (void) snprintf(msg, sizeof(msg), "%s: pod %s/%s: uid %s is already used by '%s'",
-                                                a->core.opt.manifest_url, e->pod->namespace_, e->pod->name, e->pod->uid,
-                                                p->spec->source);
-                                agent_source_http_error(a, msg);
+                                                api ? AGENT_SOURCE_API : a->core.opt.manifest_url, e->pod->namespace_,
+                                                e->pod->name, e->pod->uid, p->spec->source);
+                                if (api)
+                                        cub_log(LOG_ERR, "%s", msg);
+                                else
+                                        agent_source_http_error(a, msg);
                         }
                         continue;
                 }
@@ -262,7 +271,10 @@ void agent_update_push(Agent *a, AgentUpdate *u) {
                         merge_file(a, u->path, &u->entry, u->event_usec);
                         break;
                 case AGENT_UPDATE_URL_SET:
-                        merge_url_set(a, &u->set, u->event_usec);
+                        merge_set(a, &u->set, u->event_usec, false);
+                        break;
+                case AGENT_UPDATE_API_SET:
+                        merge_set(a, &u->set, u->event_usec, true);
                         break;
                 }
                 update_free(u);

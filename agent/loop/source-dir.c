@@ -60,7 +60,7 @@ void agent_rescan(Agent *a) {
          * its pod was read with is not decoded again */
         if (cub_hashmap_new(&by_source) >= 0)
                 for (size_t i = 0; i < a->table.n_pods; i++)
-                        if (a->table.pods[i]->wanted && !agent_pod_from_url(a, a->table.pods[i]) &&
+                        if (a->table.pods[i]->wanted && agent_pod_from_dir(a, a->table.pods[i]) &&
                             cub_hashmap_put(by_source, a->table.pods[i]->spec->source, a->table.pods[i]) < 0) {
                                 by_source = cub_hashmap_free(by_source);
                                 break;

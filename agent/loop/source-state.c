@@ -16,8 +16,17 @@ bool agent_pod_from_url(const Agent *a, const LcPod *p) {
         return a->core.opt.manifest_url && strcmp(p->spec->source, a->core.opt.manifest_url) == 0;
 }
 
+bool agent_pod_from_api(const LcPod *p) {
+        return strcmp(p->spec->source, AGENT_SOURCE_API) == 0;
+}
+
+bool agent_pod_from_dir(const Agent *a, const LcPod *p) {
+        return !agent_pod_from_url(a, p) && !agent_pod_from_api(p);
+}
+
 bool agent_sources_ready(const Agent *a) {
-        return !a->url.source || podsrc_http_stats(a->url.source)->have_set;
+        return (!a->url.source || podsrc_http_stats(a->url.source)->have_set) &&
+               (!a->cluster.pods || kube_pods_synced(a->cluster.pods));
 }
 
 /* ---- the manifest directory's errors ----------------------------------------- */

@@ -191,6 +191,44 @@ check "an idle node makes 3 requests in 30 s, the Lease's ($((q1 - q0)); nothing
 is "$(status_json a | jq -r '.apiServer | "\(.registered) \(.node) \(.error)"')" "true $NODE " \
 	"cubelet status: registered, no error"
 
+# ---- pods from the API server -----------------------------------------------------------------
+# bound with spec.nodeName (the node is NotReady without a runtime: the
+# scheduler would not place them); no runtime, so they wait in ContainerCreating
+pod() {
+	cat <<-EOF
+		{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "$1", "namespace": "default"},
+		 "spec": {"nodeName": "$NODE", $2 "containers": [{"name": "app", "image": "localhost/cubelet/busybox:1",
+		  "command": ["sleep", "3600"] $3}]}}
+	EOF
+}
+pod plain '"automountServiceAccountToken": false,' '' | kc create -f - >/dev/null
+pod big '"automountServiceAccountToken": false,' ', "resources": {"requests": {"cpu": "1000"}}' | kc create -f - >/dev/null
+pod sa '' '' | kc create -f - >/dev/null
+pod mirror '"automountServiceAccountToken": false,' '' |
+	jq '.metadata.annotations = {"kubernetes.io/config.mirror": "x"}' | kc create -f - >/dev/null
+pj() { kc get pod "$1" -o json | jq -r "$2"; }
+waiting() { [ "$(pj plain '.status.containerStatuses[0].state.waiting.reason')" = ContainerCreating ]; }
+check "a pod bound to the node: its status in the API within seconds (Pending, ContainerCreating: no runtime)" \
+	wait_until 20 waiting
+is "$(pj plain '"\(.status.phase) \(.status.qosClass) \(.status.hostIP) \([.status.conditions[] | "\(.type)=\(.status)"] | join(","))"')" \
+	"Pending BestEffort $(jqn '.status.addresses[0].address') PodReadyToStartContainers=False,Initialized=True,Ready=False,ContainersReady=False,PodScheduled=True" \
+	"its phase, QoS class, hostIP and conditions"
+is "$(status_json a | jq -r --arg u "$(pj plain .metadata.uid)" '.pods[] | select(.uid == $u) | .name')" plain \
+	"cubelet status has it under the API's UID"
+failed_big() { [ "$(pj big .status.phase)" = Failed ]; }
+check "a bound pod that does not fit: Failed in the API" wait_until 20 failed_big
+is "$(pj big .status.reason)" OutOfcpu "reason OutOfcpu (kubelet's)"
+contains "$(pj big .status.message)" "Pod was rejected: Node didn't have enough resource: cpu" "kubelet's message"
+failed_sa() { [ "$(pj sa .status.phase)" = Failed ]; }
+check "a pod with a service account token volume (not yet supported): Failed, not dropped" wait_until 20 failed_sa
+contains "$(pj sa '"\(.status.reason): \(.status.message)"')" "UnsupportedField: " "reason UnsupportedField"
+contains "$(pj sa .status.message)" "serviceAccountToken" "the message names the field"
+is "$(status_json a | jq '[.pods[] | select(.name == "mirror")] | length')" 0 "a mirror pod is never run"
+is "$(pj mirror '.status.phase')" Pending "...and its status is not written"
+pod late '"automountServiceAccountToken": false,' '' | kc create -f - >/dev/null
+late() { [ "$(pj late '.status.containerStatuses[0].state.waiting.reason')" = ContainerCreating ]; }
+check "a pod created later comes through the watch" wait_until 10 late
+
 # ---- NodeRestriction ---------------------------------------------------------------------
 run other --node-name other --kubeconfig "$T/cp/pki/node.kubeconfig"
 forbidden() { grep -q 'API server: node registration: POST /api/v1/nodes: 403: nodes "other" is forbidden: node "'"$NODE"'" is not allowed to modify node "other"; retrying' "$T/other.log"; }

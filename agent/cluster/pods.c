@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* List and watch of the node's pods, on the loop: one request at a time
+ * (the list, then one watch after another). */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "../util/log.h"
+#include "../util/retry.h"
+#include "../util/time.h"
+#include "pods.h"
+
+/* client-go's reflector: a watch asks the server to end it after a random
+ * 5-10 minutes; failures back off from 800 ms (here 1 s) to 30 s */
+#define WATCH_MIN_S 300
+#define WATCH_SPREAD_S 300
+static const CubRetryPolicy watch_retry = {
+        .base_usec = 1 * CUB_USEC_PER_SEC,
+        .max_usec = 30 * CUB_USEC_PER_SEC,
+        .factor = 2,
+        .jitter_pct = 0,
+};
+
+struct KubePods {
+        KubeClient *client;
+        char *node, *selector; /* the field selector, URL-escaped */
+        KubePodsFn fn;
+        void *userdata;
+        sd_event_source *timer;
+        uint64_t req;
+        json_t *set; /* uid → Pod */
+        char rv[64];
+        bool synced, relist;
+        CubRetry retry;
+        uint64_t lists, watches, events;
+};
+
+static uint64_t now_mono(void) {
+        return cub_now_usec(CLOCK_MONOTONIC);
+}
+
+static void arm(KubePods *p, uint64_t at) {
+        (void) sd_event_source_set_time(p->timer, at);
+        (void) sd_event_source_set_enabled(p->timer, SD_EVENT_ONESHOT);
+}
+
+static void failed(KubePods *p, const char *what, const char *error) {
+        if (cub_retry_failed(&p->retry, &watch_retry, now_mono(), error, cub_retry_draw()))
+                cub_log(LOG_WARNING, "API server: pods: %s: %s; retrying", what, error);
+        arm(p, p->retry.next_usec);
+}
+
+static void succeeded(KubePods *p) {
+        if (cub_retry_succeeded(&p->retry))
+                cub_log(LOG_INFO, "API server: pods: working again");
+}
+
+static const char *uid_of(const json_t *o) {
+        return json_string_value(json_object_get(json_object_get(o, "metadata"), "uid"));
+}
+
+static void take_rv(KubePods *p, const json_t *meta) {
+        const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+
+        if (rv)
+                (void) snprintf(p->rv, sizeof(p->rv), "%s", rv);
+}
+
+static void on_line(void *userdata, const char *line, size_t len) {
+        KubePods *p = userdata;
+        json_error_t jerr;
+        json_t *ev = json_loadb(line, len, 0, &jerr), *obj = json_object_get(ev, "object");
+        const char *type = json_string_value(json_object_get(ev, "type")), *uid = uid_of(obj);
+
+        if (!ev || !type || !json_is_object(obj)) {
+                cub_log(LOG_WARNING, "API server: pods: a watch event that is not one (%s); listing again",
+                        ev ? "no type or object" : jerr.text);
+                p->relist = true;
+                json_decref(ev);
+                return;
+        }
+        p->events++;
+        if (strcmp(type, "ERROR") == 0) {
+                /* 410 Gone: the version is too old; anything else: list again too */
+                cub_log(json_integer_value(json_object_get(obj, "code")) == 410 ? LOG_INFO : LOG_WARNING,
+                        "API server: pods: the watch ended: %s (%lld); listing again",
+                        json_string_value(json_object_get(obj, "message")) ?: "no message",
+                        (long long) json_integer_value(json_object_get(obj, "code")));
+                p->relist = true;
+        } else if (strcmp(type, "BOOKMARK") == 0) {
+                take_rv(p, json_object_get(obj, "metadata"));
+        } else if (uid && (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)) {
+                take_rv(p, json_object_get(obj, "metadata"));
+                json_object_set(p->set, uid, obj);
+                p->fn(p->userdata, p->set);
+        } else if (uid && strcmp(type, "DELETED") == 0) {
+                take_rv(p, json_object_get(obj, "metadata"));
+                json_object_del(p->set, uid);
+                p->fn(p->userdata, p->set);
+        }
+        json_decref(ev);
+}
+
+static void step(KubePods *p);
+
+static void on_watch_end(void *userdata, long status, json_t *body, const char *error) {
+        KubePods *p = userdata;
+
+        (void) body;
+        p->req = 0;
+        if (status == 410)
+                p->relist = true;
+        else if (*error) {
+                failed(p, "watch", error);
+                return;
+        }
+        succeeded(p);
+        step(p); /* ended by the server's timeout, or a 410: go on at once */
+}
+
+static void on_list(void *userdata, long status, json_t *body, const char *error) {
+        KubePods *p = userdata;
+        json_t *items = json_object_get(body, "items"), *o;
+        size_t i;
+
+        (void) status;
+        p->req = 0;
+        if (*error || !json_is_array(items)) {
+                failed(p, "list", *error ? error : "the answer has no items");
+                return;
+        }
+        succeeded(p);
+        p->lists++;
+        json_object_clear(p->set);
+        json_array_foreach(items, i, o)
+                if (uid_of(o))
+                        json_object_set(p->set, uid_of(o), o);
+        take_rv(p, json_object_get(body, "metadata"));
+        if (!p->synced)
+                cub_log(LOG_INFO, "API server: %zu pods bound to node '%s'", json_object_size(p->set), p->node);
+        p->synced = true;
+        p->relist = false;
+        p->fn(p->userdata, p->set);
+        step(p);
+}
+
+static void step(KubePods *p) {
+        char path[1024];
+        CubError err = {};
+        int r;
+
+        if (p->req)
+                return;
+        if (!p->synced || p->relist) {
+                (void) snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=%s&limit=500&resourceVersion=0",
+                                p->selector);
+                r = kube_client_request(p->client, "GET", path, NULL, NULL, on_list, p, &p->req, &err);
+        } else {
+                unsigned t = WATCH_MIN_S + cub_retry_draw() % WATCH_SPREAD_S;
+
+                (void) snprintf(path, sizeof(path),
+                                "/api/v1/pods?fieldSelector=%s&watch=true&allowWatchBookmarks=true&resourceVersion=%s"
+                                "&timeoutSeconds=%u",
+                                p->selector, p->rv, t);
+                r = kube_client_watch(p->client, path, on_line, on_watch_end, p, (t + 30) * CUB_USEC_PER_SEC, &p->req,
+                                      &err);
+                p->watches += r >= 0;
+        }
+        if (r < 0)
+                failed(p, "request", err.msg);
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        (void) s;
+        (void) usec;
+        step(userdata);
+        return 0;
+}
+
+int kube_pods_new(sd_event *e, KubeClient *c, const char *node_name, KubePodsFn fn, void *userdata, KubePods **ret,
+                  CubError *err) {
+        KubePods *p = calloc(1, sizeof(*p));
+        char *esc = NULL, sel[512];
+        int r;
+
+        (void) snprintf(sel, sizeof(sel), "spec.nodeName=%s", node_name);
+        if (!p || !(p->node = strdup(node_name)) || !(p->set = json_object()) ||
+            !(esc = curl_easy_escape(NULL, sel, 0)) || !(p->selector = strdup(esc))) {
+                curl_free(esc);
+                kube_pods_free(p);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        curl_free(esc);
+        p->client = c;
+        p->fn = fn;
+        p->userdata = userdata;
+        r = sd_event_add_time(e, &p->timer, CLOCK_MONOTONIC, 0, CUB_USEC_PER_MSEC, on_timer, p);
+        if (r < 0) {
+                kube_pods_free(p);
+                return cub_err_set(err, -r, "pods: sd-event: %s", strerror(-r));
+        }
+        (void) sd_event_source_set_enabled(p->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(p->timer, "kube-pods");
+        *ret = p;
+        return 0;
+}
+
+KubePods *kube_pods_free(KubePods *p) {
+        if (!p)
+                return NULL;
+        if (p->client && p->req)
+                kube_client_cancel(p->client, p->req);
+        p->timer = sd_event_source_disable_unref(p->timer);
+        json_decref(p->set);
+        free(p->node);
+        free(p->selector);
+        free(p);
+        return NULL;
+}
+
+void kube_pods_start(KubePods *p) {
+        arm(p, now_mono());
+}
+
+const json_t *kube_pods_set(const KubePods *p) {
+        return p->set;
+}
+
+bool kube_pods_synced(const KubePods *p) {
+        return p && p->synced;
+}
+
+json_t *kube_pods_status_json(const KubePods *p) {
+        return json_pack("{s:b,s:I,s:s,s:I,s:I,s:I,s:s}", "synced", p->synced, "pods",
+                         (json_int_t) json_object_size(p->set), "resourceVersion", p->rv, "lists",
+                         (json_int_t) p->lists, "watches", (json_int_t) p->watches, "events", (json_int_t) p->events,
+                         "error", p->retry.failures ? p->retry.error : "");
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pod status to the API server: per UID, what was sent, what is in flight. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "../util/log.h"
+#include "status.h"
+
+typedef struct Pending Pending;
+
+struct KubeStatus {
+        KubeClient *client;
+        Pending *inflight;
+        json_t *pods; /* uid → {sent, inflight, deleted} */
+        uint64_t patches, deletes, failures;
+        char error[CUB_ERR_MSG_MAX];
+};
+
+struct Pending {
+        KubeStatus *s;
+        uint64_t id;
+        char uid[64];
+        json_t *status; /* NULL: the DELETE */
+        Pending *next;
+};
+
+static void unlink_pending(KubeStatus *s, Pending *p) {
+        for (Pending **q = &s->inflight; *q; q = &(*q)->next)
+                if (*q == p) {
+                        *q = p->next;
+                        return;
+                }
+}
+
+static json_t *entry(KubeStatus *s, const char *uid) {
+        json_t *e = json_object_get(s->pods, uid);
+
+        if (!e) {
+                e = json_object();
+                if (!e || json_object_set_new(s->pods, uid, e) < 0)
+                        return NULL;
+        }
+        return e;
+}
+
+static void on_answer(void *userdata, long status, json_t *body, const char *error) {
+        Pending *p = userdata;
+        KubeStatus *s = p->s;
+        json_t *e = json_object_get(s->pods, p->uid);
+
+        (void) body;
+        unlink_pending(s, p);
+        if (e)
+                json_object_del(e, "inflight");
+        if (*error && !(status == 404 && !p->status)) {
+                s->failures++;
+                if (strcmp(s->error, error) != 0)
+                        cub_log(LOG_WARNING, "API server: %s; sent again with the next change", error);
+                (void) snprintf(s->error, sizeof(s->error), "%s", error);
+                if (e && !p->status)
+                        json_object_del(e, "deleted"); /* the DELETE again */
+        } else if (e && p->status) {
+                json_object_set(e, "sent", p->status);
+                s->error[0] = 0;
+        }
+        json_decref(p->status);
+        free(p);
+}
+
+static void send(KubeStatus *s, const char *method, const char *path, const json_t *body, const char *uid,
+                 const json_t *status) {
+        Pending *p = calloc(1, sizeof(*p));
+        json_t *e = entry(s, uid);
+        CubError err = {};
+
+        if (!p || !e) {
+                free(p);
+                return;
+        }
+        p->s = s;
+        (void) snprintf(p->uid, sizeof(p->uid), "%s", uid);
+        p->status = status ? json_incref((json_t *) status) : NULL;
+        if (kube_client_request(s->client, method, path, status ? KUBE_CT_STRATEGIC : KUBE_CT_JSON, body, on_answer, p,
+                                &p->id, &err) < 0) {
+                cub_log(LOG_ERR, "API server: %s", err.msg);
+                json_decref(p->status);
+                free(p);
+                return;
+        }
+        p->next = s->inflight;
+        s->inflight = p;
+        json_object_set_new(e, "inflight", json_true());
+        if (status)
+                s->patches++;
+        else
+                s->deletes++;
+}
+
+static bool terminal(const json_t *status) {
+        const char *ph = json_string_value(json_object_get(status, "phase"));
+
+        return ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0);
+}
+
+void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char *uid, const json_t *status) {
+        json_t *e = entry(s, uid), *sent, *patch;
+        char path[1024];
+
+        if (!e || json_object_get(e, "inflight") || json_object_get(e, "deleted"))
+                return;
+        sent = json_object_get(e, "sent");
+        if (sent && json_equal(sent, (json_t *) status))
+                return;
+        /* a terminal phase never goes back (kubelet's status manager) */
+        if (sent && terminal(sent) && !terminal(status))
+                return;
+        patch = json_pack("{s:{s:s},s:O}", "metadata", "uid", uid, "status", status);
+        (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", ns, name);
+        if (patch)
+                send(s, "PATCH", path, patch, uid, status);
+        json_decref(patch);
+}
+
+void kube_status_delete(KubeStatus *s, const char *ns, const char *name, const char *uid) {
+        json_t *e = entry(s, uid), *body;
+        char path[1024];
+
+        if (!e || json_object_get(e, "inflight") || json_object_get(e, "deleted"))
+                return;
+        body = json_pack("{s:s,s:s,s:i,s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1", "gracePeriodSeconds", 0,
+                         "preconditions", "uid", uid);
+        (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
+        json_object_set_new(e, "deleted", json_true());
+        if (body)
+                send(s, "DELETE", path, body, uid, NULL);
+        json_decref(body);
+}
+
+void kube_status_prune(KubeStatus *s, const json_t *keep) {
+        const char *uid;
+        json_t *e;
+        void *tmp;
+
+        json_object_foreach_safe(s->pods, tmp, uid, e) {
+                if (!json_object_get(keep, uid) && !json_object_get(e, "inflight"))
+                        json_object_del(s->pods, uid);
+        }
+}
+
+int kube_status_new(KubeClient *c, KubeStatus **ret, CubError *err) {
+        KubeStatus *s = calloc(1, sizeof(*s));
+
+        if (!s || !(s->pods = json_object())) {
+                free(s);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        s->client = c;
+        *ret = s;
+        return 0;
+}
+
+KubeStatus *kube_status_free(KubeStatus *s) {
+        if (!s)
+                return NULL;
+        while (s->inflight) {
+                Pending *p = s->inflight;
+
+                s->inflight = p->next;
+                kube_client_cancel(s->client, p->id);
+                json_decref(p->status);
+                free(p);
+        }
+        json_decref(s->pods);
+        free(s);
+        return NULL;
+}
+
+json_t *kube_status_json(const KubeStatus *s) {
+        return json_pack("{s:I,s:I,s:I,s:s}", "patches", (json_int_t) s->patches, "deletes", (json_int_t) s->deletes,
+                         "failures", (json_int_t) s->failures, "error", s->error);
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * kubelet's status manager for the API server's pods (status_manager.go):
+ * each pod's status PATCHed (strategic merge, metadata.uid as the
+ * precondition) when it differs from what was last sent; a terminal phase
+ * is never sent back to a running one; once a deleted pod's containers are
+ * stopped, the final DELETE with gracePeriodSeconds 0 and the UID
+ * precondition. One request per pod at a time; a failed one is sent again
+ * at the next set.
+ */
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "../util/err.h"
+#include "client.h"
+
+typedef struct KubeStatus KubeStatus;
+
+int kube_status_new(KubeClient *c, KubeStatus **ret, CubError *err);
+KubeStatus *kube_status_free(KubeStatus *s);
+/* The pod's status as the node sees it now (a v1 PodStatus). */
+void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char *uid, const json_t *status);
+/* The deleted pod's containers are stopped: the final DELETE, once. */
+void kube_status_delete(KubeStatus *s, const char *ns, const char *name, const char *uid);
+/* Forgets the pods whose UID is not a key of keep. */
+void kube_status_prune(KubeStatus *s, const json_t *keep);
+/* For `cubelet status`: patches, deletes, failures, the last error. */
+json_t *kube_status_json(const KubeStatus *s);
