@@ -1,0 +1,137 @@
+#!/bin/bash
+# cubelet as a node of the real control plane, all on the guest's loopback:
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler
+# (tests/cluster/control-plane.sh, build/cluster/kube) and cubelet with
+# --kubeconfig. The node registers and turns Ready (a); a Deployment's 3
+# replicas are placed by the real scheduler and Running with pod IPs, timed
+# beside the same pods as static manifests (b); `kubectl delete pod` stops one
+# gracefully (SIGTERM seen by the container, the pod object gone through
+# cubelet's final DELETE) and the ReplicaSet's replacement runs (c); a bound
+# pod that does not fit is Failed/OutOfmemory with kubelet's message (d).
+# vm-guest: own
+# vm-timeout: 1500
+# vm-mem: 2048M
+set -u
+# shellcheck disable=SC1091
+. "$VM_LIB/tap.sh"
+t_node_clean
+# shellcheck disable=SC1091
+. "$VM_LIB/cubelet.sh"
+
+KUBE=$VM_REPO/build/cluster/kube
+if [ ! -x "$KUBE" ]; then
+	t_skip "cubelet as a cluster node" "build/cluster/kube is not built (make cluster-peers)"
+	t_done
+	exit 0
+fi
+D=/srv/cubelet-cluster-vm
+NODE_LC=$(echo "$NODE" | tr '[:upper:]' '[:lower:]')
+kc() { "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" "$@"; }
+jqn() { kc get node "$NODE_LC" -o json 2>/dev/null | jq -r "$1"; }
+since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
+
+t0=$(date +%s.%N)
+out=$(TIMEOUT=600 "$VM_REPO/tests/cluster/control-plane.sh" start -b "$KUBE" -d "$D" -n "$NODE_LC" 2>&1)
+t_ok "the control plane starts in the guest ($(since "$t0") s)" test $? = 0
+t_diag "$out"
+
+cubelet_install
+mkdir -p /etc/systemd/system/cubelet.service.d
+cat >/etc/systemd/system/cubelet.service.d/cluster.conf <<EOF
+[Service]
+ExecStart=
+ExecStart=/usr/local/bin/cubelet run --config /etc/cubelet/config.yaml --node-name $NODE_LC --kubeconfig $D/pki/node.kubeconfig
+EOF
+systemctl daemon-reload
+systemctl start cubelet
+
+# ---- a. the node registers and turns Ready -----------------------------------------------
+ready() { [ "$(jqn '.status.conditions[] | select(.type == "Ready") | .status')" = True ]; }
+t1=$(date +%s.%N)
+t_ok "the node registers and is Ready ($(since "$t1") s)" wait_until 180 ready
+t_is "$(jqn '.status.nodeInfo.containerRuntimeVersion' | cut -d/ -f1-2)" "containerd:/" \
+	"nodeInfo: containerRuntimeVersion containerd://..."
+untainted() { [ "$(jqn '[.spec.taints[]? | select(.key == "node.kubernetes.io/not-ready")] | length')" = 0 ]; }
+t_ok "the node lifecycle controller removes the not-ready taint" wait_until 120 untainted
+
+# ---- b. a Deployment, placed by the scheduler ------------------------------------------------
+cat >"$D/web.yaml" <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 20
+      volumes: [{name: out, hostPath: {path: /srv/cubelet-cluster-vm/out, type: DirectoryOrCreate}}]
+      containers:
+      - name: app
+        image: localhost/cubelet/busybox:1
+        command: [sh, -c, 'trap "echo TERM > /out/\$(hostname); exit 0" TERM; while true; do sleep 1; done']
+        volumeMounts: [{name: out, mountPath: /out}]
+EOF
+running() { [ "$(kc get pods -l app=web -o json | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null and .metadata.deletionTimestamp == null)] | length')" = "$1" ]; }
+t2=$(date +%s.%N)
+kc apply -f "$D/web.yaml" >/dev/null
+t_ok "3 replicas scheduled onto the node and Running with pod IPs ($(since "$t2") s)" wait_until 300 running 3
+api_s=$(since "$t2")
+t_is "$(kc get pods -l app=web -o json | jq -r '[.items[].spec.nodeName] | unique | join(",")')" "$NODE_LC" \
+	"the scheduler placed them on this node"
+t_is "$(kc get pods -l app=web -o json | jq -r '[.items[].status.containerStatuses[0].containerID | split("://")[0]] | unique | join(",")')" \
+	containerd "containerStatuses carry containerd:// IDs"
+# the same 3 pods as static manifests, for the ratio
+for i in 1 2 3; do
+	cat >"$M/static-$i.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: static-$i}
+spec:
+  containers:
+  - {name: app, image: localhost/cubelet/busybox:1, command: [sleep, "3600"]}
+EOF
+done
+static_running() { [ "$(status_json | jq '[.pods[] | select((.name | startswith("static-")) and .phase == "Running")] | length')" = 3 ]; }
+t3=$(date +%s.%N)
+t_ok "the same 3 pods as static manifests Running" wait_until 300 static_running
+static_s=$(since "$t3")
+t_diag "create → Running: 3 pods through the API server and the scheduler $api_s s, as static manifests $static_s s (ratio $(awk -v a="$api_s" -v s="$static_s" 'BEGIN { printf "%.2f", a / s }'))"
+mirror() { kc get pod "static-1-$NODE_LC" -o json 2>/dev/null | jq -e '.metadata.annotations["kubernetes.io/config.mirror"]' >/dev/null; }
+if mirror; then t_pass "static pods appear as mirror pods"; else t_skip "static pods appear as mirror pods" "not built yet"; fi
+rm -f "$M"/static-*.yaml
+
+# ---- c. graceful deletion ----------------------------------------------------------------
+victim=$(kc get pods -l app=web -o json | jq -r '.items[0].metadata.name')
+t4=$(date +%s.%N)
+kc delete pod "$victim" --wait=false >/dev/null
+gone() { ! kc get pod "$victim" >/dev/null 2>&1; }
+t_ok "kubectl delete pod: the pod object goes once cubelet stopped it ($(since "$t4") s)" wait_until 120 gone
+t_is "$(cat "/srv/cubelet-cluster-vm/out/$victim" 2>/dev/null)" TERM "the container saw SIGTERM"
+t_ok "the ReplicaSet's replacement runs" wait_until 300 running 3
+t_is "$(journalctl -u cubelet -o cat | grep -c "pod default/$victim .*no longer wanted")" 1 \
+	"the journal has the deleted pod's stop once"
+
+# ---- d. a bound pod that does not fit ----------------------------------------------------------
+kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: huge, namespace: default}
+spec:
+  nodeName: $NODE_LC
+  automountServiceAccountToken: false
+  containers:
+  - {name: app, image: localhost/cubelet/busybox:1, command: [sleep, "3600"], resources: {requests: {memory: 100Gi}}}
+EOF
+failed() { [ "$(kc get pod huge -o jsonpath='{.status.phase}')" = Failed ]; }
+t_ok "a bound pod that does not fit: Failed" wait_until 60 failed
+t_is "$(kc get pod huge -o jsonpath='{.status.reason}')" OutOfmemory "reason OutOfmemory"
+t_contains "$(kc get pod huge -o jsonpath='{.status.message}')" "Pod was rejected: Node didn't have enough resource: memory" \
+	"kubelet's message"
+
+cubelet_teardown
+rm -f /etc/systemd/system/cubelet.service.d/cluster.conf
+"$VM_REPO/tests/cluster/control-plane.sh" stop -d "$D" >/dev/null 2>&1
+t_done
