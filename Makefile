@@ -355,11 +355,13 @@ install: $(B)/cubelet $(B)/cubelet-gpu-plugin
 KUBE_VERSION := v1.34.4
 KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=34 -X $(p).gitTreeState=clean)
+# Go for the test peers: the one on PATH, else the toolchain's usual place
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 cluster-peers: $(BUILD)/cluster/kube
 $(BUILD)/cluster/kube: tests/cluster/main.go tests/cluster/go.mod tests/cluster/go.sum
 	@mkdir -p $(dir $@)
 	@echo "  GO      $@"
-	@cd tests/cluster && CGO_ENABLED=0 go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(abspath $@) .
+	@cd tests/cluster && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(abspath $@) .
 
 clean:
 	rm -rf $(BUILD)

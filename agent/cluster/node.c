@@ -469,6 +469,10 @@ void kube_node_changed(KubeNode *n) {
                 arm(n->node_timer, now_mono());
 }
 
+const char *kube_node_uid(const KubeNode *n) {
+        return n->uid;
+}
+
 bool kube_node_registered(const KubeNode *n) {
         return n && n->registered;
 }

@@ -44,6 +44,8 @@ int kube_node_start(KubeNode *n, CubError *err);
  * now rather than at the next update period. */
 void kube_node_changed(KubeNode *n);
 bool kube_node_registered(const KubeNode *n);
+/* the Node's UID once registered ("" before) */
+const char *kube_node_uid(const KubeNode *n);
 /* For `cubelet status`: registered, uid, the last status and lease times,
  * the failing request's error. A new reference. */
 json_t *kube_node_status_json(const KubeNode *n);

@@ -7,6 +7,7 @@
 #include <syslog.h>
 
 #include "../util/log.h"
+#include "../util/time.h"
 #include "status.h"
 
 typedef struct Pending Pending;
@@ -15,15 +16,16 @@ struct KubeStatus {
         KubeClient *client;
         Pending *inflight;
         json_t *pods; /* uid → {sent, inflight, deleted} */
-        uint64_t patches, deletes, failures;
+        uint64_t patches, deletes, creates, failures;
         char error[CUB_ERR_MSG_MAX];
 };
 
 struct Pending {
         KubeStatus *s;
         uint64_t id;
-        char uid[64];
-        json_t *status; /* NULL: the DELETE */
+        char uid[600]; /* the UID, or a mirror pod's "NS/NAME" */
+        bool create;
+        json_t *status; /* NULL: the DELETE or the POST */
         Pending *next;
 };
 
@@ -55,7 +57,15 @@ static void on_answer(void *userdata, long status, json_t *body, const char *err
         unlink_pending(s, p);
         if (e)
                 json_object_del(e, "inflight");
-        if (*error && !(status == 404 && !p->status)) {
+        if (p->create) {
+                if (*error && status != 409) {
+                        s->failures++;
+                        if (strcmp(s->error, error) != 0)
+                                cub_log(LOG_WARNING, "API server: mirror pod %s: %s; trying again in 10 s", p->uid,
+                                        error);
+                        (void) snprintf(s->error, sizeof(s->error), "%s", error);
+                }
+        } else if (*error && !(status == 404 && !p->status)) {
                 s->failures++;
                 if (strcmp(s->error, error) != 0)
                         cub_log(LOG_WARNING, "API server: %s; sent again with the next change", error);
@@ -81,6 +91,7 @@ static void send(KubeStatus *s, const char *method, const char *path, const json
                 return;
         }
         p->s = s;
+        p->create = strcmp(method, "POST") == 0;
         (void) snprintf(p->uid, sizeof(p->uid), "%s", uid);
         p->status = status ? json_incref((json_t *) status) : NULL;
         if (kube_client_request(s->client, method, path, status ? KUBE_CT_STRATEGIC : KUBE_CT_JSON, body, on_answer, p,
@@ -95,6 +106,8 @@ static void send(KubeStatus *s, const char *method, const char *path, const json
         json_object_set_new(e, "inflight", json_true());
         if (status)
                 s->patches++;
+        else if (p->create)
+                s->creates++;
         else
                 s->deletes++;
 }
@@ -139,13 +152,28 @@ void kube_status_delete(KubeStatus *s, const char *ns, const char *name, const c
         json_decref(body);
 }
 
+#define CREATE_AGAIN_USEC (10 * CUB_USEC_PER_SEC)
+
+void kube_status_create(KubeStatus *s, const char *key, const char *ns, const json_t *pod) {
+        json_t *e = entry(s, key);
+        uint64_t now = cub_now_usec(CLOCK_MONOTONIC);
+        char path[512];
+
+        if (!e || json_object_get(e, "inflight") ||
+            (uint64_t) json_integer_value(json_object_get(e, "posted")) + CREATE_AGAIN_USEC > now)
+                return;
+        json_object_set_new(e, "posted", json_integer((json_int_t) now));
+        (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
+        send(s, "POST", path, pod, key, NULL);
+}
+
 void kube_status_prune(KubeStatus *s, const json_t *keep) {
         const char *uid;
         json_t *e;
         void *tmp;
 
         json_object_foreach_safe(s->pods, tmp, uid, e) {
-                if (!json_object_get(keep, uid) && !json_object_get(e, "inflight"))
+                if (!strchr(uid, '/') && !json_object_get(keep, uid) && !json_object_get(e, "inflight"))
                         json_object_del(s->pods, uid);
         }
 }
@@ -179,6 +207,7 @@ KubeStatus *kube_status_free(KubeStatus *s) {
 }
 
 json_t *kube_status_json(const KubeStatus *s) {
-        return json_pack("{s:I,s:I,s:I,s:s}", "patches", (json_int_t) s->patches, "deletes", (json_int_t) s->deletes,
-                         "failures", (json_int_t) s->failures, "error", s->error);
+        return json_pack("{s:I,s:I,s:I,s:I,s:s}", "patches", (json_int_t) s->patches, "deletes",
+                         (json_int_t) s->deletes, "mirrorCreates", (json_int_t) s->creates, "failures",
+                         (json_int_t) s->failures, "error", s->error);
 }

@@ -25,6 +25,9 @@ KubeStatus *kube_status_free(KubeStatus *s);
 void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char *uid, const json_t *status);
 /* The deleted pod's containers are stopped: the final DELETE, once. */
 void kube_status_delete(KubeStatus *s, const char *ns, const char *name, const char *uid);
+/* A mirror pod (key: "NS/NAME"): POST it unless one is in flight or was
+ * posted in the last 10 s (the watch shows it, or a failure was logged). */
+void kube_status_create(KubeStatus *s, const char *key, const char *ns, const json_t *pod);
 /* Forgets the pods whose UID is not a key of keep. */
 void kube_status_prune(KubeStatus *s, const json_t *keep);
 /* For `cubelet status`: patches, deletes, failures, the last error. */

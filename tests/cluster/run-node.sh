@@ -224,10 +224,35 @@ check "a pod with a service account token volume (not yet supported): Failed, no
 contains "$(pj sa '"\(.status.reason): \(.status.message)"')" "UnsupportedField: " "reason UnsupportedField"
 contains "$(pj sa .status.message)" "serviceAccountToken" "the message names the field"
 is "$(status_json a | jq '[.pods[] | select(.name == "mirror")] | length')" 0 "a mirror pod is never run"
-is "$(pj mirror '.status.phase')" Pending "...and its status is not written"
+orphan_gone() { ! kc get pod mirror >/dev/null 2>&1; }
+check "...and, without its static pod, deleted (kubelet's orphaned mirror pods)" wait_until 20 orphan_gone
 pod late '"automountServiceAccountToken": false,' '' | kc create -f - >/dev/null
 late() { [ "$(pj late '.status.containerStatuses[0].state.waiting.reason')" = ContainerCreating ]; }
 check "a pod created later comes through the watch" wait_until 10 late
+
+# ---- mirror pods ------------------------------------------------------------------------------
+cat >"$T/a/manifests/static.yaml" <<-EOF
+	apiVersion: v1
+	kind: Pod
+	metadata: {name: static, labels: {app: static}}
+	spec:
+	  containers: [{name: app, image: localhost/cubelet/busybox:1, command: [sleep, "3600"]}]
+EOF
+SP=static-$NODE
+mirror_uid() { kc get pod "$SP" -o json 2>/dev/null | jq -r 'select(.metadata.deletionTimestamp == null) | .metadata.uid // empty'; }
+has_mirror() { [ -n "$(mirror_uid)" ]; }
+check "a static pod gets its mirror pod" wait_until 20 has_mirror
+is "$(pj "$SP" '"\(.metadata.annotations["kubernetes.io/config.mirror"] != null) \(.metadata.ownerReferences[0].kind)/\(.metadata.ownerReferences[0].name) \(.metadata.labels.app) \(.spec.nodeName)"')" \
+	"true Node/$NODE static $NODE" "annotated kubernetes.io/config.mirror, owned by the Node, the static pod's labels"
+mirror_waiting() { [ "$(pj "$SP" '.status.containerStatuses[0].state.waiting.reason')" = ContainerCreating ]; }
+check "the mirror pod carries the static pod's status" wait_until 20 mirror_waiting
+m1=$(mirror_uid)
+kc delete pod "$SP" --wait=false >/dev/null
+recreated() { [ -n "$(mirror_uid)" ] && [ "$(mirror_uid)" != "$m1" ]; }
+check "kubectl delete of the mirror pod: made again (a new UID)" wait_until 40 recreated
+rm "$T/a/manifests/static.yaml"
+no_mirror() { ! kc get pod "$SP" >/dev/null 2>&1; }
+check "the manifest removed: the mirror pod is deleted" wait_until 30 no_mirror
 
 # ---- NodeRestriction ---------------------------------------------------------------------
 run other --node-name other --kubeconfig "$T/cp/pki/node.kubeconfig"
