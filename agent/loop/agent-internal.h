@@ -42,6 +42,7 @@
 #include "../api/pods.h"
 #include "../cgroup/cgroup.h"
 #include "../cluster/client.h"
+#include "../cluster/events.h"
 #include "../cluster/node.h"
 #include "../cluster/pods.h"
 #include "../cluster/status.h"
@@ -189,6 +190,7 @@ typedef struct AgentCluster {
         KubeNode *node;
         KubePods *pods;     /* the pods bound to this node */
         KubeStatus *status; /* their status, and the final DELETE */
+        KubeEvents *events; /* their events */
         sd_event_source *status_timer;
         uint64_t skipped_mirror, skipped_deleting;
 } AgentCluster;

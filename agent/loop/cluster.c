@@ -430,7 +430,24 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                         kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,
                                         p->spec->pod->uid, json_object_get(pj, "status"));
                 json_decref(pj);
+                for (size_t k = 0; k < p->n_events; k++) {
+                        const LcEvent *e = &p->events[k];
+                        KubeEventInput in = {
+                                .ns = p->spec->pod->namespace_,
+                                .pod = p->spec->pod->name,
+                                .uid = p->spec->pod->uid,
+                                .warning = e->warning,
+                                .reason = e->reason,
+                                .message = e->message ? e->message : "",
+                                .count = e->count,
+                                .first_unix = ((int64_t) e->first_usec + info.wall_minus_mono_usec) / 1000000,
+                                .last_unix = ((int64_t) e->last_usec + info.wall_minus_mono_usec) / 1000000,
+                        };
+
+                        kube_events_record(a->cluster.events, &in);
+                }
         }
+        kube_events_prune(a->cluster.events, set);
         json_object_foreach((json_t *) set, uid, o) {
                 const json_t *meta = json_object_get(o, "metadata");
 
@@ -472,6 +489,8 @@ int agent_cluster_start(Agent *a, CubError *err) {
                                   &a->cluster.pods, err);
         if (r >= 0)
                 r = kube_status_new(a->cluster.client, &a->cluster.status, err);
+        if (r >= 0)
+                r = kube_events_new(a->cluster.client, a->core.opt.node_name, &a->cluster.events, err);
         if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster.status_timer, CLOCK_MONOTONIC,
                                                       STATUS_TICK_USEC, CUB_USEC_PER_MSEC * 10, on_status_tick, a)) < 0)
                 r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));
@@ -501,6 +520,7 @@ void agent_cluster_status(Agent *a, json_t *doc) {
                 json_object_set_new(o, "requests", json_integer((json_int_t) s->requests));
                 json_object_set_new(o, "pods", kube_pods_status_json(a->cluster.pods));
                 json_object_set_new(o, "podStatus", kube_status_json(a->cluster.status));
+                json_object_set_new(o, "events", kube_events_status_json(a->cluster.events));
                 json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
         }
         json_object_set_new(doc, "apiServer", o);
@@ -509,6 +529,7 @@ void agent_cluster_status(Agent *a, json_t *doc) {
 void agent_cluster_free(Agent *a) {
         a->cluster.status_timer = sd_event_source_disable_unref(a->cluster.status_timer);
         a->cluster.status = kube_status_free(a->cluster.status);
+        a->cluster.events = kube_events_free(a->cluster.events);
         a->cluster.pods = kube_pods_free(a->cluster.pods);
         a->cluster.node = kube_node_free(a->cluster.node);
         a->cluster.client = kube_client_free(a->cluster.client);

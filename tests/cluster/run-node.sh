@@ -184,10 +184,10 @@ check "the Lease is renewed every 10 s ± 2 s ($r1 → $r2: $gap s)" \
 
 # ---- an idle node's requests ---------------------------------------------------------------
 q0=$(status_json a | jq .apiServer.requests)
-sleep 30
+sleep 20
 q1=$(status_json a | jq .apiServer.requests)
-check "an idle node makes 3 requests in 30 s, the Lease's ($((q1 - q0)); nothing changed: no status PATCH)" \
-	test "$((q1 - q0))" -le 4
+check "an idle node makes 2 requests in 20 s, the Lease's ($((q1 - q0)); nothing changed: no status PATCH)" \
+	test "$((q1 - q0))" -le 3
 is "$(status_json a | jq -r '.apiServer | "\(.registered) \(.node) \(.error)"')" "true $NODE " \
 	"cubelet status: registered, no error"
 
@@ -219,6 +219,11 @@ failed_big() { [ "$(pj big .status.phase)" = Failed ]; }
 check "a bound pod that does not fit: Failed in the API" wait_until 20 failed_big
 is "$(pj big .status.reason)" OutOfcpu "reason OutOfcpu (kubelet's)"
 contains "$(pj big .status.message)" "Pod was rejected: Node didn't have enough resource: cpu" "kubelet's message"
+ev_big() { kc get events --field-selector involvedObject.name=big -o json | jq -r '.items[] | "\(.reason) \(.type) \(.source.component)/\(.source.host) \(.involvedObject.uid)"'; }
+has_ev_big() { [ -n "$(ev_big)" ]; }
+check "its rejection is an Event in the API" wait_until 20 has_ev_big
+is "$(ev_big | head -n 1)" "OutOfcpu Warning kubelet/$NODE $(pj big .metadata.uid)" \
+	"reason, type, source {kubelet, the node} and the pod's UID, as kubelet's recorder"
 failed_sa() { [ "$(pj sa .status.phase)" = Failed ]; }
 check "a pod with a service account token volume (not yet supported): Failed, not dropped" wait_until 20 failed_sa
 contains "$(pj sa '"\(.status.reason): \(.status.message)"')" "UnsupportedField: " "reason UnsupportedField"

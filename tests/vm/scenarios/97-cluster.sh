@@ -87,6 +87,11 @@ t_is "$(kc get pods -l app=web -o json | jq -r '[.items[].spec.nodeName] | uniqu
 	"the scheduler placed them on this node"
 t_is "$(kc get pods -l app=web -o json | jq -r '[.items[].status.containerStatuses[0].containerID | split("://")[0]] | unique | join(",")')" \
 	containerd "containerStatuses carry containerd:// IDs"
+first=$(kc get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
+reasons() { kc get events --field-selector "involvedObject.name=$first" -o json | jq -r '[.items[] | select(.source.component == "kubelet") | .reason] | sort | unique | join(",")'; }
+started_ev() { case $(reasons) in *Created*Started*) return 0 ;; *) return 1 ;; esac; }
+wait_until 30 started_ev
+t_ok "the pod's Events from kubelet (cubelet) in the API: $(reasons)" started_ev
 # the same 3 pods as static manifests, for the ratio
 for i in 1 2 3; do
 	cat >"$M/static-$i.yaml" <<EOF
