@@ -295,6 +295,8 @@ void lc_actions_done(LcActions *l);
 
 /* What the loop gives every manager; the pointers stay valid for the
  * manager's life. */
+struct VolApiFile; /* agent/volumes/volumes.h */
+
 typedef struct LcEnv {
         sd_event *event;
         const char *cgroup_root;
@@ -316,6 +318,15 @@ typedef struct LcEnv {
         /* queues a decision the manager took on its own; applied by the loop
          * after the manager's call has returned */
         void (*act)(void *loop, const LcAction *a);
+        /* the files the API server provides for a projected volume's item (a
+         * service account token, a ConfigMap's keys): VolNode.api_files's
+         * function; NULL without an API server */
+        int (*api_files)(void *loop, const Pod *pod, const PodDownwardFile *f, struct VolApiFile **ret,
+                         size_t *ret_n, CubError *err);
+        /* changes each time the content of such a file may have changed (a
+         * token renewed, a ConfigMap changed): the volume manager writes the
+         * pods' projected volumes again */
+        uint64_t (*api_generation)(void *loop);
         void *loop;
 } LcEnv;
 

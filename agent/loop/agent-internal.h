@@ -45,6 +45,7 @@
 #include "../cluster/events.h"
 #include "../cluster/node.h"
 #include "../cluster/pods.h"
+#include "../cluster/projected.h"
 #include "../cluster/status.h"
 #include "../config/podsrc.h"
 #include "../lifecycle/lifecycle.h"
@@ -191,8 +192,9 @@ typedef struct AgentCluster {
         KubePods *pods;     /* the pods bound to this node */
         KubeStatus *status; /* their status, and the final DELETE */
         KubeEvents *events; /* their events */
+        KubeProjected *projected; /* tokens and ConfigMaps of their volumes */
         sd_event_source *status_timer;
-        uint64_t skipped_mirror, skipped_deleting;
+        uint64_t skipped_mirror, skipped_deleting, waiting_volumes;
 } AgentCluster;
 
 struct Agent {
@@ -219,6 +221,11 @@ int agent_cluster_start(Agent *a, CubError *err);
 void agent_cluster_changed(Agent *a);
 void agent_cluster_status(Agent *a, json_t *doc);
 void agent_cluster_free(Agent *a);
+/* cluster-volumes.c: the API server's files of projected volumes */
+bool agent_cluster_volumes_ready(Agent *a, const Pod *pod);
+int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, struct VolApiFile **ret,
+                            size_t *ret_n, CubError *err);
+uint64_t agent_cluster_api_generation(void *loop);
 
 /* ---- source-dir.c: the manifest directory ------------------------------------- */
 void agent_rescan(Agent *a);

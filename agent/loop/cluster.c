@@ -248,9 +248,18 @@ static void api_entry(const json_t *o, PodsrcEntry *e) {
                 text = c ? json_dumps(c, JSON_COMPACT) : NULL;
                 json_decref(c);
         }
-        if (!text || !spec || !e->path || pod_decode(text, strlen(text), source, POD_FORMAT_JSON, &e->pod, &err) < 0) {
+        if (!text || !spec || !e->path || pod_decode_api(text, strlen(text), source, &e->pod, &err) < 0) {
                 e->error = strdup(*err.msg ? err.msg : "out of memory");
                 return;
+        }
+        /* the token's service account (the field itself is the API server's) */
+        {
+                const json_t *sp = json_object_get(o, "spec");
+                const char *sa = json_string_value(json_object_get(sp, "serviceAccountName"))
+                                         ?: json_string_value(json_object_get(sp, "serviceAccount"));
+
+                free(e->pod->service_account_name);
+                e->pod->service_account_name = strdup(sa && *sa ? sa : "default");
         }
         (void) snprintf(hash, sizeof(hash), "%08x", cub_fnv32a_str(CUB_FNV32_OFFSET, spec));
         free(e->pod->config_hash);
@@ -269,6 +278,8 @@ static void on_api_pods(void *userdata, const json_t *pods) {
                 cub_log(LOG_ERR, "API server: pods: out of memory");
                 return;
         }
+        kube_projected_mark(a->cluster.projected);
+        a->cluster.waiting_volumes = 0;
         json_object_foreach((json_t *) pods, uid, o) {
                 const json_t *meta = json_object_get(o, "metadata");
 
@@ -285,8 +296,16 @@ static void on_api_pods(void *userdata, const json_t *pods) {
                 api_entry(o, &u->set.items[n]);
                 if (u->set.items[n].error)
                         cub_log(LOG_ERR, "API server: %s", u->set.items[n].error);
+                /* a new pod whose volumes need the API server's data waits for it */
+                else if (!u->set.items[n].pod->refused.n && pod_has_api_projection(u->set.items[n].pod) &&
+                         !agent_cluster_volumes_ready(a, u->set.items[n].pod) && !agent_find_pod(a, uid)) {
+                        podsrc_entry_done(&u->set.items[n]);
+                        a->cluster.waiting_volumes++;
+                        continue;
+                }
                 n++;
         }
+        kube_projected_sweep(a->cluster.projected);
         u->set.n = n;
         agent_update_push(a, u);
         agent_apply_actions(a);
@@ -417,6 +436,7 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         json_t *o;
 
         (void) sd_event_source_set_time(s, usec + STATUS_TICK_USEC);
+        kube_projected_tick(a->cluster.projected);
         if (!kube_pods_synced(a->cluster.pods))
                 return 0;
         for (size_t i = 0; i < a->table.n_pods; i++) {
@@ -463,6 +483,14 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* a token or ConfigMap arrived: the pods that waited for it go on */
+static void on_projected(void *userdata) {
+        Agent *a = userdata;
+
+        if (kube_pods_synced(a->cluster.pods))
+                on_api_pods(a, kube_pods_set(a->cluster.pods));
+}
+
 int agent_cluster_start(Agent *a, CubError *err) {
         KubeConfig cfg = {};
         KubeNodeOptions no = {
@@ -491,6 +519,8 @@ int agent_cluster_start(Agent *a, CubError *err) {
                 r = kube_status_new(a->cluster.client, &a->cluster.status, err);
         if (r >= 0)
                 r = kube_events_new(a->cluster.client, a->core.opt.node_name, &a->cluster.events, err);
+        if (r >= 0)
+                r = kube_projected_new(a->cluster.client, on_projected, a, &a->cluster.projected, err);
         if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster.status_timer, CLOCK_MONOTONIC,
                                                       STATUS_TICK_USEC, CUB_USEC_PER_MSEC * 10, on_status_tick, a)) < 0)
                 r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));
@@ -521,6 +551,8 @@ void agent_cluster_status(Agent *a, json_t *doc) {
                 json_object_set_new(o, "pods", kube_pods_status_json(a->cluster.pods));
                 json_object_set_new(o, "podStatus", kube_status_json(a->cluster.status));
                 json_object_set_new(o, "events", kube_events_status_json(a->cluster.events));
+                json_object_set_new(o, "volumes", kube_projected_status_json(a->cluster.projected));
+                json_object_set_new(o, "waitingForVolumes", json_integer((json_int_t) a->cluster.waiting_volumes));
                 json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
         }
         json_object_set_new(doc, "apiServer", o);
@@ -530,6 +562,7 @@ void agent_cluster_free(Agent *a) {
         a->cluster.status_timer = sd_event_source_disable_unref(a->cluster.status_timer);
         a->cluster.status = kube_status_free(a->cluster.status);
         a->cluster.events = kube_events_free(a->cluster.events);
+        a->cluster.projected = kube_projected_free(a->cluster.projected);
         a->cluster.pods = kube_pods_free(a->cluster.pods);
         a->cluster.node = kube_node_free(a->cluster.node);
         a->cluster.client = kube_client_free(a->cluster.client);

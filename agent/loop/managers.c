@@ -52,6 +52,8 @@ int agent_managers_new(Agent *a, CubError *err) {
                 .conditions = a->decided.conditions,
                 .pods = env_pods,
                 .act = env_act,
+                .api_files = a->core.opt.kubeconfig ? agent_cluster_api_files : NULL,
+                .api_generation = a->core.opt.kubeconfig ? agent_cluster_api_generation : NULL,
                 .loop = a,
         };
         a->mgrs.mgr = mgr_table(&a->mgrs.n_mgr);

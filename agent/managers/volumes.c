@@ -74,6 +74,7 @@ typedef struct Volumes {
         pthread_t thread;
         bool running; /* __atomic: a pass is in flight */
         bool joinable;
+        uint64_t api_generation; /* of the API server's files last written */
 } Volumes;
 
 static void eph_pass_free(EphPass *p) {
@@ -130,6 +131,8 @@ static int volumes_new(const LcEnv *env, void **ret, CubError *err) {
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
         m->roots = (VolRoots){ .pods_dir = m->pods_dir, .mount_tmpfs = geteuid() == 0 };
+        m->node.api_files = env->api_files;
+        m->node.api_userdata = env->loop;
         m->node.cpu_milli = env->cg->kubepods_cpu_milli > 0 ? env->cg->kubepods_cpu_milli : env->cg->cpu_capacity_milli;
         m->node.memory = env->cg->kubepods_memory > 0 ? env->cg->kubepods_memory : (int64_t) env->cg->memory_capacity;
         if (statvfs(env->state_dir, &sv) == 0)
@@ -517,6 +520,25 @@ static void eph_start(Volumes *m, const LcPod *const *pods, size_t n) {
         m->joinable = true;
 }
 
+/* the files of the API server (tokens, ConfigMaps) changed: the running
+ * pods' projected volumes written again (kubelet's periodic remount of
+ * projected volumes; an unchanged payload is kept) */
+static void refresh_api(Volumes *m, const LcPod *const *pods, size_t n) {
+        uint64_t gen = m->env->api_generation ? m->env->api_generation(m->env->loop) : 0;
+
+        if (gen == m->api_generation)
+                return;
+        m->api_generation = gen;
+        for (size_t i = 0; i < n; i++) {
+                const LcPod *p = pods[i];
+                CubError e = {};
+
+                if (p->admitted && !p->terminal && p->wanted && pod_has_api_projection(p->spec->pod) &&
+                    vol_pod_refresh_api(&m->roots, p->spec->pod, &m->node, &e) < 0)
+                        cub_log(LOG_WARNING, "pod %s/%s: %s", p->spec->pod->namespace_, p->spec->pod->name, e.msg);
+        }
+}
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Volumes *m = userdata;
         size_t n = 0;
@@ -532,6 +554,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (p->admitted && !p->terminal && p->wanted && p->spec->pod->n_volumes > 0 && !exempt(p->spec->pod))
                         acted[i] = check_pod(m, p);
         }
+        refresh_api(m, pods, n);
         if (__atomic_load_n(&m->running, __ATOMIC_SEQ_CST))
                 return 0;
         if (m->joinable) {

@@ -19,6 +19,9 @@ void pod_downward_file_done(PodDownwardFile *f) {
         free(f->resource);
         free(f->divisor_text);
         free(f->field_api_version);
+        free(f->audience);
+        free(f->config_map);
+        free(f->key);
 }
 
 static const PodField field_ref_fields[] = {

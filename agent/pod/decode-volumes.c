@@ -269,16 +269,22 @@ static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
 
                         if (r < 0)
                                 break;
-                        if (!dw || !json_is_object(dw))
-                                continue; /* other sources: the field table refuses them */
-                        o2 = pod_dec_push(d, ".sources[%zu].downwardAPI", i);
-                        r = pod_decode_downward_items(d, dw, v);
-                        if (r == 0)
-                                r = pod_check_downward_items(d, pod, json_object_get(dw, "items"), v->items + first,
-                                                             v->n_items - first);
-                        /* a path given by two sources */
+                        if (!json_is_object(e))
+                                continue; /* the field table refuses it */
+                        if (dw && json_is_object(dw)) {
+                                o2 = pod_dec_push(d, ".sources[%zu].downwardAPI", i);
+                                r = pod_decode_downward_items(d, dw, v);
+                                if (r == 0)
+                                        r = pod_check_downward_items(d, pod, json_object_get(dw, "items"),
+                                                                     v->items + first, v->n_items - first);
+                        } else {
+                                /* serviceAccountToken, configMap (API pods); others: the field table */
+                                o2 = pod_dec_push(d, ".sources[%zu]", i);
+                                r = pod_decode_projection_api(d, e, v);
+                        }
+                        /* a path given by two sources ("": every key of a ConfigMap) */
                         for (size_t k = first; r == 0 && k < v->n_items; k++)
-                                for (size_t j = 0; r == 0 && j < first; j++)
+                                for (size_t j = 0; r == 0 && j < first && *v->items[k].path; j++)
                                         if (strcmp(v->items[j].path, v->items[k].path) == 0)
                                                 r = pod_dec_fail(d, 0, NULL,
                                                                  "Invalid value: \"%s\": conflicting duplicate paths",

@@ -368,9 +368,9 @@ static int metadata_post(PodDec *d, json_t *obj, void *base) {
 
 /* Decodes the pod at root (the tree's root, or an item of a PodList whose
  * field paths start with prefix). */
-static int decode_tree(const PodTree *tree, json_t *root, const char *prefix, Pod **ret, CubError *err) {
+static int decode_tree(const PodTree *tree, json_t *root, const char *prefix, bool api, Pod **ret, CubError *err) {
         _cleanup_(pod_freep) Pod *pod = NULL;
-        PodDec d = { .tree = tree, .err = err };
+        PodDec d = { .tree = tree, .err = err, .api = api };
         int r;
 
         if (prefix)
@@ -402,23 +402,32 @@ static int decode_tree(const PodTree *tree, json_t *root, const char *prefix, Po
         if (r < 0)
                 return r;
         /* a valid pod: now every field it sets must be one cubelet knows */
-        r = pod_fields_check(tree, root, prefix, pod, err);
+        r = pod_fields_check(tree, root, prefix, api, pod, err);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(pod);
         return 0;
 }
 
-int pod_decode(const char *buf, size_t len, const char *source, PodFormat fmt, Pod **ret, CubError *err) {
+static int decode(const char *buf, size_t len, const char *source, PodFormat fmt, bool api, Pod **ret,
+                  CubError *err) {
         PodTree tree;
         int r;
 
         r = pod_tree_load(buf, len, source, fmt, &tree, err);
         if (r < 0)
                 return r;
-        r = decode_tree(&tree, tree.root, NULL, ret, err);
+        r = decode_tree(&tree, tree.root, NULL, api, ret, err);
         pod_tree_done(&tree);
         return r;
+}
+
+int pod_decode(const char *buf, size_t len, const char *source, PodFormat fmt, Pod **ret, CubError *err) {
+        return decode(buf, len, source, fmt, false, ret, err);
+}
+
+int pod_decode_api(const char *buf, size_t len, const char *source, Pod **ret, CubError *err) {
+        return decode(buf, len, source, POD_FORMAT_JSON, true, ret, err);
 }
 
 static int decode_static_at(const PodTree *tree, json_t *root, const char *prefix, const char *source,
@@ -428,7 +437,7 @@ static int decode_static_at(const PodTree *tree, json_t *root, const char *prefi
         _cleanup_free_ char *canonical = NULL;
         int r;
 
-        r = decode_tree(tree, root, prefix, &pod, err);
+        r = decode_tree(tree, root, prefix, false, &pod, err);
         if (r < 0)
                 return r;
         canonical = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);

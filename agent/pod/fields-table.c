@@ -33,6 +33,9 @@
         { .name = n, .cls = POD_FIELD_REFUSE, .what = w }
 #define RI(n, i) \
         { .name = n, .cls = POD_FIELD_REFUSE, .inert = i }
+/* refused with w in a static pod; in a pod of the API server an object with the fields of s */
+#define RA(n, w, s) \
+        { .name = n, .cls = POD_FIELD_REFUSE, .what = w, .api_sub = s }
 #define END \
         {}
 
@@ -330,11 +333,33 @@ static const PodFieldRule empty_dir_volume[] = {
         END,
 };
 
+static const PodFieldRule key_to_path[] = {
+        A("key"),
+        A("path"),
+        A("mode"),
+        END,
+};
+
+static const PodFieldRule config_map_projection[] = {
+        A("name"),
+        AL("items", key_to_path),
+        A("optional"),
+        END,
+};
+
+static const PodFieldRule service_account_token_projection[] = {
+        A("audience"),
+        A("expirationSeconds"),
+        A("path"),
+        END,
+};
+
 static const PodFieldRule projection[] = {
         AO("downwardAPI", downward_api_projection),
-        RW("configMap", "static pods may not reference configmaps (via projected volumes)"),
+        RA("configMap", "static pods may not reference configmaps (via projected volumes)", config_map_projection),
         RW("secret", "static pods may not reference secrets (via projected volumes)"),
-        RW("serviceAccountToken", "static pods may not reference serviceaccounts (via projected volumes)"),
+        RA("serviceAccountToken", "static pods may not reference serviceaccounts (via projected volumes)",
+           service_account_token_projection),
         RW("clusterTrustBundle", "static pods may not use ClusterTrustBundle projected volume sources"),
         END,
 };

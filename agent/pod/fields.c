@@ -90,6 +90,7 @@ char *pod_field_notes_join(const PodFieldNotes *n, const char *source) {
 typedef struct Walk {
         PodDec d; /* path and lines */
         Pod *pod;
+        bool api;
 } Walk;
 
 /* null, "" and [] say nothing; {} does (emptyDir: {} is a volume). */
@@ -147,6 +148,11 @@ static int walk_value(Walk *w, json_t *obj, const char *key, json_t *v, const Po
 
         if (is_absent(v) || is_inert(r, v))
                 return 0;
+        if (w->api && r->api_sub) {
+                if (!json_is_object(v))
+                        return note(w, &w->pod->refused, "Invalid type: expected object", obj, key, v);
+                return walk_object(w, v, r->api_sub);
+        }
         switch (r->cls) {
         case POD_FIELD_REFUSE:
                 return note(w, &w->pod->refused, r->what ? r->what : default_what(r->cls), obj, key, v);
@@ -202,8 +208,8 @@ static int walk_object(Walk *w, json_t *obj, const PodFieldRule *rules) {
         return r;
 }
 
-int pod_fields_check(const PodTree *t, json_t *root, const char *prefix, Pod *pod, CubError *err) {
-        Walk w = { .d = { .tree = t, .err = err }, .pod = pod };
+int pod_fields_check(const PodTree *t, json_t *root, const char *prefix, bool api, Pod *pod, CubError *err) {
+        Walk w = { .d = { .tree = t, .err = err }, .pod = pod, .api = api };
 
         pod_field_notes_done(&pod->refused);
         pod_field_notes_done(&pod->warnings);

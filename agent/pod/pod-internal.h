@@ -49,6 +49,7 @@ typedef struct PodDec {
         size_t path_len;
         int line;
         CubError *err;
+        bool api; /* a pod of the API server (pod_decode_api) */
 } PodDec;
 
 typedef struct PodField PodField;
@@ -103,6 +104,9 @@ int pod_check_local_path(PodDec *d, const char *suffix, const char *p);
 int pod_decode_downward_items(PodDec *d, json_t *obj, PodVolume *v);
 int pod_check_downward_items(PodDec *d, const Pod *pod, json_t *arr, PodDownwardFile *items, size_t n);
 void pod_downward_file_done(PodDownwardFile *f);
+/* A projected source's serviceAccountToken and configMap (decode-projected.c),
+ * appended to v->items; only when d->api (else the field table refuses them). */
+int pod_decode_projection_api(PodDec *d, json_t *src, PodVolume *v);
 
 /* Field table entries for plain and enum strings. */
 #define POD_STR(n, T, m) \
@@ -229,13 +233,15 @@ struct PodFieldRule {
         /* values (scalars as text: "false", "Default") that mean what an
          * absent field means: no note */
         const char *const *inert;
+        /* a pod of the API server: not refused, an object with these fields */
+        const PodFieldRule *api_sub;
 };
 
 extern const PodFieldRule pod_field_table[];
 
 /* Checks the tree against the table; fills the pod's refused and
  * warnings. Fails only when out of memory. */
-int pod_fields_check(const PodTree *t, json_t *root, const char *prefix, Pod *pod, CubError *err);
+int pod_fields_check(const PodTree *t, json_t *root, const char *prefix, bool api, Pod *pod, CubError *err);
 
 /* volumes (decode-volumes.c): spec.volumes, the containers' volumeMounts,
  * securityContext.fsGroup/fsGroupChangePolicy; run after the containers */

@@ -171,13 +171,22 @@ typedef enum PodVolumeKind {
         POD_VOLUME_HOST_PATH,
         POD_VOLUME_EMPTY_DIR,
         POD_VOLUME_DOWNWARD_API,
-        POD_VOLUME_PROJECTED, /* downwardAPI sources only; items of every source in one list */
+        POD_VOLUME_PROJECTED, /* items of every source in one list (serviceAccountToken and
+                               * configMap sources: pods from the API server only) */
         _POD_VOLUME_KIND_MAX,
         _POD_VOLUME_KIND_INVALID = -22,
 } PodVolumeKind;
 
+/* Where a projected file's content comes from. */
+typedef enum PodProjectionSource {
+        POD_PROJECTION_DOWNWARD_API,     /* fieldRef / resourceFieldRef */
+        POD_PROJECTION_SERVICE_ACCOUNT,  /* serviceAccountToken: a TokenRequest of the API server */
+        POD_PROJECTION_CONFIG_MAP,       /* configMap: a key of a ConfigMap (every key: key NULL, path "") */
+} PodProjectionSource;
+
 /* One file of a downwardAPI volume (or projection). */
 typedef struct PodDownwardFile {
+        PodProjectionSource source;
         char *path;
         char *field_path;         /* fieldRef.fieldPath, NULL for resourceFieldRef */
         char *resource_container; /* resourceFieldRef.containerName */
@@ -185,6 +194,13 @@ typedef struct PodDownwardFile {
         PodQuantity divisor;      /* 0 = 1 */
         int32_t mode;
         bool mode_set;
+        /* serviceAccountToken */
+        char *audience; /* NULL: the API server's own */
+        int64_t expiration_seconds;
+        /* configMap */
+        char *config_map; /* its name */
+        char *key;        /* NULL: every key of it */
+        bool optional;
         /* decoding only */
         char *divisor_text;
         char *field_api_version;
@@ -440,6 +456,12 @@ typedef enum PodFormat {
  * or plan the pod must check pod->refused (pod_refused_message()).
  */
 int pod_decode(const char *buf, size_t len, const char *source, PodFormat fmt, Pod **ret, CubError *err);
+/* Decodes a Pod of the API server (JSON): as pod_decode(), and what the API
+ * server provides is accepted, not refused (a projected volume's
+ * serviceAccountToken and configMap sources). */
+int pod_decode_api(const char *buf, size_t len, const char *source, Pod **ret, CubError *err);
+/* Whether a projected volume of the pod has files the API server provides. */
+bool pod_has_api_projection(const Pod *pod);
 /* Reads a file (at most 1 MiB) and decodes it; source = path. */
 int pod_load_file(const char *path, Pod **ret, CubError *err);
 /* Any object document (YAML or JSON, as a manifest: a kubeconfig, say) as a

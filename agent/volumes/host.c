@@ -345,26 +345,6 @@ static int setup_empty_dir(const VolRoots *roots, const char *path, const PodVol
 
 /* ---- the pod ---------------------------------------------------------------------------------- */
 
-static int setup_downward(const char *path, const Pod *pod, const PodVolume *v, const VolNode *node, CubError *err) {
-        _cleanup_free_ VolFile *files = calloc(v->n_items + 1, sizeof(VolFile));
-        _cleanup_free_ char **values = calloc(v->n_items + 1, sizeof(char *));
-        int r = 0;
-
-        if (!files || !values)
-                return cub_err_set(err, ENOMEM, "out of memory");
-        for (size_t i = 0; i < v->n_items && r == 0; i++) {
-                r = vol_downward_value(pod, &v->items[i], node, &values[i], err);
-                files[i] = (VolFile){ .path = v->items[i].path,
-                                      .data = values[i],
-                                      .mode = v->items[i].mode_set ? v->items[i].mode : v->default_mode };
-        }
-        if (r == 0)
-                r = vol_atomic_write(path, files, v->n_items, err);
-        for (size_t i = 0; i < v->n_items; i++)
-                free(values[i]);
-        return r;
-}
-
 int vol_pod_setup(const VolRoots *roots, const Pod *pod, int64_t pod_memory_limit, const VolNode *node, CubError *err) {
         bool on_root_mismatch =
                 pod->fs_group_change_policy && strcmp(pod->fs_group_change_policy, "OnRootMismatch") == 0;
@@ -387,7 +367,7 @@ int vol_pod_setup(const VolRoots *roots, const Pod *pod, int64_t pod_memory_limi
                                 break;
                         case POD_VOLUME_DOWNWARD_API:
                         case POD_VOLUME_PROJECTED:
-                                r = setup_downward(path, pod, v, node, err);
+                                r = vol_items_write(path, pod, v, node, err);
                                 if (r == 0 && pod->fs_group_set)
                                         r = vol_set_ownership(path, pod->fs_group, true, on_root_mismatch, err);
                                 break;

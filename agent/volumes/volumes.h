@@ -33,10 +33,24 @@ typedef struct VolRoots {
 } VolRoots;
 
 /* What the downward API and the tmpfs size fall back to (node allocatable). */
+/* One file whose content the API server provides (a projected
+ * serviceAccountToken, a key of a ConfigMap); both malloc'd. */
+typedef struct VolApiFile {
+        char *path;
+        char *data;
+} VolApiFile;
+void vol_api_files_free(VolApiFile *f, size_t n);
+
 typedef struct VolNode {
         int64_t cpu_milli;         /* allocatable cpu, millicores */
         int64_t memory;            /* allocatable memory, bytes */
         int64_t ephemeral_storage; /* allocatable ephemeral-storage, bytes */
+        /* the files of a projected item of source serviceAccountToken or
+         * configMap (none for a missing optional ConfigMap); NULL: no API
+         * server, such an item fails */
+        int (*api_files)(void *userdata, const Pod *pod, const PodDownwardFile *f, VolApiFile **ret, size_t *ret_n,
+                         CubError *err);
+        void *api_userdata;
 } VolNode;
 
 /* ---- pure --------------------------------------------------------------------- */
@@ -100,6 +114,12 @@ int vol_set_ownership(const char *dir, int64_t fs_group, bool readonly, bool on_
  * A failure names the volume as kubelet's FailedMount event:
  * `MountVolume.SetUp failed for volume "data" : hostPath type check failed: ...`. */
 int vol_pod_setup(const VolRoots *roots, const Pod *pod, int64_t pod_memory_limit, const VolNode *node, CubError *err);
+/* Writes the files of downwardAPI or projected volume v at path. */
+int vol_items_write(const char *path, const Pod *pod, const PodVolume *v, const VolNode *node, CubError *err);
+/* Writes the pod's projected volumes that have files of the API server
+ * again (a token refreshed, a ConfigMap changed; an unchanged payload is
+ * left as it is). */
+int vol_pod_refresh_api(const VolRoots *roots, const Pod *pod, const VolNode *node, CubError *err);
 /* Unmounts the pod's tmpfs volumes and removes <pods_dir>/<uid>/volumes
  * (and <pods_dir>/<uid> when it is then empty). */
 int vol_pod_teardown(const VolRoots *roots, const char *uid, CubError *err);

@@ -224,10 +224,34 @@ has_ev_big() { [ -n "$(ev_big)" ]; }
 check "its rejection is an Event in the API" wait_until 20 has_ev_big
 is "$(ev_big | head -n 1)" "OutOfcpu Warning kubelet/$NODE $(pj big .metadata.uid)" \
 	"reason, type, source {kubelet, the node} and the pod's UID, as kubelet's recorder"
-failed_sa() { [ "$(pj sa .status.phase)" = Failed ]; }
-check "a pod with a service account token volume (not yet supported): Failed, not dropped" wait_until 20 failed_sa
-contains "$(pj sa '"\(.status.reason): \(.status.message)"')" "UnsupportedField: " "reason UnsupportedField"
-contains "$(pj sa .status.message)" "serviceAccountToken" "the message names the field"
+# the ServiceAccount admission plugin gave pod sa the kube-api-access-* volume
+SA_UID=$(pj sa .metadata.uid)
+SA_VOL=$(pj sa '.spec.volumes[] | select(.name | startswith("kube-api-access-")) | .name')
+SA_DIR=$T/a/state/pods/$SA_UID/volumes/kubernetes.io~projected/$SA_VOL
+has_token() { [ -s "$SA_DIR/token" ] && [ -s "$SA_DIR/ca.crt" ] && [ -s "$SA_DIR/namespace" ]; }
+check "a pod with the kube-api-access volume (ServiceAccount admission): token, ca.crt, namespace written" \
+	wait_until 30 has_token
+claims=$(cut -d. -f2 "$SA_DIR/token" | tr '_-' '/+' | awk '{ while (length($0) % 4) $0 = $0 "="; print }' | base64 -d 2>/dev/null)
+is "$(echo "$claims" | jq -r '"\(.sub) \(.["kubernetes.io"].pod.name) \(.["kubernetes.io"].pod.uid) \(.["kubernetes.io"].node.name)"')" \
+	"system:serviceaccount:default:default sa $SA_UID $NODE" \
+	"the token: TokenRequest for the pod's service account, bound to the pod and the node"
+is "$(cmp -s "$SA_DIR/ca.crt" "$T/cp/pki/ca.crt" && echo same)" same "ca.crt: the kube-root-ca.crt ConfigMap's, the cluster's CA"
+is "$(cat "$SA_DIR/namespace") $(stat -c %a "$SA_DIR/..data/token")" "default 644" "namespace from the downward API; mode defaultMode 420"
+sa_waiting() { [ "$(pj sa '.status.containerStatuses[0].state.waiting.reason')" = ContainerCreating ]; }
+check "...and it goes on as any pod (ContainerCreating: no runtime here)" wait_until 20 sa_waiting
+pod cmwait '' ', "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}]' |
+	jq '.spec.volumes = [{"name": "cfg", "projected": {"sources": [{"configMap": {"name": "later", "items": [{"key": "k", "path": "k.txt"}]}}]}}]' |
+	kc create -f - >/dev/null
+CM_UID=$(pj cmwait .metadata.uid)
+cm_failing() { [ "$(status_json a | jq -r .apiServer.waitingForVolumes)" -ge 1 ]; }
+check "a projected ConfigMap that does not exist yet: the pod waits (not Failed), cubelet status counts it" wait_until 15 cm_failing
+is "$(pj cmwait '.status.phase // "none"')" Pending "...its phase stays Pending"
+kc create configmap later --from-literal=k=v1 >/dev/null
+cm_file() { [ "$(cat "$T/a/state/pods/$CM_UID/volumes/kubernetes.io~projected/cfg/k.txt" 2>/dev/null)" = v1 ]; }
+check "the ConfigMap created: the pod goes on within its TTL (1 min), the key written" wait_until 75 cm_file
+kc create configmap later --from-literal=k=v2 --dry-run=client -o yaml | kc replace -f - >/dev/null
+cm_file2() { [ "$(cat "$T/a/state/pods/$CM_UID/volumes/kubernetes.io~projected/cfg/k.txt" 2>/dev/null)" = v2 ]; }
+check "the ConfigMap changed: the volume written again within the TTL" wait_until 75 cm_file2
 is "$(status_json a | jq '[.pods[] | select(.name == "mirror")] | length')" 0 "a mirror pod is never run"
 orphan_gone() { ! kc get pod mirror >/dev/null 2>&1; }
 check "...and, without its static pod, deleted (kubelet's orphaned mirror pods)" wait_until 20 orphan_gone

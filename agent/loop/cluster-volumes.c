@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The projected volumes of the API server's pods: what the ServiceAccount
+ * admission plugin adds to every pod (kube-api-access-*: a token bound to
+ * the pod, the kube-root-ca.crt ConfigMap, the namespace), and any other
+ * projected serviceAccountToken or configMap source. The data is the
+ * cluster layer's (agent/cluster/projected.c); a new pod waits out of the
+ * set until its data is here (kubelet's pod waits in ContainerCreating for
+ * its volumes), a running pod's volume is written again by the volume
+ * manager when a token is renewed or a ConfigMap changed. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../volumes/volumes.h"
+#include "agent-internal.h"
+
+int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, VolApiFile **ret, size_t *ret_n,
+                            CubError *err);
+
+/* ret: 1 here, 0 asked for, < 0 failing; data (borrowed) */
+static int want(Agent *a, const Pod *pod, const PodDownwardFile *f, const char **token, const json_t **cm,
+                CubError *err) {
+        if (f->source == POD_PROJECTION_SERVICE_ACCOUNT) {
+                KubeTokenKey k = { .ns = pod->namespace_,
+                                   .pod = pod->name,
+                                   .uid = pod->uid,
+                                   .service_account = pod->service_account_name ?: pod->service_account,
+                                   .audience = f->audience,
+                                   .expiration_seconds = f->expiration_seconds };
+
+                return kube_projected_token(a->cluster.projected, &k, token, err);
+        }
+        return kube_projected_config_map(a->cluster.projected, pod->namespace_, f->config_map, cm, err);
+}
+
+/* every item's files can be had: the token, an existing ConfigMap with the
+ * keys asked for (a missing one that is not optional waits, as kubelet's pod
+ * waits in ContainerCreating until it is created) */
+bool agent_cluster_volumes_ready(Agent *a, const Pod *pod) {
+        bool ready = true;
+
+        if (!a->cluster.projected)
+                return true;
+        for (size_t i = 0; i < pod->n_volumes; i++)
+                for (size_t k = 0; k < pod->volumes[i].n_items; k++) {
+                        const PodDownwardFile *f = &pod->volumes[i].items[k];
+                        VolApiFile *files = NULL;
+                        size_t n = 0;
+                        CubError err = {};
+
+                        if (f->source == POD_PROJECTION_DOWNWARD_API)
+                                continue;
+                        /* every one asked for at once */
+                        if (agent_cluster_api_files(a, pod, f, &files, &n, &err) < 0)
+                                ready = false;
+                        else
+                                vol_api_files_free(files, n);
+                }
+        return ready;
+}
+
+static int add(VolApiFile **files, size_t *n, const char *path, const char *data, CubError *err) {
+        VolApiFile *more = realloc(*files, (*n + 1) * sizeof(**files));
+
+        if (!more)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        *files = more;
+        more[*n] = (VolApiFile){ .path = strdup(path), .data = strdup(data) };
+        if (!more[*n].path || !more[*n].data) {
+                free(more[*n].path);
+                free(more[*n].data);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
+        (*n)++;
+        return 0;
+}
+
+int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, VolApiFile **ret, size_t *ret_n,
+                            CubError *err) {
+        Agent *a = loop;
+        const char *token = NULL, *key;
+        const json_t *cm = NULL, *v;
+        VolApiFile *files = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!a->cluster.projected)
+                return cub_err_set(err, ENOTSUP, "no API server (--kubeconfig)");
+        r = want(a, pod, f, &token, &cm, err);
+        if (r == 0)
+                r = cub_err_set(err, EAGAIN, "not yet received from the API server");
+        if (r < 0)
+                return f->source == POD_PROJECTION_SERVICE_ACCOUNT ? cub_err_wrap(err, "failed to fetch token: ")
+                                                                   : r;
+        if (f->source == POD_PROJECTION_SERVICE_ACCOUNT)
+                r = add(&files, &n, f->path, token, err);
+        else if (!cm) {
+                /* kubelet's messages (projected.go collectData) */
+                if (!f->optional)
+                        r = cub_err_set(err, ENOENT, "configmap \"%s\" not found", f->config_map);
+        } else if (!f->key) {
+                json_object_foreach((json_t *) cm, key, v) {
+                        if (r == 0 && json_is_string(v))
+                                r = add(&files, &n, key, json_string_value(v), err);
+                }
+        } else if (json_is_string(v = json_object_get(cm, f->key)))
+                r = add(&files, &n, f->path, json_string_value(v), err);
+        else if (!f->optional)
+                r = cub_err_set(err, ENOENT, "configmap references non-existent config key: %s", f->key);
+        if (r < 0) {
+                vol_api_files_free(files, n);
+                return r;
+        }
+        *ret = files;
+        *ret_n = n;
+        return 0;
+}
+
+uint64_t agent_cluster_api_generation(void *loop) {
+        Agent *a = loop;
+
+        return a->cluster.projected ? kube_projected_generation(a->cluster.projected) : 0;
+}
