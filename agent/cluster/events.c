@@ -110,11 +110,15 @@ void kube_events_record(KubeEvents *ev, const KubeEventInput *in) {
         rfc3339(in->first_unix, first);
         rfc3339(in->last_unix, last);
         if (create) {
-                body = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:s,s:{s:s,s:s},s:s,s:s,"
+                bool node = in->kind && strcmp(in->kind, "Node") == 0;
+
+                /* kubelet's node reference: no namespace, the node's name as its UID */
+                body = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s*,s:s,s:s},s:s,s:s,s:s,s:{s:s,s:s},s:s,s:s,"
                                  "s:I,s:s,s:s}",
                                  "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace", in->ns,
-                                 "involvedObject", "apiVersion", "v1", "kind", "Pod", "namespace", in->ns, "name",
-                                 in->pod, "uid", in->uid, "reason", in->reason, "message", in->message, "type",
+                                 "involvedObject", "apiVersion", "v1", "kind", node ? "Node" : "Pod", "namespace",
+                                 node ? NULL : in->ns, "name", in->pod, "uid", in->uid, "reason", in->reason,
+                                 "message", in->message, "type",
                                  in->warning ? "Warning" : "Normal", "source", "component", "kubelet", "host",
                                  ev->node, "firstTimestamp", first, "lastTimestamp", last, "count",
                                  (json_int_t) in->count, "reportingComponent", "kubelet", "reportingInstance",
@@ -157,8 +161,9 @@ void kube_events_prune(KubeEvents *ev, const json_t *keep) {
         void *tmp;
 
         json_object_foreach_safe(ev->sent, tmp, key, e) {
-                if (!json_object_get(e, "inflight") &&
-                    !json_object_get(keep, json_string_value(json_object_get(e, "uid")) ?: ""))
+                const char *uid = json_string_value(json_object_get(e, "uid")) ?: "";
+
+                if (!json_object_get(e, "inflight") && !json_object_get(keep, uid) && strcmp(uid, ev->node) != 0)
                         json_object_del(ev->sent, key);
         }
 }

@@ -22,7 +22,8 @@
 typedef struct KubeEvents KubeEvents;
 
 typedef struct KubeEventInput {
-        const char *ns, *pod, *uid; /* the involved Pod */
+        const char *kind;           /* NULL: "Pod"; "Node": ns "default", pod and uid the node's name */
+        const char *ns, *pod, *uid; /* the involved Pod (or Node) */
         bool warning;
         const char *reason, *message;
         unsigned count;
@@ -33,6 +34,6 @@ int kube_events_new(KubeClient *c, const char *node_name, KubeEvents **ret, CubE
 KubeEvents *kube_events_free(KubeEvents *ev);
 /* The event as the pod holds it now: sent when new, patched when its count grew. */
 void kube_events_record(KubeEvents *ev, const KubeEventInput *in);
-/* Forgets the events of pods whose UID is not a key of keep. */
+/* Forgets the events of pods whose UID is not a key of keep (the node's stay). */
 void kube_events_prune(KubeEvents *ev, const json_t *keep);
 json_t *kube_events_status_json(const KubeEvents *ev);

@@ -321,8 +321,8 @@ typedef struct LcEnv {
         /* the files the API server provides for a projected volume's item (a
          * service account token, a ConfigMap's keys): VolNode.api_files's
          * function; NULL without an API server */
-        int (*api_files)(void *loop, const Pod *pod, const PodDownwardFile *f, struct VolApiFile **ret,
-                         size_t *ret_n, CubError *err);
+        int (*api_files)(void *loop, const Pod *pod, const PodDownwardFile *f, struct VolApiFile **ret, size_t *ret_n,
+                         CubError *err);
         /* changes each time the content of such a file may have changed (a
          * token renewed, a ConfigMap changed): the volume manager writes the
          * pods' projected volumes again */

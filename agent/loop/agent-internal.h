@@ -189,12 +189,21 @@ typedef struct AgentApi {
 typedef struct AgentCluster {
         KubeClient *client;
         KubeNode *node;
-        KubePods *pods;     /* the pods bound to this node */
-        KubeStatus *status; /* their status, and the final DELETE */
-        KubeEvents *events; /* their events */
+        KubePods *pods;           /* the pods bound to this node */
+        KubeStatus *status;       /* their status, and the final DELETE */
+        KubeEvents *events;       /* their events */
         KubeProjected *projected; /* tokens and ConfigMaps of their volumes */
         sd_event_source *status_timer;
         uint64_t skipped_mirror, skipped_deleting, waiting_volumes;
+        /* the node's own events (Starting, NodeReady, ...), and the
+         * conditions they came from: type → status */
+        struct {
+                char reason[48], message[160];
+                unsigned count;
+                int64_t first_unix, last_unix;
+        } node_events[12];
+        size_t n_node_events;
+        json_t *node_conditions;
 } AgentCluster;
 
 struct Agent {
@@ -221,6 +230,8 @@ int agent_cluster_start(Agent *a, CubError *err);
 void agent_cluster_changed(Agent *a);
 void agent_cluster_status(Agent *a, json_t *doc);
 void agent_cluster_free(Agent *a);
+/* cluster-mirror.c: static pods as mirror pods (the status tick's) */
+void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *info);
 /* cluster-volumes.c: the API server's files of projected volumes */
 bool agent_cluster_volumes_ready(Agent *a, const Pod *pod);
 int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, struct VolApiFile **ret,

@@ -91,8 +91,7 @@ int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f
         if (r == 0)
                 r = cub_err_set(err, EAGAIN, "not yet received from the API server");
         if (r < 0)
-                return f->source == POD_PROJECTION_SERVICE_ACCOUNT ? cub_err_wrap(err, "failed to fetch token: ")
-                                                                   : r;
+                return f->source == POD_PROJECTION_SERVICE_ACCOUNT ? cub_err_wrap(err, "failed to fetch token: ") : r;
         if (f->source == POD_PROJECTION_SERVICE_ACCOUNT)
                 r = add(&files, &n, f->path, token, err);
         else if (!cm) {

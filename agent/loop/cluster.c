@@ -4,6 +4,7 @@
  * connection's state for `cubelet status`. Reads the other parts; writes
  * only AgentCluster. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,62 @@ static void hugepages(json_t *cap, json_t *alloc) {
 
 static json_t *condition(const char *type, const char *status, const char *reason, const char *message) {
         return json_pack("{s:s,s:s,s:s,s:s}", "type", type, "status", status, "reason", reason, "message", message);
+}
+
+/* kubelet's recordNodeStatusEvent: one Normal event per reason, counted */
+static void node_event(Agent *a, const char *reason, const char *message) {
+        AgentCluster *c = &a->cluster;
+        int64_t now = (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC);
+        size_t i;
+
+        for (i = 0; i < c->n_node_events; i++)
+                if (strcmp(c->node_events[i].reason, reason) == 0)
+                        break;
+        if (i == c->n_node_events) {
+                if (i == sizeof(c->node_events) / sizeof(*c->node_events))
+                        return;
+                c->n_node_events++;
+                (void) snprintf(c->node_events[i].reason, sizeof(c->node_events[i].reason), "%s", reason);
+                c->node_events[i].first_unix = now;
+                c->node_events[i].count = 0;
+        }
+        (void) snprintf(c->node_events[i].message, sizeof(c->node_events[i].message), "%s", message);
+        c->node_events[i].count++;
+        c->node_events[i].last_unix = now;
+}
+
+/* the conditions' changes as kubelet's events (setNodeMemoryPressureCondition, ...) */
+static void node_condition_events(Agent *a, const json_t *conds) {
+        static const struct {
+                const char *type, *when_true, *when_false;
+        } map[] = {
+                { "MemoryPressure", "NodeHasInsufficientMemory", "NodeHasSufficientMemory" },
+                { "DiskPressure", "NodeHasDiskPressure", "NodeHasNoDiskPressure" },
+                { "PIDPressure", "NodeHasInsufficientPID", "NodeHasSufficientPID" },
+                { "Ready", "NodeReady", "NodeNotReady" },
+        };
+        const json_t *c;
+        size_t i;
+
+        if (!a->cluster.node_conditions && !(a->cluster.node_conditions = json_object()))
+                return;
+        json_array_foreach(conds, i, c) {
+                const char *type = json_string_value(json_object_get(c, "type")) ?: "";
+                const char *st = json_string_value(json_object_get(c, "status")) ?: "";
+                char msg[160];
+
+                if (strcmp(json_string_value(json_object_get(a->cluster.node_conditions, type)) ?: "", st) == 0)
+                        continue;
+                json_object_set_new(a->cluster.node_conditions, type, json_string(st));
+                for (size_t k = 0; k < sizeof(map) / sizeof(*map); k++)
+                        if (strcmp(map[k].type, type) == 0) {
+                                const char *r = strcmp(st, "True") == 0 ? map[k].when_true : map[k].when_false;
+
+                                (void) snprintf(msg, sizeof(msg), "Node %s status is now: %s", a->core.opt.node_name,
+                                                r);
+                                node_event(a, r, msg);
+                        }
+        }
 }
 
 static json_t *node_info(Agent *a) {
@@ -200,6 +257,7 @@ static json_t *node_json(void *userdata) {
         else
                 json_array_append_new(conds,
                                       condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"));
+        node_condition_events(a, conds);
         node = json_pack("{s:{s:o,s:{s:s}},s:{s:o},s:{s:o,s:o,s:o,s:[{s:s,s:s},{s:s,s:s}],s:o,s:{s:{s:I}}}}",
                          "metadata", "labels", labels, "annotations", ANNOTATION_ATTACH, "true", "spec", "taints",
                          taints(a->core.opt.register_taints), "status", "capacity", cap, "allocatable", al,
@@ -266,8 +324,56 @@ static void api_entry(const json_t *o, PodsrcEntry *e) {
         e->pod->config_hash = strdup(hash);
 }
 
+/* a pod being deleted with a deletionGracePeriodSeconds shorter than its own
+ * grace (kubectl delete --grace-period=N): stopped with it (kubelet's
+ * killPod takes the smaller) */
+typedef struct ShorterGrace {
+        char *uid, *ns, *name, *cgroup;
+        int64_t grace;
+} ShorterGrace;
+
+static void shorter_free(ShorterGrace *g, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(g[i].uid);
+                free(g[i].ns);
+                free(g[i].name);
+                free(g[i].cgroup);
+        }
+        free(g);
+}
+
+static void shorter_grace(Agent *a, const char *uid, const json_t *dgp, ShorterGrace **list, size_t *n) {
+        const LcPod *p = agent_find_pod(a, uid);
+        ShorterGrace *more;
+
+        if (!p || !p->wanted || !json_is_integer(dgp) || json_integer_value(dgp) < 0 ||
+            json_integer_value(dgp) >= p->spec->pod->termination_grace_period_seconds)
+                return;
+        more = realloc(*list, (*n + 1) * sizeof(*more));
+        if (!more)
+                return;
+        *list = more;
+        more[*n] = (ShorterGrace){ .uid = strdup(uid),
+                                   .ns = strdup(p->spec->pod->namespace_),
+                                   .name = strdup(p->spec->pod->name),
+                                   .cgroup = strdup(p->spec->cgroup.path ?: ""),
+                                   .grace = json_integer_value(dgp) };
+        if (!more[*n].uid || !more[*n].ns || !more[*n].name || !more[*n].cgroup) {
+                free(more[*n].uid), free(more[*n].ns), free(more[*n].name), free(more[*n].cgroup);
+                return;
+        }
+        cub_log(LOG_INFO,
+                "pod %s/%s (uid %s): deleted with a grace period of %" JSON_INTEGER_FORMAT
+                " s, shorter than its own %" PRId64 " s",
+                more[*n].ns, more[*n].name, uid, json_integer_value(dgp),
+                p->spec->pod->termination_grace_period_seconds);
+        (*n)++;
+}
+
 static void on_api_pods(void *userdata, const json_t *pods) {
         Agent *a = userdata;
+        ShorterGrace *shorter = NULL;
+        size_t n_shorter = 0;
         AgentUpdate *u = agent_update_new(AGENT_UPDATE_API_SET, agent_now_usec());
         const char *uid;
         json_t *o;
@@ -291,6 +397,8 @@ static void on_api_pods(void *userdata, const json_t *pods) {
                 /* being deleted: out of the set, so stopped (graceful deletion) */
                 if (json_object_get(meta, "deletionTimestamp")) {
                         a->cluster.skipped_deleting++;
+                        shorter_grace(a, uid, json_object_get(meta, "deletionGracePeriodSeconds"), &shorter,
+                                      &n_shorter);
                         continue;
                 }
                 api_entry(o, &u->set.items[n]);
@@ -308,118 +416,17 @@ static void on_api_pods(void *userdata, const json_t *pods) {
         kube_projected_sweep(a->cluster.projected);
         u->set.n = n;
         agent_update_push(a, u);
+        /* the kill table keeps the shorter grace of the relist's stop and this one */
+        for (size_t i = 0; i < n_shorter; i++)
+                agent_submit_kill(a, shorter[i].uid, shorter[i].ns, shorter[i].name, shorter[i].cgroup,
+                                  shorter[i].grace);
+        shorter_free(shorter, n_shorter);
         agent_apply_actions(a);
 }
 
 /* ---- their status, and the final DELETE --------------------------------------------- */
 
 #define STATUS_TICK_USEC CUB_USEC_PER_SEC
-
-static const char *uid_of_json(const json_t *o) {
-        return json_string_value(json_object_get(json_object_get(o, "metadata"), "uid")) ?: "";
-}
-
-/* ---- mirror pods ------------------------------------------------------------------ */
-
-/* the mirror pod of static pod p in the API's set (NULL: none) */
-static const json_t *mirror_of(const json_t *set, const LcPod *p) {
-        const char *uid;
-        json_t *o;
-
-        json_object_foreach((json_t *) set, uid, o) {
-                const json_t *meta = json_object_get(o, "metadata");
-                const char *name = json_string_value(json_object_get(meta, "name"));
-                const char *ns = json_string_value(json_object_get(meta, "namespace"));
-
-                /* one being deleted is finished below, then made again */
-                if (json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror") && name &&
-                    ns && !json_object_get(meta, "deletionTimestamp") && strcmp(name, p->spec->pod->name) == 0 &&
-                    strcmp(ns, p->spec->pod->namespace_) == 0)
-                        return o;
-        }
-        return NULL;
-}
-
-/* kubelet's mirror client: a copy of the static pod (as /pods renders its
- * spec), annotated with its config hash, owned by the Node */
-static json_t *mirror_json(Agent *a, const LcPod *p, const ApiPodsInfo *info) {
-        json_t *pj = api_pod_json(p, info), *meta, *ann;
-
-        if (!pj)
-                return NULL;
-        json_object_del(pj, "status");
-        meta = json_object_get(pj, "metadata");
-        json_object_del(meta, "uid");
-        json_object_del(meta, "creationTimestamp");
-        ann = json_object_get(meta, "annotations");
-        if (!json_is_object(ann)) {
-                ann = json_object();
-                json_object_set_new(meta, "annotations", ann);
-        }
-        json_object_set_new(ann, "kubernetes.io/config.mirror", json_string(p->spec->pod->config_hash));
-        json_object_set_new(meta, "ownerReferences",
-                            json_pack("[{s:s,s:s,s:s,s:s,s:b}]", "apiVersion", "v1", "kind", "Node", "name",
-                                      a->core.opt.node_name, "uid", kube_node_uid(a->cluster.node), "controller", 1));
-        return pj;
-}
-
-/* Static pods get their mirror pod, with the static pod's status; a mirror
- * pod whose hash is not its static pod's (edited), or without one
- * (removed), is deleted with its UID as the precondition. */
-static void mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *info) {
-        const char *uid;
-        json_t *o;
-
-        if (!kube_node_registered(a->cluster.node))
-                return;
-        for (size_t i = 0; i < a->table.n_pods; i++) {
-                const LcPod *p = a->table.pods[i];
-                const json_t *m;
-                json_t *pj;
-                char key[600];
-
-                if (agent_pod_from_api(p) || !p->wanted)
-                        continue;
-                m = mirror_of(set, p);
-                if (!m) {
-                        (void) snprintf(key, sizeof(key), "%s/%s", p->spec->pod->namespace_, p->spec->pod->name);
-                        pj = mirror_json(a, p, info);
-                        if (pj)
-                                kube_status_create(a->cluster.status, key, p->spec->pod->namespace_, pj);
-                        json_decref(pj);
-                        continue;
-                }
-                if (strcmp(json_string_value(
-                                   json_object_get(json_object_get(json_object_get(m, "metadata"), "annotations"),
-                                                   "kubernetes.io/config.mirror"))
-                                   ?: "",
-                           p->spec->pod->config_hash) != 0)
-                        continue; /* the old one goes below, the new one follows */
-                pj = api_pod_json(p, info);
-                if (pj)
-                        kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name, uid_of_json(m),
-                                        json_object_get(pj, "status"));
-                json_decref(pj);
-        }
-        json_object_foreach((json_t *) set, uid, o) {
-                const json_t *meta = json_object_get(o, "metadata");
-                const char *hash = json_string_value(
-                        json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror"));
-                bool keep = false;
-
-                if (!hash)
-                        continue;
-                for (size_t i = 0; i < a->table.n_pods && !keep; i++) {
-                        const LcPod *p = a->table.pods[i];
-
-                        keep = !agent_pod_from_api(p) && p->wanted && mirror_of(set, p) == o &&
-                               strcmp(p->spec->pod->config_hash, hash) == 0;
-                }
-                if (!keep)
-                        kube_status_delete(a->cluster.status, json_string_value(json_object_get(meta, "namespace")),
-                                           json_string_value(json_object_get(meta, "name")), uid);
-        }
-}
 
 /* Each second: the status of every API pod of the table, as /pods renders
  * it (sent when it changed), the final DELETE of each deleted pod whose
@@ -467,6 +474,19 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                         kube_events_record(a->cluster.events, &in);
                 }
         }
+        for (size_t i = 0; kube_node_registered(a->cluster.node) && i < a->cluster.n_node_events; i++) {
+                KubeEventInput in = { .kind = "Node",
+                                      .ns = "default",
+                                      .pod = a->core.opt.node_name,
+                                      .uid = a->core.opt.node_name,
+                                      .reason = a->cluster.node_events[i].reason,
+                                      .message = a->cluster.node_events[i].message,
+                                      .count = a->cluster.node_events[i].count,
+                                      .first_unix = a->cluster.node_events[i].first_unix,
+                                      .last_unix = a->cluster.node_events[i].last_unix };
+
+                kube_events_record(a->cluster.events, &in);
+        }
         kube_events_prune(a->cluster.events, set);
         json_object_foreach((json_t *) set, uid, o) {
                 const json_t *meta = json_object_get(o, "metadata");
@@ -478,7 +498,7 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 kube_status_delete(a->cluster.status, json_string_value(json_object_get(meta, "namespace")),
                                    json_string_value(json_object_get(meta, "name")), uid);
         }
-        mirror_pods(a, set, &info);
+        agent_cluster_mirror_pods(a, set, &info);
         kube_status_prune(a->cluster.status, set);
         return 0;
 }
@@ -521,6 +541,8 @@ int agent_cluster_start(Agent *a, CubError *err) {
                 r = kube_events_new(a->cluster.client, a->core.opt.node_name, &a->cluster.events, err);
         if (r >= 0)
                 r = kube_projected_new(a->cluster.client, on_projected, a, &a->cluster.projected, err);
+        if (r >= 0)
+                node_event(a, "Starting", "Starting kubelet.");
         if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster.status_timer, CLOCK_MONOTONIC,
                                                       STATUS_TICK_USEC, CUB_USEC_PER_MSEC * 10, on_status_tick, a)) < 0)
                 r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));
@@ -563,6 +585,8 @@ void agent_cluster_free(Agent *a) {
         a->cluster.status = kube_status_free(a->cluster.status);
         a->cluster.events = kube_events_free(a->cluster.events);
         a->cluster.projected = kube_projected_free(a->cluster.projected);
+        json_decref(a->cluster.node_conditions);
+        a->cluster.node_conditions = NULL;
         a->cluster.pods = kube_pods_free(a->cluster.pods);
         a->cluster.node = kube_node_free(a->cluster.node);
         a->cluster.client = kube_client_free(a->cluster.client);

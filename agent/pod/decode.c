@@ -409,8 +409,7 @@ static int decode_tree(const PodTree *tree, json_t *root, const char *prefix, bo
         return 0;
 }
 
-static int decode(const char *buf, size_t len, const char *source, PodFormat fmt, bool api, Pod **ret,
-                  CubError *err) {
+static int decode(const char *buf, size_t len, const char *source, PodFormat fmt, bool api, Pod **ret, CubError *err) {
         PodTree tree;
         int r;
 

@@ -179,9 +179,9 @@ typedef enum PodVolumeKind {
 
 /* Where a projected file's content comes from. */
 typedef enum PodProjectionSource {
-        POD_PROJECTION_DOWNWARD_API,     /* fieldRef / resourceFieldRef */
-        POD_PROJECTION_SERVICE_ACCOUNT,  /* serviceAccountToken: a TokenRequest of the API server */
-        POD_PROJECTION_CONFIG_MAP,       /* configMap: a key of a ConfigMap (every key: key NULL, path "") */
+        POD_PROJECTION_DOWNWARD_API,    /* fieldRef / resourceFieldRef */
+        POD_PROJECTION_SERVICE_ACCOUNT, /* serviceAccountToken: a TokenRequest of the API server */
+        POD_PROJECTION_CONFIG_MAP,      /* configMap: a key of a ConfigMap (every key: key NULL, path "") */
 } PodProjectionSource;
 
 /* One file of a downwardAPI volume (or projection). */

@@ -115,4 +115,3 @@ int vol_pod_refresh_api(const VolRoots *roots, const Pod *pod, const VolNode *no
         }
         return 0;
 }
-

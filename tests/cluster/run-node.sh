@@ -2,7 +2,8 @@
 # cubelet as a node of the real control plane, on the host's loopback: the
 # Node it registers (labels, taints, capacity, conditions, nodeInfo), its
 # Lease renewed every 10 s, the API requests of an idle node, NodeRestriction's
-# 403 named, an API server that stops answering and comes back, a restart
+# 403 named, service-account token volumes (the token bound to the pod, the
+# cluster CA, a ConfigMap created later and changed), an API server that stops answering and comes back, a restart
 # that keeps the Node, a broken kubeconfig. No container runtime here (the
 # pods from the API server run in the VM): the node is NotReady, as kubelet's
 # is without one. TAP; 77 without root, a cgroup2 mount, etcd or Go.
@@ -190,6 +191,11 @@ check "an idle node makes 2 requests in 20 s, the Lease's ($((q1 - q0)); nothing
 	test "$((q1 - q0))" -le 3
 is "$(status_json a | jq -r '.apiServer | "\(.registered) \(.node) \(.error)"')" "true $NODE " \
 	"cubelet status: registered, no error"
+
+node_events() { kc get events -n default --field-selector "involvedObject.kind=Node,involvedObject.name=$NODE" -o json | jq -r '[.items[] | select(.source.component == "kubelet") | .reason] | sort | unique | join(",")'; }
+has_node_events() { case $(node_events) in *NodeNotReady*Starting*) return 0 ;; *) return 1 ;; esac; }
+check "the node's own events (kubelet's): Starting, NodeNotReady (no runtime), the conditions'" wait_until 20 has_node_events
+contains "$(node_events)" "NodeHasSufficientMemory" "NodeHasSufficientMemory among them ($(node_events))"
 
 # ---- pods from the API server -----------------------------------------------------------------
 # bound with spec.nodeName (the node is NotReady without a runtime: the

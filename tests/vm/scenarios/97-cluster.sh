@@ -6,7 +6,9 @@
 # replicas are placed by the real scheduler and Running with pod IPs, timed
 # beside the same pods as static manifests (b); `kubectl delete pod` stops one
 # gracefully (SIGTERM seen by the container, the pod object gone through
-# cubelet's final DELETE) and the ReplicaSet's replacement runs (c); a bound
+# cubelet's final DELETE) and the ReplicaSet's replacement runs, a shorter
+# --grace-period wins over the pod's own (c); the pods run with the
+# ServiceAccount admission's token volume (b); a bound
 # pod that does not fit is Failed/OutOfmemory with kubelet's message (d).
 # (The Node's fields, the Lease, NodeRestriction, mirror pods and the API
 # server's faults: tests/cluster/run-node.sh, on the host, in make test.)
@@ -68,13 +70,12 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec:
-      automountServiceAccountToken: false
       terminationGracePeriodSeconds: 20
       volumes: [{name: out, hostPath: {path: /srv/cubelet-cluster-vm/out, type: DirectoryOrCreate}}]
       containers:
       - name: app
         image: localhost/cubelet/busybox:1
-        command: [sh, -c, 'trap "echo TERM > /out/\$(hostname); exit 0" TERM; while true; do sleep 1; done']
+        command: [sh, -c, 'S=/var/run/secrets/kubernetes.io/serviceaccount; echo "\$(cat \$S/namespace) \$(wc -c < \$S/token) \$(head -n 1 \$S/ca.crt)" > /out/\$(hostname).sa; trap "echo TERM > /out/\$(hostname); exit 0" TERM; while true; do sleep 1; done']
         volumeMounts: [{name: out, mountPath: /out}]
 EOF
 running() { [ "$(kc get pods -l app=web -o json | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null and .metadata.deletionTimestamp == null)] | length')" = "$1" ]; }
@@ -88,6 +89,9 @@ t_is "$(kc get pods -l app=web -o json | jq -r '[.items[].spec.nodeName] | uniqu
 t_is "$(kc get pods -l app=web -o json | jq -r '[.items[].status.containerStatuses[0].containerID | split("://")[0]] | unique | join(",")')" \
 	containerd "containerStatuses carry containerd:// IDs"
 first=$(kc get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
+sa_line=$(cat "/srv/cubelet-cluster-vm/out/$first.sa" 2>/dev/null)
+t_is "$(echo "$sa_line" | awk '{ print $1, ($2 > 100), $3 }')" "default 1 -----BEGIN" \
+	"the ServiceAccount admission's kube-api-access volume in the container: namespace, a token, ca.crt ($sa_line)" 
 reasons() { kc get events --field-selector "involvedObject.name=$first" -o json | jq -r '[.items[] | select(.source.component == "kubelet") | .reason] | sort | unique | join(",")'; }
 started_ev() { case $(reasons) in *Created*Started*) return 0 ;; *) return 1 ;; esac; }
 wait_until 30 started_ev
@@ -122,6 +126,28 @@ t_is "$(cat "/srv/cubelet-cluster-vm/out/$victim" 2>/dev/null)" TERM "the contai
 t_ok "the ReplicaSet's replacement runs" wait_until 300 running 3
 t_is "$(journalctl -u cubelet -o cat | grep -c "pod default/$victim .*no longer wanted")" 1 \
 	"the journal has the deleted pod's stop once"
+
+# kubectl delete --grace-period=2 of a pod whose own grace is 60 s and that
+# ignores SIGTERM: killed after 2 s (kubelet takes the smaller)
+kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: stubborn, namespace: default}
+spec:
+  nodeName: $NODE_LC
+  terminationGracePeriodSeconds: 60
+  containers:
+  - {name: app, image: localhost/cubelet/busybox:1, command: [sh, -c, 'trap "" TERM; while true; do sleep 1; done']}
+EOF
+stubborn_running() { [ "$(kc get pod stubborn -o jsonpath='{.status.phase}')" = Running ]; }
+wait_until 120 stubborn_running
+t5=$(date +%s.%N)
+kc delete pod stubborn --grace-period=2 --wait=false >/dev/null
+stubborn_gone() { ! kc get pod stubborn >/dev/null 2>&1; }
+wait_until 60 stubborn_gone
+t5_s=$(since "$t5")
+t_ok "kubectl delete --grace-period=2 of a pod with 60 s of its own that ignores SIGTERM: gone in $t5_s s" \
+	awk -v s="$t5_s" 'BEGIN { exit !(s < 20) }'
 
 # ---- d. a bound pod that does not fit ----------------------------------------------------------
 kc apply -f - >/dev/null <<EOF

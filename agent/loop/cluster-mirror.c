@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Mirror pods: the node's static pods in the API server (kubelet's mirror
+ * client), made by cluster.c's status tick. */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent-internal.h"
+
+static const char *uid_of_json(const json_t *o) {
+        return json_string_value(json_object_get(json_object_get(o, "metadata"), "uid")) ?: "";
+}
+
+/* ---- mirror pods ------------------------------------------------------------------ */
+
+/* the mirror pod of static pod p in the API's set (NULL: none) */
+static const json_t *mirror_of(const json_t *set, const LcPod *p) {
+        const char *uid;
+        json_t *o;
+
+        json_object_foreach((json_t *) set, uid, o) {
+                const json_t *meta = json_object_get(o, "metadata");
+                const char *name = json_string_value(json_object_get(meta, "name"));
+                const char *ns = json_string_value(json_object_get(meta, "namespace"));
+
+                /* one being deleted is finished below, then made again */
+                if (json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror") && name &&
+                    ns && !json_object_get(meta, "deletionTimestamp") && strcmp(name, p->spec->pod->name) == 0 &&
+                    strcmp(ns, p->spec->pod->namespace_) == 0)
+                        return o;
+        }
+        return NULL;
+}
+
+/* kubelet's mirror client: a copy of the static pod (as /pods renders its
+ * spec), annotated with its config hash, owned by the Node */
+static json_t *mirror_json(Agent *a, const LcPod *p, const ApiPodsInfo *info) {
+        json_t *pj = api_pod_json(p, info), *meta, *ann;
+
+        if (!pj)
+                return NULL;
+        json_object_del(pj, "status");
+        meta = json_object_get(pj, "metadata");
+        json_object_del(meta, "uid");
+        json_object_del(meta, "creationTimestamp");
+        ann = json_object_get(meta, "annotations");
+        if (!json_is_object(ann)) {
+                ann = json_object();
+                json_object_set_new(meta, "annotations", ann);
+        }
+        json_object_set_new(ann, "kubernetes.io/config.mirror", json_string(p->spec->pod->config_hash));
+        json_object_set_new(meta, "ownerReferences",
+                            json_pack("[{s:s,s:s,s:s,s:s,s:b}]", "apiVersion", "v1", "kind", "Node", "name",
+                                      a->core.opt.node_name, "uid", kube_node_uid(a->cluster.node), "controller", 1));
+        return pj;
+}
+
+/* Static pods get their mirror pod, with the static pod's status; a mirror
+ * pod whose hash is not its static pod's (edited), or without one
+ * (removed), is deleted with its UID as the precondition. */
+void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *info) {
+        const char *uid;
+        json_t *o;
+
+        if (!kube_node_registered(a->cluster.node))
+                return;
+        for (size_t i = 0; i < a->table.n_pods; i++) {
+                const LcPod *p = a->table.pods[i];
+                const json_t *m;
+                json_t *pj;
+                char key[600];
+
+                if (agent_pod_from_api(p) || !p->wanted)
+                        continue;
+                m = mirror_of(set, p);
+                if (!m) {
+                        (void) snprintf(key, sizeof(key), "%s/%s", p->spec->pod->namespace_, p->spec->pod->name);
+                        pj = mirror_json(a, p, info);
+                        if (pj)
+                                kube_status_create(a->cluster.status, key, p->spec->pod->namespace_, pj);
+                        json_decref(pj);
+                        continue;
+                }
+                if (strcmp(json_string_value(
+                                   json_object_get(json_object_get(json_object_get(m, "metadata"), "annotations"),
+                                                   "kubernetes.io/config.mirror"))
+                                   ?: "",
+                           p->spec->pod->config_hash) != 0)
+                        continue; /* the old one goes below, the new one follows */
+                pj = api_pod_json(p, info);
+                if (pj)
+                        kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name, uid_of_json(m),
+                                        json_object_get(pj, "status"));
+                json_decref(pj);
+        }
+        json_object_foreach((json_t *) set, uid, o) {
+                const json_t *meta = json_object_get(o, "metadata");
+                const char *hash = json_string_value(
+                        json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror"));
+                bool keep = false;
+
+                if (!hash)
+                        continue;
+                for (size_t i = 0; i < a->table.n_pods && !keep; i++) {
+                        const LcPod *p = a->table.pods[i];
+
+                        keep = !agent_pod_from_api(p) && p->wanted && mirror_of(set, p) == o &&
+                               strcmp(p->spec->pod->config_hash, hash) == 0;
+                }
+                if (!keep)
+                        kube_status_delete(a->cluster.status, json_string_value(json_object_get(meta, "namespace")),
+                                           json_string_value(json_object_get(meta, "name")), uid);
+        }
+}
