@@ -4,6 +4,7 @@
  * collected up to KUBE_BODY_MAX and decoded as JSON. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,14 @@ typedef struct KubeRequest {
         KubeAnswerFn fn;
         KubeLineFn line_fn; /* a watch: each line as it comes */
         void *userdata;
+        bool held; /* waits for the end of a Retry-After */
         struct KubeRequest *next;
 } KubeRequest;
 
 struct KubeClient {
+        sd_event *event;
+        sd_event_source *hold_timer;
+        uint64_t hold_until; /* a 429's or 503's Retry-After: no request starts before (monotonic) */
         PodsrcCurl *curl;
         KubeConfig cfg;
         char *auth_header;
@@ -121,6 +126,37 @@ static bool tls_error(CURLcode code) {
                code == CURLE_SSL_CERTPROBLEM || code == CURLE_SSL_CACERT_BADFILE || code == CURLE_SSL_CIPHER;
 }
 
+/* a 429 or 503 with Retry-After: seconds (an HTTP date is taken as 1 s),
+ * capped; 0: none */
+static uint64_t retry_after_usec(CURL *easy, long status) {
+        struct curl_header *h = NULL;
+        char *end;
+        unsigned long v;
+
+        if ((status != 429 && status != 503) ||
+            curl_easy_header(easy, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK || !h || !h->value)
+                return 0;
+        errno = 0;
+        v = strtoul(h->value, &end, 10);
+        if (end == h->value || errno)
+                v = 1;
+        if (v > KUBE_RETRY_AFTER_MAX_S)
+                v = KUBE_RETRY_AFTER_MAX_S;
+        return (uint64_t) (v ? v : 1) * 1000000ULL;
+}
+
+static void hold(KubeClient *c, uint64_t usec) {
+        uint64_t now = 0;
+
+        (void) sd_event_now(c->event, CLOCK_MONOTONIC, &now);
+        if (now + usec <= c->hold_until)
+                return;
+        c->hold_until = now + usec;
+        c->stats.holds++;
+        (void) sd_event_source_set_time(c->hold_timer, c->hold_until);
+        (void) sd_event_source_set_enabled(c->hold_timer, SD_EVENT_ONESHOT);
+}
+
 static void on_done(CURL *easy, CURLcode code, void *userdata) {
         KubeClient *c = userdata;
         KubeRequest *q = NULL;
@@ -133,9 +169,18 @@ static void on_done(CURL *easy, CURLcode code, void *userdata) {
                 return;
         unlink_request(c, q);
         c->stats.bytes_in += q->len;
-        if (code == CURLE_OK)
-                (void) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-        if (code == CURLE_OK && q->len) {
+        (void) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        if (q->len && q->line_fn && status == 200 && !q->too_large) {
+                /* a watch whose stream stopped inside an object: the caller
+                 * watches again from the last version it saw (nothing lost) */
+                (void) snprintf(error, sizeof(error),
+                                "%s %s: the stream ended inside an object (%zu bytes without their end of line)",
+                                q->method, q->path, q->len);
+                code = CURLE_OK;
+                status = 0;
+        } else if (code != CURLE_OK)
+                status = 0;
+        else if (q->len) {
                 json_error_t jerr;
 
                 body = json_loadb(q->body, q->len, 0, &jerr);
@@ -156,8 +201,18 @@ static void on_done(CURL *easy, CURLcode code, void *userdata) {
                 (void) snprintf(error, sizeof(error), "%s %s%s: %s", q->method, c->cfg.server, q->path,
                                 *q->errbuf && tls_error(code) ? q->errbuf : curl_easy_strerror(code));
         else if (status < 200 || status >= 300) {
+                uint64_t after = retry_after_usec(easy, status);
+
                 status_message(q, body, msg, sizeof(msg));
                 (void) snprintf(error, sizeof(error), "%s %s: %ld: %s", q->method, q->path, status, msg);
+                if (after) {
+                        /* client-go's: the server asked every client to wait */
+                        size_t l = strlen(error);
+
+                        (void) snprintf(error + l, sizeof(error) - l, " (Retry-After %" PRIu64 " s: no request before)",
+                                        (uint64_t) (after / 1000000ULL));
+                        hold(c, after);
+                }
         }
         if (*error) {
                 c->stats.failures++;
@@ -166,6 +221,18 @@ static void on_done(CURL *easy, CURLcode code, void *userdata) {
         }
         q->fn(q->userdata, status, body, error);
         request_free(q);
+}
+
+/* the Retry-After is over: the requests that waited start */
+static int on_hold_end(sd_event_source *s, uint64_t usec, void *userdata) {
+        KubeClient *c = userdata;
+
+        (void) s;
+        (void) usec;
+        for (KubeRequest *q = c->inflight; q; q = q->next)
+                if (q->held && podsrc_curl_add(c->curl, q->easy) == 0)
+                        q->held = false;
+        return 0;
 }
 
 int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret, CubError *err) {
@@ -197,11 +264,16 @@ int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret, CubErr
                 dst->data[src->len] = 0;
                 dst->len = src->len;
         }
+        c->event = sd_event_ref(e);
         r = podsrc_curl_new(e, "kube-api", on_done, c, &c->curl, err);
+        if (r >= 0 && (r = sd_event_add_time(e, &c->hold_timer, CLOCK_MONOTONIC, 0, 0, on_hold_end, c)) < 0)
+                r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));
         if (r < 0) {
                 kube_client_free(c);
                 return r;
         }
+        (void) sd_event_source_set_enabled(c->hold_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(c->hold_timer, "kube-api-retry-after");
         *ret = c;
         return 0;
 }
@@ -217,6 +289,8 @@ KubeClient *kube_client_free(KubeClient *c) {
                 request_free(q);
         }
         c->curl = podsrc_curl_free(c->curl);
+        c->hold_timer = sd_event_source_disable_unref(c->hold_timer);
+        c->event = sd_event_unref(c->event);
         if (c->auth_header) {
                 explicit_bzero(c->auth_header, strlen(c->auth_header));
                 free(c->auth_header);
@@ -288,7 +362,13 @@ static int start(KubeClient *c, const char *method, const char *path, const char
                 request_free(q);
                 return cub_err_set(err, EINVAL, "%s %s: libcurl refused an option", method, path);
         }
-        if (podsrc_curl_add(c->curl, e) < 0) {
+        {
+                uint64_t now = 0;
+
+                (void) sd_event_now(c->event, CLOCK_MONOTONIC, &now);
+                q->held = now < c->hold_until; /* started when the Retry-After is over */
+        }
+        if (!q->held && podsrc_curl_add(c->curl, e) < 0) {
                 request_free(q);
                 return cub_err_set(err, EIO, "%s %s: libcurl refused the transfer", method, path);
         }

@@ -20,6 +20,8 @@
 /* an answer larger than this is refused, named (a hostile or broken peer) */
 #define KUBE_BODY_MAX (8u << 20)
 #define KUBE_TIMEOUT_USEC (10ULL * 1000000ULL)
+/* a 429's or 503's Retry-After holds every request of the client, at most this long */
+#define KUBE_RETRY_AFTER_MAX_S 60
 
 #define KUBE_CT_JSON "application/json"
 #define KUBE_CT_MERGE "application/merge-patch+json"
@@ -35,6 +37,7 @@ typedef void (*KubeAnswerFn)(void *userdata, long status, json_t *body, const ch
 typedef struct KubeClientStats {
         uint64_t requests, failures; /* failures: no answer, or not 2xx */
         uint64_t bytes_in;
+        uint64_t holds; /* Retry-After answers that held the requests */
 } KubeClientStats;
 
 int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret, CubError *err);

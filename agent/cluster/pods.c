@@ -36,6 +36,7 @@ struct KubePods {
         bool synced, relist;
         CubRetry retry;
         uint64_t lists, watches, events;
+        uint64_t watch_start_usec, watch_start_events; /* of the watch under way */
 };
 
 static uint64_t now_mono(void) {
@@ -116,6 +117,10 @@ static void on_watch_end(void *userdata, long status, json_t *body, const char *
         else if (*error) {
                 failed(p, "watch", error);
                 return;
+        } else if (now_mono() < p->watch_start_usec + CUB_USEC_PER_SEC && p->events == p->watch_start_events) {
+                /* client-go's reflector: a server that closes every watch at once is not watched in a loop */
+                failed(p, "watch", "very short watch: it lasted less than a second and no items were received");
+                return;
         }
         succeeded(p);
         step(p); /* ended by the server's timeout, or a 410: go on at once */
@@ -168,6 +173,8 @@ static void step(KubePods *p) {
                 r = kube_client_watch(p->client, path, on_line, on_watch_end, p, (t + 30) * CUB_USEC_PER_SEC, &p->req,
                                       &err);
                 p->watches += r >= 0;
+                p->watch_start_usec = now_mono();
+                p->watch_start_events = p->events;
         }
         if (r < 0)
                 failed(p, "request", err.msg);

@@ -576,6 +576,7 @@ void agent_cluster_status(Agent *a, json_t *doc) {
                 json_object_set_new(o, "volumes", kube_projected_status_json(a->cluster.projected));
                 json_object_set_new(o, "waitingForVolumes", json_integer((json_int_t) a->cluster.waiting_volumes));
                 json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
+                json_object_set_new(o, "retryAfterHolds", json_integer((json_int_t) s->holds));
         }
         json_object_set_new(doc, "apiServer", o);
 }
