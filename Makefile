@@ -88,7 +88,7 @@ LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/liblogs.a $(B)/libworker
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: cluster-peers all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-host fuzz fuzz-build lint format format-check clean install
+.PHONY: cluster-peers all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-host fuzz fuzz-build lint format format-check clean install
 all: $(B)/cubelet $(B)/cubelet-gpu-plugin
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -299,6 +299,16 @@ bench: deps
 	@$(MAKE) --no-print-directory bench-vm
 	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh tests/vm/bench/eviction.sh
 	@$(MAKE) --no-print-directory bench-faults
+	@$(MAKE) --no-print-directory bench-cluster
+
+# cubelet as a node of the real control plane (tests/vm/bench/cluster.sh):
+# idle CPU, memory and API requests without and with --kubeconfig, and
+# BENCH_CLUSTER_PODS pods through the API server beside the same as static
+# manifests. Skipped (said) when the control plane cannot be built.
+bench-cluster: $(B)/cubelet images vm-image
+	@$(MAKE) --no-print-directory cluster-peers || echo "bench-cluster: no control plane (make cluster-peers failed)"
+	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh -o $(abspath $(B))/vm/runs/cluster-bench \
+		tests/vm/bench/cluster.sh
 
 # The fault matrix (tests/vm/bench/faults.sh): FAULT_PODS pods, each fault
 # held FAULT_HOLD seconds, cubelet's CPU and journal lines beside its idle

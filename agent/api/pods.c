@@ -285,6 +285,14 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
                 condition("ContainersReady", pc.containers_ready, pc.ready_reason, pc.message,
                           p->cond_since[LC_POD_COND_CONTAINERS_READY]),
                 condition("PodScheduled", true, NULL, NULL, p->latency.event ? pod_start(p, info) : 0));
+        /* kubelet's eviction manager and admission preemption: the pod's
+         * disruption, for controllers and PodDisruptionBudgets */
+        if (conds && p->terminal && (p->evicted || strcmp(p->reason, "Preempted") == 0))
+                json_array_append_new(conds, condition("DisruptionTarget", true, "TerminationByKubelet",
+                                                       p->evicted ? p->message
+                                                                  : "Pod was preempted by Kubelet to accommodate a "
+                                                                    "critical pod.",
+                                                       p->cond_since[LC_POD_COND_READY]));
         meta = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "name", pod->name, "namespace", pod->namespace_, "uid", pod->uid,
                          "creationTimestamp", api_rfc3339(pod_start(p, info), when), "labels", string_map(&pod->labels),
                          "annotations", string_map(&pod->annotations));

@@ -86,7 +86,8 @@ start() {
 				--bind-address=127.0.0.1 --leader-elect=false \
 				--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
 				--use-service-account-credentials=true --cluster-signing-cert-file="$P/ca.crt" \
-				--cluster-signing-key-file="$P/ca.key" --service-cluster-ip-range=10.0.0.0/24
+				--cluster-signing-key-file="$P/ca.key" --service-cluster-ip-range=10.0.0.0/24 \
+				${NODE_MONITOR_GRACE:+--node-monitor-grace-period=$NODE_MONITOR_GRACE}
 			bg scheduler "$KUBE" kube-scheduler \
 				--kubeconfig="$P/scheduler.kubeconfig" \
 				--authentication-kubeconfig="$P/scheduler.kubeconfig" \

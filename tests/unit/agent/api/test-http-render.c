@@ -343,6 +343,44 @@ static void cgroup(const char *root, const char *rel, const char *usage, const c
         put(dir, "memory.stat", buf);
 }
 
+/* an evicted pod and a preemption victim: Failed, kubelet's reason and
+ * message, and the DisruptionTarget condition (TerminationByKubelet) */
+static void test_disruption_target(void **state) {
+        static const char *const msg = "The node was low on resource: memory. Threshold quantity: 100Mi.";
+        ApiPodsInfo info = { .node_name = "node1", .runtime = "containerd" };
+
+        (void) state;
+        for (int i = 0; i < 3; i++) {
+                LcPod *p = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: v}\n"
+                                    "spec: {containers: [{name: a, image: x}]}\n");
+                json_t *pj, *c, *last = NULL;
+                size_t k;
+
+                p->wanted = true;
+                if (i == 0) {
+                        lc_pod_set_failed(p, "Evicted", msg, 0);
+                        p->evicted = true;
+                } else if (i == 1)
+                        lc_pod_set_failed(p, "Preempted", "Preempted in order to admit critical pod", 0);
+                else
+                        lc_pod_set_failed(p, "OutOfcpu", "Pod was rejected: Node didn't have enough resource: cpu", 0);
+                pj = api_pod_json(p, &info);
+                json_array_foreach(json_object_get(json_object_get(pj, "status"), "conditions"), k, c) last = c;
+                assert_string_equal(json_string_value(json_object_get(json_object_get(pj, "status"), "phase")), "Failed");
+                if (i == 2) {
+                        assert_string_equal(json_string_value(json_object_get(last, "type")), "PodScheduled");
+                } else {
+                        assert_string_equal(json_string_value(json_object_get(last, "type")), "DisruptionTarget");
+                        assert_string_equal(json_string_value(json_object_get(last, "status")), "True");
+                        assert_string_equal(json_string_value(json_object_get(last, "reason")), "TerminationByKubelet");
+                        assert_string_equal(json_string_value(json_object_get(last, "message")),
+                                            i == 0 ? msg : "Pod was preempted by Kubelet to accommodate a critical pod.");
+                }
+                json_decref(pj);
+                lc_pod_free(p);
+        }
+}
+
 static void test_resource(void **state) {
         char root[] = "/tmp/http-render-XXXXXX", proc[600];
         ApiSnapshot *s = api_snapshot_new();
@@ -423,7 +461,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_metrics_text), cmocka_unit_test(test_process_metrics),
                 cmocka_unit_test(test_pod_list),     cmocka_unit_test(test_probe_status),
-                cmocka_unit_test(test_resource),
+                cmocka_unit_test(test_resource),     cmocka_unit_test(test_disruption_target),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
