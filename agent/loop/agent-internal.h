@@ -230,6 +230,9 @@ int agent_cluster_start(Agent *a, CubError *err);
 void agent_cluster_changed(Agent *a);
 void agent_cluster_status(Agent *a, json_t *doc);
 void agent_cluster_free(Agent *a);
+/* cluster-node-events.c: the node's own events */
+void agent_cluster_node_event(Agent *a, const char *reason, const char *message);
+void agent_cluster_node_condition_events(Agent *a, const json_t *conds);
 /* cluster-mirror.c: static pods as mirror pods (the status tick's) */
 void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *info);
 /* cluster-volumes.c: the API server's files of projected volumes */

@@ -89,62 +89,6 @@ static json_t *condition(const char *type, const char *status, const char *reaso
         return json_pack("{s:s,s:s,s:s,s:s}", "type", type, "status", status, "reason", reason, "message", message);
 }
 
-/* kubelet's recordNodeStatusEvent: one Normal event per reason, counted */
-static void node_event(Agent *a, const char *reason, const char *message) {
-        AgentCluster *c = &a->cluster;
-        int64_t now = (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC);
-        size_t i;
-
-        for (i = 0; i < c->n_node_events; i++)
-                if (strcmp(c->node_events[i].reason, reason) == 0)
-                        break;
-        if (i == c->n_node_events) {
-                if (i == sizeof(c->node_events) / sizeof(*c->node_events))
-                        return;
-                c->n_node_events++;
-                (void) snprintf(c->node_events[i].reason, sizeof(c->node_events[i].reason), "%s", reason);
-                c->node_events[i].first_unix = now;
-                c->node_events[i].count = 0;
-        }
-        (void) snprintf(c->node_events[i].message, sizeof(c->node_events[i].message), "%s", message);
-        c->node_events[i].count++;
-        c->node_events[i].last_unix = now;
-}
-
-/* the conditions' changes as kubelet's events (setNodeMemoryPressureCondition, ...) */
-static void node_condition_events(Agent *a, const json_t *conds) {
-        static const struct {
-                const char *type, *when_true, *when_false;
-        } map[] = {
-                { "MemoryPressure", "NodeHasInsufficientMemory", "NodeHasSufficientMemory" },
-                { "DiskPressure", "NodeHasDiskPressure", "NodeHasNoDiskPressure" },
-                { "PIDPressure", "NodeHasInsufficientPID", "NodeHasSufficientPID" },
-                { "Ready", "NodeReady", "NodeNotReady" },
-        };
-        const json_t *c;
-        size_t i;
-
-        if (!a->cluster.node_conditions && !(a->cluster.node_conditions = json_object()))
-                return;
-        json_array_foreach(conds, i, c) {
-                const char *type = json_string_value(json_object_get(c, "type")) ?: "";
-                const char *st = json_string_value(json_object_get(c, "status")) ?: "";
-                char msg[160];
-
-                if (strcmp(json_string_value(json_object_get(a->cluster.node_conditions, type)) ?: "", st) == 0)
-                        continue;
-                json_object_set_new(a->cluster.node_conditions, type, json_string(st));
-                for (size_t k = 0; k < sizeof(map) / sizeof(*map); k++)
-                        if (strcmp(map[k].type, type) == 0) {
-                                const char *r = strcmp(st, "True") == 0 ? map[k].when_true : map[k].when_false;
-
-                                (void) snprintf(msg, sizeof(msg), "Node %s status is now: %s", a->core.opt.node_name,
-                                                r);
-                                node_event(a, r, msg);
-                        }
-        }
-}
-
 static json_t *node_info(Agent *a) {
         char machine[64], uuid[64], boot[64], os[256], rt[256] = "";
         const char *v = a->core.runtime_version;
@@ -257,7 +201,7 @@ static json_t *node_json(void *userdata) {
         else
                 json_array_append_new(conds,
                                       condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"));
-        node_condition_events(a, conds);
+        agent_cluster_node_condition_events(a, conds);
         node = json_pack("{s:{s:o,s:{s:s}},s:{s:o},s:{s:o,s:o,s:o,s:[{s:s,s:s},{s:s,s:s}],s:o,s:{s:{s:I}}}}",
                          "metadata", "labels", labels, "annotations", ANNOTATION_ATTACH, "true", "spec", "taints",
                          taints(a->core.opt.register_taints), "status", "capacity", cap, "allocatable", al,
@@ -440,19 +384,25 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                              .runtime = "containerd",
                              .wall_minus_mono_usec = (int64_t) cub_now_usec(CLOCK_REALTIME) - (int64_t) usec };
         const char *uid;
-        json_t *o;
+        json_t *o, *keep;
 
         (void) sd_event_source_set_time(s, usec + STATUS_TICK_USEC);
         kube_projected_tick(a->cluster.projected);
         if (!kube_pods_synced(a->cluster.pods))
                 return 0;
-        for (size_t i = 0; i < a->table.n_pods; i++) {
+        keep = json_object();
+        (void) json_object_update(keep, (json_t *) set);
+        for (size_t i = 0; keep && i < a->table.n_pods; i++) {
                 const LcPod *p = a->table.pods[i];
+                bool api = agent_pod_from_api(p) && json_object_get(set, p->spec->pod->uid);
                 json_t *pj;
 
-                if (!agent_pod_from_api(p) || !json_object_get(set, p->spec->pod->uid))
+                /* a static pod's events too, once the node is there (kubelet's) */
+                if (!api && (agent_pod_from_api(p) || !p->wanted || !kube_node_registered(a->cluster.node)))
                         continue;
-                pj = api_pod_json(p, &info);
+                if (!api)
+                        (void) json_object_set_new(keep, p->spec->pod->uid, json_true());
+                pj = api ? api_pod_json(p, &info) : NULL;
                 if (pj)
                         kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,
                                         p->spec->pod->uid, json_object_get(pj, "status"));
@@ -487,7 +437,8 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 
                 kube_events_record(a->cluster.events, &in);
         }
-        kube_events_prune(a->cluster.events, set);
+        kube_events_prune(a->cluster.events, keep ?: set);
+        json_decref(keep);
         json_object_foreach((json_t *) set, uid, o) {
                 const json_t *meta = json_object_get(o, "metadata");
 
@@ -542,7 +493,7 @@ int agent_cluster_start(Agent *a, CubError *err) {
         if (r >= 0)
                 r = kube_projected_new(a->cluster.client, on_projected, a, &a->cluster.projected, err);
         if (r >= 0)
-                node_event(a, "Starting", "Starting kubelet.");
+                agent_cluster_node_event(a, "Starting", "Starting kubelet.");
         if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster.status_timer, CLOCK_MONOTONIC,
                                                       STATUS_TICK_USEC, CUB_USEC_PER_MSEC * 10, on_status_tick, a)) < 0)
                 r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));

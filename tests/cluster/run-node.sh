@@ -285,7 +285,18 @@ m1=$(mirror_uid)
 kc delete pod "$SP" --wait=false >/dev/null
 recreated() { [ -n "$(mirror_uid)" ] && [ "$(mirror_uid)" != "$m1" ]; }
 check "kubectl delete of the mirror pod: made again (a new UID)" wait_until 40 recreated
-rm "$T/a/manifests/static.yaml"
+cat >"$T/a/manifests/hugestatic.yaml" <<-EOF
+	apiVersion: v1
+	kind: Pod
+	metadata: {name: hugestatic}
+	spec:
+	  containers: [{name: app, image: localhost/cubelet/busybox:1, resources: {requests: {cpu: "1000"}}}]
+EOF
+ev_static() { kc get events --field-selector "involvedObject.name=hugestatic-$NODE" -o json | jq -r '.items[] | "\(.reason) \(.source.component)/\(.source.host)"'; }
+has_ev_static() { [ -n "$(ev_static)" ]; }
+check "a static pod's events in the API too (kubelet's): its rejection" wait_until 20 has_ev_static
+is "$(ev_static | head -n 1)" "OutOfcpu kubelet/$NODE" "reason and source"
+rm "$T/a/manifests/hugestatic.yaml" "$T/a/manifests/static.yaml"
 no_mirror() { ! kc get pod "$SP" >/dev/null 2>&1; }
 check "the manifest removed: the mirror pod is deleted" wait_until 30 no_mirror
 
