@@ -16,7 +16,7 @@ struct KubeStatus {
         KubeClient *client;
         Pending *inflight;
         json_t *pods; /* uid → {sent, inflight, deleted} */
-        uint64_t patches, deletes, creates, failures;
+        uint64_t patches, deletes, creates, failures, resyncs;
         char error[CUB_ERR_MSG_MAX];
 };
 
@@ -137,6 +137,47 @@ void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char
         json_decref(patch);
 }
 
+/* what a status says that matters to a reader (kubelet's needsReconcile
+ * compares the API's pod with the cached status): the phase and reason,
+ * each container's name, ID, restarts, readiness and state */
+static json_t *digest(const json_t *status) {
+        json_t *d = json_pack("{s:O?,s:O?,s:[]}", "phase", json_object_get(status, "phase"), "reason",
+                              json_object_get(status, "reason"), "containers");
+        const json_t *c;
+        size_t i;
+
+        json_array_foreach(json_object_get(status, "containerStatuses"), i, c) {
+                const char *state = NULL;
+                const json_t *v;
+
+                json_object_foreach((json_t *) json_object_get(c, "state"), state, v) break;
+                json_array_append_new(json_object_get(d, "containers"),
+                                      json_pack("{s:O?,s:O?,s:O?,s:O?,s:s?}", "name", json_object_get(c, "name"), "id",
+                                                json_object_get(c, "containerID"), "restarts",
+                                                json_object_get(c, "restartCount"), "ready", json_object_get(c, "ready"),
+                                                "state", state));
+        }
+        return d;
+}
+
+bool kube_status_reconcile(KubeStatus *s, const char *uid, const json_t *api_status) {
+        json_t *e = json_object_get(s->pods, uid), *sent = e ? json_object_get(e, "sent") : NULL, *a, *b;
+        bool differ;
+
+        if (!sent || json_object_get(e, "inflight"))
+                return false;
+        a = digest(sent);
+        b = digest(api_status);
+        differ = a && b && !json_equal(a, b);
+        json_decref(a);
+        json_decref(b);
+        if (differ) {
+                json_object_del(e, "sent"); /* sent again with the next set */
+                s->resyncs++;
+        }
+        return differ;
+}
+
 void kube_status_delete(KubeStatus *s, const char *ns, const char *name, const char *uid) {
         json_t *e = entry(s, uid), *body;
         char path[1024];
@@ -207,7 +248,7 @@ KubeStatus *kube_status_free(KubeStatus *s) {
 }
 
 json_t *kube_status_json(const KubeStatus *s) {
-        return json_pack("{s:I,s:I,s:I,s:I,s:s}", "patches", (json_int_t) s->patches, "deletes",
+        return json_pack("{s:I,s:I,s:I,s:I,s:I,s:s}", "patches", (json_int_t) s->patches, "deletes",
                          (json_int_t) s->deletes, "mirrorCreates", (json_int_t) s->creates, "failures",
-                         (json_int_t) s->failures, "error", s->error);
+                         (json_int_t) s->failures, "resyncs", (json_int_t) s->resyncs, "error", s->error);
 }

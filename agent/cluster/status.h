@@ -12,6 +12,7 @@
  */
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../util/err.h"
@@ -24,6 +25,11 @@ KubeStatus *kube_status_free(KubeStatus *s);
 /* The pod's status as the node sees it now (a v1 PodStatus). */
 void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char *uid, const json_t *status);
 /* The deleted pod's containers are stopped: the final DELETE, once. */
+/* kubelet's 10 s resync: when the API server's status of the pod
+ * (api_status, from the watch) says something else than what was sent
+ * (someone wrote it), it is sent again with the next kube_status_set().
+ * Returns whether it differed. */
+bool kube_status_reconcile(KubeStatus *s, const char *uid, const json_t *api_status);
 void kube_status_delete(KubeStatus *s, const char *ns, const char *name, const char *uid);
 /* A mirror pod (key: "NS/NAME"): POST it unless one is in flight or was
  * posted in the last 10 s (the watch shows it, or a failure was logged). */

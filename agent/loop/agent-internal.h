@@ -194,7 +194,7 @@ typedef struct AgentCluster {
         KubeEvents *events;       /* their events */
         KubeProjected *projected; /* tokens and ConfigMaps of their volumes */
         sd_event_source *status_timer;
-        uint64_t skipped_mirror, skipped_deleting, waiting_volumes;
+        uint64_t skipped_mirror, skipped_deleting, waiting_volumes, ticks;
         /* the node's own events (Starting, NodeReady, ...), and the
          * conditions they came from: type → status */
         struct {

@@ -371,6 +371,7 @@ static void on_api_pods(void *userdata, const json_t *pods) {
 /* ---- their status, and the final DELETE --------------------------------------------- */
 
 #define STATUS_TICK_USEC CUB_USEC_PER_SEC
+#define STATUS_RESYNC_TICKS 10
 
 /* Each second: the status of every API pod of the table, as /pods renders
  * it (sent when it changed), the final DELETE of each deleted pod whose
@@ -387,6 +388,7 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         json_t *o, *keep;
 
         (void) sd_event_source_set_time(s, usec + STATUS_TICK_USEC);
+        a->cluster.ticks++;
         kube_projected_tick(a->cluster.projected);
         if (!kube_pods_synced(a->cluster.pods))
                 return 0;
@@ -402,6 +404,11 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                         continue;
                 if (!api)
                         (void) json_object_set_new(keep, p->spec->pod->uid, json_true());
+                /* kubelet's status manager resyncs every 10 s */
+                if (api && a->cluster.ticks % STATUS_RESYNC_TICKS == 0)
+                        (void) kube_status_reconcile(
+                                a->cluster.status, p->spec->pod->uid,
+                                json_object_get(json_object_get(set, p->spec->pod->uid), "status"));
                 pj = api ? api_pod_json(p, &info) : NULL;
                 if (pj)
                         kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,

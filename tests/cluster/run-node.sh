@@ -264,6 +264,13 @@ check "...and, without its static pod, deleted (kubelet's orphaned mirror pods)"
 pod late '"automountServiceAccountToken": false,' '' | kc create -f - >/dev/null
 late() { [ "$(pj late '.status.containerStatuses[0].state.waiting.reason')" = ContainerCreating ]; }
 check "a pod created later comes through the watch" wait_until 10 late
+kc patch pod plain --subresource=status --type=merge -p '{"status": {"phase": "Running"}}' >/dev/null
+put_back() { [ "$(pj plain .status.phase)" = Pending ]; }
+check "someone else writes a pod's status: cubelet's 10 s resync puts its own back (kubelet's status manager)" \
+	wait_until 25 put_back
+r1=$(status_json a | jq .apiServer.podStatus.resyncs)
+sleep 12
+is "$(($(status_json a | jq .apiServer.podStatus.resyncs) - r1))" 0 "...and a status the API server holds as sent is not sent again"
 
 # ---- mirror pods ------------------------------------------------------------------------------
 cat >"$T/a/manifests/static.yaml" <<-EOF
