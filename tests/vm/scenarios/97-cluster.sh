@@ -2,16 +2,21 @@
 # cubelet as a node of the real control plane, all on the guest's loopback:
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler
 # (tests/cluster/control-plane.sh, build/cluster/kube) and cubelet with
-# --kubeconfig. The node registers and turns Ready (a); a Deployment's 3
-# replicas are placed by the real scheduler and Running with pod IPs, timed
-# beside the same pods as static manifests (b); `kubectl delete pod` stops one
-# gracefully (SIGTERM seen by the container, the pod object gone through
-# cubelet's final DELETE) and the ReplicaSet's replacement runs, a shorter
-# --grace-period wins over the pod's own (c); the pods run with the
-# ServiceAccount admission's token volume (b); a bound
-# pod that does not fit is Failed/OutOfmemory with kubelet's message (d).
-# (The Node's fields, the Lease, NodeRestriction, mirror pods and the API
-# server's faults: tests/cluster/run-node.sh, on the host, in make test.)
+# --kubeconfig, cubelet-gpu-plugin on the fake NVML beside it. The node
+# registers and turns Ready with nvidia.com/gpu 2 (a); a Deployment's 3
+# replicas are placed by the real scheduler and Running with pod IPs and the
+# ServiceAccount admission's token volume, timed beside the same pods as
+# static manifests (b); `kubectl delete pod` stops one gracefully (SIGTERM
+# seen, the object gone through cubelet's final DELETE) and the replacement
+# runs, a shorter --grace-period wins (c); two GPU pods get their own GPU
+# through the scheduler, the third is Unschedulable; cubelet stopped: the
+# node controller marks the node unreachable, the pods run on; cubelet back
+# while the API server is frozen: nothing stopped; then Ready, no container
+# restarted, a pod deleted meanwhile cleaned up (e); a bound pod that does
+# not fit is Failed/OutOfmemory with kubelet's message (d).
+# (The Node's fields, the Lease, NodeRestriction, mirror pods, token volumes
+# and the API server's faults: tests/cluster/run-node.sh and run-hostile.sh,
+# on the host, in make test.)
 # vm-guest: main
 # vm-timeout: 900
 # vm-mem: 2048M
@@ -192,6 +197,8 @@ done | sort | tr '\n' ' ')
 t_is "$vis" "GPU-0a1b2c3d-0000-4000-8000-000000000000 GPU-0a1b2c3d-1111-4111-8111-111111111111 " \
 	"each Running one sees its own GPU (the plugin's Allocate)"
 kc delete pod gpu-1 gpu-2 gpu-3 --grace-period=1 --wait=false >/dev/null
+gpu_gone() { [ -z "$(kc get pods gpu-1 gpu-2 gpu-3 --ignore-not-found -o name 2>/dev/null)" ]; }
+wait_until 60 gpu_gone
 
 # ---- e. cubelet away: NotReady, the pods keep running; back: Ready, nothing restarted ------------
 web() { kc get pods -l app=web -o json | jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | "\(.metadata.name) \(.status.containerStatuses[0].containerID) \(.status.containerStatuses[0].restartCount)"] | sort'; }
@@ -207,9 +214,17 @@ gone_while_down=$(kc get pods -l app=web -o jsonpath='{.items[0].metadata.name}'
 kc delete pod "$gone_while_down" --wait=false >/dev/null
 t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | awk '$3 == "RUNNING"' | wc -l | awk '{ print ($1 >= 3) }')" 1 \
 	"the pods keep running without cubelet"
+# cubelet starts again while the API server does not answer (SIGSTOP): no
+# API pod's container is stopped before the API source has synced
+running_tasks() { ctr -n k8s.io tasks ls 2>/dev/null | awk '$3 == "RUNNING"' | wc -l; }
+n_tasks=$(running_tasks)
+kill -STOP "$(cat "$D/apiserver.pid")"
 systemctl start cubelet
+sleep 12
+t_is "$(running_tasks)" "$n_tasks" "cubelet back while the API server does not answer: no container stopped (sources not synced)"
+kill -CONT "$(cat "$D/apiserver.pid")"
 wait_until 120 ready
-t_ok "cubelet back: Ready again" ready
+t_ok "the API server back: Ready again" ready
 gone_down() { ! kc get pod "$gone_while_down" >/dev/null 2>&1; }
 t_ok "a pod deleted while cubelet was away: stopped and its object gone once it is back" wait_until 120 gone_down
 after=$(web)
