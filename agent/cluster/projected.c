@@ -218,7 +218,7 @@ static int result(Entry *e, CubError *err) {
         if (e->value)
                 return 1;
         if (e->retry.failures > 0)
-                return cub_err_set(err, EAGAIN, "%s", e->retry.error);
+                return cub_err_set(err, EIO, "%s", e->retry.error);
         return 0;
 }
 

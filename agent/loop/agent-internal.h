@@ -195,6 +195,8 @@ typedef struct AgentCluster {
         KubeProjected *projected; /* tokens and ConfigMaps of their volumes */
         sd_event_source *status_timer;
         uint64_t skipped_mirror, skipped_deleting, waiting_volumes, ticks;
+        /* pods waiting for their volumes' data: uid → {ns, name, message, first} (FailedMount events) */
+        json_t *waiting;
         /* the node's own events (Starting, NodeReady, ...), and the
          * conditions they came from: type → status */
         struct {
@@ -236,7 +238,9 @@ void agent_cluster_node_condition_events(Agent *a, const json_t *conds);
 /* cluster-mirror.c: static pods as mirror pods (the status tick's) */
 void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *info);
 /* cluster-volumes.c: the API server's files of projected volumes */
-bool agent_cluster_volumes_ready(Agent *a, const Pod *pod);
+/* whether the pod's projected files of the API server can all be had; why:
+ * kubelet's FailedMount message of the first that failed ("" while on their way) */
+bool agent_cluster_volumes_ready(Agent *a, const Pod *pod, char *why, size_t size);
 int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, struct VolApiFile **ret,
                             size_t *ret_n, CubError *err);
 uint64_t agent_cluster_api_generation(void *loop);

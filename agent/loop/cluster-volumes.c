@@ -37,9 +37,11 @@ static int want(Agent *a, const Pod *pod, const PodDownwardFile *f, const char *
 /* every item's files can be had: the token, an existing ConfigMap with the
  * keys asked for (a missing one that is not optional waits, as kubelet's pod
  * waits in ContainerCreating until it is created) */
-bool agent_cluster_volumes_ready(Agent *a, const Pod *pod) {
+bool agent_cluster_volumes_ready(Agent *a, const Pod *pod, char *why, size_t size) {
         bool ready = true;
 
+        if (size)
+                why[0] = 0;
         if (!a->cluster.projected)
                 return true;
         for (size_t i = 0; i < pod->n_volumes; i++)
@@ -52,9 +54,13 @@ bool agent_cluster_volumes_ready(Agent *a, const Pod *pod) {
                         if (f->source == POD_PROJECTION_DOWNWARD_API)
                                 continue;
                         /* every one asked for at once */
-                        if (agent_cluster_api_files(a, pod, f, &files, &n, &err) < 0)
+                        if (agent_cluster_api_files(a, pod, f, &files, &n, &err) < 0) {
+                                /* kubelet's FailedMount text; not for what is merely on its way */
+                                if (ready && size && err.code != EAGAIN)
+                                        (void) snprintf(why, size, "MountVolume.SetUp failed for volume \"%s\" : %s",
+                                                        pod->volumes[i].name, err.msg);
                                 ready = false;
-                        else
+                        } else
                                 vol_api_files_free(files, n);
                 }
         return ready;

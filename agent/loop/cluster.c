@@ -314,10 +314,25 @@ static void shorter_grace(Agent *a, const char *uid, const json_t *dgp, ShorterG
         (*n)++;
 }
 
+/* a pod waiting for its volumes' data with a failure: kubelet's FailedMount
+ * event (its first time kept while the message stays) */
+static void wait_note(Agent *a, json_t *waiting, const char *uid, const Pod *pod, const char *why) {
+        const json_t *old = json_object_get(a->cluster.waiting, uid);
+        json_int_t first = json_integer_value(json_object_get(old, "first"));
+
+        if (!old || strcmp(json_string_value(json_object_get(old, "message")) ?: "", why) != 0)
+                first = (json_int_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC);
+        (void) json_object_set_new(waiting, uid,
+                                   json_pack("{s:s,s:s,s:s,s:I}", "ns", pod->namespace_, "name", pod->name, "message",
+                                             why, "first", first));
+}
+
 static void on_api_pods(void *userdata, const json_t *pods) {
         Agent *a = userdata;
         ShorterGrace *shorter = NULL;
         size_t n_shorter = 0;
+        json_t *waiting = json_object();
+        char why[CUB_ERR_MSG_MAX];
         AgentUpdate *u = agent_update_new(AGENT_UPDATE_API_SET, agent_now_usec());
         const char *uid;
         json_t *o;
@@ -350,7 +365,10 @@ static void on_api_pods(void *userdata, const json_t *pods) {
                         cub_log(LOG_ERR, "API server: %s", u->set.items[n].error);
                 /* a new pod whose volumes need the API server's data waits for it */
                 else if (!u->set.items[n].pod->refused.n && pod_has_api_projection(u->set.items[n].pod) &&
-                         !agent_cluster_volumes_ready(a, u->set.items[n].pod) && !agent_find_pod(a, uid)) {
+                         !agent_find_pod(a, uid) &&
+                         !agent_cluster_volumes_ready(a, u->set.items[n].pod, why, sizeof(why))) {
+                        if (*why && waiting)
+                                wait_note(a, waiting, uid, u->set.items[n].pod, why);
                         podsrc_entry_done(&u->set.items[n]);
                         a->cluster.waiting_volumes++;
                         continue;
@@ -358,6 +376,8 @@ static void on_api_pods(void *userdata, const json_t *pods) {
                 n++;
         }
         kube_projected_sweep(a->cluster.projected);
+        json_decref(a->cluster.waiting);
+        a->cluster.waiting = waiting;
         u->set.n = n;
         agent_update_push(a, u);
         /* the kill table keeps the shorter grace of the relist's stop and this one */
@@ -430,6 +450,20 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 
                         kube_events_record(a->cluster.events, &in);
                 }
+        }
+        json_object_foreach(a->cluster.waiting, uid, o) {
+                json_int_t first = json_integer_value(json_object_get(o, "first"));
+                KubeEventInput in = { .ns = json_string_value(json_object_get(o, "ns")),
+                                      .pod = json_string_value(json_object_get(o, "name")),
+                                      .uid = uid,
+                                      .warning = true,
+                                      .reason = "FailedMount",
+                                      .message = json_string_value(json_object_get(o, "message")),
+                                      .count = 1,
+                                      .first_unix = first,
+                                      .last_unix = first };
+
+                kube_events_record(a->cluster.events, &in);
         }
         for (size_t i = 0; kube_node_registered(a->cluster.node) && i < a->cluster.n_node_events; i++) {
                 KubeEventInput in = { .kind = "Node",
@@ -546,6 +580,8 @@ void agent_cluster_free(Agent *a) {
         a->cluster.projected = kube_projected_free(a->cluster.projected);
         json_decref(a->cluster.node_conditions);
         a->cluster.node_conditions = NULL;
+        json_decref(a->cluster.waiting);
+        a->cluster.waiting = NULL;
         a->cluster.pods = kube_pods_free(a->cluster.pods);
         a->cluster.node = kube_node_free(a->cluster.node);
         a->cluster.client = kube_client_free(a->cluster.client);

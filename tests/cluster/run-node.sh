@@ -252,6 +252,10 @@ CM_UID=$(pj cmwait .metadata.uid)
 cm_failing() { [ "$(status_json a | jq -r .apiServer.waitingForVolumes)" -ge 1 ]; }
 check "a projected ConfigMap that does not exist yet: the pod waits (not Failed), cubelet status counts it" wait_until 15 cm_failing
 is "$(pj cmwait '.status.phase // "none"')" Pending "...its phase stays Pending"
+ev_cm() { kc get events --field-selector involvedObject.name=cmwait -o json | jq -r '.items[] | "\(.reason): \(.message)"'; }
+has_ev_cm() { [ -n "$(ev_cm)" ]; }
+check "...with kubelet's FailedMount event" wait_until 20 has_ev_cm
+is "$(ev_cm | head -n 1)" 'FailedMount: MountVolume.SetUp failed for volume "cfg" : configmap "later" not found' "its message"
 kc create configmap later --from-literal=k=v1 >/dev/null
 cm_file() { [ "$(cat "$T/a/state/pods/$CM_UID/volumes/kubernetes.io~projected/cfg/k.txt" 2>/dev/null)" = v1 ]; }
 check "the ConfigMap created: the pod goes on within its TTL (1 min), the key written" wait_until 75 cm_file
