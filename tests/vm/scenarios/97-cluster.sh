@@ -153,8 +153,10 @@ t_is "$(journalctl -u cubelet -o cat | grep -c "pod default/$victim .*no longer 
 	"the journal has the deleted pod's stop once"
 
 # kubectl delete --grace-period=2 of a pod whose own grace is 60 s and that
-# ignores SIGTERM: killed after 2 s (kubelet takes the smaller)
-kc apply -f - >/dev/null <<EOF
+# ignores SIGTERM: killed after 2 s (kubelet takes the smaller); GPUs through
+# the scheduler: two pods get one each, the third waits (all started at once)
+{
+	cat <<EOF
 apiVersion: v1
 kind: Pod
 metadata: {name: stubborn, namespace: default}
@@ -164,6 +166,18 @@ spec:
   containers:
   - {name: app, image: localhost/cubelet/busybox:1, command: [sh, -c, 'trap "" TERM; while true; do sleep 1; done']}
 EOF
+	for g in 1 2 3; do
+		cat <<EOF
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu-$g, namespace: default}
+spec:
+  containers:
+  - {name: app, image: localhost/cubelet/busybox:1, command: [sleep, "3600"], resources: {limits: {nvidia.com/gpu: 1}}}
+EOF
+	done
+} | kc apply -f - >/dev/null
 stubborn_running() { [ "$(kc get pod stubborn -o jsonpath='{.status.phase}')" = Running ]; }
 wait_until 120 stubborn_running
 t5=$(date +%s.%N)
@@ -173,19 +187,6 @@ wait_until 60 stubborn_gone
 t5_s=$(since "$t5")
 t_ok "kubectl delete --grace-period=2 of a pod with 60 s of its own that ignores SIGTERM: gone in $t5_s s" \
 	awk -v s="$t5_s" 'BEGIN { exit !(s < 20) }'
-
-# ---- GPUs through the scheduler: two get one each, the third waits ---------------------------
-for g in 1 2 3; do
-	cat <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: gpu-$g, namespace: default}
-spec:
-  containers:
-  - {name: app, image: localhost/cubelet/busybox:1, command: [sleep, "3600"], resources: {limits: {nvidia.com/gpu: 1}}}
----
-EOF
-done | kc apply -f - >/dev/null
 gpu_running() { [ "$(kc get pods gpu-1 gpu-2 gpu-3 -o json | jq '[.items[] | select(.status.phase == "Running")] | length')" = 2 ]; }
 t_ok "two GPU pods placed by the scheduler and Running" wait_until 120 gpu_running
 pending=$(kc get pods gpu-1 gpu-2 gpu-3 -o json | jq -r '.items[] | select(.status.phase == "Pending") | "\(.metadata.name) \(.status.conditions[]? | select(.type == "PodScheduled") | .reason)"')
@@ -220,7 +221,7 @@ running_tasks() { ctr -n k8s.io tasks ls 2>/dev/null | awk '$3 == "RUNNING"' | w
 n_tasks=$(running_tasks)
 kill -STOP "$(cat "$D/apiserver.pid")"
 systemctl start cubelet
-sleep 12
+sleep 8
 t_is "$(running_tasks)" "$n_tasks" "cubelet back while the API server does not answer: no container stopped (sources not synced)"
 kill -CONT "$(cat "$D/apiserver.pid")"
 wait_until 120 ready
