@@ -151,7 +151,8 @@ static void on_answer(void *userdata, long status, json_t *body, const char *err
 
                 /* 404: the ConfigMap does not exist (an optional one is no file) */
                 v = status == 404 ? json_null() : json_is_object(data) ? json_deep_copy(data) : json_object();
-                e->renew_usec = now + KUBE_CONFIG_MAP_TTL_S * CUB_USEC_PER_SEC;
+                e->renew_usec = now + (status == 404 ? KUBE_CONFIG_MAP_MISSING_TTL_S : KUBE_CONFIG_MAP_TTL_S) *
+                                              CUB_USEC_PER_SEC;
                 p->config_maps++;
         }
         if (!v) {

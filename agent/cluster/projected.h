@@ -22,8 +22,11 @@
 /* kubelet's token manager (pkg/kubelet/token/token_manager.go) */
 #define KUBE_TOKEN_MAX_TTL_S (24 * 3600)
 #define KUBE_TOKEN_MAX_JITTER_S 10
-/* a ConfigMap is got again after this (kubelet's TTL cache: 1 min) */
+/* a ConfigMap is got again after this (kubelet's TTL cache: 1 min); one
+ * that does not exist sooner: a pod waits for it (kubelet's default watch
+ * sees it created at once) */
 #define KUBE_CONFIG_MAP_TTL_S 60
+#define KUBE_CONFIG_MAP_MISSING_TTL_S 5
 
 typedef struct KubeProjected KubeProjected;
 

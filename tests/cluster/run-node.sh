@@ -61,7 +61,7 @@ jqn() { node | jq -r "$1"; }
 lease() { kc -n kube-node-lease get lease "$NODE" -o json 2>/dev/null; }
 status_json() { "$CUBELET" status --socket "$T/$1/cubelet.sock" -o json; }
 
-if ! out=$("$ROOT/tests/cluster/control-plane.sh" start -b "$KUBE" -d "$T/cp" -n "$NODE" 2>&1); then
+if ! out=$(NODE_MONITOR_GRACE=20s "$ROOT/tests/cluster/control-plane.sh" start -b "$KUBE" -d "$T/cp" -n "$NODE" 2>&1); then
 	nok "the control plane starts" "$out"
 	echo "1..$n"
 	exit 1
@@ -258,10 +258,8 @@ check "...with kubelet's FailedMount event" wait_until 20 has_ev_cm
 is "$(ev_cm | head -n 1)" 'FailedMount: MountVolume.SetUp failed for volume "cfg" : configmap "later" not found' "its message"
 kc create configmap later --from-literal=k=v1 >/dev/null
 cm_file() { [ "$(cat "$T/a/state/pods/$CM_UID/volumes/kubernetes.io~projected/cfg/k.txt" 2>/dev/null)" = v1 ]; }
-check "the ConfigMap created: the pod goes on within its TTL (1 min), the key written" wait_until 75 cm_file
+check "the ConfigMap created: the pod goes on (a missing one is asked for every 5 s), the key written" wait_until 20 cm_file
 kc create configmap later --from-literal=k=v2 --dry-run=client -o yaml | kc replace -f - >/dev/null
-cm_file2() { [ "$(cat "$T/a/state/pods/$CM_UID/volumes/kubernetes.io~projected/cfg/k.txt" 2>/dev/null)" = v2 ]; }
-check "the ConfigMap changed: the volume written again within the TTL" wait_until 75 cm_file2
 is "$(status_json a | jq '[.pods[] | select(.name == "mirror")] | length')" 0 "a mirror pod is never run"
 orphan_gone() { ! kc get pod mirror >/dev/null 2>&1; }
 check "...and, without its static pod, deleted (kubelet's orphaned mirror pods)" wait_until 20 orphan_gone
@@ -334,14 +332,25 @@ r3=$(renew)
 check "the Lease is renewed again once the API server answers" wait_until 20 changed "$r3"
 back() { grep -q 'API server: node lease: working again' "$T/a.log"; }
 check "the journal says it works again" wait_until 5 back
+# (the ConfigMap was changed a minute ago, above)
+cm_file2() { [ "$(cat "$T/a/state/pods/$CM_UID/volumes/kubernetes.io~projected/cfg/k.txt" 2>/dev/null)" = v2 ]; }
+check "the ConfigMap changed: the volume written again within its TTL (1 min)" wait_until 60 cm_file2
 
 # ---- a restart keeps the Node ------------------------------------------------------------
 uid=$(jqn .metadata.uid)
 stop a
+t_away=$(date +%s)
+unknown() { [ "$(jqn '.status.conditions[] | select(.type == "Ready") | .status')" = Unknown ]; }
+check "cubelet stopped: the node controller marks the node Ready=Unknown after its grace period (20 s here)" \
+	wait_until 60 unknown
+is "$(jqn '[.spec.taints[]? | select(.key == "node.kubernetes.io/unreachable")] | length > 0')" true \
+	"...and taints it unreachable ($(($(date +%s) - t_away)) s after cubelet stopped)"
 run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig"
 exists() { grep -q "node '$NODE' exists (uid $uid); keeping it" "$T/a.log"; }
 check "restarted: the existing Node is kept (409, then its UID)" wait_until 30 exists
 is "$(jqn .metadata.uid)" "$uid" "the Node's UID is the same"
+posted() { [ "$(jqn '.status.conditions[] | select(.type == "Ready") | .reason')" = KubeletNotReady ]; }
+check "...and its Ready condition is cubelet's again (KubeletNotReady: no runtime here)" wait_until 30 posted
 stop a
 
 # ---- a broken kubeconfig -------------------------------------------------------------------

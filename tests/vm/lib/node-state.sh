@@ -91,6 +91,10 @@ diff_set() {
 
 baseline() {
 	rm -rf "$B" && mkdir -p "$B"
+	# the image's timers (systemd-tmpfiles-clean 15 min after boot, ...) would
+	# start units in the middle of a scenario: a test guest has none running
+	systemctl stop --no-block '*.timer' 2>/dev/null
+	systemctl stop '*.timer' 2>/dev/null
 	units >"$B/units"
 	cgroups >"$B/cgroups"
 	mounts >"$B/mounts"

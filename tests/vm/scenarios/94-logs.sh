@@ -138,6 +138,8 @@ t_ok "the container restarts (1.log appears)" sh -c "for i in \$(seq 120); do [ 
 for i in $(seq 20); do grep -q start- "$cdir/1.log" 2>/dev/null && break; sleep 0.5; done
 # the attempt now current, and the one before it, from the files themselves
 n=$(ls "$cdir" | sed -n 's/^\([0-9]*\)\.log$/\1/p' | sort -n | tail -n 1)
+# the newest file may have been made an instant before its container wrote
+for i in $(seq 20); do grep -q start- "$cdir/$n.log" 2>/dev/null && break; sleep 0.5; done
 want_prev=$(grep -o 'start-.*' "$cdir/$((n - 1)).log" | head -n 1)
 want_cur=$(grep -o 'start-.*' "$cdir/$n.log" | head -n 1)
 t_is "$("$CUBELET" logs "counter-$NODE" --previous | grep -m 1 start-)" "$want_prev" \
