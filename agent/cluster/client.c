@@ -26,12 +26,17 @@ typedef struct KubeRequest {
         KubeAnswerFn fn;
         KubeLineFn line_fn; /* a watch: each line as it comes */
         void *userdata;
-        bool held; /* waits for the end of a Retry-After */
+        bool held;      /* not handed to libcurl yet (the next loop turn, or a Retry-After's end) */
+        bool cancelled; /* its answer is not wanted: freed on the next loop turn */
         struct KubeRequest *next;
 } KubeRequest;
 
 struct KubeClient {
         sd_event *event;
+        /* hands held requests to libcurl and frees cancelled ones, on a loop
+         * turn of its own: a request may be started or cancelled from inside
+         * a libcurl callback (a watch line), where the multi handle refuses
+         * to be changed (CURLM_RECURSIVE_API_CALL) */
         sd_event_source *hold_timer;
         uint64_t hold_until; /* a 429's or 503's Retry-After: no request starts before (monotonic) */
         PodsrcCurl *curl;
@@ -145,6 +150,15 @@ static uint64_t retry_after_usec(CURL *easy, long status) {
         return (uint64_t) (v ? v : 1) * 1000000ULL;
 }
 
+/* the next loop turn, or the end of a Retry-After for held requests */
+static void kick(KubeClient *c) {
+        uint64_t now = 0;
+
+        (void) sd_event_now(c->event, CLOCK_MONOTONIC, &now);
+        (void) sd_event_source_set_time(c->hold_timer, c->hold_until > now ? c->hold_until : now);
+        (void) sd_event_source_set_enabled(c->hold_timer, SD_EVENT_ONESHOT);
+}
+
 static void hold(KubeClient *c, uint64_t usec) {
         uint64_t now = 0;
 
@@ -153,8 +167,7 @@ static void hold(KubeClient *c, uint64_t usec) {
                 return;
         c->hold_until = now + usec;
         c->stats.holds++;
-        (void) sd_event_source_set_time(c->hold_timer, c->hold_until);
-        (void) sd_event_source_set_enabled(c->hold_timer, SD_EVENT_ONESHOT);
+        kick(c);
 }
 
 static void on_done(CURL *easy, CURLcode code, void *userdata) {
@@ -168,6 +181,10 @@ static void on_done(CURL *easy, CURLcode code, void *userdata) {
         if (!q)
                 return;
         unlink_request(c, q);
+        if (q->cancelled) {
+                request_free(q);
+                return;
+        }
         c->stats.bytes_in += q->len;
         (void) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
         if (q->len && q->line_fn && status == 200 && !q->too_large) {
@@ -223,15 +240,45 @@ static void on_done(CURL *easy, CURLcode code, void *userdata) {
         request_free(q);
 }
 
-/* the Retry-After is over: the requests that waited start */
+/* cancelled requests freed; held ones handed to libcurl unless a
+ * Retry-After still holds them */
 static int on_hold_end(sd_event_source *s, uint64_t usec, void *userdata) {
         KubeClient *c = userdata;
+        KubeRequest **p = &c->inflight;
 
         (void) s;
-        (void) usec;
-        for (KubeRequest *q = c->inflight; q; q = q->next)
-                if (q->held && podsrc_curl_add(c->curl, q->easy) == 0)
+        while (*p) {
+                KubeRequest *q = *p;
+
+                if (!q->cancelled) {
+                        p = &q->next;
+                        continue;
+                }
+                *p = q->next;
+                if (!q->held)
+                        podsrc_curl_remove(c->curl, q->easy);
+                request_free(q);
+        }
+        if (usec < c->hold_until) {
+                kick(c);
+                return 0;
+        }
+        for (p = &c->inflight; *p;) {
+                KubeRequest *q = *p;
+                char error[CUB_ERR_MSG_MAX];
+
+                if (!q->held || podsrc_curl_add(c->curl, q->easy) == 0) {
                         q->held = false;
+                        p = &q->next;
+                        continue;
+                }
+                /* libcurl refused it: answered as a failure */
+                *p = q->next;
+                (void) snprintf(error, sizeof(error), "%s %s: libcurl refused the transfer", q->method, q->path);
+                c->stats.failures++;
+                q->fn(q->userdata, 0, NULL, error);
+                request_free(q);
+        }
         return 0;
 }
 
@@ -285,7 +332,8 @@ KubeClient *kube_client_free(KubeClient *c) {
                 KubeRequest *q = c->inflight;
 
                 c->inflight = q->next;
-                podsrc_curl_remove(c->curl, q->easy);
+                if (!q->held)
+                        podsrc_curl_remove(c->curl, q->easy);
                 request_free(q);
         }
         c->curl = podsrc_curl_free(c->curl);
@@ -362,16 +410,9 @@ static int start(KubeClient *c, const char *method, const char *path, const char
                 request_free(q);
                 return cub_err_set(err, EINVAL, "%s %s: libcurl refused an option", method, path);
         }
-        {
-                uint64_t now = 0;
-
-                (void) sd_event_now(c->event, CLOCK_MONOTONIC, &now);
-                q->held = now < c->hold_until; /* started when the Retry-After is over */
-        }
-        if (!q->held && podsrc_curl_add(c->curl, e) < 0) {
-                request_free(q);
-                return cub_err_set(err, EIO, "%s %s: libcurl refused the transfer", method, path);
-        }
+        /* handed to libcurl on the next loop turn (or when a Retry-After is over) */
+        q->held = true;
+        kick(c);
         q->id = ++c->next_id;
         q->next = c->inflight;
         c->inflight = q;
@@ -393,10 +434,10 @@ int kube_client_watch(KubeClient *c, const char *path, KubeLineFn line_fn, KubeA
 
 void kube_client_cancel(KubeClient *c, uint64_t id) {
         for (KubeRequest *q = c->inflight; q; q = q->next)
-                if (q->id == id) {
-                        unlink_request(c, q);
-                        podsrc_curl_remove(c->curl, q->easy);
-                        request_free(q);
+                if (q->id == id && !q->cancelled) {
+                        /* freed on the next loop turn: this may be a libcurl callback */
+                        q->cancelled = true;
+                        kick(c);
                         return;
                 }
 }
