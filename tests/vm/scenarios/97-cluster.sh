@@ -183,8 +183,8 @@ kc delete pod stubborn --grace-period=2 --wait=false >/dev/null
 stubborn_gone() { ! kc get pod stubborn >/dev/null 2>&1; }
 wait_until 60 stubborn_gone
 t5_s=$(since "$t5")
-t_ok "kubectl delete --grace-period=2 of a pod with 60 s of its own that ignores SIGTERM: gone in $t5_s s" \
-	awk -v s="$t5_s" 'BEGIN { exit !(s < 20) }'
+t_ok "kubectl delete --grace-period=2 of a pod with 60 s of its own that ignores SIGTERM: gone in $t5_s s (< 45, its own grace 60)" \
+	awk -v s="$t5_s" 'BEGIN { exit !(s < 45) }'
 gpu_running() { [ "$(kc get pods gpu-1 gpu-2 gpu-3 -o json | jq '[.items[] | select(.status.phase == "Running")] | length')" = 2 ]; }
 t_ok "two GPU pods placed by the scheduler and Running" wait_until 120 gpu_running
 pending=$(kc get pods gpu-1 gpu-2 gpu-3 -o json | jq -r '.items[] | select(.status.phase == "Pending") | "\(.metadata.name) \(.status.conditions[]? | select(.type == "PodScheduled") | .reason)"')
