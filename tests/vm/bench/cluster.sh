@@ -13,7 +13,7 @@
 #     the same pods as static manifests → Running in `cubelet status`;
 #     p50/p99 and their ratio.
 # vm-timeout: 1800
-# vm-mem: 2048M
+# vm-mem: 3072M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
@@ -94,7 +94,13 @@ spec:
       - {name: app, image: localhost/cubelet/busybox:1, command: [sleep, "3600"]}
 EOF
 running_api() { awk '$3 == "Running" && $4 != "" { print $2 }' "$W" | sort -u | wc -l; }
-for _ in $(seq 1200); do [ "$(running_api)" -ge "$N" ] && break; sleep 0.5; done
+for i in $(seq 1200); do
+	[ "$(running_api)" -ge "$N" ] && break
+	if [ $((i % 60)) = 0 ]; then
+		say "# $((i / 2)) s: $(running_api) of $N Running in the API's watch; cubelet has $(status_json | jq '[.pods[] | select(.name | startswith("bench-"))] | group_by(.phase) | map("\(.[0].phase) \(length)") | join(", ")'); $(awk '/MemAvailable/ { printf "%d MiB available", $2 / 1024 }' /proc/meminfo)"
+	fi
+	sleep 0.5
+done
 kill "$WATCH" 2>/dev/null
 awk -v t0="$t0" '$3 == "Running" && $4 != "" && !seen[$2]++ { print $1 - t0 }' "$W" >/tmp/api.txt
 kc delete deployment bench --wait=false >/dev/null
@@ -106,7 +112,8 @@ for i in $(seq "$N"); do
 done
 : >/tmp/static.txt
 declare -A seen
-for _ in $(seq 1200); do
+for i in $(seq 1200); do
+	[ $((i % 120)) = 0 ] && say "# static: $(wc -l </tmp/static.txt) of $N Running after $((i / 4)) s"
 	ts=$(now)
 	for p in $(status_json | jq -r '.pods[] | select((.name | startswith("static-")) and .phase == "Running") | .name'); do
 		[ -n "${seen[$p]:-}" ] && continue
