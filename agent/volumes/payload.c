@@ -17,41 +17,37 @@ void vol_api_files_free(VolApiFile *f, size_t n) {
         free(f);
 }
 
-/* the files of a downwardAPI or projected volume: its items' paths and
- * contents (malloc'd, in *paths and *datas), a configMap item without a
- * key giving one file per key of the ConfigMap */
+/* the files of a downwardAPI or projected volume (files[] own their path
+ * and data), a configMap item without a key giving one file per key */
 typedef struct Payload {
         VolFile *files;
-        char **owned; /* what files[] point at */
-        size_t n, n_owned, cap;
+        size_t n, cap;
 } Payload;
 
 static void payload_done(Payload *p) {
-        for (size_t i = 0; i < p->n_owned; i++)
-                free(p->owned[i]);
-        free(p->owned);
+        for (size_t i = 0; i < p->n; i++) {
+                free((char *) p->files[i].path);
+                free((char *) p->files[i].data);
+        }
         free(p->files);
 }
 
+/* takes path and data (NULL: out of memory, the other freed) */
 static int payload_add(Payload *p, char *path, char *data, int32_t mode, CubError *err) {
-        if (p->n == p->cap) {
+        if (path && data && p->n == p->cap) {
                 size_t cap = p->cap ? p->cap * 2 : 8;
                 VolFile *f = realloc(p->files, cap * sizeof(*f));
-                char **o;
 
-                if (f)
+                if (f) {
                         p->files = f;
-                o = f ? realloc(p->owned, 2 * cap * sizeof(*o)) : NULL;
-                if (!o) {
-                        free(path);
-                        free(data);
-                        return cub_err_set(err, ENOMEM, "out of memory");
+                        p->cap = cap;
                 }
-                p->owned = o;
-                p->cap = cap;
         }
-        p->owned[p->n_owned++] = path;
-        p->owned[p->n_owned++] = data;
+        if (!path || !data || p->n == p->cap) {
+                free(path);
+                free(data);
+                return cub_err_set(err, ENOMEM, "out of memory");
+        }
         p->files[p->n++] = (VolFile){ .path = path, .data = data, .mode = mode };
         return 0;
 }
@@ -65,16 +61,12 @@ int vol_items_write(const char *path, const Pod *pod, const PodVolume *v, const 
                 int32_t mode = f->mode_set ? f->mode : v->default_mode;
                 VolApiFile *af = NULL;
                 size_t n = 0;
-                char *value = NULL, *fpath;
+                char *value = NULL;
 
                 if (f->source == POD_PROJECTION_DOWNWARD_API) {
                         r = vol_downward_value(pod, f, node, &value, err);
-                        fpath = r == 0 ? strdup(f->path) : NULL;
                         if (r == 0)
-                                r = fpath ? payload_add(&p, fpath, value, mode, err)
-                                          : cub_err_set(err, ENOMEM, "out of memory");
-                        if (r < 0 && !fpath)
-                                free(value);
+                                r = payload_add(&p, strdup(f->path), value, mode, err);
                         continue;
                 }
                 if (!node->api_files) {
