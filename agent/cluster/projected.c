@@ -2,6 +2,7 @@
 /* Tokens and ConfigMaps for the pods' projected volumes, on the loop. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,13 +208,6 @@ static void ask(Entry *e) {
         }
 }
 
-static Entry *find(KubeProjected *p, const char *key) {
-        for (Entry *e = p->entries; e; e = e->next)
-                if (strcmp(e->key, key) == 0)
-                        return e;
-        return NULL;
-}
-
 static int result(Entry *e, CubError *err) {
         e->used = true;
         if (e->value)
@@ -223,35 +217,50 @@ static int result(Entry *e, CubError *err) {
         return 0;
 }
 
-static Entry *add(KubeProjected *p, char *key, bool token) {
-        Entry *e = calloc(1, sizeof(*e));
+/* the entry of key (taken), made when new: *ret_new says so */
+static Entry *get(KubeProjected *p, char *key, bool token, bool *ret_new) {
+        Entry *e;
 
+        *ret_new = false;
+        if (!key)
+                return NULL;
+        for (e = p->entries; e; e = e->next)
+                if (strcmp(e->key, key) == 0) {
+                        free(key);
+                        return e;
+                }
+        e = calloc(1, sizeof(*e));
         if (!e) {
                 free(key);
                 return NULL;
         }
-        e->p = p;
-        e->key = key;
-        e->token = token;
-        e->next = p->entries;
+        *e = (Entry){ .p = p, .key = key, .token = token, .next = p->entries };
         p->entries = e;
+        *ret_new = true;
         return e;
 }
 
+static char *keyf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *keyf(const char *fmt, ...) {
+        char *s = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        return s;
+}
+
 int kube_projected_token(KubeProjected *p, const KubeTokenKey *k, const char **ret, CubError *err) {
-        char *key = NULL;
-        Entry *e;
+        bool is_new;
+        Entry *e = get(p, keyf("token\t%s\t%s\t%" PRId64, k->uid, k->audience ?: "", k->expiration_seconds), true,
+                       &is_new);
         int r;
 
-        if (asprintf(&key, "token\t%s\t%s\t%" PRId64, k->uid, k->audience ?: "", k->expiration_seconds) < 0)
+        if (!e)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        e = find(p, key);
-        if (e)
-                free(key);
-        else {
-                e = add(p, key, true);
-                if (!e)
-                        return cub_err_set(err, ENOMEM, "out of memory");
+        if (is_new) {
                 e->ns = strdup(k->ns);
                 e->name = strdup(k->pod);
                 e->uid = strdup(k->uid);
@@ -269,19 +278,13 @@ int kube_projected_token(KubeProjected *p, const KubeTokenKey *k, const char **r
 }
 
 int kube_projected_config_map(KubeProjected *p, const char *ns, const char *name, const json_t **ret, CubError *err) {
-        char *key = NULL;
-        Entry *e;
+        bool is_new;
+        Entry *e = get(p, keyf("configmap\t%s\t%s", ns, name), false, &is_new);
         int r;
 
-        if (asprintf(&key, "configmap\t%s\t%s", ns, name) < 0)
+        if (!e)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        e = find(p, key);
-        if (e)
-                free(key);
-        else {
-                e = add(p, key, false);
-                if (!e)
-                        return cub_err_set(err, ENOMEM, "out of memory");
+        if (is_new) {
                 e->ns = strdup(ns);
                 e->name = strdup(name);
                 if (!e->ns || !e->name)
