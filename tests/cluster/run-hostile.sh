@@ -18,7 +18,8 @@ PORT=16443
 PORT2=16444
 n=0
 
-skip() { echo "1..0 # SKIP $*"; exit 77; }
+# shellcheck disable=SC1091
+. "$ROOT/tests/cluster/lib.sh"
 [ "$(id -u)" = 0 ] || skip "not root"
 CG=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 [ -n "$CG" ] || skip "no cgroup2 mount"
@@ -37,12 +38,6 @@ cleanup() {
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
-
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else nok "$name"; fi; }
-is() { if [ "$1" = "$2" ]; then ok "$3"; else nok "$3" "got:      '$1'" "expected: '$2'"; fi; }
-wait_until() { local t=$1; shift; for _ in $(seq $((t * 4))); do "$@" && return 0; sleep 0.25; done; return 1; }
 
 # ---- certificates: a CA, the server's for 127.0.0.1, one that expired --------------------------
 (
@@ -72,24 +67,6 @@ serve() { # NAME PORT CERT
 	for _ in $(seq 40); do ss -Hltn "sport = :$2" | grep -q . && return 0; sleep 0.25; done
 	return 1
 }
-run() { # NAME KUBECONFIG
-	mkdir -p "$T/$1/manifests" "$T/$1/dp" "$CGROOT/$1"
-	cat >"$T/$1/config.yaml" <<-EOF
-		apiVersion: kubelet.config.k8s.io/v1beta1
-		kind: KubeletConfiguration
-		readOnlyPort: 0
-		cubelet:
-		  devicePluginDir: $T/$1/dp
-		  stateDir: $T/$1/state
-		  socket: $T/$1/cubelet.sock
-		  cniConfDir: ""
-	EOF
-	"$CUBELET" run --config "$T/$1/config.yaml" --manifest-dir "$T/$1/manifests" --node-name "$NODE" \
-		--runtime-endpoint "unix://$T/no-runtime.sock" --cgroup-root "$CGROOT/$1" --kubeconfig "$T/$2.kubeconfig" \
-		>"$T/$1.log" 2>&1 &
-	PIDS="$PIDS $!"
-}
-status_json() { "$CUBELET" status --socket "$T/$1/cubelet.sock" -o json 2>/dev/null; }
 reqs() { jq -c --arg m "$2" --arg p "$3" 'select(.method == $m and (.path | startswith($p)))' "$T/$1.req" 2>/dev/null; }
 count() { reqs "$@" | wc -l; }
 log_count() { grep -c -F -- "$2" "$T/$1.log"; }
@@ -97,7 +74,7 @@ log_count() { grep -c -F -- "$2" "$T/$1.log"; }
 echo 'nodes=429 list=garbage' >"$T/mode"
 kubeconfig good "$PORT"
 serve good "$PORT" srv.crt || skip "the hostile server did not start"
-run a good
+run a --node-name "$NODE" --kubeconfig "$T/good.kubeconfig"
 
 # ---- 429 with Retry-After: every request waits -------------------------------------------------
 two_429() { [ "$(reqs good POST /api/v1/nodes | jq -s '[.[] | select(.status == 429)] | length')" -ge 2 ]; }
@@ -152,7 +129,7 @@ check "cubelet is alive and answers" alive
 sleep 1 # old.crt's notAfter is the second it was made
 kubeconfig old "$PORT2"
 serve old "$PORT2" old.crt || nok "the second server did not start"
-run b old
+run b --node-name "$NODE" --kubeconfig "$T/old.kubeconfig"
 check "an expired serving certificate: named" \
 	wait_until 20 grep -q -F "certificate has expired" "$T/b.log"
 sleep 4

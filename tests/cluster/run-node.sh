@@ -18,7 +18,8 @@ KUBE=$ROOT/build/cluster/kube
 NODE=cubelet-node
 n=0
 
-skip() { echo "1..0 # SKIP $*"; exit 77; }
+# shellcheck disable=SC1091
+. "$ROOT/tests/cluster/lib.sh"
 [ "$(id -u)" = 0 ] || skip "not root"
 CG=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 [ -n "$CG" ] || skip "no cgroup2 mount"
@@ -48,18 +49,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-# check NAME CMD...: ok when CMD succeeds
-check() { local name=$1; shift; if "$@"; then ok "$name"; else nok "$name"; fi; }
-is() { if [ "$1" = "$2" ]; then ok "$3"; else nok "$3" "got:      '$1'" "expected: '$2'"; fi; }
-contains() { case $1 in *"$2"*) ok "$3" ;; *) nok "$3" "got: '$1'" "expected to contain: '$2'" ;; esac; }
-wait_until() { local t=$1; shift; for _ in $(seq $((t * 4))); do "$@" && return 0; sleep 0.25; done; return 1; }
 kc() { "$KUBE" kubectl --kubeconfig "$T/cp/pki/admin.kubeconfig" "$@"; }
 node() { kc get node "$NODE" -o json 2>/dev/null; }
 jqn() { node | jq -r "$1"; }
 lease() { kc -n kube-node-lease get lease "$NODE" -o json 2>/dev/null; }
-status_json() { "$CUBELET" status --socket "$T/$1/cubelet.sock" -o json; }
 
 if ! out=$(NODE_MONITOR_GRACE=20s "$ROOT/tests/cluster/control-plane.sh" start -b "$KUBE" -d "$T/cp" -n "$NODE" 2>&1); then
 	nok "the control plane starts" "$out"
@@ -67,33 +60,6 @@ if ! out=$(NODE_MONITOR_GRACE=20s "$ROOT/tests/cluster/control-plane.sh" start -
 	exit 1
 fi
 ok "the control plane starts: $out"
-
-# run NAME ARGS...: a cubelet of its own (state, socket, port) in the background
-run() {
-	local name=$1
-	shift
-	mkdir -p "$T/$name/manifests" "$T/$name/dp" "$CGROOT/$name"
-	cat >"$T/$name/config.yaml" <<-EOF
-		apiVersion: kubelet.config.k8s.io/v1beta1
-		kind: KubeletConfiguration
-		readOnlyPort: 0
-		cubelet:
-		  devicePluginDir: $T/$name/dp
-		  stateDir: $T/$name/state
-		  socket: $T/$name/cubelet.sock
-		  cniConfDir: ""
-	EOF
-	"$CUBELET" run --config "$T/$name/config.yaml" --manifest-dir "$T/$name/manifests" \
-		--runtime-endpoint "unix://$T/no-runtime.sock" --cgroup-root "$CGROOT/$name" "$@" >"$T/$name.log" 2>&1 &
-	PIDS="$PIDS $!"
-	eval "PID_$name=$!"
-}
-stop() {
-	local pid
-	eval "pid=\$PID_$1"
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-}
 
 # ---- registration ------------------------------------------------------------------------
 run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig" \
