@@ -15,9 +15,6 @@
 #include "../volumes/volumes.h"
 #include "agent-internal.h"
 
-int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, VolApiFile **ret, size_t *ret_n,
-                            CubError *err);
-
 /* ret: 1 here, 0 asked for, < 0 failing; data (borrowed) */
 static int want(Agent *a, const Pod *pod, const PodDownwardFile *f, const char **token, const json_t **cm,
                 CubError *err) {
