@@ -114,6 +114,24 @@ static int run_url_options(AgentOptions *opt, const char *f_url, const char *f_f
         return opt->manifest_url ? 0 : -ENOMEM;
 }
 
+/* The static pod directory's rescan: fileCheckFrequency (default 20s, as
+ * kubelet; at least 1s: the directory's changes arrive by inotify at once,
+ * the rescan is the backstop). */
+static int run_dir_options(AgentOptions *opt) {
+        const char *freq = opt->kc.file_check_frequency ? opt->kc.file_check_frequency : "20s";
+        CubError err = {};
+
+        if (evict_duration_parse(freq, &opt->rescan_usec, &err) < 0) {
+                cub_log(LOG_ERR, "run: fileCheckFrequency: %s", err.msg);
+                return -EINVAL;
+        }
+        if (opt->rescan_usec < CUB_USEC_PER_SEC) {
+                cub_log(LOG_ERR, "run: fileCheckFrequency '%s' must be at least 1s", freq);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* The API server: --kubeconfig and the registration flags, the config's
  * registerNode and the node status and lease periods. */
 static int run_cluster_options(AgentOptions *opt, const char *f_kubeconfig, int register_node, const char *f_labels,
@@ -335,7 +353,7 @@ int cli_run(int argc, char **argv) {
                 return CLI_EXIT_BAD_INPUT;
         }
         opt.http_port = (unsigned) (http_port >= 0 ? http_port : opt.kc.read_only_port);
-        if (run_url_options(&opt, f_url, f_freq) < 0 ||
+        if (run_dir_options(&opt) < 0 || run_url_options(&opt, f_url, f_freq) < 0 ||
             run_cluster_options(&opt, f_kubeconfig, register_node, f_labels, f_taints) < 0) {
                 agent_options_done(&opt);
                 return CLI_EXIT_BAD_INPUT;

@@ -130,7 +130,16 @@ void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char
         /* a terminal phase never goes back (kubelet's status manager) */
         if (sent && terminal(sent) && !terminal(status))
                 return;
-        patch = json_pack("{s:{s:s},s:O}", "metadata", "uid", uid, "status", status);
+        patch = json_pack("{s:{s:s},s:o}", "metadata", "uid", uid, "status", json_deep_copy(status));
+        /* hostIPs and podIPs merge by "ip" in a strategic merge patch: the
+         * lists are replaced, or an address the node had before a restart
+         * would stay beside the new one (422: one per IP family) */
+        for (const char *const *k = (const char *const[]){ "hostIPs", "podIPs", NULL }; patch && *k; k++) {
+                json_t *l = json_object_get(json_object_get(patch, "status"), *k);
+
+                if (json_is_array(l))
+                        (void) json_array_append_new(l, json_pack("{s:s}", "$patch", "replace"));
+        }
         (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", ns, name);
         if (patch)
                 send(s, "PATCH", path, patch, uid, status);

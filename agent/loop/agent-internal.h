@@ -109,6 +109,7 @@ typedef struct AgentManagers {
         size_t n_mgr;
         void **mgr_state;
         LcActions actions; /* queued by managers (LcEnv.act), taken by actions.c */
+        bool restored;     /* their restore ran: the sources were ready, nothing held back */
 } AgentManagers;
 
 /* The pods being stopped: written by submit.c alone. */
@@ -197,6 +198,9 @@ typedef struct AgentCluster {
         uint64_t skipped_mirror, skipped_deleting, waiting_volumes, ticks;
         /* pods waiting for their volumes' data: uid → {ns, name, message, first} (FailedMount events) */
         json_t *waiting;
+        /* the UIDs of all pods held back for their volumes' data (uid → true),
+         * failure or not: wanted, so what runs of them is not stopped */
+        json_t *held;
         /* the node's own events (Starting, NodeReady, ...), and the
          * conditions they came from: type → status */
         struct {
@@ -353,6 +357,10 @@ bool agent_pod_from_url(const Agent *a, const LcPod *p);
 /* kubelet's sourcesReady: every source has given its set once (until then a
  * relist stops nothing it finds, so a restart never stops the URL's pods) */
 bool agent_sources_ready(const Agent *a);
+/* Whether the API source holds uid back (agent_pods_held: any) until its
+ * volumes' data is there; uid's ctx is the Agent (RelistInput.held). */
+bool agent_pod_held(const void *a, const char *uid);
+bool agent_pods_held(const Agent *a);
 /* a pod of the API server (its source is AGENT_SOURCE_API) */
 #define AGENT_SOURCE_API "api"
 bool agent_pod_from_api(const LcPod *p);
@@ -391,6 +399,9 @@ int agent_managers_new(Agent *a, CubError *err);
 void agent_managers_free(Agent *a);
 /* restore (checkpoints), then attach (their event sources) */
 void agent_managers_start(Agent *a);
+/* The managers' restore (each drops what belongs to pods that are gone), once:
+ * when every source has given its set and none holds a pod back. */
+void agent_managers_restore(Agent *a);
 void agent_managers_admit_batch(Agent *a);
 /* Each manager's admission in order, its decisions applied (apply: the
  * loop's agent_apply_actions) before the next looks; SIZE_MAX when all
@@ -420,7 +431,7 @@ bool agent_managers_take_actions(Agent *a, LcActions *ret);
 int agent_network_setup(const Agent *a, CubError *err);
 /* The node's first IPv4 address that is up and not loopback; 127.0.0.1
  * when there is none (a node without a network card). */
-void agent_host_ip(char buf[static 64]);
+void agent_host_ip(const char *pod_cidr, char buf[static 64]);
 
 /* ---- base.c -------------------------------------------------------------------- */
 uint64_t agent_now_usec(void);

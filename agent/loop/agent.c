@@ -19,6 +19,7 @@
 #include "../logs/logs.h"
 #include "../managers/managers.h"
 #include "../node/derive.h"
+#include "../pod/network.h"
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
 #include "../util/log.h"
@@ -261,7 +262,8 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         r = worker_pool_new(a->core.opt.workers, a->core.cri, a->core.writer, &a->core.pool, &efd, err);
         if (r < 0)
                 goto fail;
-        agent_host_ip(a->core.host_ip);
+        agent_host_ip(a->core.opt.kc.pod_cidr && *a->core.opt.kc.pod_cidr ? a->core.opt.kc.pod_cidr : POD_DEFAULT_CIDR,
+                      a->core.host_ip);
         r = agent_network_setup(a, err); /* network */
         if (r < 0)
                 goto fail;

@@ -331,7 +331,7 @@ static void on_api_pods(void *userdata, const json_t *pods) {
         Agent *a = userdata;
         ShorterGrace *shorter = NULL;
         size_t n_shorter = 0;
-        json_t *waiting = json_object();
+        json_t *waiting = json_object(), *held = json_object();
         char why[CUB_ERR_MSG_MAX];
         AgentUpdate *u = agent_update_new(AGENT_UPDATE_API_SET, agent_now_usec());
         const char *uid;
@@ -370,6 +370,8 @@ static void on_api_pods(void *userdata, const json_t *pods) {
                          !agent_find_pod(a, uid)) {
                         if (*why && waiting)
                                 wait_note(a, waiting, uid, u->set.items[n].pod, why);
+                        if (held)
+                                (void) json_object_set_new(held, uid, json_true());
                         podsrc_entry_done(&u->set.items[n]);
                         a->cluster.waiting_volumes++;
                         continue;
@@ -379,6 +381,8 @@ static void on_api_pods(void *userdata, const json_t *pods) {
         kube_projected_sweep(a->cluster.projected);
         json_decref(a->cluster.waiting);
         a->cluster.waiting = waiting;
+        json_decref(a->cluster.held);
+        a->cluster.held = held;
         u->set.n = n;
         agent_update_push(a, u);
         /* the kill table keeps the shorter grace of the relist's stop and this one */
@@ -583,6 +587,8 @@ void agent_cluster_free(Agent *a) {
         a->cluster.node_conditions = NULL;
         json_decref(a->cluster.waiting);
         a->cluster.waiting = NULL;
+        json_decref(a->cluster.held);
+        a->cluster.held = NULL;
         a->cluster.pods = kube_pods_free(a->cluster.pods);
         a->cluster.node = kube_node_free(a->cluster.node);
         a->cluster.client = kube_client_free(a->cluster.client);

@@ -138,6 +138,8 @@ static void on_relist(Agent *a, WorkerJob *j) {
                             .observed = j->observed,
                             .n_observed = j->n_observed,
                             .sources_ready = agent_sources_ready(a),
+                            .held = agent_pod_held,
+                            .held_ctx = a,
                             .network_error = a->rt.network_error,
                             .now = now };
         if (agent_stops_plan(a, &in, &plan) < 0 && !plan.sync) {

@@ -87,9 +87,17 @@ void agent_managers_free(Agent *a) {
         } while (0)
 
 void agent_managers_start(Agent *a) {
-        /* what the checkpoints hold first, then the managers' own event sources */
-        EACH(restore);
         EACH(attach);
+}
+
+void agent_managers_restore(Agent *a) {
+        /* before the sources are ready, a pod that runs may only be unknown
+         * yet (the API server's list after a restart): kubelet's cleanups
+         * wait for sourcesReady too */
+        if (a->mgrs.restored || !agent_sources_ready(a) || agent_pods_held(a))
+                return;
+        a->mgrs.restored = true;
+        EACH(restore);
 }
 
 void agent_managers_admit_batch(Agent *a) {

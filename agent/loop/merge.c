@@ -280,6 +280,7 @@ void agent_update_push(Agent *a, AgentUpdate *u) {
                 update_free(u);
         }
         a->queue.draining = false;
+        agent_managers_restore(a); /* once: the first time every source has given its set */
 }
 
 void agent_updates_free(Agent *a) {

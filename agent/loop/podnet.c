@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,16 +22,62 @@
 #define CNI_CONF_DIR "/etc/cni/net.d"
 #define CNI_CONF_NAME "10-cubelet.conflist"
 
-void agent_host_ip(char buf[static 64]) {
+/* Whether the IPv4 address a lies in cidr ("10.88.0.0/16"); false for an
+ * IPv6 or unparsable range. */
+static bool in_cidr4(struct in_addr a, const char *cidr) {
+        char net[INET_ADDRSTRLEN];
+        const char *slash = strchr(cidr, '/');
+        struct in_addr n;
+        unsigned bits;
+
+        if (!slash || (size_t) (slash - cidr) >= sizeof(net) || sscanf(slash + 1, "%u", &bits) != 1 || bits > 32)
+                return false;
+        memcpy(net, cidr, (size_t) (slash - cidr));
+        net[slash - cidr] = '\0';
+        if (inet_pton(AF_INET, net, &n) != 1)
+                return false;
+        uint32_t mask = bits ? htonl(~0u << (32 - bits)) : 0;
+        return (a.s_addr & mask) == (n.s_addr & mask);
+}
+
+/* The interface of the IPv4 default route (/proc/net/route), "" when none. */
+static void default_route_iface(char name[static IF_NAMESIZE]) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/net/route", "re");
+        char line[256], ifn[IF_NAMESIZE];
+        unsigned dst, flags;
+
+        name[0] = '\0';
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "%15s %x %*x %x", ifn, &dst, &flags) == 3 && dst == 0 && (flags & 1u /* RTF_UP */)) {
+                        memcpy(name, ifn, IF_NAMESIZE);
+                        return;
+                }
+}
+
+/* The node's IP without kubelet's --node-ip: the first IPv4 address of the
+ * default route's interface, else the first of an interface that is up,
+ * not loopback and not in the pod network (the CNI bridge comes with the
+ * first pod: the node's address must not change with it), else 127.0.0.1. */
+void agent_host_ip(const char *pod_cidr, char buf[static 64]) {
         struct ifaddrs *ifs = NULL;
+        char route_if[IF_NAMESIZE];
 
         buf[0] = '\0';
+        default_route_iface(route_if);
         if (getifaddrs(&ifs) >= 0) {
-                for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
-                        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
-                            !(i->ifa_flags & IFF_LOOPBACK) &&
-                            inet_ntop(AF_INET, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, buf, 64))
-                                break;
+                for (int pass = route_if[0] ? 0 : 1; pass < 2 && !buf[0]; pass++)
+                        for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+                                struct in_addr a;
+
+                                if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+                                    (i->ifa_flags & IFF_LOOPBACK))
+                                        continue;
+                                a = ((struct sockaddr_in *) i->ifa_addr)->sin_addr;
+                                if (pass == 0 ? strcmp(i->ifa_name, route_if) != 0 : in_cidr4(a, pod_cidr))
+                                        continue;
+                                if (inet_ntop(AF_INET, &a, buf, 64))
+                                        break;
+                        }
                 freeifaddrs(ifs);
         }
         if (!buf[0])

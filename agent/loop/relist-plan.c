@@ -75,9 +75,9 @@ int relist_plan(const RelistInput *in, KillTable *kills, RelistPlan *plan) {
                 const LcPod *p = cub_hashmap_get(in->by_uid, o->uid);
 
                 /* a pod of the table (wanted, or its own stop still under
-                 * way) is not stopped from here; nothing is before the
-                 * sources have given their sets */
-                if ((p && (p->wanted || p->busy)) || !in->sources_ready)
+                 * way) is not stopped from here, nor one a source holds
+                 * back; nothing is before the sources have given their sets */
+                if ((p && (p->wanted || p->busy)) || !in->sources_ready || (in->held && in->held(in->held_ctx, o->uid)))
                         continue;
                 if ((r = add_kill(plan, kills, o, o->grace, in->now, in->n_observed)) < 0)
                         goto out;

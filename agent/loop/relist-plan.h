@@ -24,7 +24,11 @@ typedef struct RelistInput {
         const CubHashmap *by_uid; /* the table's index: the newest pod of each UID */
         const WorkerObserved *observed;
         size_t n_observed;
-        bool sources_ready;        /* until every source gave its set, nothing found is stopped */
+        bool sources_ready; /* until every source gave its set, nothing found is stopped */
+        /* whether a source wants uid but has not handed it over yet (an API
+         * pod waiting for its volumes' data): what runs of it is not stopped */
+        bool (*held)(const void *ctx, const char *uid);
+        const void *held_ctx;
         const char *network_error; /* the runtime's network is not ready ("" or NULL: it is) */
         uint64_t now;              /* CLOCK_MONOTONIC µs */
 } RelistInput;

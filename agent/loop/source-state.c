@@ -29,6 +29,14 @@ bool agent_sources_ready(const Agent *a) {
                (!a->cluster.pods || kube_pods_synced(a->cluster.pods));
 }
 
+bool agent_pod_held(const void *a, const char *uid) {
+        return json_object_get(((const Agent *) a)->cluster.held, uid) != NULL;
+}
+
+bool agent_pods_held(const Agent *a) {
+        return json_object_size(a->cluster.held) > 0;
+}
+
 /* ---- the manifest directory's errors ----------------------------------------- */
 
 /* Appends (source, message) to a list of errors: 0, or -ENOMEM with the

@@ -259,6 +259,9 @@ static const PodField config_fields[] = {
         { .name = "httpCheckFrequency",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, http_check_frequency) },
+        { .name = "fileCheckFrequency",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, file_check_frequency) },
         { .name = "containerRuntimeEndpoint",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, runtime_endpoint) },
@@ -358,6 +361,7 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->static_pod_url);
         pod_strv_done(&c->static_pod_url_header);
         free(c->http_check_frequency);
+        free(c->file_check_frequency);
         free(c->static_pod_url_ca_file);
         free(c->static_pod_url_client_cert);
         free(c->static_pod_url_client_key);

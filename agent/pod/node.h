@@ -93,6 +93,7 @@ typedef struct PodKubeletConfig {
         char *static_pod_url;
         PodStrv static_pod_url_header;
         char *http_check_frequency;
+        char *file_check_frequency; /* fileCheckFrequency: the static pod directory's rescan, default "20s" */
         char *static_pod_url_ca_file;
         char *static_pod_url_client_cert;
         char *static_pod_url_client_key;

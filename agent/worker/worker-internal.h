@@ -19,8 +19,10 @@ struct WorkerPool {
         WorkerJob *queue_head, *queue_tail;
         WorkerJob *done_head, *done_tail;
         bool stopping;
-        pthread_t *threads;
-        unsigned n_threads;
+        pthread_t *threads; /* max_threads slots, n_threads started */
+        unsigned n_threads, max_threads;
+        unsigned n_idle;   /* threads waiting for a job */
+        unsigned n_queued; /* jobs not yet taken */
         int efd;
         CriClient *cri;
         CgWriter *cg;

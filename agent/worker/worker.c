@@ -247,8 +247,10 @@ static void *worker_main(void *arg) {
                 uint64_t one = 1;
 
                 pthread_mutex_lock(&p->lock);
+                p->n_idle++;
                 while (!p->queue_head && !p->stopping)
                         pthread_cond_wait(&p->cond, &p->lock);
+                p->n_idle--;
                 if (!p->queue_head) {
                         pthread_mutex_unlock(&p->lock);
                         return NULL;
@@ -257,6 +259,7 @@ static void *worker_main(void *arg) {
                 p->queue_head = j->next;
                 if (!p->queue_head)
                         p->queue_tail = NULL;
+                p->n_queued--;
                 j->next = NULL;
                 pthread_mutex_unlock(&p->lock);
 
@@ -318,6 +321,15 @@ int worker_pool_check_runtime(WorkerPool *p, CubError *err) {
         return 0;
 }
 
+/* A thread more, under the lock; false when none can be started. */
+static bool pool_grow(WorkerPool *p) {
+        if (p->n_threads >= p->max_threads || pthread_create(&p->threads[p->n_threads], NULL, worker_main, p) != 0)
+                return false;
+        (void) pthread_setname_np(p->threads[p->n_threads], "cub-worker");
+        p->n_threads++;
+        return true;
+}
+
 int worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool **ret, int *ret_fd, CubError *err) {
         WorkerPool *p;
 
@@ -327,7 +339,8 @@ int worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool
         p->cri = cri;
         p->cg = cg;
         p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        p->threads = calloc(n_threads, sizeof(pthread_t));
+        p->max_threads = n_threads > WORKER_POOL_MAX ? n_threads : WORKER_POOL_MAX;
+        p->threads = calloc(p->max_threads, sizeof(pthread_t));
         if (p->efd < 0 || !p->threads) {
                 int r = cub_err_set(err, p->efd < 0 ? errno : ENOMEM, "worker pool: %s",
                                     p->efd < 0 ? strerror(errno) : "out of memory");
@@ -339,12 +352,10 @@ int worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool
         }
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->cond, NULL);
-        for (unsigned i = 0; i < n_threads; i++) {
-                if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0)
-                        break;
-                (void) pthread_setname_np(p->threads[i], "cub-worker");
-                p->n_threads++;
-        }
+        pthread_mutex_lock(&p->lock);
+        while (p->n_threads < n_threads && pool_grow(p))
+                ;
+        pthread_mutex_unlock(&p->lock);
         if (p->n_threads == 0) {
                 worker_pool_free(p);
                 return cub_err_set(err, EAGAIN, "worker pool: cannot start threads");
@@ -362,6 +373,11 @@ void worker_pool_submit(WorkerPool *p, WorkerJob *j) {
         else
                 p->queue_head = j;
         p->queue_tail = j;
+        /* more jobs waiting than idle threads (every thread may sit in a
+         * kill's grace period): one thread more, up to the cap, so that no
+         * pod waits on another pod's stop */
+        if (++p->n_queued > p->n_idle && !p->stopping)
+                (void) pool_grow(p);
         pthread_cond_signal(&p->cond);
         pthread_mutex_unlock(&p->lock);
 }

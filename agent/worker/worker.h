@@ -209,8 +209,13 @@ const WorkerContainer *worker_observed_container(const WorkerObserved *o, const 
 
 typedef struct WorkerPool WorkerPool;
 
-/* Worker threads inherit the caller's signal mask. *ret_fd becomes readable
- * when finished jobs wait in worker_pool_take(). */
+/* The pool starts n_threads threads and grows, up to WORKER_POOL_MAX, while
+ * more jobs wait than threads are idle: a kill holds its thread for the
+ * pod's grace period, and kubelet's pod workers (one goroutine per pod)
+ * never make one pod wait on another's stop. Worker threads inherit the
+ * caller's signal mask. *ret_fd becomes readable when finished jobs wait in
+ * worker_pool_take(). */
+#define WORKER_POOL_MAX 32
 int worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool **ret, int *ret_fd, CubError *err);
 void worker_pool_submit(WorkerPool *p, WorkerJob *j);
 /* The runtime's cgroup driver against the writer's (containerd's CRI Status

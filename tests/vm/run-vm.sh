@@ -33,7 +33,7 @@
 # Results land in RUNDIR (default VM_DIR/runs/NAME of the first scenario):
 # console.log (serial console), out/ (timing, baseline.txt, done) and out/NAME/
 # for each scenario (tap.txt, stderr.txt, rc, journal.txt, timing, reset.txt,
-# done), wall_s. The host watches the guest: a scenario still running its
+# check-times.txt, done), wall_s. The host watches the guest: a scenario still running its
 # TIMEOUT + 60 s after it started, or a guest that starts none within 600 s
 # of boot, gets the VM killed.
 # Exit status: the scenarios' (1 also when one printed "not ok"), 123 when the

@@ -12,6 +12,8 @@
 #   containerd_systemd_cgroup true|false             switch runc's SystemdCgroup
 #   once_per_matrix SECTION  false in the systemd run for a driver-independent section
 #   cubelet_cpu              the unit's CPU time so far (µs)
+#   available                memory.available (bytes) as kubelet and cubelet compute it
+#   hold_cmd MiB [STEP_SLEEP]  a shell command that allocates MiB, then sleeps
 #
 # CUBELET_DRIVER (cgroupfs, the default, or systemd; run-scenarios.sh sets it
 # for the driver matrix) is written into cubelet's config as cgroupDriver, and
@@ -37,11 +39,14 @@ cubelet_install() {
 	fi
 	# the pod network's conflist, as `make install` puts it (docs/pod-fields.md "Pod network")
 	install -D -m 0644 "$VM_REPO/packaging/cni/10-cubelet.conflist" /etc/cni/net.d/10-cubelet.conflist
+	log "cubelet_install: $(cut -d' ' -f1 /proc/uptime) restarting containerd"
 	systemctl restart containerd
 	for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+	log "cubelet_install: $(cut -d' ' -f1 /proc/uptime) importing images"
 	for img in pause busybox; do
 		ctr -n k8s.io images import "$images/$img.tar" >>"$VM_OUT/scenario.log" 2>&1
 	done
+	log "cubelet_install: $(cut -d' ' -f1 /proc/uptime) images imported"
 	install -D -m 0755 "${1:-$VM_REPO/build/cubelet}" "$CUBELET"
 	install -D -m 0644 "$VM_REPO/packaging/systemd/cubelet.service" /etc/systemd/system/cubelet.service
 	install -D -m 0644 "$VM_REPO/packaging/cubelet.yaml" /etc/cubelet/config.yaml
@@ -85,8 +90,11 @@ once_per_matrix() {
 
 cubelet_setup() {
 	cubelet_install
+	log "cubelet_setup: $(cut -d' ' -f1 /proc/uptime) daemon-reload"
 	systemctl daemon-reload
+	log "cubelet_setup: $(cut -d' ' -f1 /proc/uptime) starting cubelet"
 	systemctl start cubelet
+	log "cubelet_setup: $(cut -d' ' -f1 /proc/uptime) started"
 }
 
 # status_json: the status socket's document, what `cubelet status -o json`
@@ -209,4 +217,16 @@ cubelet_teardown() {
 		[ -e "$cg/cgroup.kill" ] && echo 1 >"$cg/cgroup.kill"
 	done
 	return 0
+}
+
+MiB=1048576
+# memory.available as kubelet (and cubelet) compute it
+available() {
+	awk -v inact="$(awk '/^inactive_file /{print $2}' /sys/fs/cgroup/memory.stat)" '
+		/^MemTotal:/ { t = $2 * 1024 } /^MemFree:/ { f = $2 * 1024 }
+		END { ws = t - f - inact; if (ws < 0) ws = 0; printf "%d\n", t - ws }' /proc/meminfo
+}
+# hold_cmd MiB [STEP_SLEEP]: a container command that allocates MiB (1 MiB strings), then sleeps
+hold_cmd() {
+	printf '%s' "exec awk 'BEGIN{for(i=0;i<$1;i++){a[i]=sprintf(\"%1048576s\",\"x\"); if(i%8==0){system(\"cat /proc/uptime\"); system(\"sleep ${2:-0.05}\")}} print \"held\"; while(1) system(\"sleep 60\")}'"
 }

@@ -172,13 +172,18 @@ umount_new() {
 	done
 }
 
-# restore_files: the restored trees as recorded; SYSTEMD_CHANGED=1 when a file
-# under /etc/systemd was among them (systemd must read its units again)
+# restore_files: the restored trees as recorded; SYSTEMD_CHANGED=1 when a
+# file under /etc/systemd that the boot had was changed or removed (systemd
+# must read its units again). Files a scenario added (cubelet.service, its
+# drop-ins) are only removed: systemd keeps their stopped units in memory
+# until the next scenario's own daemon-reload, which each scenario that
+# installs a unit makes (a reload costs 3 s, 6 to 10 s in make test's
+# parallel guests, and two per scenario added minutes)
 SYSTEMD_CHANGED=0
 restore_files() {
 	# shellcheck disable=SC2086
 	now=$(files $RESTORED)
-	if comm -3 "$B/restored" <(echo "$now") | grep -q '^[[:space:]]*/etc/systemd/'; then
+	if comm -23 "$B/restored" <(echo "$now") | grep -q '^/etc/systemd/'; then
 		SYSTEMD_CHANGED=1
 	fi
 	# new paths (not in the record) removed, deepest first

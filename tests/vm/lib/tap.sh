@@ -14,6 +14,8 @@ _t_failed=0
 
 _t_result() { # _t_result PASSED(0|1) DESCRIPTION
 	_t_n=$((_t_n + 1))
+	# when each check ended (guest uptime), for finding where a scenario's time goes
+	[ -n "${VM_OUT:-}" ] && echo "$(cut -d' ' -f1 /proc/uptime) $_t_n $2" >>"$VM_OUT/check-times.txt"
 	if [ "$1" = 0 ]; then
 		echo "ok $_t_n - $2"
 	else

@@ -19,20 +19,9 @@ t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 
-MiB=1048576
 cubelet_setup
 jqs() { status_json | jq -r "$@"; }
 podq() { status_json | jq -r --arg n "$1-$NODE" ".pods[] | select(.name==\$n) | $2"; }
-# memory.available as kubelet (and cubelet) compute it
-available() {
-	awk -v inact="$(awk '/^inactive_file /{print $2}' /sys/fs/cgroup/memory.stat)" '
-		/^MemTotal:/ { t = $2 * 1024 } /^MemFree:/ { f = $2 * 1024 }
-		END { ws = t - f - inact; if (ws < 0) ws = 0; printf "%d\n", t - ws }' /proc/meminfo
-}
-# hold NAME MiB [STEP_SLEEP]: a container that allocates MiB (1 MiB strings) then sleeps
-hold_cmd() {
-	printf '%s' "exec awk 'BEGIN{for(i=0;i<$1;i++){a[i]=sprintf(\"%1048576s\",\"x\"); if(i%8==0){system(\"cat /proc/uptime\"); system(\"sleep ${2:-0.05}\")}} print \"held\"; while(1) system(\"sleep 60\")}'"
-}
 pod() { # pod NAME RESOURCES COMMAND
 	cat >"$M/$1.yaml" <<Y
 apiVersion: v1

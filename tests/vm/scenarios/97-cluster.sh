@@ -13,7 +13,9 @@
 # pods run on; cubelet back while the API server is frozen: nothing stopped;
 # then Ready, no container restarted, a pod deleted meanwhile cleaned up (e);
 # a bound pod that does
-# not fit is Failed/OutOfmemory with kubelet's message (d).
+# not fit is Failed/OutOfmemory with kubelet's message (d); memory pressure
+# evicts the lowest-ranked pod: Failed/Evicted in the API (f); the same
+# under the systemd cgroup driver: pods in slices, graceful deletion (g).
 # (The Node's fields, the Lease, NodeRestriction, mirror pods, token volumes
 # and the API server's faults: tests/cluster/run-node.sh and run-hostile.sh,
 # on the host, in make test.)
@@ -241,6 +243,74 @@ t_ok "a bound pod that does not fit: Failed" wait_until 60 failed
 t_is "$(kc get pod huge -o jsonpath='{.status.reason}')" OutOfmemory "reason OutOfmemory"
 t_contains "$(kc get pod huge -o jsonpath='{.status.message}')" "Pod was rejected: Node didn't have enough resource: memory" \
 	"kubelet's message"
+
+# ---- f. memory pressure evicts an API pod ---------------------------------------------------------
+# cubelet restarted with a hard threshold 250Mi under what is available now;
+# a BestEffort pod bound to the node grows until it crosses it. The lowest
+# ranked pod (BestEffort, furthest over its requests) goes: Failed/Evicted in
+# the API with kubelet's message, the DisruptionTarget condition and an
+# Evicted event; the Deployment's pods (BestEffort, idle) stay.
+base=$(available)
+T=$(((base - 250 * MiB) / MiB))
+t_diag "memory.available ${base} bytes; threshold memory.available<${T}Mi"
+sed -i '/^eviction/d' /etc/cubelet/config.yaml
+printf 'evictionHard: {memory.available: "%sMi"}\nevictionPressureTransitionPeriod: 5s\n' "$T" >>/etc/cubelet/config.yaml
+systemctl restart cubelet
+for _ in $(seq 60); do status_json >/dev/null && break; sleep 0.5; done
+kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: hog, namespace: default}
+spec:
+  nodeName: $NODE_LC
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  automountServiceAccountToken: false
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command:
+    - sh
+    - -c
+    - |
+      $(hold_cmd 900 0.1)
+EOF
+evicted() { [ "$(kc get pod hog -o jsonpath='{.status.phase}/{.status.reason}')" = Failed/Evicted ]; }
+t_ok "memory pressure (threshold ${T}Mi): the BestEffort hog is Failed/Evicted in the API" wait_until 240 evicted
+t_contains "$(kc get pod hog -o jsonpath='{.status.message}')" "The node was low on resource: memory. Threshold quantity: ${T}Mi, available: " \
+	"its message is kubelet's"
+t_is "$(kc get pod hog -o json | jq -r '.status.conditions[] | select(.type == "DisruptionTarget") | "\(.status) \(.reason)"')" \
+	"True TerminationByKubelet" "the DisruptionTarget condition, reason TerminationByKubelet"
+evicted_ev() { [ "$(kc get events --field-selector involvedObject.name=hog -o json | jq -r '[.items[] | select(.source.component == "kubelet" and .reason == "Evicted")] | length')" -ge 1 ]; }
+t_ok "an Evicted event from kubelet (cubelet) for it" wait_until 30 evicted_ev
+t_ok "the Deployment's pods are untouched" running 2
+
+# ---- g. the systemd cgroup driver -------------------------------------------------------------
+# The same node under cgroupDriver: systemd (containerd's runc with
+# SystemdCgroup = true): the Deployment again, its pods in systemd slices,
+# a graceful deletion and the replacement. (The driver matrix runs the
+# single-node scenarios twice; here the control plane is started once.)
+kc delete deployment web --wait=false >/dev/null
+no_web() { [ "$(kc get pods -l app=web -o json | jq '.items | length')" = 0 ]; }
+t_ok "the Deployment deleted: its pods stopped and gone" wait_until 120 no_web
+systemctl stop cubelet
+sed -i '/^eviction/d' /etc/cubelet/config.yaml
+CUBELET_DRIVER=systemd
+cubelet_config_driver systemd
+containerd_systemd_cgroup true
+systemctl start cubelet
+t_ok "systemd driver: cubelet back, the node Ready" wait_until 120 ready
+kc apply -f "$D/web.yaml" >/dev/null
+t_ok "systemd driver: the Deployment's 3 replicas Running" wait_until 300 running 3
+slices=$(for u in $(kc get pods -l app=web -o json | jq -r '.items[].metadata.uid'); do
+	[ -d "/sys/fs/cgroup/$(cg_qos besteffort)/kubepods-besteffort-pod${u//-/_}.slice" ] && echo "$u"
+done | wc -l)
+t_is "$slices" 3 "their pod cgroups are systemd slices ($(cg_qos besteffort)/kubepods-besteffort-pod<uid>.slice)"
+victim=$(kc get pods -l app=web -o json | jq -r '.items[0].metadata.name')
+kc delete pod "$victim" --wait=false >/dev/null
+t_ok "systemd driver: kubectl delete pod: the object goes once cubelet stopped it" wait_until 120 gone
+t_is "$(cat "/srv/cubelet-cluster-vm/out/$victim" 2>/dev/null)" TERM "the container saw SIGTERM"
+t_ok "systemd driver: the ReplicaSet's replacement runs" wait_until 300 running 3
 
 cubelet_teardown
 systemctl stop cubelet-gpu-plugin

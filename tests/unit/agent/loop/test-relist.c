@@ -242,6 +242,37 @@ static void test_sources_not_ready(void **state) {
         node_done(&n);
 }
 
+static bool held_b(const void *ctx, const char *uid) {
+        (void) ctx;
+        return strcmp(uid, "uid-b") == 0;
+}
+
+static void test_held_pod_left_running(void **state) {
+        Node n;
+        RelistPlan p;
+        RelistInput in;
+
+        (void) state;
+        node_init(&n);
+        node_observe(&n, "uid-a", "a", 2);
+        node_observe(&n, "uid-b", "b", 2);
+        /* after a restart the API server lists b, held back for its
+         * token: what runs of it stays; a is wanted by no source and goes */
+        in = (RelistInput){ .pods = n.pods,
+                            .n_pods = n.n_pods,
+                            .by_uid = n.by_uid,
+                            .observed = n.obs,
+                            .n_observed = n.n_obs,
+                            .sources_ready = true,
+                            .held = held_b,
+                            .now = 0 };
+        assert_int_equal(relist_plan(&in, &n.kills, &p), 0);
+        assert_int_equal(p.n_kill, 1);
+        assert_string_equal(p.kill[0]->uid, "uid-a");
+        relist_plan_done(&p);
+        node_done(&n);
+}
+
 static void test_syncs(void **state) {
         Node n;
         RelistPlan p;
@@ -362,6 +393,7 @@ int main(void) {
                 cmocka_unit_test(test_waiting_stop_left_alone),
                 cmocka_unit_test(test_recovered_pod_forgotten),
                 cmocka_unit_test(test_sources_not_ready),
+                cmocka_unit_test(test_held_pod_left_running),
                 cmocka_unit_test(test_syncs),
                 cmocka_unit_test(test_waiting_sync_is_steady),
                 cmocka_unit_test(test_network_not_ready),

@@ -138,6 +138,7 @@ static void test_config(void **state) {
                                    "  Authorization: [\"Bearer abc\"]\n"
                                    "  X-Node: [edge-1, rack-4]\n"
                                    "httpCheckFrequency: 5s\n"
+                                   "fileCheckFrequency: 7s\n"
                                    "cubelet:\n"
                                    "  staticPodURLCAFile: /etc/cubelet/ca.crt\n"
                                    "  staticPodURLClientCert: /etc/cubelet/node.crt\n"
@@ -154,6 +155,7 @@ static void test_config(void **state) {
         assert_string_equal(c.static_pod_url_header.items[1], "X-Node: edge-1");
         assert_string_equal(c.static_pod_url_header.items[2], "X-Node: rack-4");
         assert_string_equal(c.http_check_frequency, "5s");
+        assert_string_equal(c.file_check_frequency, "7s");
         assert_string_equal(c.static_pod_url_ca_file, "/etc/cubelet/ca.crt");
         assert_string_equal(c.static_pod_url_client_cert, "/etc/cubelet/node.crt");
         assert_string_equal(c.static_pod_url_client_key, "/etc/cubelet/node.key");
