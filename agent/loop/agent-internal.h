@@ -399,8 +399,9 @@ int agent_managers_new(Agent *a, CubError *err);
 void agent_managers_free(Agent *a);
 /* restore (checkpoints), then attach (their event sources) */
 void agent_managers_start(Agent *a);
-/* The managers' restore (each drops what belongs to pods that are gone), once:
- * when every source has given its set and none holds a pod back. */
+/* The managers' restore (each drops what belongs to pods that are gone), once;
+ * the merge calls it when every source has given its set and none holds a
+ * pod back. */
 void agent_managers_restore(Agent *a);
 void agent_managers_admit_batch(Agent *a);
 /* Each manager's admission in order, its decisions applied (apply: the

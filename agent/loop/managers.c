@@ -91,10 +91,7 @@ void agent_managers_start(Agent *a) {
 }
 
 void agent_managers_restore(Agent *a) {
-        /* before the sources are ready, a pod that runs may only be unknown
-         * yet (the API server's list after a restart): kubelet's cleanups
-         * wait for sourcesReady too */
-        if (a->mgrs.restored || !agent_sources_ready(a) || agent_pods_held(a))
+        if (a->mgrs.restored)
                 return;
         a->mgrs.restored = true;
         EACH(restore);

@@ -280,7 +280,12 @@ void agent_update_push(Agent *a, AgentUpdate *u) {
                 update_free(u);
         }
         a->queue.draining = false;
-        agent_managers_restore(a); /* once: the first time every source has given its set */
+        /* before the sources are ready, a pod that runs may only be unknown
+         * yet (the API server's list after a restart): the managers drop
+         * what belongs to pods that are gone once every source has given
+         * its set, as kubelet's cleanups wait for sourcesReady */
+        if (agent_sources_ready(a) && !agent_pods_held(a))
+                agent_managers_restore(a);
 }
 
 void agent_updates_free(Agent *a) {

@@ -5,6 +5,7 @@
 # sandbox (a). Without cgroupDriver, on this systemd host, cubelet takes the
 # systemd driver (b). With it, pod slices outlive cubelet and are adopted:
 # a restart never stops a slice, and a deleted pod's slice is stopped (c).
+# vm-guest: b
 # vm-timeout: 900
 # vm-mem: 2048M
 set -u
