@@ -20,9 +20,10 @@ struct WorkerPool {
         WorkerJob *done_head, *done_tail;
         bool stopping;
         pthread_t *threads; /* max_threads slots, n_threads started */
-        unsigned n_threads, max_threads;
-        unsigned n_idle;   /* threads waiting for a job */
-        unsigned n_queued; /* jobs not yet taken */
+        unsigned n_threads, base_threads, max_threads;
+        unsigned n_idle;     /* threads waiting for a job */
+        unsigned n_queued;   /* jobs not yet taken */
+        unsigned n_stopping; /* threads in a stop (a kill or a container's stop: a grace period) */
         int efd;
         CriClient *cri;
         CgWriter *cg;

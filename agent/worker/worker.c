@@ -238,6 +238,10 @@ WorkerAction worker_container_action(bool init, bool sidecar, const char *restar
 
 /* ---- the pool ------------------------------------------------------------- */
 
+static bool is_stop(const WorkerJob *j) {
+        return j->kind == WORKER_KILL || j->kind == WORKER_STOP_CONTAINER;
+}
+
 static void *worker_main(void *arg) {
         WorkerPool *p = arg;
 
@@ -260,6 +264,7 @@ static void *worker_main(void *arg) {
                 if (!p->queue_head)
                         p->queue_tail = NULL;
                 p->n_queued--;
+                p->n_stopping += is_stop(j);
                 j->next = NULL;
                 pthread_mutex_unlock(&p->lock);
 
@@ -288,6 +293,7 @@ static void *worker_main(void *arg) {
                         (void) snprintf(j->error, sizeof(j->error), "%s", err.msg);
 
                 pthread_mutex_lock(&p->lock);
+                p->n_stopping -= is_stop(j);
                 if (p->done_tail)
                         p->done_tail->next = j;
                 else
@@ -339,6 +345,7 @@ int worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool
         p->cri = cri;
         p->cg = cg;
         p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        p->base_threads = n_threads;
         p->max_threads = n_threads > WORKER_POOL_MAX ? n_threads : WORKER_POOL_MAX;
         p->threads = calloc(p->max_threads, sizeof(pthread_t));
         if (p->efd < 0 || !p->threads) {
@@ -373,10 +380,12 @@ void worker_pool_submit(WorkerPool *p, WorkerJob *j) {
         else
                 p->queue_head = j;
         p->queue_tail = j;
-        /* more jobs waiting than idle threads (every thread may sit in a
-         * kill's grace period): one thread more, up to the cap, so that no
-         * pod waits on another pod's stop */
-        if (++p->n_queued > p->n_idle && !p->stopping)
+        /* more jobs waiting than idle threads: a thread more for each stop
+         * that runs or is this job (a stop sits in its grace period; up to
+         * the cap), so that no pod waits on another pod's stop and a stop
+         * never waits on syncs; syncs alone keep the base count (a burst
+         * of pods does not start all at once under one core) */
+        if (++p->n_queued > p->n_idle && p->n_threads < p->base_threads + p->n_stopping + is_stop(j) && !p->stopping)
                 (void) pool_grow(p);
         pthread_cond_signal(&p->cond);
         pthread_mutex_unlock(&p->lock);

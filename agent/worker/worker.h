@@ -209,10 +209,11 @@ const WorkerContainer *worker_observed_container(const WorkerObserved *o, const 
 
 typedef struct WorkerPool WorkerPool;
 
-/* The pool starts n_threads threads and grows, up to WORKER_POOL_MAX, while
- * more jobs wait than threads are idle: a kill holds its thread for the
- * pod's grace period, and kubelet's pod workers (one goroutine per pod)
- * never make one pod wait on another's stop. Worker threads inherit the
+/* The pool starts n_threads threads and grows, up to WORKER_POOL_MAX, by a
+ * thread for each stop (a kill, a container's stop) that runs or is queued
+ * while no thread is idle: a stop holds its thread for the pod's grace
+ * period, and kubelet's pod workers (one goroutine per pod) never make one
+ * pod wait on another's stop. Worker threads inherit the
  * caller's signal mask. *ret_fd becomes readable when finished jobs wait in
  * worker_pool_take(). */
 #define WORKER_POOL_MAX 32

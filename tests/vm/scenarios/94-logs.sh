@@ -136,15 +136,21 @@ t_is "$rc" 0 "logs -f ends when the container ends (after $(($(date +%s) - start
 t_contains "$out" "partial-line" "logs -f printed the run's output"
 t_ok "the container restarts (1.log appears)" sh -c "for i in \$(seq 120); do [ -s '$cdir/1.log' ] && exit 0; sleep 0.5; done; exit 1"
 for i in $(seq 20); do grep -q start- "$cdir/1.log" 2>/dev/null && break; sleep 0.5; done
-# the attempt now current, and the one before it, from the files themselves
-n=$(ls "$cdir" | sed -n 's/^\([0-9]*\)\.log$/\1/p' | sort -n | tail -n 1)
-# the newest file may have been made an instant before its container wrote
-for i in $(seq 20); do grep -q start- "$cdir/$n.log" 2>/dev/null && break; sleep 0.5; done
-want_prev=$(grep -o 'start-.*' "$cdir/$((n - 1)).log" | head -n 1)
-want_cur=$(grep -o 'start-.*' "$cdir/$n.log" | head -n 1)
-t_is "$("$CUBELET" logs "counter-$NODE" --previous | grep -m 1 start-)" "$want_prev" \
-	"--previous shows the last terminated run's output ($((n - 1)).log)"
-t_is "$("$CUBELET" logs "counter-$NODE" | grep -m 1 start-)" "$want_cur" "logs shows the current run's output ($n.log)"
+# the attempt now current, and the one before it, from the files themselves,
+# beside what cubelet logs says of them; read again while the container
+# restarts in between (the counter exits each run: under a loaded emulation
+# a new attempt can begin between reading the files and asking cubelet)
+runs_match() {
+	n=$(ls "$cdir" | sed -n 's/^\([0-9]*\)\.log$/\1/p' | sort -n | tail -n 1)
+	want_prev=$(grep -o 'start-.*' "$cdir/$((n - 1)).log" | head -n 1)
+	want_cur=$(grep -o 'start-.*' "$cdir/$n.log" | head -n 1)
+	got_prev=$("$CUBELET" logs "counter-$NODE" --previous | grep -m 1 start-)
+	got_cur=$("$CUBELET" logs "counter-$NODE" | grep -m 1 start-)
+	[ -n "$want_cur" ] && [ "$got_prev" = "$want_prev" ] && [ "$got_cur" = "$want_cur" ]
+}
+for i in $(seq 20); do runs_match && break; sleep 0.5; done
+t_is "$got_prev" "$want_prev" "--previous shows the last terminated run's output ($((n - 1)).log)"
+t_is "$got_cur" "$want_cur" "logs shows the current run's output ($n.log)"
 t_ok "the two runs differ ($want_prev, $want_cur)" test "$want_prev" != "$want_cur" -a -n "$want_prev"
 out=$("$CUBELET" logs "envpod-$NODE" -c main --previous 2>&1)
 t_is "$?:$out" "1:Error from server (BadRequest): previous terminated container \"main\" in pod \"envpod-$NODE\" not found" \
