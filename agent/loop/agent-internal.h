@@ -195,7 +195,7 @@ typedef struct AgentCluster {
         KubeEvents *events;       /* their events */
         KubeProjected *projected; /* tokens and ConfigMaps of their volumes */
         sd_event_source *status_timer;
-        uint64_t skipped_mirror, skipped_deleting, waiting_volumes, ticks;
+        uint64_t skipped_mirror, skipped_deleting, ticks;
         /* pods waiting for their volumes' data: uid → {ns, name, message, first} (FailedMount events) */
         json_t *waiting;
         /* the UIDs of all pods held back for their volumes' data (uid → true),

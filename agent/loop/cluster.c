@@ -344,7 +344,6 @@ static void on_api_pods(void *userdata, const json_t *pods) {
                 return;
         }
         kube_projected_mark(a->cluster.projected);
-        a->cluster.waiting_volumes = 0;
         json_object_foreach((json_t *) pods, uid, o) {
                 const json_t *meta = json_object_get(o, "metadata");
 
@@ -373,7 +372,6 @@ static void on_api_pods(void *userdata, const json_t *pods) {
                         if (held)
                                 (void) json_object_set_new(held, uid, json_true());
                         podsrc_entry_done(&u->set.items[n]);
-                        a->cluster.waiting_volumes++;
                         continue;
                 }
                 n++;
@@ -571,7 +569,8 @@ void agent_cluster_status(Agent *a, json_t *doc) {
                 json_object_set_new(o, "podStatus", kube_status_json(a->cluster.status));
                 json_object_set_new(o, "events", kube_events_status_json(a->cluster.events));
                 json_object_set_new(o, "volumes", kube_projected_status_json(a->cluster.projected));
-                json_object_set_new(o, "waitingForVolumes", json_integer((json_int_t) a->cluster.waiting_volumes));
+                json_object_set_new(o, "waitingForVolumes",
+                                    json_integer((json_int_t) json_object_size(a->cluster.held)));
                 json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
                 json_object_set_new(o, "retryAfterHolds", json_integer((json_int_t) s->holds));
         }
