@@ -361,7 +361,7 @@ install: $(B)/cubelet $(B)/cubelet-gpu-plugin
 # The cluster issue's test peers (tests/cluster/): the real kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet and kubectl as one binary,
 # built from k8s.io/kubernetes at the release tests/cluster/go.mod pins (Go
-# from the module proxy; not part of `make test` yet).
+# from the module proxy; `make test` builds it before the VM scenarios).
 KUBE_VERSION := v1.34.4
 KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=34 -X $(p).gitTreeState=clean)

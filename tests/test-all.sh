@@ -44,7 +44,7 @@ if [ "$VM_TESTS" = 1 ]; then
 	step "build: VM kernel, initramfs, package builds, status-fetch" \
 		$MAKE --no-print-directory -j2 vm-image vm-debs vm-tools
 	# the real control plane for 97-cluster (Go, test peers only): seconds
-	# with the module and build caches, half an hour without them; not
+	# with the module and build caches, about 5 min without them; not
 	# built in 10 min, the scenario says so and skips
 	s=$(date +%s.%N)
 	timeout 600 $MAKE --no-print-directory cluster-peers >/dev/null 2>&1 ||

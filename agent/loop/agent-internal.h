@@ -85,6 +85,7 @@ typedef struct AgentCore {
         char runtime_version[256];
         char *log_root;
         char host_ip[64];
+        int64_t wall_minus_mono; /* cub_wall_minus_mono_usec()'s kept offset */
 } AgentCore;
 
 /* The pod table: written by podtable.c alone. Which pods a source still

@@ -228,10 +228,12 @@ static void api_entry(const json_t *o, PodsrcEntry *e) {
         e->path = strdup(AGENT_SOURCE_API);
         spec = json_dumps(json_object_get(o, "spec"), JSON_COMPACT | JSON_SORT_KEYS);
         if (text) {
-                /* what the API server sets, and the service account fields
-                 * whose volume (if any) is decoded, not dropped */
+                /* what the API server sets or has applied (generateName:
+                 * the name is made), and the service account fields whose
+                 * volume (if any) is decoded, not dropped */
                 static const char *const server_set[] = { "resourceVersion", "generation", "creationTimestamp",
-                                                          "managedFields",   "selfLink",   "ownerReferences" };
+                                                          "managedFields",   "selfLink",   "ownerReferences",
+                                                          "generateName" };
                 static const char *const sa[] = { "serviceAccountName", "serviceAccount",
                                                   "automountServiceAccountToken" };
                 json_t *c = json_deep_copy(o);
@@ -406,7 +408,7 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         ApiPodsInfo info = { .node_name = a->core.opt.node_name,
                              .host_ip = a->core.host_ip[0] ? a->core.host_ip : NULL,
                              .runtime = "containerd",
-                             .wall_minus_mono_usec = (int64_t) cub_now_usec(CLOCK_REALTIME) - (int64_t) usec };
+                             .wall_minus_mono_usec = cub_wall_minus_mono_usec(&a->core.wall_minus_mono) };
         const char *uid;
         json_t *o, *keep;
 

@@ -21,7 +21,7 @@ static void publish(Agent *a, uint64_t now) {
         ApiPodsInfo info = { .node_name = a->core.opt.node_name,
                              .host_ip = a->core.host_ip[0] ? a->core.host_ip : NULL,
                              .runtime = "containerd",
-                             .wall_minus_mono_usec = (int64_t) cub_now_usec(CLOCK_REALTIME) - (int64_t) now };
+                             .wall_minus_mono_usec = cub_wall_minus_mono_usec(&a->core.wall_minus_mono) };
         ApiGauges g = { .runtime_ready = a->rt.ready,
                         .version = CUBELET_VERSION,
                         .node_name = a->core.opt.node_name,

@@ -33,3 +33,24 @@ static inline uint64_t cub_now_usec(clockid_t clock) {
                 return 0;
         return cub_timespec_usec(&ts);
 }
+
+/* The wall clock's offset from the monotonic one (CLOCK_REALTIME -
+ * CLOCK_MONOTONIC, usec) for wall times derived from monotonic ones: *cache
+ * keeps the first reading and takes a new one only when the offset moved by
+ * more than a second (the wall clock was stepped). Read afresh each time,
+ * the offset jitters by the microseconds between the two clock reads, so a
+ * derived time in whole seconds would flip between two values from one
+ * rendering to the next (and every flip is a status PATCH to the API server). */
+static inline int64_t cub_wall_offset_keep(int64_t *cache, int64_t now_offset) {
+        int64_t d = now_offset - *cache;
+
+        if (*cache == 0 || d > (int64_t) CUB_USEC_PER_SEC || d < -(int64_t) CUB_USEC_PER_SEC)
+                *cache = now_offset;
+        return *cache;
+}
+
+static inline int64_t cub_wall_minus_mono_usec(int64_t *cache) {
+        int64_t mono = (int64_t) cub_now_usec(CLOCK_MONOTONIC);
+
+        return cub_wall_offset_keep(cache, (int64_t) cub_now_usec(CLOCK_REALTIME) - mono);
+}

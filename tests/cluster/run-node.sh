@@ -237,8 +237,13 @@ put_back() { [ "$(pj plain .status.phase)" = Pending ]; }
 check "someone else writes a pod's status: cubelet's 10 s resync puts its own back (kubelet's status manager)" \
 	wait_until 25 put_back
 r1=$(status_json a | jq .apiServer.podStatus.resyncs)
+p1=$(status_json a | jq .apiServer.podStatus.patches)
 sleep 12
 is "$(($(status_json a | jq .apiServer.podStatus.resyncs) - r1))" 0 "...and a status the API server holds as sent is not sent again"
+# startTime and PodScheduled's time are monotonic times made wall times: an
+# offset read afresh each second flipped them between two seconds, and each
+# flip was a PATCH (30 steady pods: 19 a second)
+is "$(($(status_json a | jq .apiServer.podStatus.patches) - p1))" 0 "steady pods: no status PATCH in 12 s (their times do not move)"
 
 # ---- mirror pods ------------------------------------------------------------------------------
 cat >"$T/a/manifests/static.yaml" <<-EOF

@@ -74,7 +74,7 @@ idle "idle, a node of the API server"
 # ---- 2. N pods through the API server, and as static manifests -------------------------------
 W=/tmp/cluster-bench-watch.txt
 : >"$W"
-kc get pods -l app=bench -w -o 'jsonpath={.metadata.name} {.status.phase} {.status.podIP}{"\n"}' 2>/dev/null |
+kc get pods -l app=bench -w --no-headers -o custom-columns=N:.metadata.name,P:.status.phase,IP:.status.podIP 2>/dev/null |
 	while read -r name phase ip; do printf '%s %s %s %s\n' "$(now)" "$name" "$phase" "$ip"; done >>"$W" &
 WATCH=$!
 sleep 3
@@ -93,16 +93,16 @@ spec:
       containers:
       - {name: app, image: localhost/cubelet/busybox:1, command: [sleep, "3600"]}
 EOF
-running_api() { awk '$3 == "Running" && $4 != "" { print $2 }' "$W" | sort -u | wc -l; }
+running_api() { awk '$3 == "Running" && $4 != "" && $4 != "<none>" { print $2 }' "$W" | sort -u | wc -l; }
 for i in $(seq 1200); do
 	[ "$(running_api)" -ge "$N" ] && break
 	if [ $((i % 60)) = 0 ]; then
-		say "# $((i / 2)) s: $(running_api) of $N Running in the API's watch; cubelet has $(status_json | jq '[.pods[] | select(.name | startswith("bench-"))] | group_by(.phase) | map("\(.[0].phase) \(length)") | join(", ")'); $(awk '/MemAvailable/ { printf "%d MiB available", $2 / 1024 }' /proc/meminfo)"
+		say "# $(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s: $(running_api) of $N Running in the API's watch ($(wc -l <"$W") events), $(kc get pods -l app=bench -o json | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null)] | length') in a list; API client: $(status_json | jq -c '.apiServer | {requests, failures, retryAfterHolds, podStatus}'); cubelet has $(status_json | jq '[.pods[] | select(.name | startswith("bench-"))] | group_by(.phase) | map("\(.[0].phase) \(length)") | join(", ")'); $(awk '/MemAvailable/ { printf "%d MiB available", $2 / 1024 }' /proc/meminfo)"
 	fi
 	sleep 0.5
 done
 kill "$WATCH" 2>/dev/null
-awk -v t0="$t0" '$3 == "Running" && $4 != "" && !seen[$2]++ { print $1 - t0 }' "$W" >/tmp/api.txt
+awk -v t0="$t0" '$3 == "Running" && $4 != "" && $4 != "<none>" && !seen[$2]++ { print $1 - t0 }' "$W" >/tmp/api.txt
 kc delete deployment bench --wait=false >/dev/null
 for _ in $(seq 600); do [ "$(status_json | jq '[.pods[] | select(.name | startswith("bench-"))] | length')" = 0 ] && break; sleep 0.5; done
 
@@ -113,7 +113,7 @@ done
 : >/tmp/static.txt
 declare -A seen
 for i in $(seq 1200); do
-	[ $((i % 120)) = 0 ] && say "# static: $(wc -l </tmp/static.txt) of $N Running after $((i / 4)) s"
+	[ $((i % 120)) = 0 ] && say "# static: $(wc -l </tmp/static.txt) of $N Running after $(awk -v a="$t1" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s"
 	ts=$(now)
 	for p in $(status_json | jq -r '.pods[] | select((.name | startswith("static-")) and .phase == "Running") | .name'); do
 		[ -n "${seen[$p]:-}" ] && continue

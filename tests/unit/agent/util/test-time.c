@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* agent/util/time.h: the time units and cub_now_usec(). */
+/* agent/util/time.h: the time units, cub_now_usec() and the kept wall offset. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,11 +43,31 @@ static void test_now_is_monotonic(void **state) {
         assert_int_equal(cub_now_usec((clockid_t) -1000), 0);
 }
 
+static void test_wall_offset_kept(void **state) {
+        int64_t cache = 0, a, b;
+
+        (void) state;
+        /* the first reading is kept through jitter under a second */
+        assert_int_equal(cub_wall_offset_keep(&cache, 5000000), 5000000);
+        assert_int_equal(cub_wall_offset_keep(&cache, 5999999), 5000000);
+        assert_int_equal(cub_wall_offset_keep(&cache, 4000001), 5000000);
+        /* a step of the wall clock (over a second) is taken */
+        assert_int_equal(cub_wall_offset_keep(&cache, 6000001), 6000001);
+        assert_int_equal(cub_wall_offset_keep(&cache, 3000000), 3000000);
+        /* the real clocks: two readings give the very same offset */
+        cache = 0;
+        a = cub_wall_minus_mono_usec(&cache);
+        b = cub_wall_minus_mono_usec(&cache);
+        assert_true(a != 0);
+        assert_int_equal(a, b);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_units),
                 cmocka_unit_test(test_timespec_usec),
                 cmocka_unit_test(test_now_is_monotonic),
+                cmocka_unit_test(test_wall_offset_kept),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
