@@ -75,7 +75,10 @@ start() {
 		--service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
 		--endpoint-reconciler-type=none
 	for _ in $(seq $((TIMEOUT * 2))); do
-		if [ "$("$KUBE" kubectl --kubeconfig "$P/admin.kubeconfig" get --raw /readyz 2>/dev/null)" = ok ]; then
+		# curl, not kubectl: the kube binary takes seconds to start under
+		# the VM's emulation, and each poll took them from the API server's start
+		if [ "$(curl -s --max-time 5 --cacert "$P/ca.crt" --cert "$P/admin.crt" --key "$P/admin.key" \
+			https://127.0.0.1:6443/readyz 2>/dev/null)" = ok ]; then
 			# the controller manager and the scheduler once the API server's
 			# RBAC bootstrap (part of /readyz) is there: they read
 			# kube-system's extension-apiserver-authentication at start

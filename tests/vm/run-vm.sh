@@ -274,6 +274,12 @@ end=$(date +%s.%N)
 wall=$(echo "$start $end" | awk '{ printf "%.1f", $2 - $1 }')
 echo "$wall" >"$rundir/wall_s"
 
+# each scenario's journal, copied by the guest as files: formatted here
+for j in "$out"/*/journal; do
+	[ -d "$j" ] || continue
+	journalctl --no-pager -o short-monotonic --directory "$j" >"${j%/journal}/journal.txt" 2>&1 && rm -rf "$j"
+done
+
 guest_times=""
 if [ -f "$out/timing" ]; then
 	guest_times=$(tr '\n' ' ' <"$out/timing")

@@ -38,7 +38,16 @@ fi
 D=/srv/cubelet-cluster-vm
 NODE_LC=$(echo "$NODE" | tr '[:upper:]' '[:lower:]')
 kc() { "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" "$@"; }
-jqn() { kc get node "$NODE_LC" -o json 2>/dev/null | jq -r "$1"; }
+# reads: a GET of the API server as the admin, with curl (kubectl, the whole
+# control plane in one Go binary, takes ~3 s to start under emulation; what
+# it would print is the same object). kubectl for what it does: apply,
+# create, delete with its grace period.
+api() { curl -s --max-time 30 --cacert "$D/pki/ca.crt" --cert "$D/pki/admin.crt" --key "$D/pki/admin.key" "https://127.0.0.1:6443$1"; }
+pod() { api "/api/v1/namespaces/default/pods/$1"; }
+pods() { api "/api/v1/namespaces/default/pods${1:+?labelSelector=$1}"; }
+absent() { [ "$(curl -s --max-time 30 -o /dev/null -w '%{http_code}' --cacert "$D/pki/ca.crt" --cert "$D/pki/admin.crt" --key "$D/pki/admin.key" "https://127.0.0.1:6443/api/v1/namespaces/default/pods/$1")" = 404 ]; }
+events() { api "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D$1"; }
+jqn() { api "/api/v1/nodes/$NODE_LC" 2>/dev/null | jq -r "$1"; }
 since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
 
 t0=$(date +%s.%N)
@@ -103,21 +112,21 @@ spec:
         command: [sh, -c, 'S=/var/run/secrets/kubernetes.io/serviceaccount; echo "\$(cat \$S/namespace) \$(wc -c < \$S/token) \$(head -n 1 \$S/ca.crt)" > /out/\$(hostname).sa; trap "echo TERM > /out/\$(hostname); exit 0" TERM; while true; do sleep 1; done']
         volumeMounts: [{name: out, mountPath: /out}]
 EOF
-running() { [ "$(kc get pods -l app=web -o json | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null and .metadata.deletionTimestamp == null)] | length')" = "$1" ]; }
+running() { [ "$(pods app%3Dweb | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null and .metadata.deletionTimestamp == null)] | length')" = "$1" ]; }
 t2=$(date +%s.%N)
 kc apply -f "$D/web.yaml" >/dev/null
 wait_until 300 running 3
 api_s=$(since "$t2")
 t_ok "3 replicas scheduled onto the node and Running with pod IPs ($api_s s)" running 3
-t_is "$(kc get pods -l app=web -o json | jq -r '[.items[].spec.nodeName] | unique | join(",")')" "$NODE_LC" \
+t_is "$(pods app%3Dweb | jq -r '[.items[].spec.nodeName] | unique | join(",")')" "$NODE_LC" \
 	"the scheduler placed them on this node"
-t_is "$(kc get pods -l app=web -o json | jq -r '[.items[].status.containerStatuses[0].containerID | split("://")[0]] | unique | join(",")')" \
+t_is "$(pods app%3Dweb | jq -r '[.items[].status.containerStatuses[0].containerID | split("://")[0]] | unique | join(",")')" \
 	containerd "containerStatuses carry containerd:// IDs"
-first=$(kc get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
+first=$(pods app%3Dweb | jq -r '.items[0].metadata.name')
 sa_line=$(cat "/srv/cubelet-cluster-vm/out/$first.sa" 2>/dev/null)
 t_is "$(echo "$sa_line" | awk '{ print $1, ($2 > 100), $3 }')" "default 1 -----BEGIN" \
 	"the ServiceAccount admission's kube-api-access volume in the container: namespace, a token, ca.crt ($sa_line)" 
-reasons() { kc get events --field-selector "involvedObject.name=$first" -o json | jq -r '[.items[] | select(.source.component == "kubelet") | .reason] | sort | unique | join(",")'; }
+reasons() { events "$first" | jq -r '[.items[] | select(.source.component == "kubelet") | .reason] | sort | unique | join(",")'; }
 started_ev() { case $(reasons) in *Created*Started*) return 0 ;; *) return 1 ;; esac; }
 wait_until 30 started_ev
 t_ok "the pod's Events from kubelet (cubelet) in the API: $(reasons)" started_ev
@@ -141,10 +150,10 @@ t_diag "create → Running: 3 pods through the API server and the scheduler $api
 rm -f "$M"/static-*.yaml
 
 # ---- c. graceful deletion ----------------------------------------------------------------
-victim=$(kc get pods -l app=web -o json | jq -r '.items[0].metadata.name')
+victim=$(pods app%3Dweb | jq -r '.items[0].metadata.name')
 t4=$(date +%s.%N)
 kc delete pod "$victim" --wait=false >/dev/null
-gone() { ! kc get pod "$victim" >/dev/null 2>&1; }
+gone() { absent "$victim"; }
 wait_until 120 gone
 t_ok "kubectl delete pod: the pod object goes once cubelet stopped it ($(since "$t4") s)" gone
 t_is "$(cat "/srv/cubelet-cluster-vm/out/$victim" 2>/dev/null)" TERM "the container saw SIGTERM"
@@ -178,18 +187,19 @@ spec:
 EOF
 	done
 } | kc apply -f - >/dev/null
-stubborn_running() { [ "$(kc get pod stubborn -o jsonpath='{.status.phase}')" = Running ]; }
+stubborn_running() { [ "$(pod stubborn | jq -r .status.phase)" = Running ]; }
 wait_until 120 stubborn_running
 t5=$(date +%s.%N)
 kc delete pod stubborn --grace-period=2 --wait=false >/dev/null
-stubborn_gone() { ! kc get pod stubborn >/dev/null 2>&1; }
+stubborn_gone() { absent stubborn; }
 wait_until 60 stubborn_gone
 t5_s=$(since "$t5")
 t_ok "kubectl delete --grace-period=2 of a pod with 60 s of its own that ignores SIGTERM: gone in $t5_s s (< 45, its own grace 60)" \
 	awk -v s="$t5_s" 'BEGIN { exit !(s < 45) }'
-gpu_running() { [ "$(kc get pods gpu-1 gpu-2 gpu-3 -o json | jq '[.items[] | select(.status.phase == "Running")] | length')" = 2 ]; }
+gpu_pods() { pods | jq '{items: [.items[] | select(.metadata.name | test("^gpu-[123]$"))]}'; }
+gpu_running() { [ "$(gpu_pods | jq '[.items[] | select(.status.phase == "Running")] | length')" = 2 ]; }
 t_ok "two GPU pods placed by the scheduler and Running" wait_until 120 gpu_running
-pending=$(kc get pods gpu-1 gpu-2 gpu-3 -o json | jq -r '.items[] | select(.status.phase == "Pending") | "\(.metadata.name) \(.status.conditions[]? | select(.type == "PodScheduled") | .reason)"')
+pending=$(gpu_pods | jq -r '.items[] | select(.status.phase == "Pending") | "\(.metadata.name) \(.status.conditions[]? | select(.type == "PodScheduled") | .reason)"')
 t_is "$(echo "$pending" | awk '{ print $2 }')" Unschedulable "the third is Pending/Unschedulable: the node's 2 GPUs are taken ($pending)"
 vis=$(for g in 1 2 3; do
 	id=$(status_json | jq -r --arg n "gpu-$g" '.pods[] | select(.name == $n) | .containers[0].id // empty')
@@ -198,15 +208,15 @@ done | sort | tr '\n' ' ')
 t_is "$vis" "GPU-0a1b2c3d-0000-4000-8000-000000000000 GPU-0a1b2c3d-1111-4111-8111-111111111111 " \
 	"each Running one sees its own GPU (the plugin's Allocate)"
 kc delete pod gpu-1 gpu-2 gpu-3 --grace-period=1 --wait=false >/dev/null
-gpu_gone() { [ -z "$(kc get pods gpu-1 gpu-2 gpu-3 --ignore-not-found -o name 2>/dev/null)" ]; }
+gpu_gone() { [ "$(gpu_pods | jq '.items | length')" = 0 ]; }
 wait_until 60 gpu_gone
 
 # ---- e. cubelet away: the pods keep running; back: nothing restarted --------------------------
 # (the node controller's NotReady/unreachable while cubelet is away: run-node.sh, on the host)
-web() { kc get pods -l app=web -o json | jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | "\(.metadata.name) \(.status.containerStatuses[0].containerID) \(.status.containerStatuses[0].restartCount)"] | sort'; }
+web() { pods app%3Dweb | jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | "\(.metadata.name) \(.status.containerStatuses[0].containerID) \(.status.containerStatuses[0].restartCount)"] | sort'; }
 before=$(web)
 systemctl stop cubelet
-gone_while_down=$(kc get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
+gone_while_down=$(pods app%3Dweb | jq -r '.items[0].metadata.name')
 kc delete pod "$gone_while_down" --wait=false >/dev/null
 t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | awk '$3 == "RUNNING"' | wc -l | awk '{ print ($1 >= 6) }')" 1 \
 	"cubelet stopped: the pods keep running (their sandboxes and containers)"
@@ -221,7 +231,7 @@ t_is "$(running_tasks)" "$n_tasks" "cubelet back while the API server does not a
 kill -CONT "$(cat "$D/apiserver.pid")"
 wait_until 120 ready
 t_ok "the API server back: the node Ready" ready
-gone_down() { ! kc get pod "$gone_while_down" >/dev/null 2>&1; }
+gone_down() { absent "$gone_while_down"; }
 t_ok "a pod deleted while cubelet was away: stopped and its object gone once it is back" wait_until 120 gone_down
 after=$(web)
 same=$(jq -n --argjson a "$before" --argjson b "$after" '[$a[] | select(. as $x | $b | index($x))] | length')
@@ -238,10 +248,10 @@ spec:
   containers:
   - {name: app, image: localhost/cubelet/busybox:1, command: [sleep, "3600"], resources: {requests: {memory: 100Gi}}}
 EOF
-failed() { [ "$(kc get pod huge -o jsonpath='{.status.phase}')" = Failed ]; }
+failed() { [ "$(pod huge | jq -r .status.phase)" = Failed ]; }
 t_ok "a bound pod that does not fit: Failed" wait_until 60 failed
-t_is "$(kc get pod huge -o jsonpath='{.status.reason}')" OutOfmemory "reason OutOfmemory"
-t_contains "$(kc get pod huge -o jsonpath='{.status.message}')" "Pod was rejected: Node didn't have enough resource: memory" \
+t_is "$(pod huge | jq -r .status.reason)" OutOfmemory "reason OutOfmemory"
+t_contains "$(pod huge | jq -r .status.message)" "Pod was rejected: Node didn't have enough resource: memory" \
 	"kubelet's message"
 
 # ---- f. memory pressure evicts an API pod ---------------------------------------------------------
@@ -275,13 +285,13 @@ spec:
     - |
       $(hold_cmd 900 0.05)
 EOF
-evicted() { [ "$(kc get pod hog -o jsonpath='{.status.phase}/{.status.reason}')" = Failed/Evicted ]; }
+evicted() { [ "$(pod hog | jq -r '"\(.status.phase)/\(.status.reason)"')" = Failed/Evicted ]; }
 t_ok "memory pressure (threshold ${T}Mi): the BestEffort hog is Failed/Evicted in the API" wait_until 240 evicted
-t_contains "$(kc get pod hog -o jsonpath='{.status.message}')" "The node was low on resource: memory. Threshold quantity: ${T}Mi, available: " \
+t_contains "$(pod hog | jq -r .status.message)" "The node was low on resource: memory. Threshold quantity: ${T}Mi, available: " \
 	"its message is kubelet's"
-t_is "$(kc get pod hog -o json | jq -r '.status.conditions[] | select(.type == "DisruptionTarget") | "\(.status) \(.reason)"')" \
+t_is "$(pod hog | jq -r '.status.conditions[] | select(.type == "DisruptionTarget") | "\(.status) \(.reason)"')" \
 	"True TerminationByKubelet" "the DisruptionTarget condition, reason TerminationByKubelet"
-evicted_ev() { [ "$(kc get events --field-selector involvedObject.name=hog -o json | jq -r '[.items[] | select(.source.component == "kubelet" and .reason == "Evicted")] | length')" -ge 1 ]; }
+evicted_ev() { [ "$(events hog | jq -r '[.items[] | select(.source.component == "kubelet" and .reason == "Evicted")] | length')" -ge 1 ]; }
 t_ok "an Evicted event from kubelet (cubelet) for it" wait_until 30 evicted_ev
 t_ok "the Deployment's 3 pods are untouched" running 3
 
@@ -291,7 +301,7 @@ t_ok "the Deployment's 3 pods are untouched" running 3
 # a graceful deletion and the replacement. (The driver matrix runs the
 # single-node scenarios twice; here the control plane is started once.)
 kc delete deployment web --wait=false >/dev/null
-no_web() { [ "$(kc get pods -l app=web -o json | jq '.items | length')" = 0 ]; }
+no_web() { [ "$(pods app%3Dweb | jq '.items | length')" = 0 ]; }
 t_ok "the Deployment deleted: its pods stopped and gone" wait_until 120 no_web
 systemctl stop cubelet
 sed -i '/^eviction/d' /etc/cubelet/config.yaml
@@ -302,11 +312,11 @@ systemctl start cubelet
 t_ok "systemd driver: cubelet back, the node Ready" wait_until 120 ready
 kc apply -f "$D/web.yaml" >/dev/null
 t_ok "systemd driver: the Deployment's 3 replicas Running" wait_until 300 running 3
-slices=$(for u in $(kc get pods -l app=web -o json | jq -r '.items[].metadata.uid'); do
+slices=$(for u in $(pods app%3Dweb | jq -r '.items[].metadata.uid'); do
 	[ -d "/sys/fs/cgroup/$(cg_qos besteffort)/kubepods-besteffort-pod${u//-/_}.slice" ] && echo "$u"
 done | wc -l)
 t_is "$slices" 3 "their pod cgroups are systemd slices ($(cg_qos besteffort)/kubepods-besteffort-pod<uid>.slice)"
-victim=$(kc get pods -l app=web -o json | jq -r '.items[0].metadata.name')
+victim=$(pods app%3Dweb | jq -r '.items[0].metadata.name')
 kc delete pod "$victim" --wait=false >/dev/null
 t_ok "systemd driver: kubectl delete pod: the object goes once cubelet stopped it" wait_until 120 gone
 t_is "$(cat "/srv/cubelet-cluster-vm/out/$victim" 2>/dev/null)" TERM "the container saw SIGTERM"
