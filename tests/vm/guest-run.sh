@@ -45,6 +45,14 @@ for g in /lib/systemd/system-generators/*; do
 	[ -e "$g" ] && ln -sf /dev/null "/etc/systemd/system-generators/${g##*/}"
 done
 systemctl daemon-reload
+# containerd as cubelet_install configures it for the cgroupfs driver (the
+# packaged config.toml, the pod network's conflist), part of the record: a
+# scenario's install restarts containerd only where it changes them (the
+# systemd driver); the reset starts it afresh before each scenario anyway
+install -D -m 0644 "$VM_REPO/packaging/containerd/config.toml" /etc/containerd/config.toml
+install -D -m 0644 "$VM_REPO/packaging/cni/10-cubelet.conflist" /etc/cni/net.d/10-cubelet.conflist
+systemctl restart containerd
+for _ in $(seq 100); do ctr version >/dev/null 2>&1 && break; sleep 0.1; done
 bash "$VM_LIB/node-state.sh" baseline >"$out/baseline.txt" 2>&1
 echo "baseline_uptime=$(up)" >>"$out/timing"
 

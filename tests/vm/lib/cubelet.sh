@@ -33,15 +33,23 @@ cubelet_install() {
 		images=/tmp/images
 		"$VM_REPO/packaging/images/build-images.sh" "$images" >>"$VM_OUT/scenario.log" 2>&1
 	fi
-	install -D -m 0644 "$VM_REPO/packaging/containerd/config.toml" /etc/containerd/config.toml
+	# containerd's configuration for the driver; restarted only when it
+	# changes it (the guest's record has the cgroupfs driver's, guest-run.sh)
+	cfg=$(mktemp)
+	cp "$VM_REPO/packaging/containerd/config.toml" "$cfg"
 	if [ "$CUBELET_DRIVER" = systemd ]; then
-		sed -i 's/^\( *SystemdCgroup = \)false/\1true/' /etc/containerd/config.toml
+		sed -i 's/^\( *SystemdCgroup = \)false/\1true/' "$cfg"
 	fi
 	# the pod network's conflist, as `make install` puts it (docs/pod-fields.md "Pod network")
-	install -D -m 0644 "$VM_REPO/packaging/cni/10-cubelet.conflist" /etc/cni/net.d/10-cubelet.conflist
-	log "cubelet_install: $(cut -d' ' -f1 /proc/uptime) restarting containerd"
-	systemctl restart containerd
-	for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+	cmp -s "$VM_REPO/packaging/cni/10-cubelet.conflist" /etc/cni/net.d/10-cubelet.conflist ||
+		install -D -m 0644 "$VM_REPO/packaging/cni/10-cubelet.conflist" /etc/cni/net.d/10-cubelet.conflist
+	if ! cmp -s "$cfg" /etc/containerd/config.toml || ! ctr version >/dev/null 2>&1; then
+		install -D -m 0644 "$cfg" /etc/containerd/config.toml
+		log "cubelet_install: $(cut -d' ' -f1 /proc/uptime) restarting containerd"
+		systemctl restart containerd
+		for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+	fi
+	rm -f "$cfg"
 	log "cubelet_install: $(cut -d' ' -f1 /proc/uptime) importing images"
 	for img in pause busybox; do
 		ctr -n k8s.io images import "$images/$img.tar" >>"$VM_OUT/scenario.log" 2>&1

@@ -104,8 +104,10 @@ baseline() {
 	files $RESTORED >"$B/restored"
 	# shellcheck disable=SC2086
 	names $WIPED >"$B/wiped"
+	# (pax: the mtimes to the nanosecond, as `files` records them; the old
+	# format's whole seconds made a file restored from it differ)
 	# shellcheck disable=SC2046,SC2086
-	tar -C / --numeric-owner -cpf "$B/restored.tar" $(for d in $ARCHIVED; do echo "${d#/}"; done) 2>/dev/null
+	tar -C / --format=posix --numeric-owner -cpf "$B/restored.tar" $(for d in $ARCHIVED; do echo "${d#/}"; done) 2>/dev/null
 }
 
 say() { echo "node-state: $*"; }
