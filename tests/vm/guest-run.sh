@@ -89,7 +89,7 @@ while read -r name driver tmo <&3; do
 	# took seconds of emulated CPU after every scenario
 	journalctl --sync 2>/dev/null
 	mkdir -p "$o/journal"
-	find /var/log/journal /run/log/journal -name '*.journal' -exec cp {} "$o/journal/" \; 2>/dev/null
+	find /var/log/journal /run/log/journal -name '*.journal' -exec cp -t "$o/journal/" {} + 2>/dev/null
 	date -u +%FT%TZ >"$o/done"
 	sync
 done 3</vm/plan

@@ -97,7 +97,8 @@ running_api() { awk '$3 == "Running" && $4 != "" && $4 != "<none>" { print $2 }'
 for i in $(seq 1200); do
 	[ "$(running_api)" -ge "$N" ] && break
 	if [ $((i % 60)) = 0 ]; then
-		say "# $(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s: $(running_api) of $N Running in the API's watch ($(wc -l <"$W") events), $(kc get pods -l app=bench -o json | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null)] | length') in a list; API client: $(status_json | jq -c '.apiServer | {requests, failures, retryAfterHolds, podStatus}'); cubelet has $(status_json | jq '[.pods[] | select(.name | startswith("bench-"))] | group_by(.phase) | map("\(.[0].phase) \(length)") | join(", ")'); $(awk '/MemAvailable/ { printf "%d MiB available", $2 / 1024 }' /proc/meminfo)"
+		sj=$(status_json)
+		say "# $(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s: $(running_api) of $N Running in the API's watch ($(wc -l <"$W") events), $(kc get pods -l app=bench -o json | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null)] | length') in a list; API client: $(jq -c '.apiServer | {requests, failures, retryAfterHolds, podStatus}' <<<"$sj"); cubelet has $(jq '[.pods[] | select(.name | startswith("bench-"))] | group_by(.phase) | map("\(.[0].phase) \(length)") | join(", ")' <<<"$sj"); $(awk '/MemAvailable/ { printf "%d MiB available", $2 / 1024 }' /proc/meminfo)"
 	fi
 	sleep 0.5
 done

@@ -43,11 +43,10 @@ cubelet_install() {
 	# the pod network's conflist, as `make install` puts it (docs/pod-fields.md "Pod network")
 	cmp -s "$VM_REPO/packaging/cni/10-cubelet.conflist" /etc/cni/net.d/10-cubelet.conflist ||
 		install -D -m 0644 "$VM_REPO/packaging/cni/10-cubelet.conflist" /etc/cni/net.d/10-cubelet.conflist
-	if ! cmp -s "$cfg" /etc/containerd/config.toml || ! ctr version >/dev/null 2>&1; then
+	if ! cmp -s "$cfg" /etc/containerd/config.toml; then
 		install -D -m 0644 "$cfg" /etc/containerd/config.toml
 		log "cubelet_install: $(cut -d' ' -f1 /proc/uptime) restarting containerd"
-		systemctl restart containerd
-		for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+		containerd_restart
 	fi
 	rm -f "$cfg"
 	log "cubelet_install: $(cut -d' ' -f1 /proc/uptime) importing images"
@@ -69,11 +68,16 @@ cubelet_config_driver() {
 	echo "cgroupDriver: $1" >>/etc/cubelet/config.yaml
 }
 
+# containerd_restart: containerd restarted, back once it answers (10 s at most)
+containerd_restart() {
+	systemctl restart containerd
+	for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+}
+
 # containerd_systemd_cgroup true|false: runc's SystemdCgroup, containerd restarted
 containerd_systemd_cgroup() {
 	sed -i "s/^\( *SystemdCgroup = \).*/\1$1/" /etc/containerd/config.toml
-	systemctl restart containerd
-	for i in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+	containerd_restart
 }
 
 # The driver's cgroup paths (relative to /sys/fs/cgroup).

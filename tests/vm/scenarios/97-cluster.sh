@@ -42,10 +42,15 @@ kc() { "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" "$@"; }
 # control plane in one Go binary, takes ~3 s to start under emulation; what
 # it would print is the same object). kubectl for what it does: apply,
 # create, delete with its grace period.
-api() { curl -s --max-time 30 --cacert "$D/pki/ca.crt" --cert "$D/pki/admin.crt" --key "$D/pki/admin.key" "https://127.0.0.1:6443$1"; }
+api() { # api PATH [CURL OPTIONS]
+	local path=$1
+	shift
+	curl -s --max-time 30 --cacert "$D/pki/ca.crt" --cert "$D/pki/admin.crt" --key "$D/pki/admin.key" "$@" \
+		"https://127.0.0.1:6443$path"
+}
 pod() { api "/api/v1/namespaces/default/pods/$1"; }
 pods() { api "/api/v1/namespaces/default/pods${1:+?labelSelector=$1}"; }
-absent() { [ "$(curl -s --max-time 30 -o /dev/null -w '%{http_code}' --cacert "$D/pki/ca.crt" --cert "$D/pki/admin.crt" --key "$D/pki/admin.key" "https://127.0.0.1:6443/api/v1/namespaces/default/pods/$1")" = 404 ]; }
+absent() { [ "$(api "/api/v1/namespaces/default/pods/$1" -o /dev/null -w '%{http_code}')" = 404 ]; }
 events() { api "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D$1"; }
 jqn() { api "/api/v1/nodes/$NODE_LC" 2>/dev/null | jq -r "$1"; }
 since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
