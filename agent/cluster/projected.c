@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tokens and ConfigMaps for the pods' projected volumes, on the loop. */
+/* Tokens, ConfigMaps and Secrets for the pods' volumes and env, on the loop. */
 #include <curl/curl.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
 
+#include "../util/base64.h"
 #include "../util/cleanup.h"
 #include "../util/log.h"
 #include "../util/retry.h"
@@ -28,13 +29,15 @@ struct Entry {
         Entry *next;
         KubeProjected *p;
         char *key;
-        bool token;
-        /* token: ns, pod, uid, service account, audience; ConfigMap: ns, name */
+        bool token, secret;
+        /* token: ns, pod, uid, service account, audience; ConfigMap, Secret: ns, name */
         char *ns, *name, *uid, *sa, *audience;
         int64_t expiration;
-        json_t *value;          /* token: a string; ConfigMap: its data, null when absent */
-        uint64_t renew_usec;    /* ask again then (monotonic) */
-        uint64_t id;            /* the request in flight, 0: none */
+        /* token: a string; ConfigMap, Secret: its keys' bytes (strings, which
+         * may hold NULs), null when it does not exist */
+        json_t *value;
+        uint64_t renew_usec; /* ask again then (monotonic) */
+        uint64_t id;         /* the request in flight, 0: none */
         CubRetry retry;
         bool used;
 };
@@ -44,7 +47,7 @@ struct KubeProjected {
         KubeProjectedFn fn;
         void *userdata;
         Entry *entries;
-        uint64_t generation, tokens, config_maps, failures;
+        uint64_t generation, tokens, config_maps, secrets, failures;
 };
 
 static uint64_t now_mono(void) {
@@ -116,11 +119,52 @@ static const char *what(const Entry *e, char *buf, size_t size) {
         if (e->token)
                 (void) snprintf(buf, size, "pod %s/%s: service account token of \"%s\"", e->ns, e->name, e->sa);
         else
-                (void) snprintf(buf, size, "configmap %s/%s", e->ns, e->name);
+                (void) snprintf(buf, size, "%s %s/%s", e->secret ? "secret" : "configmap", e->ns, e->name);
         return buf;
 }
 
 static void ask(Entry *e);
+
+/* a ConfigMap's data and binaryData, a Secret's data (base64), as one
+ * object of each key's bytes; NULL with *error when malformed */
+static json_t *keys_of(const json_t *body, bool secret, const char **error) {
+        json_t *out = json_object();
+        const json_t *data = json_object_get(body, "data"), *bin = json_object_get(body, "binaryData"), *v;
+        const char *k;
+
+        if (!out)
+                return NULL;
+        json_object_foreach((json_t *) data, k, v) {
+                _cleanup_free_ uint8_t *bytes = NULL;
+                size_t n = 0;
+
+                if (!json_is_string(v))
+                        continue;
+                if (!secret) {
+                        (void) json_object_set_new(out, k, json_stringn(json_string_value(v), json_string_length(v)));
+                        continue;
+                }
+                if (cub_base64_decode(json_string_value(v), json_string_length(v), &bytes, &n) < 0) {
+                        *error = "the Secret's data is not base64";
+                        json_decref(out);
+                        return NULL;
+                }
+                (void) json_object_set_new(out, k, json_stringn_nocheck((const char *) bytes, n));
+        }
+        json_object_foreach((json_t *) (secret ? NULL : bin), k, v) {
+                _cleanup_free_ uint8_t *bytes = NULL;
+                size_t n = 0;
+
+                if (!json_is_string(v) ||
+                    cub_base64_decode(json_string_value(v), json_string_length(v), &bytes, &n) < 0) {
+                        *error = "the ConfigMap's binaryData is not base64";
+                        json_decref(out);
+                        return NULL;
+                }
+                (void) json_object_set_new(out, k, json_stringn_nocheck((const char *) bytes, n));
+        }
+        return out;
+}
 
 static void on_answer(void *userdata, long status, json_t *body, const char *error) {
         Entry *e = userdata;
@@ -148,13 +192,14 @@ static void on_answer(void *userdata, long status, json_t *body, const char *err
                         p->tokens++;
                 }
         } else if (!e->token && (!*error || status == 404)) {
-                const json_t *data = json_object_get(body, "data");
-
-                /* 404: the ConfigMap does not exist (an optional one is no file) */
-                v = status == 404 ? json_null() : json_is_object(data) ? json_deep_copy(data) : json_object();
+                /* 404: it does not exist (an optional one is no file, no env) */
+                v = status == 404 ? json_null() : keys_of(body, e->secret, &error);
                 e->renew_usec = now + (status == 404 ? KUBE_CONFIG_MAP_MISSING_TTL_S : KUBE_CONFIG_MAP_TTL_S) *
                                               CUB_USEC_PER_SEC;
-                p->config_maps++;
+                if (v && e->secret)
+                        p->secrets++;
+                else if (v)
+                        p->config_maps++;
         }
         if (!v) {
                 p->failures++;
@@ -198,7 +243,8 @@ static void ask(Entry *e) {
                          : cub_err_set(&err, ENOMEM, "out of memory");
                 json_decref(body);
         } else {
-                (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, name);
+                (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s/%s", ns,
+                                e->secret ? "secrets" : "configmaps", name);
                 r = kube_client_request(p->client, "GET", path, NULL, NULL, on_answer, e, &e->id, &err);
         }
         if (r < 0) {
@@ -277,14 +323,16 @@ int kube_projected_token(KubeProjected *p, const KubeTokenKey *k, const char **r
         return r;
 }
 
-int kube_projected_config_map(KubeProjected *p, const char *ns, const char *name, const json_t **ret, CubError *err) {
+int kube_projected_keys(KubeProjected *p, bool secret, const char *ns, const char *name, const json_t **ret,
+                        CubError *err) {
         bool is_new;
-        Entry *e = get(p, keyf("configmap\t%s\t%s", ns, name), false, &is_new);
+        Entry *e = get(p, keyf("%s\t%s\t%s", secret ? "secret" : "configmap", ns, name), false, &is_new);
         int r;
 
         if (!e)
                 return cub_err_set(err, ENOMEM, "out of memory");
         if (is_new) {
+                e->secret = secret;
                 e->ns = strdup(ns);
                 e->name = strdup(name);
                 if (!e->ns || !e->name)
@@ -344,11 +392,11 @@ json_t *kube_projected_status_json(const KubeProjected *p) {
         for (const Entry *e = p->entries; e; e = e->next) {
                 n++;
                 if (e->retry.failures > 0)
-                        json_array_append_new(failing, json_pack("{s:s,s:s,s:i}", "what", what(e, w, sizeof(w)),
-                                                                 "error", e->retry.error, "failures",
-                                                                 (int) e->retry.failures));
+                        json_array_append_new(failing,
+                                              json_pack("{s:s,s:s,s:i}", "what", what(e, w, sizeof(w)), "error",
+                                                        e->retry.error, "failures", (int) e->retry.failures));
         }
-        return json_pack("{s:I,s:I,s:I,s:I,s:o}", "entries", (json_int_t) n, "tokens", (json_int_t) p->tokens,
-                         "configMaps", (json_int_t) p->config_maps, "failures", (json_int_t) p->failures, "failing",
-                         failing ?: json_array());
+        return json_pack("{s:I,s:I,s:I,s:I,s:I,s:o}", "entries", (json_int_t) n, "tokens", (json_int_t) p->tokens,
+                         "configMaps", (json_int_t) p->config_maps, "secrets", (json_int_t) p->secrets, "failures",
+                         (json_int_t) p->failures, "failing", failing ?: json_array());
 }

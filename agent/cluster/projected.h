@@ -2,13 +2,16 @@
 #pragma once
 
 /*
- * What the API server provides for the pods' projected volumes: service
+ * What the API server provides for the pods' volumes and env: service
  * account tokens (TokenRequest, bound to the pod, renewed as kubelet's token
- * manager does: at 80 % of their lifetime, or after 24 h) and ConfigMaps
- * (kube-root-ca.crt for every pod, got again each minute, as kubelet's
- * TTL cache). One entry per token (pod, audience, lifetime) and per
- * ConfigMap (namespace, name), asked for on the loop; a failure is tried
- * again on the retry policy, logged once per distinct error.
+ * manager does: at 80 % of their lifetime, or after 24 h), ConfigMaps
+ * (kube-root-ca.crt for every pod; configMap volumes, projections and env)
+ * and Secrets (secret volumes, projections and env), each got again each
+ * minute, as kubelet's TTL cache. The node's credentials can read only the
+ * objects its pods name (the Node authorizer). One entry per token (pod,
+ * audience, lifetime) and per ConfigMap or Secret (namespace, name), asked
+ * for on the loop; a failure is tried again on the retry policy, logged
+ * once per distinct error.
  */
 
 #include <jansson.h>
@@ -46,9 +49,12 @@ KubeProjected *kube_projected_free(KubeProjected *p);
  * 0 while asked for, a negative errno when the last attempt failed (err
  * says why; asked again on the retry policy). Asks for it when new. */
 int kube_projected_token(KubeProjected *p, const KubeTokenKey *k, const char **ret, CubError *err);
-/* The ConfigMap's data (*ret: an object, or NULL when the API server has no
- * such ConfigMap); returns as kube_projected_token(). */
-int kube_projected_config_map(KubeProjected *p, const char *ns, const char *name, const json_t **ret, CubError *err);
+/* A ConfigMap's (data and binaryData) or a Secret's keys: *ret an object of
+ * each key's bytes (json_string_length: a Secret's value may hold NULs), or
+ * NULL when the API server has no such object; returns as
+ * kube_projected_token(). */
+int kube_projected_keys(KubeProjected *p, bool secret, const char *ns, const char *name, const json_t **ret,
+                        CubError *err);
 
 /* A pass over the pods: entries not asked for between mark and sweep go. */
 void kube_projected_mark(KubeProjected *p);

@@ -246,6 +246,11 @@ void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *i
 /* whether the pod's projected files of the API server can all be had; why:
  * kubelet's FailedMount message of the first that failed ("" while on their way) */
 bool agent_cluster_volumes_ready(Agent *a, const Pod *pod, char *why, size_t size);
+/* cluster-env.c: every ConfigMap and Secret the pod's env names has been
+ * answered for (asked for when new); container c's env from them into cfg
+ * (env_from, env_refs, or env_error with kubelet's message); -ENOMEM */
+bool agent_cluster_env_ready(Agent *a, const Pod *pod);
+int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c, WorkerContainerConfig *cfg);
 int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, struct VolApiFile **ret,
                             size_t *ret_n, CubError *err);
 uint64_t agent_cluster_api_generation(void *loop);

@@ -366,7 +366,7 @@ static void on_api_pods(void *userdata, const json_t *pods) {
                         cub_log(LOG_ERR, "API server: %s", u->set.items[n].error);
                 /* a new pod whose volumes need the API server's data waits for it */
                 /* (asked for even when it runs: what a pass does not ask for is dropped) */
-                else if (!u->set.items[n].pod->refused.n && pod_has_api_projection(u->set.items[n].pod) &&
+                else if (!u->set.items[n].pod->refused.n && pod_has_api_data(u->set.items[n].pod) &&
                          !agent_cluster_volumes_ready(a, u->set.items[n].pod, why, sizeof(why)) &&
                          !agent_find_pod(a, uid)) {
                         if (*why && waiting)

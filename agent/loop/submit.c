@@ -40,6 +40,10 @@ static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p, size_t
                                                : p->spec->app_res[k - p->spec->pod->n_init_containers].cpuset_cpus);
                 if (r >= 0 && !cfg->cpuset)
                         r = cub_err_set(err, ENOMEM, "out of memory");
+                /* env from ConfigMaps and Secrets (pods of the API server) */
+                if (r >= 0 &&
+                    agent_cluster_container_env(a, p->spec->pod, pod_container_at(p->spec->pod, k, NULL), cfg) < 0)
+                        r = cub_err_set(err, ENOMEM, "out of memory");
                 if (r < 0) {
                         *ret_k = k;
                         worker_container_configs_free(l, p->n);

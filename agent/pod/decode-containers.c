@@ -78,6 +78,13 @@ static const PodField container_security_fields[] = {
                   .elem_size = sizeof(PodEnvVar),                                                          \
                   .sub = env_fields,                                                                       \
                   .post = env_post },                                                                      \
+                { .name = "envFrom",                                                                       \
+                  .decode = pod_dec_object_array,                                                          \
+                  .offset = offsetof(PodContainer, env_from),                                              \
+                  .count_offset = offsetof(PodContainer, n_env_from),                                      \
+                  .elem_size = sizeof(PodEnvFrom),                                                         \
+                  .sub = pod_env_from_fields,                                                              \
+                  .post = pod_env_from_post },                                                             \
                 POD_STR("workingDir", PodContainer, working_dir),                                          \
                 { .name = "ports",                                                                         \
                   .decode = pod_dec_object_array,                                                          \

@@ -20,7 +20,7 @@ void pod_downward_file_done(PodDownwardFile *f) {
         free(f->divisor_text);
         free(f->field_api_version);
         free(f->audience);
-        free(f->config_map);
+        free(f->ref_name);
         free(f->key);
 }
 

@@ -2,8 +2,9 @@
 /* env sources: the decoding of env[].valueFrom (fieldRef, resourceFieldRef)
  * with the API server's validation (ValidateEnv: validateEnvVarValueFrom,
  * validateObjectFieldSelector, validateContainerResourceFieldSelector and
- * validateContainerResourceDivisor, their messages). configMapKeyRef and
- * secretKeyRef are left to the field table, which refuses them. */
+ * validateContainerResourceDivisor, their messages); configMapKeyRef,
+ * secretKeyRef and envFrom, which only pods of the API server have (the
+ * field table refuses them in a static pod). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,13 @@ static const PodField field_ref_fields[] = {
         {},
 };
 
+static const PodField key_ref_fields[] = {
+        POD_STR("name", PodEnvVar, ref_name),
+        POD_STR("key", PodEnvVar, ref_key),
+        { .name = "optional", .decode = pod_dec_bool, .offset = offsetof(PodEnvVar, ref_optional) },
+        {},
+};
+
 static const PodField resource_ref_fields[] = {
         POD_STR("containerName", PodEnvVar, resource_container),
         POD_STR("resource", PodEnvVar, resource),
@@ -90,6 +98,15 @@ const PodField pod_env_source_fields[] = {
           .decode = pod_dec_inline,
           .sub = resource_ref_fields,
           .set_offset = offsetof(PodEnvVar, resource_ref_set) },
+        /* pods of the API server; the field table refuses them in a static pod */
+        { .name = "configMapKeyRef",
+          .decode = pod_dec_inline,
+          .sub = key_ref_fields,
+          .set_offset = offsetof(PodEnvVar, config_map_ref_set) },
+        { .name = "secretKeyRef",
+          .decode = pod_dec_inline,
+          .sub = key_ref_fields,
+          .set_offset = offsetof(PodEnvVar, secret_ref_set) },
         {},
 };
 
@@ -199,6 +216,40 @@ static int check_resource_ref(PodDec *d, json_t *vf, PodEnvVar *e) {
         return 0;
 }
 
+/* ConfigMapKeySelector / SecretKeySelector: a name and a key (IsConfigMapKey) */
+static int check_key_ref(PodDec *d, json_t *vf, PodEnvVar *e) {
+        const char *sel = e->kind == POD_ENV_CONFIG_MAP_KEY ? ".valueFrom.configMapKeyRef" : ".valueFrom.secretKeyRef";
+        json_t *ref = json_object_get(vf, sel + strlen(".valueFrom."));
+        char path[64];
+
+        if (!e->ref_name || !*e->ref_name) {
+                (void) snprintf(path, sizeof(path), "%s.name", sel);
+                return pod_dec_fail(d, pod_dec_field_line(d, ref, "name"), path, "Required value");
+        }
+        (void) snprintf(path, sizeof(path), "%s.key", sel);
+        if (!e->ref_key || !*e->ref_key)
+                return pod_dec_fail(d, pod_dec_field_line(d, ref, "key"), path, "Required value");
+        if (!pod_config_key_valid(e->ref_key))
+                return pod_dec_fail(d, pod_dec_field_line(d, ref, "key"), path,
+                                    "Invalid value: \"%s\": a valid config key must consist of alphanumeric "
+                                    "characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or "
+                                    "'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+                                    e->ref_key);
+        return 0;
+}
+
+bool pod_config_key_valid(const char *k) {
+        size_t n = strlen(k);
+
+        if (n == 0 || n > 253 || strcmp(k, ".") == 0 || strcmp(k, "..") == 0 || strncmp(k, "..", 2) == 0)
+                return false;
+        for (; *k; k++)
+                if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') || *k == '-' ||
+                      *k == '_' || *k == '.'))
+                        return false;
+        return true;
+}
+
 int pod_env_var_post(PodDec *d, json_t *obj, PodEnvVar *e) {
         json_t *vf = json_object_get(obj, "valueFrom");
         int n_sources = 0;
@@ -207,11 +258,7 @@ int pod_env_var_post(PodDec *d, json_t *obj, PodEnvVar *e) {
                 return 0;
         if (!json_is_object(vf))
                 return 0; /* the decoder said so already */
-        n_sources = e->field_ref_set + e->resource_ref_set;
-        if (json_object_get(vf, "configMapKeyRef"))
-                n_sources++;
-        if (json_object_get(vf, "secretKeyRef"))
-                n_sources++;
+        n_sources = e->field_ref_set + e->resource_ref_set + e->config_map_ref_set + e->secret_ref_set;
         if (e->value && *e->value)
                 return pod_dec_fail(d, pod_dec_field_line(d, obj, "valueFrom"), ".valueFrom",
                                     "Invalid value: \"\": may not be specified when `value` is not empty");
@@ -230,6 +277,52 @@ int pod_env_var_post(PodDec *d, json_t *obj, PodEnvVar *e) {
                 e->kind = POD_ENV_RESOURCE_FIELD;
                 return check_resource_ref(d, vf, e);
         }
+        e->kind = e->config_map_ref_set ? POD_ENV_CONFIG_MAP_KEY : POD_ENV_SECRET_KEY;
+        return check_key_ref(d, vf, e);
+}
+
+/* envFrom[]: validateEnvFrom (one source, a name; a prefix of an env var name's characters) */
+static const PodField env_from_ref_fields[] = {
+        POD_STR("name", PodEnvFrom, name),
+        { .name = "optional", .decode = pod_dec_bool, .offset = offsetof(PodEnvFrom, optional) },
+        {},
+};
+
+const PodField pod_env_from_fields[] = {
+        POD_STR("prefix", PodEnvFrom, prefix),
+        { .name = "configMapRef",
+          .decode = pod_dec_inline,
+          .sub = env_from_ref_fields,
+          .set_offset = offsetof(PodEnvFrom, config_map_set) },
+        { .name = "secretRef",
+          .decode = pod_dec_inline,
+          .sub = env_from_ref_fields,
+          .set_offset = offsetof(PodEnvFrom, secret_set) },
+        {},
+};
+
+int pod_env_from_post(PodDec *d, json_t *obj, void *base) {
+        PodEnvFrom *e = base;
+        int line = pod_dec_field_line(d, obj, e->secret_set ? "secretRef" : "configMapRef");
+
+        if (!e->prefix && !(e->prefix = strdup("")))
+                return cub_err_set(d->err, ENOMEM, "out of memory");
+        if (e->config_map_set + e->secret_set == 0)
+                return pod_dec_fail(d, line, NULL,
+                                    "Invalid value: \"\": must specify one of: `configMapRef` or "
+                                    "`secretRef`");
+        if (e->config_map_set + e->secret_set > 1)
+                return pod_dec_fail(d, line, NULL,
+                                    "Invalid value: \"\": may not have more than one field specified at a time");
+        e->secret = e->secret_set;
+        if (!e->name || !*e->name)
+                return pod_dec_fail(d, line, e->secret ? ".secretRef.name" : ".configMapRef.name", "Required value");
+        for (const char *c = e->prefix; *c; c++)
+                if (*c < 32 || *c > 126 || *c == '=')
+                        return pod_dec_fail(d, pod_dec_field_line(d, obj, "prefix"), ".prefix",
+                                            "Invalid value: \"%s\": a valid environment variable name must consist "
+                                            "only of printable ASCII characters other than '='",
+                                            e->prefix);
         return 0;
 }
 
@@ -241,4 +334,6 @@ void pod_env_var_done(PodEnvVar *e) {
         free(e->resource_container);
         free(e->resource);
         free(e->divisor_text);
+        free(e->ref_name);
+        free(e->ref_key);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A projected volume's serviceAccountToken and configMap sources, in a pod
- * of the API server (pod_decode_api): the ServiceAccount admission plugin
- * adds them to every pod (the kube-api-access-* volume). Their content comes
+/* A projected volume's serviceAccountToken, configMap and secret sources,
+ * and the configMap and secret volumes, in a pod of the API server
+ * (pod_decode_api): the ServiceAccount admission plugin adds a token and a
+ * ConfigMap to every pod (the kube-api-access-* volume). Their content comes
  * from the API server when the pod's volumes are set up; here they become
  * items of the volume (PodDownwardFile with its source), checked as the API
  * server's validateProjectionSources does. A static pod refuses them (the
@@ -82,42 +83,44 @@ static int token_source(PodDec *d, json_t *src, PodVolume *v) {
         return append(d, v, &f);
 }
 
-static int config_map_source(PodDec *d, json_t *src, PodVolume *v) {
-        json_t *name = json_object_get(src, "name"), *opt = json_object_get(src, "optional");
+int pod_decode_key_items(PodDec *d, json_t *src, PodVolume *v, PodProjectionSource source, const char *name_field) {
+        json_t *name = json_object_get(src, name_field), *opt = json_object_get(src, "optional");
         json_t *items = json_object_get(src, "items"), *it;
-        size_t old = pod_dec_push(d, ".configMap"), i;
+        size_t i;
         int r = 0;
 
         if (!json_is_string(name) || !*json_string_value(name))
-                r = pod_dec_fail(d, 0, ".name", "Required value");
-        else if (opt && !json_is_null(opt) && !json_is_boolean(opt))
-                r = pod_dec_fail(d, 0, ".optional", "Invalid type: expected bool, got %s", pod_json_type_name(opt));
-        else if (items && !json_is_null(items) && !json_is_array(items))
-                r = pod_dec_fail(d, 0, ".items", "Invalid type: expected array, got %s", pod_json_type_name(items));
-        if (r < 0)
-                goto out;
+                return pod_dec_fail(d, 0, name_field[0] == 'n' ? ".name" : ".secretName", "Required value");
+        if (opt && !json_is_null(opt) && !json_is_boolean(opt))
+                return pod_dec_fail(d, 0, ".optional", "Invalid type: expected bool, got %s", pod_json_type_name(opt));
+        if (items && !json_is_null(items) && !json_is_array(items))
+                return pod_dec_fail(d, 0, ".items", "Invalid type: expected array, got %s", pod_json_type_name(items));
         if (!json_is_array(items) || json_array_size(items) == 0) {
-                /* every key of the ConfigMap, each a file of its name */
-                PodDownwardFile f = { .source = POD_PROJECTION_CONFIG_MAP,
+                /* every key of the ConfigMap or Secret, each a file of its name */
+                PodDownwardFile f = { .source = source,
                                       .path = strdup(""),
-                                      .config_map = strdup(json_string_value(name)),
+                                      .ref_name = strdup(json_string_value(name)),
                                       .optional = json_is_true(opt) };
 
-                if (!f.path || !f.config_map) {
+                if (!f.path || !f.ref_name) {
                         pod_downward_file_done(&f);
-                        r = cub_err_set(d->err, ENOMEM, "out of memory");
-                } else
-                        r = append(d, v, &f);
-                goto out;
+                        return cub_err_set(d->err, ENOMEM, "out of memory");
+                }
+                return append(d, v, &f);
         }
         json_array_foreach(items, i, it) {
-                PodDownwardFile f = { .source = POD_PROJECTION_CONFIG_MAP, .optional = json_is_true(opt) };
+                PodDownwardFile f = { .source = source, .optional = json_is_true(opt) };
                 size_t o2 = pod_dec_push(d, ".items[%zu]", i);
 
                 if (!json_is_object(it))
                         r = pod_dec_fail(d, 0, NULL, "Invalid type: expected object, got %s", pod_json_type_name(it));
                 if (r == 0)
                         r = pod_dec_fields(d, it, &f, key_fields, NULL);
+                if (r == 0 && !pod_config_key_valid(f.key))
+                        r = pod_dec_fail(d, 0, ".key",
+                                         "Invalid value: \"%s\": a valid config key must consist of alphanumeric "
+                                         "characters, '-', '_' or '.'",
+                                         f.key);
                 if (r == 0)
                         r = pod_check_local_path(d, ".path", f.path);
                 if (r == 0 && f.mode_set && (f.mode < 0 || f.mode > 0777))
@@ -125,24 +128,31 @@ static int config_map_source(PodDec *d, json_t *src, PodVolume *v) {
                                          "Invalid value: %" PRId32 ": must be a number between 0 and 0777 "
                                          "(octal), both inclusive",
                                          f.mode);
-                if (r == 0 && !(f.config_map = strdup(json_string_value(name))))
+                if (r == 0 && !(f.ref_name = strdup(json_string_value(name))))
                         r = cub_err_set(d->err, ENOMEM, "out of memory");
                 pod_dec_pop(d, o2);
                 if (r < 0) {
                         pod_downward_file_done(&f);
-                        break;
+                        return r;
                 }
                 r = append(d, v, &f);
                 if (r < 0)
-                        break;
+                        return r;
         }
-out:
+        return 0;
+}
+
+static int key_source(PodDec *d, json_t *src, PodVolume *v, PodProjectionSource source, const char *field) {
+        size_t old = pod_dec_push(d, ".%s", field);
+        int r = pod_decode_key_items(d, src, v, source, "name");
+
         pod_dec_pop(d, old);
         return r;
 }
 
 int pod_decode_projection_api(PodDec *d, json_t *src, PodVolume *v) {
         json_t *tok = json_object_get(src, "serviceAccountToken"), *cm = json_object_get(src, "configMap");
+        json_t *sec = json_object_get(src, "secret");
         int r = 0;
 
         if (!d->api)
@@ -150,7 +160,9 @@ int pod_decode_projection_api(PodDec *d, json_t *src, PodVolume *v) {
         if (tok && json_is_object(tok))
                 r = token_source(d, tok, v);
         if (r == 0 && cm && json_is_object(cm))
-                r = config_map_source(d, cm, v);
+                r = key_source(d, cm, v, POD_PROJECTION_CONFIG_MAP, "configMap");
+        if (r == 0 && sec && json_is_object(sec))
+                r = key_source(d, sec, v, POD_PROJECTION_SECRET, "secret");
         return r;
 }
 
@@ -159,5 +171,14 @@ bool pod_has_api_projection(const Pod *pod) {
                 for (size_t k = 0; k < pod->volumes[i].n_items; k++)
                         if (pod->volumes[i].items[k].source != POD_PROJECTION_DOWNWARD_API)
                                 return true;
+        return false;
+}
+
+bool pod_has_api_data(const Pod *pod) {
+        if (pod_has_api_projection(pod))
+                return true;
+        for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++)
+                if (pod_container_has_api_env(pod_container_at(pod, k, NULL)))
+                        return true;
         return false;
 }

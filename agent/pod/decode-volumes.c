@@ -155,7 +155,8 @@ static int get_mode(PodDec *d, json_t *obj, const char *key, int32_t *mode) {
 }
 
 static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
-        static const char *const sources[] = { "hostPath", "emptyDir", "downwardAPI", "projected", NULL };
+        static const char *const sources[] = { "hostPath",  "emptyDir", "downwardAPI", "projected",
+                                               "configMap", "secret",   NULL };
         json_t *name = json_object_get(obj, "name"), *src = NULL;
         const char *kind = NULL;
         size_t old;
@@ -247,6 +248,18 @@ static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
                         v->size_limit_set = r == 0;
                         pod_dec_pop(d, o2);
                 }
+        } else if (strcmp(kind, "configMap") == 0 || strcmp(kind, "secret") == 0) {
+                bool secret = kind[0] == 's';
+
+                if (!d->api) {
+                        v->kind = _POD_VOLUME_KIND_INVALID; /* refused by the field table */
+                        goto out;
+                }
+                v->kind = secret ? POD_VOLUME_SECRET : POD_VOLUME_CONFIG_MAP;
+                r = get_mode(d, src, "defaultMode", &v->default_mode);
+                if (r == 0)
+                        r = pod_decode_key_items(d, src, v, secret ? POD_PROJECTION_SECRET : POD_PROJECTION_CONFIG_MAP,
+                                                 secret ? "secretName" : "name");
         } else if (strcmp(kind, "downwardAPI") == 0) {
                 v->kind = POD_VOLUME_DOWNWARD_API;
                 r = get_mode(d, src, "defaultMode", &v->default_mode);

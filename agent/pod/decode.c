@@ -60,6 +60,11 @@ void pod_container_done(PodContainer *c) {
         for (size_t i = 0; i < c->n_env; i++)
                 pod_env_var_done(&c->env[i]);
         free(c->env);
+        for (size_t i = 0; i < c->n_env_from; i++) {
+                free(c->env_from[i].prefix);
+                free(c->env_from[i].name);
+        }
+        free(c->env_from);
         free(c->working_dir);
         for (size_t i = 0; i < c->n_ports; i++) {
                 free(c->ports[i].name);

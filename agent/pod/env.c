@@ -211,16 +211,39 @@ static const PodContainer *find_container(const Pod *pod, const char *name) {
 }
 
 int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *ctx, char ***ret_env, CubError *err) {
-        char **env = calloc(2 * c->n_env + 1, sizeof(char *));
+        size_t n_from = 0, o = 0;
+        char **env;
         int r = 0;
 
+        while (ctx->env_from && ctx->env_from[n_from] && ctx->env_from[n_from + 1])
+                n_from += 2;
+        env = calloc(n_from + 2 * c->n_env + 1, sizeof(char *));
         if (!env)
                 return cub_err_set(err, ENOMEM, "out of memory");
+        for (; o < n_from; o++)
+                if (!(env[o] = strdup(ctx->env_from[o]))) {
+                        pod_env_strv_free(env);
+                        return cub_err_set(err, ENOMEM, "out of memory");
+                }
         for (size_t i = 0; i < c->n_env && r >= 0; i++) {
                 const PodEnvVar *e = &c->env[i];
                 char *v = NULL;
 
                 switch (e->kind) {
+                case POD_ENV_CONFIG_MAP_KEY:
+                case POD_ENV_SECRET_KEY: {
+                        const char *rv = i < ctx->n_ref_values && ctx->ref_values ? ctx->ref_values[i] : NULL;
+
+                        if (!rv && !e->ref_optional)
+                                r = cub_err_set(err, ENOENT, "couldn't find key %s in %s %s/%s", e->ref_key,
+                                                e->kind == POD_ENV_SECRET_KEY ? "Secret" : "ConfigMap", pod->namespace_,
+                                                e->ref_name);
+                        else if (!rv)
+                                continue; /* optional and missing: no such variable */
+                        else if (!(v = strdup(rv)))
+                                r = cub_err_set(err, ENOMEM, "out of memory");
+                        break;
+                }
                 case POD_ENV_FIELD_REF:
                         r = pod_env_field_value(pod, e->field_path, ctx, &v, err);
                         break;
@@ -246,13 +269,16 @@ int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *
                 }
                 }
                 if (r < 0) {
-                        (void) cub_err_wrap(err, "env '%s'", e->name);
+                        /* kubelet's message for a key ref names the key, not the variable */
+                        if (e->kind != POD_ENV_CONFIG_MAP_KEY && e->kind != POD_ENV_SECRET_KEY)
+                                (void) cub_err_wrap(err, "env '%s'", e->name);
                         break;
                 }
-                env[2 * i] = strdup(e->name);
-                env[2 * i + 1] = v;
-                if (!env[2 * i])
+                env[o] = strdup(e->name);
+                env[o + 1] = v;
+                if (!env[o])
                         r = cub_err_set(err, ENOMEM, "out of memory");
+                o += 2;
         }
         if (r < 0) {
                 pod_env_strv_free(env);
@@ -295,4 +321,13 @@ int pod_env_expand_command(const PodContainer *c, char *const *env, char ***ret_
         *ret_command = cmd;
         *ret_args = args;
         return 0;
+}
+
+bool pod_container_has_api_env(const PodContainer *c) {
+        if (c->n_env_from > 0)
+                return true;
+        for (size_t i = 0; i < c->n_env; i++)
+                if (c->env[i].kind == POD_ENV_CONFIG_MAP_KEY || c->env[i].kind == POD_ENV_SECRET_KEY)
+                        return true;
+        return false;
 }

@@ -18,6 +18,14 @@ typedef struct PodEnvContext {
         int64_t alloc_cpu_milli;
         int64_t alloc_memory;
         int64_t alloc_ephemeral_storage;
+        /* what the API server provides (pods of the API server): envFrom's
+         * keys, flat and prefixed (NULL-terminated, NULL = none), and the
+         * value of each env entry of kind configMapKeyRef or secretKeyRef
+         * (ref_values[i] for env[i], n_ref_values = n_env; NULL: an
+         * optional one that is missing, the entry left out) */
+        const char *const *env_from;
+        const char *const *ref_values;
+        size_t n_ref_values;
 } PodEnvContext;
 
 /* The value of a fieldRef path (metadata.name, metadata.labels['k'], ...);
@@ -33,12 +41,15 @@ int pod_env_resource_value(const PodContainer *c, const char *resource, PodQuant
  * that key wins), "$$" is "$", unknown references and a lone or unclosed
  * "$(" stay as written. NULL when out of memory. */
 char *pod_env_expand(const char *in, const char *const *const *maps, size_t n_maps);
-/* Container c's env as a flat, NULL-terminated name/value list (owned),
- * in manifest order: values expanded against the earlier env, valueFrom
- * resolved. */
+/* Container c's env as a flat, NULL-terminated name/value list (owned):
+ * envFrom's keys first, then env in manifest order, values expanded
+ * against the earlier env, valueFrom resolved (a later pair of a name wins,
+ * as in the runtime). */
 int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *ctx, char ***ret_env, CubError *err);
 /* command and args with $(VAR) expanded against env (flat list; later pairs
  * win), as kubelet's ExpandContainerCommandAndArgs. NULL lists stay NULL. */
 int pod_env_expand_command(const PodContainer *c, char *const *env, char ***ret_command, char ***ret_args,
                            CubError *err);
 void pod_env_strv_free(char **l);
+/* whether c takes env from the API server (envFrom, configMapKeyRef, secretKeyRef) */
+bool pod_container_has_api_env(const PodContainer *c);

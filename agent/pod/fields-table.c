@@ -165,11 +165,18 @@ static const PodFieldRule env_resource_selector[] = {
         END,
 };
 
+static const PodFieldRule env_key_selector[] = {
+        A("name"),
+        A("key"),
+        A("optional"),
+        END,
+};
+
 static const PodFieldRule env_var_source[] = {
         AO("fieldRef", env_field_selector),
         AO("resourceFieldRef", env_resource_selector),
-        RW("configMapKeyRef", "static pods may not reference configmaps"),
-        RW("secretKeyRef", "static pods may not reference secrets"),
+        RA("configMapKeyRef", "static pods may not reference configmaps", env_key_selector),
+        RA("secretKeyRef", "static pods may not reference secrets", env_key_selector),
         END,
 };
 
@@ -180,10 +187,16 @@ static const PodFieldRule env_var[] = {
         END,
 };
 
+static const PodFieldRule env_from_ref[] = {
+        A("name"),
+        A("optional"),
+        END,
+};
+
 static const PodFieldRule env_from_source[] = {
-        A("prefix"), /* no effect without a source, and every source is refused */
-        RW("configMapRef", "static pods may not reference configmaps"),
-        RW("secretRef", "static pods may not reference secrets"),
+        A("prefix"), /* a static pod: no effect, every source is refused */
+        RA("configMapRef", "static pods may not reference configmaps", env_from_ref),
+        RA("secretRef", "static pods may not reference secrets", env_from_ref),
         END,
 };
 
@@ -340,11 +353,19 @@ static const PodFieldRule key_to_path[] = {
         END,
 };
 
-static const PodFieldRule config_map_projection[] = {
+static const PodFieldRule key_projection[] = {
         A("name"),
         AL("items", key_to_path),
         A("optional"),
         END,
+};
+
+static const PodFieldRule config_map_volume[] = {
+        A("name"), AL("items", key_to_path), A("defaultMode"), A("optional"), END,
+};
+
+static const PodFieldRule secret_volume[] = {
+        A("secretName"), AL("items", key_to_path), A("defaultMode"), A("optional"), END,
 };
 
 static const PodFieldRule service_account_token_projection[] = {
@@ -356,8 +377,8 @@ static const PodFieldRule service_account_token_projection[] = {
 
 static const PodFieldRule projection[] = {
         AO("downwardAPI", downward_api_projection),
-        RA("configMap", "static pods may not reference configmaps (via projected volumes)", config_map_projection),
-        RW("secret", "static pods may not reference secrets (via projected volumes)"),
+        RA("configMap", "static pods may not reference configmaps (via projected volumes)", key_projection),
+        RA("secret", "static pods may not reference secrets (via projected volumes)", key_projection),
         RA("serviceAccountToken", "static pods may not reference serviceaccounts (via projected volumes)",
            service_account_token_projection),
         RW("clusterTrustBundle", "static pods may not use ClusterTrustBundle projected volume sources"),
@@ -376,8 +397,8 @@ static const PodFieldRule volume[] = {
         AO("emptyDir", empty_dir_volume),
         AO("downwardAPI", downward_api_volume),
         AO("projected", projected_volume),
-        RW("configMap", "static pods may not reference configmaps (via configmap volumes)"),
-        RW("secret", "static pods may not reference secrets (via secret volumes)"),
+        RA("configMap", "static pods may not reference configmaps (via configmap volumes)", config_map_volume),
+        RA("secret", "static pods may not reference secrets (via secret volumes)", secret_volume),
         RW("persistentVolumeClaim", "static pods may not reference persistentvolumeclaims"),
         RW("ephemeral", "static pods may not reference persistentvolumeclaims (via ephemeral volumes)"),
         RW("csi", "static pods may not reference csidrivers (via CSI volumes)"),

@@ -104,7 +104,11 @@ int pod_check_local_path(PodDec *d, const char *suffix, const char *p);
 int pod_decode_downward_items(PodDec *d, json_t *obj, PodVolume *v);
 int pod_check_downward_items(PodDec *d, const Pod *pod, json_t *arr, PodDownwardFile *items, size_t n);
 void pod_downward_file_done(PodDownwardFile *f);
-/* A projected source's serviceAccountToken and configMap (decode-projected.c),
+/* The items of a configMap or secret volume or projection (name_field:
+ * "name", a secret volume's "secretName"): each key asked for a file, or
+ * one item of every key (key NULL, path ""). decode-projected.c */
+int pod_decode_key_items(PodDec *d, json_t *src, PodVolume *v, PodProjectionSource source, const char *name_field);
+/* A projected source's serviceAccountToken, configMap and secret,
  * appended to v->items; only when d->api (else the field table refuses them). */
 int pod_decode_projection_api(PodDec *d, json_t *src, PodVolume *v);
 
@@ -155,6 +159,10 @@ bool pod_sysctl_name_valid(const char *name);
 /* env sources (decode-env.c): env[].valueFrom's table, its checks, the free */
 extern const PodField pod_env_source_fields[];
 int pod_env_var_post(PodDec *d, json_t *obj, PodEnvVar *e);
+extern const PodField pod_env_from_fields[];
+int pod_env_from_post(PodDec *d, json_t *obj, void *base);
+/* IsConfigMapKey: [-._a-zA-Z0-9]+, at most 253, not "." or ".." or "..*" */
+bool pod_config_key_valid(const char *k);
 int pod_env_dec_value_from(PodDec *d, json_t *v, void *dst, const PodField *f);
 void pod_env_var_done(PodEnvVar *e);
 /* network (decode-network.c): the PodSpec entries, their validation (from

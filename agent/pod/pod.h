@@ -74,6 +74,8 @@ typedef enum PodEnvSourceKind {
         POD_ENV_VALUE,          /* value (or nothing: "") */
         POD_ENV_FIELD_REF,      /* valueFrom.fieldRef */
         POD_ENV_RESOURCE_FIELD, /* valueFrom.resourceFieldRef */
+        POD_ENV_CONFIG_MAP_KEY, /* valueFrom.configMapKeyRef (pods of the API server) */
+        POD_ENV_SECRET_KEY,     /* valueFrom.secretKeyRef (pods of the API server) */
         _POD_ENV_SOURCE_MAX,
         _POD_ENV_SOURCE_INVALID = -22,
 } PodEnvSourceKind;
@@ -107,7 +109,19 @@ typedef struct PodEnvVar {
         char *resource;           /* resourceFieldRef.resource */
         char *divisor_text;       /* resourceFieldRef.divisor as written, NULL = 1 */
         PodQuantity divisor;      /* zero = 1 */
+        /* configMapKeyRef / secretKeyRef: the ConfigMap's or Secret's name, the key */
+        bool config_map_ref_set, secret_ref_set, ref_optional;
+        char *ref_name, *ref_key;
 } PodEnvVar;
+
+/* envFrom[]: every key of a ConfigMap or Secret, prefixed (pods of the API server) */
+typedef struct PodEnvFrom {
+        char *prefix; /* "" when not set */
+        bool config_map_set, secret_set;
+        bool secret; /* secretRef, else configMapRef */
+        char *name;
+        bool optional;
+} PodEnvFrom;
 
 typedef struct PodPort {
         char *name;
@@ -171,8 +185,10 @@ typedef enum PodVolumeKind {
         POD_VOLUME_HOST_PATH,
         POD_VOLUME_EMPTY_DIR,
         POD_VOLUME_DOWNWARD_API,
-        POD_VOLUME_PROJECTED, /* items of every source in one list (serviceAccountToken and
-                               * configMap sources: pods from the API server only) */
+        POD_VOLUME_PROJECTED,  /* items of every source in one list (serviceAccountToken,
+                                * configMap and secret sources: pods from the API server only) */
+        POD_VOLUME_CONFIG_MAP, /* configMap: items of one ConfigMap (API pods) */
+        POD_VOLUME_SECRET,     /* secret: items of one Secret, on tmpfs (API pods) */
         _POD_VOLUME_KIND_MAX,
         _POD_VOLUME_KIND_INVALID = -22,
 } PodVolumeKind;
@@ -182,6 +198,7 @@ typedef enum PodProjectionSource {
         POD_PROJECTION_DOWNWARD_API,    /* fieldRef / resourceFieldRef */
         POD_PROJECTION_SERVICE_ACCOUNT, /* serviceAccountToken: a TokenRequest of the API server */
         POD_PROJECTION_CONFIG_MAP,      /* configMap: a key of a ConfigMap (every key: key NULL, path "") */
+        POD_PROJECTION_SECRET,          /* secret: a key of a Secret (every key: key NULL, path "") */
 } PodProjectionSource;
 
 /* One file of a downwardAPI volume (or projection). */
@@ -197,9 +214,9 @@ typedef struct PodDownwardFile {
         /* serviceAccountToken */
         char *audience; /* NULL: the API server's own */
         int64_t expiration_seconds;
-        /* configMap */
-        char *config_map; /* its name */
-        char *key;        /* NULL: every key of it */
+        /* configMap, secret */
+        char *ref_name; /* the ConfigMap's or Secret's name */
+        char *key;      /* NULL: every key of it */
         bool optional;
         /* decoding only */
         char *divisor_text;
@@ -304,6 +321,8 @@ typedef struct PodContainer {
         PodStrv args;
         PodEnvVar *env;
         size_t n_env;
+        PodEnvFrom *env_from;
+        size_t n_env_from;
         char *working_dir;
         PodPort *ports;
         size_t n_ports;
@@ -457,11 +476,14 @@ typedef enum PodFormat {
  */
 int pod_decode(const char *buf, size_t len, const char *source, PodFormat fmt, Pod **ret, CubError *err);
 /* Decodes a Pod of the API server (JSON): as pod_decode(), and what the API
- * server provides is accepted, not refused (a projected volume's
- * serviceAccountToken and configMap sources). */
+ * server provides is accepted, not refused (projected serviceAccountToken,
+ * configMap and secret sources, configMap and secret volumes, env from
+ * ConfigMaps and Secrets). */
 int pod_decode_api(const char *buf, size_t len, const char *source, Pod **ret, CubError *err);
-/* Whether a projected volume of the pod has files the API server provides. */
+/* Whether a volume of the pod has files the API server provides. */
 bool pod_has_api_projection(const Pod *pod);
+/* ... or env from a ConfigMap or Secret (envFrom, configMapKeyRef, secretKeyRef) */
+bool pod_has_api_data(const Pod *pod);
 /* Reads a file (at most 1 MiB) and decodes it; source = path. */
 int pod_load_file(const char *path, Pod **ret, CubError *err);
 /* Any object document (YAML or JSON, as a manifest: a kubeconfig, say) as a
@@ -478,25 +500,6 @@ char *pod_field_notes_join(const PodFieldNotes *n, const char *source);
 /* One note as "<source>:<line>: <path>: <what>" (source may be NULL). */
 char *pod_field_note_format(const PodFieldNote *note, const char *source);
 void pod_field_notes_done(PodFieldNotes *n);
-
-/* What the field table says, for the README and the tests. */
-typedef enum PodFieldClass {
-        POD_FIELD_IMPLEMENTED, /* consumed by cubelet */
-        POD_FIELD_WARN,        /* accepted, ignored with a warning: changes nothing on one node */
-        POD_FIELD_REFUSE,      /* the pod is refused, the field path named */
-        _POD_FIELD_CLASS_MAX,
-        _POD_FIELD_CLASS_INVALID = -22,
-} PodFieldClass;
-
-const char *pod_field_class_to_string(PodFieldClass c);
-/* Calls fn for every field of the table, depth first, with its path
- * ("spec.containers[].ports[].hostPort"), its note text ("" for implemented
- * fields) and the values that mean what an absent field means (NULL or
- * NULL-terminated: hostPID "false"); a table shared by two fields
- * (containers, initContainers) is visited under the first only. */
-typedef void (*PodFieldVisitFn)(const char *path, PodFieldClass cls, const char *what, const char *const *inert,
-                                void *userdata);
-void pod_field_table_visit(PodFieldVisitFn fn, void *userdata);
 
 /* ---- Semantics --------------------------------------------------------- */
 
@@ -591,6 +594,7 @@ void pod_list_free(Pod **pods, size_t n);
  * KubeletConfiguration (node.c), env sources (env.c), the security context
  * (security.c), the pod network (network.c). */
 #include "env.h"
+#include "field-table.h"
 #include "network.h"
 #include "node.h"
 #include "security.h"

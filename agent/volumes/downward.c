@@ -36,6 +36,12 @@ int vol_path(const VolRoots *roots, const char *uid, const PodVolume *v, char *b
         case POD_VOLUME_PROJECTED:
                 plugin = VOL_DIR_PROJECTED;
                 break;
+        case POD_VOLUME_CONFIG_MAP:
+                plugin = VOL_DIR_CONFIG_MAP;
+                break;
+        case POD_VOLUME_SECRET:
+                plugin = VOL_DIR_SECRET;
+                break;
         default:
                 return cub_err_set(err, EINVAL, "volume \"%s\": unknown kind", v->name);
         }

@@ -112,10 +112,41 @@ static int rm_rf(const char *path) {
         return 0;
 }
 
-/* whether dir/..data holds exactly these files with these contents and modes */
+/* the regular files below dir, -1 when it cannot be read */
+static ssize_t count_files(const char *dir) {
+        _cleanup_(closedirp) DIR *d = opendir(dir);
+        struct dirent *de;
+        ssize_t n = 0;
+
+        if (!d)
+                return -1;
+        while ((de = readdir(d))) {
+                char p[PATH_MAX];
+                struct stat st;
+                ssize_t sub;
+
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                    !join(p, sizeof(p), dir, de->d_name) || lstat(p, &st) < 0)
+                        continue;
+                if (S_ISREG(st.st_mode))
+                        n++;
+                else if (S_ISDIR(st.st_mode)) {
+                        if ((sub = count_files(p)) < 0)
+                                return -1;
+                        n += sub;
+                }
+        }
+        return n;
+}
+
+/* whether dir/..data holds exactly these files with these contents and
+ * modes, and no other (a key removed from a ConfigMap) */
 static bool payload_same(const char *dir, const VolFile *files, size_t n) {
         char path[PATH_MAX];
 
+        (void) snprintf(path, sizeof(path), "%s/..data", dir);
+        if (count_files(path) != (ssize_t) n)
+                return false;
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *data = NULL;
                 size_t len;
@@ -127,7 +158,7 @@ static bool payload_same(const char *dir, const VolFile *files, size_t n) {
                         return false;
                 if (cub_read_file(path, 16 * 1024 * 1024, &data, &len, &e) < 0)
                         return false;
-                if (len != strlen(files[i].data) || memcmp(data, files[i].data, len) != 0)
+                if (len != files[i].size || memcmp(data, files[i].data, len) != 0)
                         return false;
         }
         return n > 0;
@@ -136,7 +167,7 @@ static bool payload_same(const char *dir, const VolFile *files, size_t n) {
 static int write_one(const char *ts, const VolFile *f, CubError *err) {
         char path[PATH_MAX];
         int fd;
-        size_t len = strlen(f->data);
+        size_t len = f->size;
 
         if (!join(path, sizeof(path), ts, f->path))
                 return cub_err_set(err, ENAMETOOLONG, "%s: name too long", f->path);
@@ -365,9 +396,20 @@ int vol_pod_setup(const VolRoots *roots, const Pod *pod, int64_t pod_memory_limi
                                 if (r == 0 && pod->fs_group_set)
                                         r = vol_set_ownership(path, pod->fs_group, false, on_root_mismatch, err);
                                 break;
+                        case POD_VOLUME_SECRET: {
+                                /* kubelet's secret volume: an emptyDir of medium Memory, never on disk */
+                                PodVolume mem = *v;
+
+                                mem.medium = (char *) "Memory";
+                                mem.size_limit_set = false;
+                                r = setup_empty_dir(roots, path, &mem, pod_memory_limit, node, err);
+                        }
+                                __attribute__((fallthrough));
+                        case POD_VOLUME_CONFIG_MAP:
                         case POD_VOLUME_DOWNWARD_API:
                         case POD_VOLUME_PROJECTED:
-                                r = vol_items_write(path, pod, v, node, err);
+                                if (r == 0)
+                                        r = vol_items_write(path, pod, v, node, err);
                                 if (r == 0 && pod->fs_group_set)
                                         r = vol_set_ownership(path, pod->fs_group, true, on_root_mismatch, err);
                                 break;
@@ -387,9 +429,9 @@ int vol_pod_teardown(const VolRoots *roots, const char *uid, CubError *err) {
         r = vol_pod_dir(roots, uid, dir, sizeof(dir), err);
         if (r < 0)
                 return r;
-        /* tmpfs mounts first: the removal does not cross mounts */
-        (void) join(plugin, sizeof(plugin), dir, VOL_DIR_EMPTY_DIR);
-        {
+        /* tmpfs mounts first (Memory emptyDirs, secrets): the removal does not cross mounts */
+        for (size_t k = 0; k < 2; k++) {
+                (void) join(plugin, sizeof(plugin), dir, k == 0 ? VOL_DIR_EMPTY_DIR : VOL_DIR_SECRET);
                 _cleanup_(closedirp) DIR *d = opendir(plugin);
                 struct dirent *de;
 

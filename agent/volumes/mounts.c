@@ -107,7 +107,8 @@ int vol_container_mounts(const VolRoots *roots, const Pod *pod, const PodContain
                 }
                 l[n].container_path = strdup(m->mount_path);
                 l[n].host_path = strdup(sub ? sub : path);
-                l[n].readonly = m->read_only || v->kind == POD_VOLUME_DOWNWARD_API || v->kind == POD_VOLUME_PROJECTED;
+                /* kubelet mounts the volumes of files it writes read-only */
+                l[n].readonly = m->read_only || (v->kind != POD_VOLUME_HOST_PATH && v->kind != POD_VOLUME_EMPTY_DIR);
                 l[n].propagation =
                         !m->mount_propagation || strcmp(m->mount_propagation, "None") == 0 ? VOL_PROPAGATION_PRIVATE
                         : strcmp(m->mount_propagation, "HostToContainer") == 0 ? VOL_PROPAGATION_HOST_TO_CONTAINER

@@ -33,7 +33,7 @@ static void payload_done(Payload *p) {
 }
 
 /* takes path and data (NULL: out of memory, the other freed) */
-static int payload_add(Payload *p, char *path, char *data, int32_t mode, CubError *err) {
+static int payload_add(Payload *p, char *path, char *data, size_t size, int32_t mode, CubError *err) {
         if (path && data && p->n == p->cap) {
                 size_t cap = p->cap ? p->cap * 2 : 8;
                 VolFile *f = realloc(p->files, cap * sizeof(*f));
@@ -48,7 +48,7 @@ static int payload_add(Payload *p, char *path, char *data, int32_t mode, CubErro
                 free(data);
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
-        p->files[p->n++] = (VolFile){ .path = path, .data = data, .mode = mode };
+        p->files[p->n++] = (VolFile){ .path = path, .data = data, .size = size, .mode = mode };
         return 0;
 }
 
@@ -66,18 +66,19 @@ int vol_items_write(const char *path, const Pod *pod, const PodVolume *v, const 
                 if (f->source == POD_PROJECTION_DOWNWARD_API) {
                         r = vol_downward_value(pod, f, node, &value, err);
                         if (r == 0)
-                                r = payload_add(&p, strdup(f->path), value, mode, err);
+                                r = payload_add(&p, strdup(f->path), value, value ? strlen(value) : 0, mode, err);
                         continue;
                 }
                 if (!node->api_files) {
                         r = cub_err_set(err, ENOTSUP, "%s: no API server to provide it (--kubeconfig)",
                                         f->source == POD_PROJECTION_SERVICE_ACCOUNT ? "serviceAccountToken"
+                                        : f->source == POD_PROJECTION_SECRET        ? "secret"
                                                                                     : "configMap");
                         break;
                 }
                 r = node->api_files(node->api_userdata, pod, f, &af, &n, err);
                 for (size_t k = 0; r == 0 && k < n; k++) {
-                        r = payload_add(&p, af[k].path, af[k].data, mode, err);
+                        r = payload_add(&p, af[k].path, af[k].data, af[k].size, mode, err);
                         af[k].path = af[k].data = NULL;
                 }
                 vol_api_files_free(af, n);
@@ -97,7 +98,7 @@ int vol_pod_refresh_api(const VolRoots *roots, const Pod *pod, const VolNode *no
 
                 for (size_t k = 0; k < v->n_items && !api; k++)
                         api = v->items[k].source != POD_PROJECTION_DOWNWARD_API;
-                if (!api || v->kind != POD_VOLUME_PROJECTED)
+                if (!api)
                         continue;
                 r = vol_path(roots, pod->uid, v, path, sizeof(path), err);
                 if (r == 0)

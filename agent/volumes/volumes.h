@@ -26,6 +26,8 @@
 #define VOL_DIR_EMPTY_DIR "kubernetes.io~empty-dir"
 #define VOL_DIR_DOWNWARD_API "kubernetes.io~downward-api"
 #define VOL_DIR_PROJECTED "kubernetes.io~projected"
+#define VOL_DIR_CONFIG_MAP "kubernetes.io~configmap"
+#define VOL_DIR_SECRET "kubernetes.io~secret"
 
 typedef struct VolRoots {
         const char *pods_dir; /* <state-dir>/pods: <pods_dir>/<uid>/volumes/<plugin>/<name> */
@@ -34,10 +36,12 @@ typedef struct VolRoots {
 
 /* What the downward API and the tmpfs size fall back to (node allocatable). */
 /* One file whose content the API server provides (a projected
- * serviceAccountToken, a key of a ConfigMap); both malloc'd. */
+ * serviceAccountToken, a key of a ConfigMap or Secret); both malloc'd,
+ * data NUL-terminated after its size bytes (a Secret's may hold NULs). */
 typedef struct VolApiFile {
         char *path;
         char *data;
+        size_t size;
 } VolApiFile;
 void vol_api_files_free(VolApiFile *f, size_t n);
 
@@ -99,6 +103,7 @@ int vol_host_path_check(const char *path, const char *type, CubError *err);
 typedef struct VolFile {
         const char *path;
         const char *data;
+        size_t size;
         int32_t mode;
 } VolFile;
 int vol_atomic_write(const char *dir, const VolFile *files, size_t n, CubError *err);

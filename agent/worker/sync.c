@@ -203,7 +203,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         const char *cpuset = mc && mc->cpuset ? mc->cpuset : res->cpuset_cpus;
         WorkerLabels labels = {};
         const char **envs;
-        size_t n_menv = 0, n_mounts;
+        size_t n_menv = 0, n_penv = 0, n_mounts;
         _cleanup_free_ char *log_path = NULL, *id = NULL, *username = NULL;
         _cleanup_(pod_env_strvp) char **pod_env = NULL, **command = NULL, **args = NULL;
         _cleanup_free_ CriDevice *devices = NULL;
@@ -245,20 +245,31 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                         .alloc_cpu_milli = ne->alloc_cpu_milli,
                         .alloc_memory = ne->alloc_memory,
                         .alloc_ephemeral_storage = ne->alloc_ephemeral_storage,
+                        .env_from = mc ? (const char *const *) mc->env_from : NULL,
+                        .ref_values = mc ? (const char *const *) mc->env_refs : NULL,
+                        .n_ref_values = mc ? mc->n_env_refs : 0,
                 };
 
                 x->stage = WORKER_FAIL_CONFIG;
+                /* a ConfigMap or Secret the env names that cannot be had: this
+                 * container waits in CreateContainerConfigError, the others go on */
+                if (mc && mc->env_error)
+                        return config_error(x, idx, c->name, mc->env_error, err);
                 r = pod_env_resolve(pod, c, &ectx, &pod_env, err);
+                if (r < 0 && pod_container_has_api_env(c))
+                        return config_error(x, idx, c->name, err->msg, err);
                 if (r < 0)
                         return cub_err_wrap(err, "CreateContainerConfigError: container '%s'", c->name);
         }
-        envs = calloc(n_menv + 2 * c->n_env + 1, sizeof(char *));
+        while (pod_env[n_penv])
+                n_penv++;
+        envs = calloc(n_menv + n_penv + 1, sizeof(char *));
         if (!envs)
                 return cub_err_set(err, ENOMEM, "out of memory");
         /* the managers' first: containerd lets a later duplicate win, so the pod's own env wins */
         for (size_t i = 0; i < n_menv; i++)
                 envs[i] = mc->envs[i];
-        for (size_t i = 0, k = n_menv; i < 2 * c->n_env; i++)
+        for (size_t i = 0, k = n_menv; i < n_penv; i++)
                 envs[k++] = pod_env[i];
         /* command and args see the whole env, the managers' (devices) included */
         r = pod_env_expand_command(c, (char *const *) envs, &command, &args, err);

@@ -104,6 +104,17 @@ typedef struct WorkerContainerConfig {
         char **envs;        /* flat key, value, ..., NULL: before the pod's env (the pod's win) */
         char **annotations; /* flat key, value, ..., NULL */
         char **labels;      /* flat key, value, ..., NULL: extra container labels */
+        /* the pod's env from the API server (the loop's, at submit time):
+         * envFrom's keys (flat, prefixed, NULL-terminated: first in the
+         * env, seen by $(VAR)); each env entry's configMapKeyRef or
+         * secretKeyRef value (n_env_refs = the container's n_env; NULL: not
+         * such an entry, or an optional one that is missing); env_error:
+         * the CreateContainerConfigError message when a value cannot be
+         * had (kubelet's: `secret "creds" not found`) */
+        char **env_from;
+        char **env_refs;
+        size_t n_env_refs;
+        char *env_error;
         /* called on the worker thread right before CreateContainer (the
          * device plugins' PreStartContainer, as kubelet's
          * generateContainerConfig): a failure fails the sync as

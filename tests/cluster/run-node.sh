@@ -3,8 +3,10 @@
 # Node it registers (labels, taints, capacity, conditions, nodeInfo), its
 # Lease renewed every 10 s, the API requests of an idle node, NodeRestriction's
 # 403 named, service-account token volumes (the token bound to the pod, the
-# cluster CA, a ConfigMap created later and changed), an API server that stops answering and comes back, a restart
-# that keeps the Node, a broken kubeconfig. No container runtime here (the
+# cluster CA, a ConfigMap created later and changed), configMap and secret
+# volumes (a Secret on tmpfs) and the Node authorizer's limit on Secrets, an
+# API server that stops answering and comes back, a restart that keeps the
+# Node, a broken kubeconfig. No container runtime here (the
 # pods from the API server run in the VM): the node is NotReady, as kubelet's
 # is without one. TAP; 77 without root, a cgroup2 mount, etcd or Go.
 #
@@ -43,6 +45,8 @@ PIDS=""
 cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	for p in $PIDS; do wait "$p" 2>/dev/null; done
+	# a Secret's tmpfs left by a failed check
+	awk -v t="$T/" 'index($2, t) == 1 { print $2 }' /proc/mounts | xargs -r -n1 umount -l 2>/dev/null
 	"$ROOT/tests/cluster/control-plane.sh" stop -d "$T/cp" >/dev/null 2>&1
 	find "$CGROOT" -depth -type d -exec rmdir {} + 2>/dev/null
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
@@ -225,6 +229,31 @@ is "$(ev_cm | head -n 1)" 'FailedMount: MountVolume.SetUp failed for volume "cfg
 kc create configmap later --from-literal=k=v1 >/dev/null
 cm_file() { [ "$(cat "$T/a/state/pods/$CM_UID/volumes/kubernetes.io~projected/cfg/k.txt" 2>/dev/null)" = v1 ]; }
 check "the ConfigMap created: the pod goes on (a missing one is asked for every 5 s), the key written" wait_until 20 cm_file
+# configMap and secret volumes: keys to paths and modes, a Secret's bytes
+# (base64 in the API, a NUL kept) on a tmpfs, never on disk
+kc create configmap web-config --from-literal=mode=fast --from-literal=host=db >/dev/null
+printf 'a\0b' >"$T/blob"
+kc create secret generic creds --from-literal=password=s3cr3t --from-file=blob="$T/blob" >/dev/null
+kc create secret generic other --from-literal=x=y >/dev/null
+pod cfgvol '"automountServiceAccountToken": false,' \
+	', "volumeMounts": [{"name": "config", "mountPath": "/etc/web"}, {"name": "creds", "mountPath": "/etc/creds"}]' |
+	jq '.spec.volumes = [{"name": "config", "configMap": {"name": "web-config", "items": [{"key": "mode", "path": "conf/mode", "mode": 384}]}},
+		{"name": "creds", "secret": {"secretName": "creds", "defaultMode": 256}}]' | kc create -f - >/dev/null
+CV=$T/a/state/pods/$(pj cfgvol .metadata.uid)/volumes
+cv_files() { [ -s "$CV/kubernetes.io~configmap/config/conf/mode" ] && [ -s "$CV/kubernetes.io~secret/creds/password" ]; }
+check "configMap and secret volumes: their files written (kubernetes.io~configmap, kubernetes.io~secret)" wait_until 30 cv_files
+cv_files || { ls -laR "$CV" 2>&1 | head -40; status_json a | jq -c .apiServer.volumes; } | sed "s/^/# /"
+is "$(cat "$CV/kubernetes.io~configmap/config/conf/mode") $(stat -c %a "$CV/kubernetes.io~configmap/config/..data/conf/mode")" \
+	"fast 600" "configMap: the item's key at its path, with its mode"
+is "$(cat "$CV/kubernetes.io~secret/creds/password") $(od -An -tx1 "$CV/kubernetes.io~secret/creds/blob" | tr -d ' \n') $(stat -c %a "$CV/kubernetes.io~secret/creds/..data/password")" \
+	"s3cr3t 610062 400" "secret: every key, base64-decoded (a NUL byte kept), defaultMode 0400"
+is "$(stat -f -c %T "$CV/kubernetes.io~secret/creds")" tmpfs "the Secret's volume is a tmpfs"
+ncurl() { curl -s -o /dev/null -w '%{http_code}' --cacert "$T/cp/pki/ca.crt" --cert "$T/cp/pki/node.crt" \
+	--key "$T/cp/pki/node.key" "https://127.0.0.1:6443/api/v1/namespaces/default/secrets/$1"; }
+is "$(ncurl creds) $(ncurl other)" "200 403" "the node's credentials read the Secret its pod names, not another (Node authorizer)"
+kc delete pod cfgvol --wait=false >/dev/null
+cv_gone() { [ ! -e "$CV" ] && ! grep -q " $CV/" /proc/mounts; }
+check "the pod deleted: its volumes removed, the Secret's tmpfs unmounted" wait_until 40 cv_gone
 kc create configmap later --from-literal=k=v2 --dry-run=client -o yaml | kc replace -f - >/dev/null
 is "$(status_json a | jq '[.pods[] | select(.name == "mirror")] | length')" 0 "a mirror pod is never run"
 orphan_gone() { ! kc get pod mirror >/dev/null 2>&1; }

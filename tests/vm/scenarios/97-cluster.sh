@@ -5,9 +5,12 @@
 # --kubeconfig, cubelet-gpu-plugin on the fake NVML beside it. The node
 # registers and turns Ready with nvidia.com/gpu 2 (a); a Deployment's 3
 # replicas are placed by the real scheduler and Running with pod IPs and the
-# ServiceAccount admission's token volume, timed beside the same pods as
-# static manifests (b); `kubectl delete pod` stops one gracefully (SIGTERM
-# seen, the object gone through cubelet's final DELETE) and the replacement
+# ServiceAccount admission's token volume, a ConfigMap and a Secret mounted
+# and in the env (an edited ConfigMap reaches the file, not the env; env
+# from a Secret not yet created: CreateContainerConfigError until it is),
+# timed beside the same pods as static manifests (b); `kubectl delete pod`
+# stops one gracefully (SIGTERM seen, the object gone through cubelet's
+# final DELETE) and the replacement
 # runs, a shorter --grace-period wins (c); two GPU pods get their own GPU
 # through the scheduler, the third is Unschedulable; cubelet stopped: the
 # pods run on; cubelet back while the API server is frozen: nothing stopped;
@@ -99,7 +102,20 @@ gpus2() { [ "$(gpus)" = 2/2 ]; }
 t_ok "kubectl get node: nvidia.com/gpu 2 in capacity and allocatable (cubelet-gpu-plugin, fake NVML)" wait_until 60 gpus2
 
 # ---- b. a Deployment, placed by the scheduler ------------------------------------------------
+# its pods mount a ConfigMap and a Secret and take env from both (once, at
+# the container's start); each second they write what the env and the
+# mounted file say
 cat >"$D/web.yaml" <<EOF
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-config, namespace: default}
+data: {mode: fast, host: db}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: web-creds, namespace: default}
+stringData: {password: s3cr3t}
+---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, namespace: default}
@@ -110,12 +126,19 @@ spec:
     metadata: {labels: {app: web}}
     spec:
       terminationGracePeriodSeconds: 20
-      volumes: [{name: out, hostPath: {path: /srv/cubelet-cluster-vm/out, type: DirectoryOrCreate}}]
+      volumes:
+      - {name: out, hostPath: {path: /srv/cubelet-cluster-vm/out, type: DirectoryOrCreate}}
+      - {name: config, configMap: {name: web-config}}
+      - {name: creds, secret: {secretName: web-creds, defaultMode: 0400}}
       containers:
       - name: app
         image: localhost/cubelet/busybox:1
-        command: [sh, -c, 'S=/var/run/secrets/kubernetes.io/serviceaccount; echo "\$(cat \$S/namespace) \$(wc -c < \$S/token) \$(head -n 1 \$S/ca.crt)" > /out/\$(hostname).sa; trap "echo TERM > /out/\$(hostname); exit 0" TERM; while true; do sleep 1; done']
-        volumeMounts: [{name: out, mountPath: /out}]
+        env:
+        - {name: MODE, valueFrom: {configMapKeyRef: {name: web-config, key: mode}}}
+        - {name: PW, valueFrom: {secretKeyRef: {name: web-creds, key: password}}}
+        envFrom: [{prefix: CFG_, configMapRef: {name: web-config}}]
+        command: [sh, -c, 'S=/var/run/secrets/kubernetes.io/serviceaccount; H=\$(hostname); echo "\$(cat \$S/namespace) \$(wc -c < \$S/token) \$(head -n 1 \$S/ca.crt)" > /out/\$H.sa; echo "\$MODE \$PW \$CFG_host \$(cat /etc/creds/password) \$(stat -c %a /etc/creds/..data/password)" > /out/\$H.env; trap "echo TERM > /out/\$H; exit 0" TERM; while true; do echo "\$MODE \$(cat /etc/web/mode)" > /out/\$H.t; mv /out/\$H.t /out/\$H.cm; sleep 1; done']
+        volumeMounts: [{name: out, mountPath: /out}, {name: config, mountPath: /etc/web}, {name: creds, mountPath: /etc/creds}]
 EOF
 running() { [ "$(pods app%3Dweb | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null and .metadata.deletionTimestamp == null)] | length')" = "$1" ]; }
 t2=$(date +%s.%N)
@@ -131,10 +154,18 @@ first=$(pods app%3Dweb | jq -r '.items[0].metadata.name')
 sa_line=$(cat "/srv/cubelet-cluster-vm/out/$first.sa" 2>/dev/null)
 t_is "$(echo "$sa_line" | awk '{ print $1, ($2 > 100), $3 }')" "default 1 -----BEGIN" \
 	"the ServiceAccount admission's kube-api-access volume in the container: namespace, a token, ca.crt ($sa_line)" 
+t_is "$(cat "/srv/cubelet-cluster-vm/out/$first.env" 2>/dev/null)" "fast s3cr3t db s3cr3t 400" \
+	"env from the ConfigMap and the Secret (configMapKeyRef, secretKeyRef, envFrom with a prefix); the Secret's file, mode 0400"
 reasons() { events "$first" | jq -r '[.items[] | select(.source.component == "kubelet") | .reason] | sort | unique | join(",")'; }
 started_ev() { case $(reasons) in *Created*Started*) return 0 ;; *) return 1 ;; esac; }
 wait_until 30 started_ev
 t_ok "the pod's Events from kubelet (cubelet) in the API: $(reasons)" started_ev
+# the ConfigMap edited: the mounted file follows within 90 s, the env does not
+# (checked below, after the deletions; a pod that is not the next victim)
+watcher=$(pods app%3Dweb | jq -r '.items[1].metadata.name')
+api /api/v1/namespaces/default/configmaps/web-config -X PATCH -H 'Content-Type: application/merge-patch+json' \
+	-d '{"data": {"mode": "slow"}}' >/dev/null
+t_cm=$(date +%s.%N)
 # the same 3 pods as static manifests, for the ratio
 for i in 1 2 3; do
 	cat >"$M/static-$i.yaml" <<EOF
@@ -180,6 +211,21 @@ spec:
   containers:
   - {name: app, image: localhost/cubelet/busybox:1, command: [sh, -c, 'trap "" TERM; while true; do sleep 1; done']}
 EOF
+	# env from a Secret that does not exist yet
+	cat <<EOF
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: needsecret, namespace: default}
+spec:
+  nodeName: $NODE_LC
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+    env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: late-secret, key: token}}}]
+EOF
 	for g in 1 2 3; do
 		cat <<EOF
 ---
@@ -212,8 +258,24 @@ vis=$(for g in 1 2 3; do
 done | sort | tr '\n' ' ')
 t_is "$vis" "GPU-0a1b2c3d-0000-4000-8000-000000000000 GPU-0a1b2c3d-1111-4111-8111-111111111111 " \
 	"each Running one sees its own GPU (the plugin's Allocate)"
-kc delete pod gpu-1 gpu-2 gpu-3 --grace-period=1 --wait=false >/dev/null
-gpu_gone() { [ "$(gpu_pods | jq '.items | length')" = 0 ]; }
+# a Secret the env names that does not exist: CreateContainerConfigError
+# with kubelet's message; created: the container starts
+waiting_for() { pod needsecret | jq -r '.status.containerStatuses[0].state.waiting | "\(.reason): \(.message)"'; }
+config_error() { [ "$(waiting_for)" = 'CreateContainerConfigError: secret "late-secret" not found' ]; }
+t_ok "a Secret the env names does not exist: the container waits in CreateContainerConfigError, kubelet's message" \
+	wait_until 60 config_error
+t_diag "needsecret: $(waiting_for)"
+api /api/v1/namespaces/default/secrets -X POST -H 'Content-Type: application/json' \
+	-d '{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "late-secret"}, "stringData": {"token": "t1"}}' >/dev/null
+t6=$(date +%s.%N)
+needsecret_running() { [ "$(pod needsecret | jq -r .status.phase)" = Running ]; }
+wait_until 90 needsecret_running
+t_ok "...created: the container starts ($(since "$t6") s)" needsecret_running
+followed() { [ "$(cat "/srv/cubelet-cluster-vm/out/$watcher.cm" 2>/dev/null)" = "fast slow" ]; }
+wait_until $((90 - $(date +%s) + ${t_cm%.*})) followed
+t_ok "the ConfigMap edited: the mounted file changed within 90 s ($(since "$t_cm") s), the env did not" followed
+kc delete pod gpu-1 gpu-2 gpu-3 needsecret --grace-period=1 --wait=false >/dev/null
+gpu_gone() { [ "$(gpu_pods | jq '.items | length')" = 0 ] && absent needsecret; }
 wait_until 60 gpu_gone
 
 # ---- e. cubelet away: the pods keep running; back: nothing restarted --------------------------

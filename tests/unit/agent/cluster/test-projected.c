@@ -63,7 +63,7 @@ static void test_decode_api(void **state) {
         assert_int_equal(v->items[0].expiration_seconds, 3607);
         assert_null(v->items[0].audience);
         assert_int_equal(v->items[1].source, POD_PROJECTION_CONFIG_MAP);
-        assert_string_equal(v->items[1].config_map, "kube-root-ca.crt");
+        assert_string_equal(v->items[1].ref_name, "kube-root-ca.crt");
         assert_string_equal(v->items[1].key, "ca.crt");
         assert_string_equal(v->items[1].path, "ca.crt");
         assert_false(v->items[1].optional);
@@ -138,14 +138,14 @@ static int fake_files(void *userdata, const Pod *pod, const PodDownwardFile *f, 
         (void) pod;
         (void) err;
         if (f->source == POD_PROJECTION_SERVICE_ACCOUNT) {
-                files[0] = (VolApiFile){ strdup(f->path), strdup(token) };
+                files[0] = (VolApiFile){ strdup(f->path), strdup(token), strlen(token) };
                 *ret_n = 1;
         } else if (!f->key) {
-                files[0] = (VolApiFile){ strdup("a"), strdup("1") };
-                files[1] = (VolApiFile){ strdup("b"), strdup("2") };
+                files[0] = (VolApiFile){ strdup("a"), strdup("1"), 1 };
+                files[1] = (VolApiFile){ strdup("b"), strdup("2"), 1 };
                 *ret_n = 2;
         } else {
-                files[0] = (VolApiFile){ strdup(f->path), strdup("CA") };
+                files[0] = (VolApiFile){ strdup(f->path), strdup("CA"), 2 };
                 *ret_n = 1;
         }
         *ret = files;

@@ -367,8 +367,8 @@ static char *slurp(const char *path) {
 
 static void test_atomic_write(void **state) {
         char dir[PATH_MAX], p[PATH_MAX * 2], first[PATH_MAX], link[PATH_MAX];
-        VolFile one[] = { { "labels", "a=\"b\"", 0644 }, { "sub/name", "p", 0600 } };
-        VolFile two[] = { { "labels", "a=\"c\"", 0644 } };
+        VolFile one[] = { { "labels", "a=\"b\"", 5, 0644 }, { "sub/name", "p", 1, 0600 } };
+        VolFile two[] = { { "labels", "a=\"c\"", 5, 0644 } };
         CubError err = {};
         struct stat st;
         ssize_t n;

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A container's env from the API server: envFrom (every key of a ConfigMap
+ * or Secret, prefixed) and env[].valueFrom.configMapKeyRef/secretKeyRef, as
+ * kubelet's makeEnvironmentVariables takes them. Resolved on the loop when a
+ * sync is submitted (the data is the cluster layer's), handed to the worker
+ * in the container's config, and used only when the container is created:
+ * a changed ConfigMap changes no running container's env. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/cleanup.h"
+#include "agent-internal.h"
+
+/* 1 here (*ret NULL: it does not exist), 0 asked for, < 0 failing */
+static int keys(Agent *a, const Pod *pod, bool secret, const char *name, const json_t **ret, CubError *err) {
+        *ret = NULL;
+        return kube_projected_keys(a->cluster.projected, secret, pod->namespace_, name, ret, err);
+}
+
+bool agent_cluster_env_ready(Agent *a, const Pod *pod) {
+        bool ready = true;
+
+        for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++) {
+                const PodContainer *c = pod_container_at(pod, k, NULL);
+                const json_t *o;
+                CubError err = {};
+
+                /* every one asked for at once; only what is on its way holds the pod */
+                for (size_t i = 0; i < c->n_env_from; i++)
+                        if (keys(a, pod, c->env_from[i].secret, c->env_from[i].name, &o, &err) == 0)
+                                ready = false;
+                for (size_t i = 0; i < c->n_env; i++)
+                        if ((c->env[i].kind == POD_ENV_CONFIG_MAP_KEY || c->env[i].kind == POD_ENV_SECRET_KEY) &&
+                            keys(a, pod, c->env[i].kind == POD_ENV_SECRET_KEY, c->env[i].ref_name, &o, &err) == 0)
+                                ready = false;
+        }
+        return ready;
+}
+
+/* kubelet's words for an object that cannot be had; NULL when it may be left out */
+static int unavailable(int r, const json_t *o, bool secret, const char *name, bool optional, const CubError *e,
+                       char **ret) {
+        if (r > 0 && (o || optional))
+                return 0;
+        if (r > 0)
+                r = asprintf(ret, "%s \"%s\" not found", secret ? "secret" : "configmap", name);
+        else if (r == 0)
+                r = asprintf(ret, "%s \"%s\": not yet received from the API server", secret ? "secret" : "configmap",
+                             name);
+        else
+                r = asprintf(ret, "%s", e->msg);
+        return r < 0 ? -ENOMEM : 1;
+}
+
+/* an envFrom key kubelet takes (IsEnvVarName, relaxed in 1.34: printable ASCII but '=') */
+static bool env_name_ok(const char *k) {
+        if (!*k)
+                return false;
+        for (; *k; k++)
+                if (*k < 32 || *k > 126 || *k == '=')
+                        return false;
+        return true;
+}
+
+static int cmp_str(const void *x, const void *y) {
+        return strcmp(*(const char *const *) x, *(const char *const *) y);
+}
+
+/* envFrom i's pairs appended to *l (its keys sorted, as a deterministic order) */
+static int append_from(const PodEnvFrom *ef, const json_t *o, char ***l, size_t *n) {
+        _cleanup_free_ const char **names = calloc(json_object_size(o) + 1, sizeof(char *));
+        size_t m = 0;
+        const char *k;
+        json_t *v;
+
+        if (!names)
+                return -ENOMEM;
+        json_object_foreach((json_t *) o, k, v) names[m++] = k;
+        qsort(names, m, sizeof(char *), cmp_str);
+        for (size_t i = 0; i < m; i++) {
+                char **more, *name = NULL, *val;
+
+                v = json_object_get(o, names[i]);
+                if (asprintf(&name, "%s%s", ef->prefix, names[i]) < 0)
+                        return -ENOMEM;
+                if (!env_name_ok(name)) {
+                        free(name);
+                        continue;
+                }
+                val = strndup(json_string_value(v), json_string_length(v));
+                more = realloc(*l, (*n + 3) * sizeof(char *));
+                if (!val || !more) {
+                        free(name);
+                        free(val);
+                        if (more)
+                                *l = more;
+                        return -ENOMEM;
+                }
+                *l = more;
+                more[(*n)++] = name;
+                more[(*n)++] = val;
+                more[*n] = NULL;
+        }
+        return 0;
+}
+
+int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c, WorkerContainerConfig *cfg) {
+        size_t n = 0;
+        int r = 0;
+
+        if (!a->cluster.projected || !pod_container_has_api_env(c))
+                return 0;
+        for (size_t i = 0; i < c->n_env_from && r == 0 && !cfg->env_error; i++) {
+                const PodEnvFrom *ef = &c->env_from[i];
+                const json_t *o;
+                CubError e = {};
+                int k = keys(a, pod, ef->secret, ef->name, &o, &e);
+
+                r = unavailable(k, o, ef->secret, ef->name, ef->optional, &e, &cfg->env_error);
+                if (r == 0 && o)
+                        r = append_from(ef, o, &cfg->env_from, &n);
+        }
+        if (r >= 0 && !cfg->env_error && c->n_env > 0) {
+                cfg->env_refs = calloc(c->n_env, sizeof(char *));
+                cfg->n_env_refs = cfg->env_refs ? c->n_env : 0;
+                if (!cfg->env_refs)
+                        r = -ENOMEM;
+        }
+        for (size_t i = 0; r >= 0 && cfg->env_refs && !cfg->env_error && i < c->n_env; i++) {
+                const PodEnvVar *ev = &c->env[i];
+                bool secret = ev->kind == POD_ENV_SECRET_KEY;
+                const json_t *o, *v;
+                CubError e = {};
+                int k;
+
+                if (ev->kind != POD_ENV_CONFIG_MAP_KEY && !secret)
+                        continue;
+                k = keys(a, pod, secret, ev->ref_name, &o, &e);
+                r = unavailable(k, o, secret, ev->ref_name, ev->ref_optional, &e, &cfg->env_error);
+                /* a missing key: pod_env_resolve says kubelet's words (or leaves an optional one out) */
+                if (r == 0 && o && json_is_string(v = json_object_get(o, ev->ref_key)) &&
+                    !(cfg->env_refs[i] = strndup(json_string_value(v), json_string_length(v))))
+                        r = -ENOMEM;
+        }
+        return r < 0 ? r : 0;
+}
