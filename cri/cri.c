@@ -222,14 +222,21 @@ int cri_image_status(CriClient *c, const char *image, bool *ret_present, char **
         return 0;
 }
 
-int cri_pull_image(CriClient *c, const char *image, char **ret_ref, CubError *err) {
+int cri_pull_image(CriClient *c, const char *image, const CriAuth *auth, char **ret_ref, CubError *err) {
         Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
         Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+        Runtime__V1__AuthConfig ac = RUNTIME__V1__AUTH_CONFIG__INIT;
         Runtime__V1__PullImageResponse *resp = NULL;
         int r;
 
         spec.image = (char *) image;
         req.image = &spec;
+        if (auth) {
+                ac.username = (char *) (auth->username ? auth->username : "");
+                ac.password = (char *) (auth->password ? auth->password : "");
+                ac.server_address = (char *) (auth->server_address ? auth->server_address : "");
+                req.auth = &ac;
+        }
         r = cri_call(c, CRI_IMG "PullImage", &req, &runtime__v1__pull_image_response__descriptor, PULL_TIMEOUT_USEC,
                      &resp, err);
         if (r < 0)

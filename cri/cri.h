@@ -315,7 +315,14 @@ int cri_image_user(CriClient *c, const char *image, bool *ret_uid_set, int64_t *
 /* *ret_present tells whether the image is there; ret_id (optional) its ID. */
 int cri_image_status(CriClient *c, const char *image, bool *ret_present, char **ret_id, uint64_t *ret_size,
                      CubError *err);
-int cri_pull_image(CriClient *c, const char *image, char **ret_ref, CubError *err);
+/* PullImage; auth NULL: without credentials (an image pull secret's
+ * username, password and registry otherwise) */
+typedef struct CriAuth {
+        const char *username;
+        const char *password;
+        const char *server_address;
+} CriAuth;
+int cri_pull_image(CriClient *c, const char *image, const CriAuth *auth, char **ret_ref, CubError *err);
 
 /* flat key/value list helpers */
 void cri_strv_free(char **l);

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A container's env from the API server: envFrom (every key of a ConfigMap
  * or Secret, prefixed) and env[].valueFrom.configMapKeyRef/secretKeyRef, as
- * kubelet's makeEnvironmentVariables takes them. Resolved on the loop when a
- * sync is submitted (the data is the cluster layer's), handed to the worker
- * in the container's config, and used only when the container is created:
- * a changed ConfigMap changes no running container's env. */
+ * kubelet's makeEnvironmentVariables takes them; and the credentials of the
+ * pod's image pull secrets for its image (kubelet's keyring). Resolved on
+ * the loop when a sync is submitted (the data is the cluster layer's),
+ * handed to the worker in the container's config, and used only when the
+ * container is created: a changed ConfigMap changes no running container's
+ * env. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cluster/pullcreds.h"
 #include "../util/cleanup.h"
 #include "agent-internal.h"
 
@@ -22,6 +25,13 @@ static int keys(Agent *a, const Pod *pod, bool secret, const char *name, const j
 bool agent_cluster_env_ready(Agent *a, const Pod *pod) {
         bool ready = true;
 
+        for (size_t i = 0; i < pod->image_pull_secrets.n; i++) {
+                const json_t *o;
+                CubError err = {};
+
+                if (keys(a, pod, true, pod->image_pull_secrets.items[i], &o, &err) == 0)
+                        ready = false;
+        }
         for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++) {
                 const PodContainer *c = pod_container_at(pod, k, NULL);
                 const json_t *o;
@@ -106,11 +116,50 @@ static int append_from(const PodEnvFrom *ef, const json_t *o, char ***l, size_t 
         return 0;
 }
 
+/* the pull secrets that are here (a missing or failing one is passed over,
+ * as kubelet's "Unable to retrieve some image pull secrets") and the
+ * credentials of theirs that match the image */
+static int pull_auths(Agent *a, const Pod *pod, const PodContainer *c, WorkerContainerConfig *cfg) {
+        size_t n = pod->image_pull_secrets.n, m = 0, k = 0;
+        _cleanup_free_ const json_t **objs = calloc(n + 1, sizeof(json_t *));
+        KubePullCred *creds = NULL;
+        int r;
+
+        if (!objs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                CubError e = {};
+
+                if (keys(a, pod, true, pod->image_pull_secrets.items[i], &objs[i], &e) <= 0)
+                        objs[i] = NULL;
+        }
+        r = kube_pull_creds(objs, (const char *const *) pod->image_pull_secrets.items, n, c->image ? c->image : "",
+                            &creds, &m, NULL);
+        if (r < 0 || m == 0)
+                return r;
+        cfg->pull_auths = calloc(m, sizeof(*cfg->pull_auths));
+        if (!cfg->pull_auths) {
+                kube_pull_creds_free(creds, m);
+                return -ENOMEM;
+        }
+        for (; k < m; k++) {
+                cfg->pull_auths[k] = (WorkerPullAuth){ .username = creds[k].username, .password = creds[k].password };
+                creds[k].username = creds[k].password = NULL;
+        }
+        cfg->n_pull_auths = m;
+        kube_pull_creds_free(creds, m);
+        return 0;
+}
+
 int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c, WorkerContainerConfig *cfg) {
         size_t n = 0;
         int r = 0;
 
-        if (!a->cluster.projected || !pod_container_has_api_env(c))
+        if (!a->cluster.projected)
+                return 0;
+        if (pod->image_pull_secrets.n > 0 && (r = pull_auths(a, pod, c, cfg)) < 0)
+                return r;
+        if (!pod_container_has_api_env(c))
                 return 0;
         for (size_t i = 0; i < c->n_env_from && r == 0 && !cfg->env_error; i++) {
                 const PodEnvFrom *ef = &c->env_from[i];

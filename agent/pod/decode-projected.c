@@ -175,7 +175,7 @@ bool pod_has_api_projection(const Pod *pod) {
 }
 
 bool pod_has_api_data(const Pod *pod) {
-        if (pod_has_api_projection(pod))
+        if (pod_has_api_projection(pod) || pod->image_pull_secrets.n > 0)
                 return true;
         for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++)
                 if (pod_container_has_api_env(pod_container_at(pod, k, NULL)))

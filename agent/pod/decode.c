@@ -98,6 +98,7 @@ Pod *pod_free(Pod *pod) {
         free(pod->init_containers);
         free(pod->restart_policy);
         free(pod->service_account_name), free(pod->service_account); /* env sources */
+        pod_strv_done(&pod->image_pull_secrets);
         free(pod->priority_class_name);
         free(pod->preemption_policy);
         free(pod->node_name);
@@ -218,6 +219,34 @@ static const PodField pod_security_fields[] = {
         {},
 };
 
+/* imagePullSecrets: [{name}], the names kept (kubelet skips an empty one) */
+static int dec_pull_secrets(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        PodStrv *l = dst;
+        json_t *e;
+        size_t i;
+
+        (void) f;
+        if (!json_is_array(v))
+                return json_is_null(v) ? 0
+                                       : pod_dec_fail(d, 0, NULL, "Invalid type: expected array, got %s",
+                                                      pod_json_type_name(v));
+        json_array_foreach(v, i, e) {
+                const char *name = json_string_value(json_object_get(e, "name"));
+                char **more;
+
+                if (!name || !*name)
+                        continue;
+                more = realloc(l->items, (l->n + 2) * sizeof(char *));
+                if (!more)
+                        return cub_err_set(d->err, ENOMEM, "out of memory");
+                l->items = more;
+                if (!(more[l->n] = strdup(name)))
+                        return cub_err_set(d->err, ENOMEM, "out of memory");
+                more[++l->n] = NULL;
+        }
+        return 0;
+}
+
 static const PodField spec_fields[] = {
         { .name = "initContainers",
           .decode = pod_dec_object_array,
@@ -258,6 +287,8 @@ static const PodField spec_fields[] = {
         { .name = "hostNetwork", .decode = pod_dec_bool, .offset = offsetof(Pod, host_network) },
         POD_STR("serviceAccountName", Pod, service_account_name),
         POD_STR("serviceAccount", Pod, service_account),
+        /* pods of the API server; the field table refuses them in a static pod */
+        { .name = "imagePullSecrets", .decode = dec_pull_secrets, .offset = offsetof(Pod, image_pull_secrets) },
         { .name = "overhead", .decode = pod_dec_resources, .offset = offsetof(Pod, overhead) },
         { .name = "securityContext", .decode = pod_dec_inline, .sub = pod_security_fields },
         POD_SECURITY_POD_FIELD,

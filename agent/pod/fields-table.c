@@ -472,6 +472,11 @@ static const PodFieldRule pod_os[] = {
 
 /* ---- PodSpec and Pod ------------------------------------------------------- */
 
+static const PodFieldRule local_object_reference[] = {
+        A("name"),
+        END,
+};
+
 static const PodFieldRule pod_spec[] = {
         AL("containers", container),
         AL("initContainers", container),
@@ -498,7 +503,7 @@ static const PodFieldRule pod_spec[] = {
         W("serviceAccount", NO_SA_TOKEN),
         W("automountServiceAccountToken", NO_SA_TOKEN),
         WI("enableServiceLinks", "ignored: there are no services on one node", is_true),
-        RW("imagePullSecrets", "static pods may not reference secrets"),
+        RA("imagePullSecrets", "static pods may not reference secrets", local_object_reference),
         RW("resourceClaims", "static pods may not use ResourceClaims"),
         R("activeDeadlineSeconds"),
         A("hostPID"),

@@ -141,13 +141,33 @@ static int note(Walk *w, PodFieldNotes *n, const char *what, const json_t *obj, 
 
 static int walk_object(Walk *w, json_t *obj, const PodFieldRule *rules);
 
-static int walk_value(Walk *w, json_t *obj, const char *key, json_t *v, const PodFieldRule *r) {
+/* a list's elements, each an object of the rules sub */
+static int walk_list(Walk *w, json_t *obj, const char *key, json_t *v, const PodFieldRule *sub) {
         size_t i;
         json_t *e;
         int r2;
 
+        if (!json_is_array(v))
+                return note(w, &w->pod->refused, "Invalid type: expected array", obj, key, v);
+        json_array_foreach(v, i, e) {
+                size_t old = pod_dec_push(&w->d, "[%zu]", i);
+
+                r2 = json_is_object(e) ? walk_object(w, e, sub)
+                                       : note(w, &w->pod->refused, "Invalid type: expected object", NULL, NULL, e);
+                pod_dec_pop(&w->d, old);
+                if (r2 < 0)
+                        return r2;
+        }
+        return 0;
+}
+
+static int walk_value(Walk *w, json_t *obj, const char *key, json_t *v, const PodFieldRule *r) {
+
         if (is_absent(v) || is_inert(r, v))
                 return 0;
+        /* what a pod of the API server may have: an object, or a list of them (imagePullSecrets) */
+        if (w->api && r->api_sub && json_is_array(v))
+                return walk_list(w, obj, key, v, r->api_sub);
         if (w->api && r->api_sub) {
                 if (!json_is_object(v))
                         return note(w, &w->pod->refused, "Invalid type: expected object", obj, key, v);
@@ -168,20 +188,8 @@ static int walk_value(Walk *w, json_t *obj, const char *key, json_t *v, const Po
                         return note(w, &w->pod->refused, "Invalid type: expected object", obj, key, v);
                 return walk_object(w, v, r->sub);
         }
-        if (r->shape == POD_SHAPE_LIST) {
-                if (!json_is_array(v))
-                        return note(w, &w->pod->refused, "Invalid type: expected array", obj, key, v);
-                json_array_foreach(v, i, e) {
-                        size_t old = pod_dec_push(&w->d, "[%zu]", i);
-
-                        r2 = json_is_object(e)
-                                     ? walk_object(w, e, r->sub)
-                                     : note(w, &w->pod->refused, "Invalid type: expected object", NULL, NULL, e);
-                        pod_dec_pop(&w->d, old);
-                        if (r2 < 0)
-                                return r2;
-                }
-        }
+        if (r->shape == POD_SHAPE_LIST)
+                return walk_list(w, obj, key, v, r->sub);
         return 0;
 }
 

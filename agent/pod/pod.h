@@ -428,8 +428,8 @@ typedef struct Pod {
         bool fs_group_set;
         char *fs_group_change_policy; /* Always (default) or OnRootMismatch; NULL when not set */
         /* env sources */
-        char *service_account_name; /* spec.serviceAccountName (else the deprecated serviceAccount) */
-        char *service_account;
+        char *service_account_name, *service_account; /* spec.serviceAccountName, the deprecated serviceAccount */
+        PodStrv image_pull_secrets;                   /* spec.imagePullSecrets[].name (pods of the API server) */
         /* network */
         char *hostname;  /* spec.hostname, NULL = the pod's name */
         char *subdomain; /* spec.subdomain */
@@ -482,7 +482,7 @@ int pod_decode(const char *buf, size_t len, const char *source, PodFormat fmt, P
 int pod_decode_api(const char *buf, size_t len, const char *source, Pod **ret, CubError *err);
 /* Whether a volume of the pod has files the API server provides. */
 bool pod_has_api_projection(const Pod *pod);
-/* ... or env from a ConfigMap or Secret (envFrom, configMapKeyRef, secretKeyRef) */
+/* ... or env from a ConfigMap or Secret (envFrom, configMapKeyRef, secretKeyRef), or pull secrets */
 bool pod_has_api_data(const Pod *pod);
 /* Reads a file (at most 1 MiB) and decodes it; source = path. */
 int pod_load_file(const char *path, Pod **ret, CubError *err);

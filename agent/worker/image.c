@@ -28,12 +28,26 @@ static void note_pull(WorkerJob *j, size_t container, bool pulled, bool ok, uint
                                         .size = size };
 }
 
-static int pull(WorkerPool *p, WorkerJob *j, size_t container, const char *image, CubError *err) {
+/* kubelet's puller: without credentials when none match, else each in
+ * turn until one pulls (the last one's error) */
+static int pull(WorkerPool *p, WorkerJob *j, size_t container, const char *image, const WorkerPullAuth *auths,
+                size_t n_auths, CubError *err) {
         uint64_t t0 = cub_now_usec(CLOCK_MONOTONIC), size = 0;
         bool present = false;
-        int r;
+        int r = 0;
 
-        r = cri_pull_image(p->cri, image, NULL, err);
+        if (n_auths == 0)
+                r = cri_pull_image(p->cri, image, NULL, NULL, err);
+        for (size_t i = 0; i < n_auths; i++) {
+                /* no server address, as kubelet's: containerd would drop
+                 * credentials whose address it does not parse as the host */
+                CriAuth a = { .username = auths[i].username, .password = auths[i].password };
+
+                cub_err_clear(err);
+                r = cri_pull_image(p->cri, image, &a, NULL, err);
+                if (r >= 0)
+                        break;
+        }
         if (r >= 0) {
                 CubError e = {};
 
@@ -45,14 +59,14 @@ static int pull(WorkerPool *p, WorkerJob *j, size_t container, const char *image
 }
 
 int worker_ensure_image(WorkerPool *p, WorkerJob *j, size_t container, const char *image, const char *policy,
-                        WorkerFailKind *ret_kind, CubError *err) {
+                        const WorkerPullAuth *auths, size_t n_auths, WorkerFailKind *ret_kind, CubError *err) {
         uint64_t t0 = cub_now_usec(CLOCK_MONOTONIC);
         bool present = false;
         int r;
 
         *ret_kind = WORKER_FAIL_IMAGE_PULL;
         if (policy && strcmp(policy, "Always") == 0)
-                return pull(p, j, container, image, err);
+                return pull(p, j, container, image, auths, n_auths, err);
         r = cri_image_status(p->cri, image, &present, NULL, NULL, err);
         if (r < 0)
                 return r;
@@ -67,5 +81,5 @@ int worker_ensure_image(WorkerPool *p, WorkerJob *j, size_t container, const cha
                                    "policy of Never",
                                    image);
         *ret_kind = WORKER_FAIL_IMAGE_PULL;
-        return pull(p, j, container, image, err);
+        return pull(p, j, container, image, auths, n_auths, err);
 }

@@ -218,7 +218,8 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 if (r < 0)
                         return r;
         }
-        r = worker_ensure_image(x->p, x->j, idx, c->image, c->image_pull_policy, &x->stage, err);
+        r = worker_ensure_image(x->p, x->j, idx, c->image, c->image_pull_policy, mc ? mc->pull_auths : NULL,
+                                mc ? mc->n_pull_auths : 0, &x->stage, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': image '%s'", c->name, c->image);
         x->stage = WORKER_FAIL_CREATE;

@@ -93,6 +93,7 @@ void worker_pod_net_done(WorkerPodNet *n);
 /* image.c: kubelet's EnsureImageExists for container (index, init first):
  * Always pulls at every container start, IfNotPresent when the image is
  * missing, Never not at all; each pull or image found present noted on j
- * (NULL: not noted); *ret_kind: what a failure is (image pull, never pull). */
+ * (NULL: not noted); auths: the pull secrets' credentials to try (none:
+ * without); *ret_kind: what a failure is (image pull, never pull). */
 int worker_ensure_image(WorkerPool *p, WorkerJob *j, size_t container, const char *image, const char *policy,
-                        WorkerFailKind *ret_kind, CubError *err);
+                        const WorkerPullAuth *auths, size_t n_auths, WorkerFailKind *ret_kind, CubError *err);

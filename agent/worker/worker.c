@@ -148,6 +148,11 @@ void worker_container_config_done(WorkerContainerConfig *c) {
                 free(c->env_refs[i]);
         free(c->env_refs);
         free(c->env_error);
+        for (size_t i = 0; i < c->n_pull_auths; i++) {
+                free(c->pull_auths[i].username);
+                free(c->pull_auths[i].password);
+        }
+        free(c->pull_auths);
         *c = (WorkerContainerConfig){};
 }
 

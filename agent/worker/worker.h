@@ -93,6 +93,12 @@ typedef struct WorkerMount {
         CriMountPropagation propagation;
 } WorkerMount;
 
+/* An image pull secret's credentials for a registry (owned). */
+typedef struct WorkerPullAuth {
+        char *username;
+        char *password;
+} WorkerPullAuth;
+
 /* A container's share of the CRI container config from the managers; every
  * member owned, NULL/0 = nothing. */
 typedef struct WorkerContainerConfig {
@@ -115,6 +121,11 @@ typedef struct WorkerContainerConfig {
         char **env_refs;
         size_t n_env_refs;
         char *env_error;
+        /* the image pull secrets' credentials for its image, in the order
+         * kubelet tries them (the loop's, at submit time); none: pulled
+         * without */
+        WorkerPullAuth *pull_auths;
+        size_t n_pull_auths;
         /* called on the worker thread right before CreateContainer (the
          * device plugins' PreStartContainer, as kubelet's
          * generateContainerConfig): a failure fails the sync as

@@ -104,7 +104,7 @@ t_ok "kubectl get node: nvidia.com/gpu 2 in capacity and allocatable (cubelet-gp
 # ---- b. a Deployment, placed by the scheduler ------------------------------------------------
 # its pods mount a ConfigMap and a Secret and take env from both (once, at
 # the container's start); each second they write what the env and the
-# mounted file say
+# mounted file say, and when the file last changed
 cat >"$D/web.yaml" <<EOF
 apiVersion: v1
 kind: ConfigMap
@@ -137,7 +137,7 @@ spec:
         - {name: MODE, valueFrom: {configMapKeyRef: {name: web-config, key: mode}}}
         - {name: PW, valueFrom: {secretKeyRef: {name: web-creds, key: password}}}
         envFrom: [{prefix: CFG_, configMapRef: {name: web-config}}]
-        command: [sh, -c, 'S=/var/run/secrets/kubernetes.io/serviceaccount; H=\$(hostname); echo "\$(cat \$S/namespace) \$(wc -c < \$S/token) \$(head -n 1 \$S/ca.crt)" > /out/\$H.sa; echo "\$MODE \$PW \$CFG_host \$(cat /etc/creds/password) \$(stat -c %a /etc/creds/..data/password)" > /out/\$H.env; trap "echo TERM > /out/\$H; exit 0" TERM; while true; do echo "\$MODE \$(cat /etc/web/mode)" > /out/\$H.t; mv /out/\$H.t /out/\$H.cm; sleep 1; done']
+        command: [sh, -c, 'S=/var/run/secrets/kubernetes.io/serviceaccount; H=\$(hostname); echo "\$(cat \$S/namespace) \$(wc -c < \$S/token) \$(head -n 1 \$S/ca.crt)" > /out/\$H.sa; echo "\$MODE \$PW \$CFG_host \$(cat /etc/creds/password) \$(stat -c %a /etc/creds/..data/password)" > /out/\$H.env; trap "echo TERM > /out/\$H; exit 0" TERM; while true; do m=\$(cat /etc/web/mode); [ "\$m" = "\$l" ] || date +%s > /out/\$H.at; l=\$m; echo "\$MODE \$m" > /out/\$H.t; mv /out/\$H.t /out/\$H.cm; sleep 1; done']
         volumeMounts: [{name: out, mountPath: /out}, {name: config, mountPath: /etc/web}, {name: creds, mountPath: /etc/creds}]
 EOF
 running() { [ "$(pods app%3Dweb | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null and .metadata.deletionTimestamp == null)] | length')" = "$1" ]; }
@@ -273,10 +273,67 @@ wait_until 90 needsecret_running
 t_ok "...created: the container starts ($(since "$t6") s)" needsecret_running
 followed() { [ "$(cat "/srv/cubelet-cluster-vm/out/$watcher.cm" 2>/dev/null)" = "fast slow" ]; }
 wait_until $((90 - $(date +%s) + ${t_cm%.*})) followed
-t_ok "the ConfigMap edited: the mounted file changed within 90 s ($(since "$t_cm") s), the env did not" followed
-kc delete pod gpu-1 gpu-2 gpu-3 needsecret --grace-period=1 --wait=false >/dev/null
-gpu_gone() { [ "$(gpu_pods | jq '.items | length')" = 0 ] && absent needsecret; }
+at=$(($(cat "/srv/cubelet-cluster-vm/out/$watcher.at" 2>/dev/null || echo 0) - ${t_cm%.*}))
+t_ok "the ConfigMap edited: the mounted file changed within 90 s (in the container $at s after the edit), the env did not" \
+	sh -c "[ \"\$(cat /srv/cubelet-cluster-vm/out/$watcher.cm)\" = 'fast slow' ] && [ $at -le 90 ]"
+# image pull secrets: Debian's docker-registry on the guest's loopback wants
+# a password (htpasswd); the image pushed there with ctr and removed from
+# containerd. A pod whose pull secret has the password runs; one without
+# waits in ErrImagePull/ImagePullBackOff with the registry's 401.
+pulled=""
+if command -v docker-registry >/dev/null && command -v htpasswd >/dev/null; then
+	R=/srv/cubelet-registry
+	mkdir -p "$R/data"
+	htpasswd -Bbn puller s3cr3t >"$R/htpasswd"
+	printf 'version: 0.1\nstorage: {filesystem: {rootdirectory: %s/data}}\nhttp: {addr: "127.0.0.1:5000"}\nauth: {htpasswd: {realm: cubelet, path: %s/htpasswd}}\n' \
+		"$R" "$R" >"$R/config.yml"
+	systemctl stop docker-registry 2>/dev/null
+	docker-registry serve "$R/config.yml" >"$R/log" 2>&1 &
+	reg_pid=$!
+	reg_up() { [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:5000/v2/)" = 401 ]; }
+	wait_until 30 reg_up
+	ctr -n k8s.io images tag localhost/cubelet/busybox:1 localhost:5000/private/busybox:1 >/dev/null 2>&1
+	if ctr -n k8s.io images push --plain-http -u puller:s3cr3t localhost:5000/private/busybox:1 >"$R/push.log" 2>&1; then
+		pulled=1
+	fi
+	ctr -n k8s.io images rm localhost:5000/private/busybox:1 >/dev/null 2>&1
+	t_ok "a registry on 127.0.0.1:5000 that answers 401 without a password; the image pushed to it" test -n "$pulled"
+	kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Secret
+metadata: {name: regcred, namespace: default}
+type: kubernetes.io/dockerconfigjson
+stringData: {.dockerconfigjson: '{"auths": {"localhost:5000": {"username": "puller", "password": "s3cr3t"}}}'}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: private, namespace: default}
+spec:
+  nodeName: $NODE_LC
+  terminationGracePeriodSeconds: 1
+  imagePullSecrets: [{name: regcred}]
+  containers: [{name: app, image: "localhost:5000/private/busybox:1", command: [sleep, "3600"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: nocreds, namespace: default}
+spec:
+  nodeName: $NODE_LC
+  terminationGracePeriodSeconds: 1
+  containers: [{name: app, image: "localhost:5000/private/busybox:1", command: [sleep, "3600"]}]
+EOF
+	private_running() { [ "$(pod private | jq -r .status.phase)" = Running ]; }
+	t_ok "imagePullSecrets: the pod pulls from the registry with the secret's password and runs" wait_until 120 private_running
+	pull_failed() { pod nocreds | jq -r '.status.containerStatuses[0].state.waiting | "\(.reason) \(.message)"' | grep -E '^(ErrImagePull|ImagePullBackOff) .*401 Unauthorized'; }
+	t_ok "without: ErrImagePull/ImagePullBackOff, the registry's 401 in the message" wait_until 60 pull_failed
+	t_diag "nocreds: $(pod nocreds | jq -r '.status.containerStatuses[0].state.waiting | "\(.reason): \(.message)"')"
+else
+	t_skip "image pull secrets" "docker-registry or htpasswd (apache2-utils) is not installed"
+fi
+kc delete pod gpu-1 gpu-2 gpu-3 needsecret private nocreds --grace-period=1 --wait=false --ignore-not-found >/dev/null
+gpu_gone() { [ "$(gpu_pods | jq '.items | length')" = 0 ] && absent needsecret && absent private && absent nocreds; }
 wait_until 60 gpu_gone
+[ -n "${reg_pid:-}" ] && kill "$reg_pid" 2>/dev/null
 
 # ---- e. cubelet away: the pods keep running; back: nothing restarted --------------------------
 # (the node controller's NotReady/unreachable while cubelet is away: run-node.sh, on the host)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ConfigMaps and Secrets in the pods of the API server: configMap and
  * secret volumes, projected secret sources, env from both (envFrom with a
- * prefix, configMapKeyRef, secretKeyRef, optional ones) decoded, each still
- * refused in a static pod with its path; a container's env as kubelet's
+ * prefix, configMapKeyRef, secretKeyRef, optional ones) and image pull
+ * secrets decoded, each still refused in a static pod with its path; a
+ * container's env as kubelet's
  * makeEnvironmentVariables builds it from what the loop resolved; the
  * volumes' files written (a Secret's bytes as they are, on tmpfs when the
  * test may mount), a key removed from a ConfigMap removed from the volume. */
@@ -25,7 +26,8 @@
 
 #define POD(containers, volumes)                                                                         \
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web\",\"namespace\":\"shop\"," \
-        "\"uid\":\"u-2\"},\"spec\":{\"containers\":[" containers "],\"volumes\":[" volumes "]}}"
+        "\"uid\":\"u-2\"},\"spec\":{\"imagePullSecrets\":[{\"name\":\"regcred\"},{\"name\":\"\"}],"      \
+        "\"containers\":[" containers "],\"volumes\":[" volumes "]}}"
 #define APP                                                                                                   \
         "{\"name\":\"app\",\"image\":\"busybox\",\"envFrom\":[{\"prefix\":\"CFG_\",\"configMapRef\":"         \
         "{\"name\":\"web-config\"}},{\"secretRef\":{\"name\":\"extra\",\"optional\":true}}],\"env\":["        \
@@ -64,6 +66,8 @@ static void test_decode(void **state) {
         assert_int_equal(pod->refused.n, 0);
         assert_true(pod_has_api_projection(pod));
         assert_true(pod_has_api_data(pod));
+        assert_int_equal(pod->image_pull_secrets.n, 1); /* an empty name skipped, as kubelet */
+        assert_string_equal(pod->image_pull_secrets.items[0], "regcred");
         c = &pod->containers[0];
         assert_true(pod_container_has_api_env(c));
         assert_int_equal(c->n_env_from, 2);
@@ -114,6 +118,7 @@ static void test_decode(void **state) {
                         "spec.volumes[0].configMap",
                         "spec.volumes[1].secret",
                         "spec.volumes[2].projected.sources[0].secret",
+                        "spec.imagePullSecrets",
                 };
 
                 for (size_t i = 0; i < sizeof(paths) / sizeof(*paths); i++) {
