@@ -125,6 +125,17 @@ static const char *what(const Entry *e, char *buf, size_t size) {
 
 static void ask(Entry *e);
 
+/* key k's base64 value v, decoded, into out; false when it is not base64 */
+static bool put_decoded(json_t *out, const char *k, const json_t *v) {
+        _cleanup_free_ uint8_t *bytes = NULL;
+        size_t n = 0;
+
+        if (!json_is_string(v) || cub_base64_decode(json_string_value(v), json_string_length(v), &bytes, &n) < 0)
+                return false;
+        (void) json_object_set_new(out, k, json_stringn_nocheck((const char *) bytes, n));
+        return true;
+}
+
 /* a ConfigMap's data and binaryData, a Secret's data (base64), as one
  * object of each key's bytes; NULL with *error when malformed */
 static json_t *keys_of(const json_t *body, bool secret, const char **error) {
@@ -135,33 +146,22 @@ static json_t *keys_of(const json_t *body, bool secret, const char **error) {
         if (!out)
                 return NULL;
         json_object_foreach((json_t *) data, k, v) {
-                _cleanup_free_ uint8_t *bytes = NULL;
-                size_t n = 0;
-
                 if (!json_is_string(v))
                         continue;
-                if (!secret) {
+                if (!secret)
                         (void) json_object_set_new(out, k, json_stringn(json_string_value(v), json_string_length(v)));
-                        continue;
-                }
-                if (cub_base64_decode(json_string_value(v), json_string_length(v), &bytes, &n) < 0) {
+                else if (!put_decoded(out, k, v)) {
                         *error = "the Secret's data is not base64";
                         json_decref(out);
                         return NULL;
                 }
-                (void) json_object_set_new(out, k, json_stringn_nocheck((const char *) bytes, n));
         }
         json_object_foreach((json_t *) (secret ? NULL : bin), k, v) {
-                _cleanup_free_ uint8_t *bytes = NULL;
-                size_t n = 0;
-
-                if (!json_is_string(v) ||
-                    cub_base64_decode(json_string_value(v), json_string_length(v), &bytes, &n) < 0) {
+                if (!put_decoded(out, k, v)) {
                         *error = "the ConfigMap's binaryData is not base64";
                         json_decref(out);
                         return NULL;
                 }
-                (void) json_object_set_new(out, k, json_stringn_nocheck((const char *) bytes, n));
         }
         return out;
 }

@@ -49,7 +49,8 @@ bool agent_cluster_env_ready(Agent *a, const Pod *pod) {
         return ready;
 }
 
-/* kubelet's words for an object that cannot be had; NULL when it may be left out */
+/* kubelet's words for an object that cannot be had into *ret (1); 0 when
+ * it is here or may be left out */
 static int unavailable(int r, const json_t *o, bool secret, const char *name, bool optional, const CubError *e,
                        char **ret) {
         if (r > 0 && (o || optional))
@@ -64,22 +65,13 @@ static int unavailable(int r, const json_t *o, bool secret, const char *name, bo
         return r < 0 ? -ENOMEM : 1;
 }
 
-/* an envFrom key kubelet takes (IsEnvVarName, relaxed in 1.34: printable ASCII but '=') */
-static bool env_name_ok(const char *k) {
-        if (!*k)
-                return false;
-        for (; *k; k++)
-                if (*k < 32 || *k > 126 || *k == '=')
-                        return false;
-        return true;
-}
-
 static int cmp_str(const void *x, const void *y) {
         return strcmp(*(const char *const *) x, *(const char *const *) y);
 }
 
-/* envFrom i's pairs appended to *l (its keys sorted, as a deterministic order) */
-static int append_from(const PodEnvFrom *ef, const json_t *o, char ***l, size_t *n) {
+/* envFrom i's pairs appended to *l (its keys sorted, as a deterministic
+ * order; a key that is no variable name left out) */
+static int append_from(const PodEnvFrom *ef, const json_t *o, char ***l) {
         _cleanup_free_ const char **names = calloc(json_object_size(o) + 1, sizeof(char *));
         size_t m = 0;
         const char *k;
@@ -90,28 +82,15 @@ static int append_from(const PodEnvFrom *ef, const json_t *o, char ***l, size_t 
         json_object_foreach((json_t *) o, k, v) names[m++] = k;
         qsort(names, m, sizeof(char *), cmp_str);
         for (size_t i = 0; i < m; i++) {
-                char **more, *name = NULL, *val;
+                _cleanup_free_ char *name = NULL;
 
-                v = json_object_get(o, names[i]);
-                if (asprintf(&name, "%s%s", ef->prefix, names[i]) < 0)
-                        return -ENOMEM;
-                if (!env_name_ok(name)) {
-                        free(name);
-                        continue;
-                }
-                val = strndup(json_string_value(v), json_string_length(v));
-                more = realloc(*l, (*n + 3) * sizeof(char *));
-                if (!val || !more) {
-                        free(name);
-                        free(val);
-                        if (more)
-                                *l = more;
+                if (asprintf(&name, "%s%s", ef->prefix, names[i]) < 0) {
+                        name = NULL;
                         return -ENOMEM;
                 }
-                *l = more;
-                more[(*n)++] = name;
-                more[(*n)++] = val;
-                more[*n] = NULL;
+                if (pod_env_name_valid(name) &&
+                    worker_kv_push(l, name, json_string_value(json_object_get(o, names[i]))) < 0)
+                        return -ENOMEM;
         }
         return 0;
 }
@@ -152,7 +131,6 @@ static int pull_auths(Agent *a, const Pod *pod, const PodContainer *c, WorkerCon
 }
 
 int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c, WorkerContainerConfig *cfg) {
-        size_t n = 0;
         int r = 0;
 
         if (!a->cluster.projected)
@@ -169,7 +147,7 @@ int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c,
 
                 r = unavailable(k, o, ef->secret, ef->name, ef->optional, &e, &cfg->env_error);
                 if (r == 0 && o)
-                        r = append_from(ef, o, &cfg->env_from, &n);
+                        r = append_from(ef, o, &cfg->env_from);
         }
         if (r >= 0 && !cfg->env_error && c->n_env > 0) {
                 cfg->env_refs = calloc(c->n_env, sizeof(char *));

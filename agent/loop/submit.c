@@ -20,8 +20,9 @@
 /* Each container's config, init containers first, from the managers; the
  * cpuset is always set (the spec's when no manager set one). NULL with err
  * (*ret_k: the container) when a manager could not give a container its
- * share. */
-static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p, size_t *ret_k, CubError *err) {
+ * share. For a sync (containers may be created), also the env and pull
+ * credentials the API server's objects give; an update needs neither. */
+static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p, bool sync, size_t *ret_k, CubError *err) {
         WorkerContainerConfig *l = calloc(p->n + 1, sizeof(WorkerContainerConfig));
 
         *ret_k = SIZE_MAX;
@@ -40,8 +41,9 @@ static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p, size_t
                                                : p->spec->app_res[k - p->spec->pod->n_init_containers].cpuset_cpus);
                 if (r >= 0 && !cfg->cpuset)
                         r = cub_err_set(err, ENOMEM, "out of memory");
-                /* env from ConfigMaps and Secrets (pods of the API server) */
-                if (r >= 0 &&
+                /* a sync's containers may be created: their env from ConfigMaps and
+                 * Secrets and their pull credentials (pods of the API server) */
+                if (r >= 0 && sync &&
                     agent_cluster_container_env(a, p->spec->pod, pod_container_at(p->spec->pod, k, NULL), cfg) < 0)
                         r = cub_err_set(err, ENOMEM, "out of memory");
                 if (r < 0) {
@@ -62,7 +64,7 @@ void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         if (!relist_may_sync(p, now, a->rt.network_error))
                 return;
         agent_managers_flush(a);
-        configs = container_configs(a, p, &k, &err);
+        configs = container_configs(a, p, true, &k, &err);
         if (!configs) {
                 /* no container starts without its managers' share (devices,
                  * mounts): a failed sync, retried by the sync's back-off */
@@ -101,7 +103,7 @@ void agent_update_resources(Agent *a) {
                 if (!p->admitted || p->terminal || p->busy || !p->observed ||
                     p->resources_gen == a->decided.resources_gen)
                         continue;
-                sets = container_configs(a, p, &k, &err);
+                sets = container_configs(a, p, false, &k, &err);
                 j = worker_job_new(WORKER_UPDATE);
                 if (!sets || !j) {
                         worker_container_configs_free(sets, p->n);

@@ -317,12 +317,11 @@ int pod_env_from_post(PodDec *d, json_t *obj, void *base) {
         e->secret = e->secret_set;
         if (!e->name || !*e->name)
                 return pod_dec_fail(d, line, e->secret ? ".secretRef.name" : ".configMapRef.name", "Required value");
-        for (const char *c = e->prefix; *c; c++)
-                if (*c < 32 || *c > 126 || *c == '=')
-                        return pod_dec_fail(d, pod_dec_field_line(d, obj, "prefix"), ".prefix",
-                                            "Invalid value: \"%s\": a valid environment variable name must consist "
-                                            "only of printable ASCII characters other than '='",
-                                            e->prefix);
+        if (*e->prefix && !pod_env_name_valid(e->prefix))
+                return pod_dec_fail(d, pod_dec_field_line(d, obj, "prefix"), ".prefix",
+                                    "Invalid value: \"%s\": a valid environment variable name must consist "
+                                    "only of printable ASCII characters other than '='",
+                                    e->prefix);
         return 0;
 }
 

@@ -323,6 +323,15 @@ int pod_env_expand_command(const PodContainer *c, char *const *env, char ***ret_
         return 0;
 }
 
+bool pod_env_name_valid(const char *k) {
+        if (!*k)
+                return false;
+        for (; *k; k++)
+                if (*k < 32 || *k > 126 || *k == '=')
+                        return false;
+        return true;
+}
+
 bool pod_container_has_api_env(const PodContainer *c) {
         if (c->n_env_from > 0)
                 return true;

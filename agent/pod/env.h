@@ -51,5 +51,7 @@ int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *
 int pod_env_expand_command(const PodContainer *c, char *const *env, char ***ret_command, char ***ret_args,
                            CubError *err);
 void pod_env_strv_free(char **l);
+/* IsEnvVarName as 1.34 relaxed it: printable ASCII other than '=', not empty */
+bool pod_env_name_valid(const char *k);
 /* whether c takes env from the API server (envFrom, configMapKeyRef, secretKeyRef) */
 bool pod_container_has_api_env(const PodContainer *c);
