@@ -303,6 +303,21 @@ void cri_exec_result_done(CriExecResult *r);
  * log rotation renamed it). */
 int cri_reopen_container_log(CriClient *c, const char *container_id, CubError *err);
 
+/* ---- streaming (stream.c) ---------------------------------------------------- */
+
+/* which streams a session carries (kubelet's stdin, stdout, stderr, tty) */
+typedef struct CriStreamFlags {
+        bool in, out, err, tty;
+} CriStreamFlags;
+
+/* Exec, Attach, PortForward: the URL of the runtime's streaming server for
+ * one session (*ret_url, malloc'd), which the caller connects to or proxies. */
+int cri_exec(CriClient *c, const char *container_id, const char *const *cmd, const CriStreamFlags *f, char **ret_url,
+             CubError *err);
+int cri_attach(CriClient *c, const char *container_id, const CriStreamFlags *f, char **ret_url, CubError *err);
+int cri_port_forward(CriClient *c, const char *sandbox_id, const int32_t *ports, size_t n_ports, char **ret_url,
+                     CubError *err);
+
 /* ---- images ------------------------------------------------------------- */
 
 /* security context (cri/image-user.c): the image's user as ImageStatus

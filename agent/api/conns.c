@@ -20,6 +20,7 @@ typedef enum ConnState {
         CONN_WAITING,
         CONN_IN_FLIGHT,
         CONN_DROPPED,
+        CONN_UPGRADED, /* a streaming session: never dropped, not a request in flight */
 } ConnState;
 
 struct ApiConn {
@@ -286,11 +287,18 @@ void api_conns_response_done(ApiConns *t, ApiConn *c, uint64_t now) {
         pthread_mutex_unlock(&t->lock);
 }
 
+void api_conns_upgraded(ApiConns *t, ApiConn *c) {
+        pthread_mutex_lock(&t->lock);
+        if (c->state == CONN_IN_FLIGHT)
+                c->state = CONN_UPGRADED;
+        pthread_mutex_unlock(&t->lock);
+}
+
 void api_conns_close(ApiConns *t, ApiConn *c) {
         pthread_mutex_lock(&t->lock);
         if (c->state == CONN_WAITING)
                 unwait(t, c);
-        if (c->state == CONN_WAITING || c->state == CONN_IN_FLIGHT)
+        if (c->state == CONN_WAITING || c->state == CONN_IN_FLIGHT || c->state == CONN_UPGRADED)
                 t->live--;
         *c = (ApiConn){ .state = CONN_FREE, .fd = -1, .next = t->free };
         t->free = c;

@@ -103,6 +103,9 @@ int api_conns_open(ApiConns *t, int fd, const struct sockaddr *peer, uint64_t no
 int api_conns_request(ApiConns *t, ApiConn *c);
 /* Its response is done (or the request ended): it waits again, from now. */
 void api_conns_response_done(ApiConns *t, ApiConn *c, uint64_t now);
+/* Its request became a streaming session (101): it holds its slot until
+ * closed, is never dropped, and no longer counts as a request in flight. */
+void api_conns_upgraded(ApiConns *t, ApiConn *c);
 /* The server closes it: its slot is free. */
 void api_conns_close(ApiConns *t, ApiConn *c);
 /* Drops the connections whose deadline is <= now; returns the next

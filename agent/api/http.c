@@ -17,8 +17,10 @@
 
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
+#include "../util/log.h"
 #include "../util/time.h"
 #include "conns.h"
+#include "http-internal.h"
 #include "metrics.h"
 #include "resource.h"
 
@@ -37,80 +39,12 @@ struct ApiHttp {
         atomic_bool wanted, synced;
         char network_error[768]; /* under lock: why the runtime's network is not ready, "" = it is */
         unsigned port;
+        /* the kubelet server's (NULL otherwise) */
+        ApiAuth *auth;
+        char *runtime_endpoint;
+        ApiStreams *streams;
+        atomic_bool stopping;
 };
-
-/* ---- snapshots ---------------------------------------------------------------- */
-
-ApiSnapshot *api_snapshot_new(void) {
-        ApiSnapshot *s = calloc(1, sizeof(*s));
-
-        if (s)
-                s->ref = 1;
-        return s;
-}
-
-ApiSnapshot *api_snapshot_ref(ApiSnapshot *s) {
-        if (s)
-                __atomic_add_fetch(&s->ref, 1, __ATOMIC_RELAXED);
-        return s;
-}
-
-ApiSnapshot *api_snapshot_unref(ApiSnapshot *s) {
-        if (!s || __atomic_sub_fetch(&s->ref, 1, __ATOMIC_ACQ_REL) > 0)
-                return NULL;
-        for (size_t i = 0; i < s->n_pods; i++) {
-                ApiPodRef *p = &s->pods[i];
-
-                for (size_t k = 0; k < p->n_containers; k++) {
-                        free(p->containers[k].name);
-                        free(p->containers[k].id);
-                }
-                free(p->containers);
-                free(p->namespace_);
-                free(p->name);
-                free(p->uid);
-                free(p->cgroup);
-                free(p->log_dir);
-        }
-        free(s->pods);
-        free(s->node_name);
-        free(s->pods_json);
-        free(s->metrics);
-        free(s);
-        return NULL;
-}
-
-ApiPodRef *api_snapshot_add_pod(ApiSnapshot *s, const char *ns, const char *name, const char *uid, const char *cgroup,
-                                const char *log_dir, int64_t start_time) {
-        ApiPodRef *pods = realloc(s->pods, (s->n_pods + 1) * sizeof(*pods)), *p;
-
-        if (!pods)
-                return NULL;
-        s->pods = pods;
-        p = &pods[s->n_pods++];
-        *p = (ApiPodRef){ .namespace_ = strdup(ns),
-                          .name = strdup(name),
-                          .uid = strdup(uid),
-                          .cgroup = strdup(cgroup),
-                          .log_dir = strdup(log_dir ? log_dir : ""),
-                          .start_time = start_time };
-        if (!p->namespace_ || !p->name || !p->uid || !p->cgroup || !p->log_dir)
-                return NULL; /* freed with the snapshot */
-        return p;
-}
-
-int api_pod_ref_add_container(ApiPodRef *p, const char *name, const char *id, bool running, int64_t started_at) {
-        ApiContainerRef *cs = realloc(p->containers, (p->n_containers + 1) * sizeof(*cs));
-
-        if (!cs)
-                return -ENOMEM;
-        p->containers = cs;
-        cs[p->n_containers] = (ApiContainerRef){
-                .name = strdup(name), .id = strdup(id), .running = running, .started_at = started_at
-        };
-        p->n_containers++;
-        return cs[p->n_containers - 1].name && cs[p->n_containers - 1].id ? 0 : -ENOMEM;
-}
 
 /* ---- the loop's side ------------------------------------------------------------ */
 
@@ -141,6 +75,22 @@ bool api_http_take_wanted(ApiHttp *h) {
         return atomic_exchange(&h->wanted, false);
 }
 
+const char *api_http_runtime_endpoint(ApiHttp *h) {
+        return h->runtime_endpoint;
+}
+
+ApiStreams *api_http_streams(ApiHttp *h) {
+        return h->streams;
+}
+
+ApiConns *api_http_conns(ApiHttp *h) {
+        return h->conns;
+}
+
+bool api_http_stopping(ApiHttp *h) {
+        return atomic_load(&h->stopping);
+}
+
 /* ---- the HTTP thread ------------------------------------------------------------- */
 
 static uint64_t now_usec(void) {
@@ -156,7 +106,7 @@ static bool loop_alive(ApiHttp *h, uint64_t now, uint64_t *ret_age) {
 
 /* A reference to the newest snapshot; waits for a fresher one when it is
  * stale and the loop lives. NULL before the first. */
-static ApiSnapshot *take_snapshot(ApiHttp *h) {
+ApiSnapshot *api_http_snapshot(ApiHttp *h) {
         uint64_t now = now_usec(), age;
         struct timespec deadline;
         ApiSnapshot *s;
@@ -173,7 +123,7 @@ static ApiSnapshot *take_snapshot(ApiHttp *h) {
         return s;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, char *body, size_t len) {
+enum MHD_Result api_http_reply(struct MHD_Connection *c, unsigned status, const char *ctype, char *body, size_t len) {
         struct MHD_Response *r;
         enum MHD_Result ret;
 
@@ -190,16 +140,16 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
         return ret;
 }
 
-static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text) {
+enum MHD_Result api_http_reply_text(struct MHD_Connection *c, unsigned status, const char *text) {
         char *b = strdup(text);
 
-        return b ? reply(c, status, "text/plain; charset=utf-8", b, strlen(b)) : MHD_NO;
+        return b ? api_http_reply(c, status, "text/plain; charset=utf-8", b, strlen(b)) : MHD_NO;
 }
 
 static enum MHD_Result reply_copy(struct MHD_Connection *c, const char *ctype, const char *text) {
         char *b = strdup(text ? text : "");
 
-        return b ? reply(c, MHD_HTTP_OK, ctype, b, strlen(b)) : MHD_NO;
+        return b ? api_http_reply(c, MHD_HTTP_OK, ctype, b, strlen(b)) : MHD_NO;
 }
 
 static enum MHD_Result find_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
@@ -268,9 +218,9 @@ static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, const char *
         if (fclose(f) != 0)
                 return MHD_NO;
         if (ok && !verbose)
-                return reply_text(c, MHD_HTTP_OK, "ok");
-        return reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", TAKE_PTR(text),
-                     len);
+                return api_http_reply_text(c, MHD_HTTP_OK, "ok");
+        return api_http_reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
+                              TAKE_PTR(text), len);
 }
 
 static enum MHD_Result metrics(ApiHttp *h, struct MHD_Connection *c, ApiSnapshot *s, bool resource) {
@@ -291,10 +241,10 @@ static enum MHD_Result metrics(ApiHttp *h, struct MHD_Connection *c, ApiSnapshot
                 free(text);
                 return MHD_NO;
         }
-        return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len);
+        return api_http_reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len);
 }
 
-static bool client_cert_ok(struct MHD_Connection *c) {
+bool api_http_client_cert_ok(struct MHD_Connection *c) {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
         gnutls_session_t s;
         unsigned n = 0, status = 0;
@@ -309,7 +259,7 @@ static bool client_cert_ok(struct MHD_Connection *c) {
 
 /* ---- connection slots (conns.h): libmicrohttpd's events in, drops out ---- */
 
-static ApiConn *conn_of(struct MHD_Connection *c) {
+ApiConn *api_http_conn(struct MHD_Connection *c) {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
         return ci ? ci->socket_context : NULL;
@@ -337,7 +287,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
         ApiHttp *h = cls;
-        ApiConn *conn = conn_of(c);
+        ApiConn *conn = api_http_conn(c);
 
         (void) con_cls;
         (void) toe;
@@ -350,7 +300,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
  * and the connection closes), or it was dropped meanwhile (closed). */
 static bool admit(ApiHttp *h, struct MHD_Connection *c, enum MHD_Result *ret) {
         static const char busy[] = "503 too many requests in flight from this address\n";
-        ApiConn *conn = conn_of(c);
+        ApiConn *conn = api_http_conn(c);
         struct MHD_Response *resp;
         int r = conn ? api_conns_request(h->conns, conn) : 0;
 
@@ -383,24 +333,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         (void) con_cls;
         if (!admit(h, c, &r))
                 return r;
-        if (h->ca && !client_cert_ok(c))
-                return reply_text(c, MHD_HTTP_UNAUTHORIZED,
-                                  "Unauthorized: a client certificate signed by the "
-                                  "clientCAFile is required\n");
-        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-                return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n");
+        if (h->auth) {
+                if (!api_kubelet_authorized(h->auth, c, url, method, &r))
+                        return r;
+        } else if (h->ca && !api_http_client_cert_ok(c))
+                return api_http_reply_text(c, MHD_HTTP_UNAUTHORIZED,
+                                           "Unauthorized: a client certificate signed by the "
+                                           "clientCAFile is required\n");
         if (*upload_data_size > 0 || (clen && strcmp(clen, "0") != 0) ||
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
-                return reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 a GET takes no body\n");
+                return api_http_reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 a GET takes no body\n");
+        if (h->auth && api_kubelet_path(url))
+                return api_kubelet_serve(h, c, url, method);
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+                return api_http_reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n");
         if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0)
                 return health(h, c, url + 1);
         if (strcmp(url, "/pods") != 0 && strcmp(url, "/pods/") != 0 && strcmp(url, "/metrics") != 0 &&
             strcmp(url, "/metrics/resource") != 0 && strcmp(url, "/stats/summary") != 0 &&
             strcmp(url, "/stats/summary/") != 0)
-                return reply_text(c, MHD_HTTP_NOT_FOUND, "404 page not found\n");
-        s = take_snapshot(h);
+                return api_http_reply_text(c, MHD_HTTP_NOT_FOUND, "404 page not found\n");
+        s = api_http_snapshot(h);
         if (!s)
-                return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 the agent is starting\n");
+                return api_http_reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 the agent is starting\n");
         if (strncmp(url, "/pods", 5) == 0)
                 r = reply_copy(c, "application/json", s->pods_json);
         else if (strcmp(url, "/metrics") == 0)
@@ -410,7 +365,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         else {
                 char *doc = api_stats_summary(s, h->cgroup_root, h->proc, h->fs_path);
 
-                r = doc ? reply(c, MHD_HTTP_OK, "application/json", doc, strlen(doc)) : MHD_NO;
+                r = doc ? api_http_reply(c, MHD_HTTP_OK, "application/json", doc, strlen(doc)) : MHD_NO;
         }
         api_snapshot_unref(s);
         return r;
@@ -468,7 +423,9 @@ int api_http_new(const ApiHttpConfig *c, ApiHttp **ret, CubError *err) {
                                    c->address);
         if (!!c->tls_cert_file != !!c->tls_key_file)
                 return cub_err_set(err, EINVAL, "HTTP API: tlsCertFile and tlsPrivateKeyFile go together");
-        if (!api_http_address_is_loopback(c->address) && (!c->tls_cert_file || !c->client_ca_file))
+        if (c->auth && !c->tls_cert_file)
+                return cub_err_set(err, EINVAL, "kubelet server: tlsCertFile and tlsPrivateKeyFile are required");
+        if (!c->auth && !api_http_address_is_loopback(c->address) && (!c->tls_cert_file || !c->client_ca_file))
                 return cub_err_set(err, EPERM,
                                    "HTTP API on '%s' (not loopback): refusing to serve without TLS and client "
                                    "certificates: set tlsCertFile, tlsPrivateKeyFile and "
@@ -490,7 +447,15 @@ int api_http_new(const ApiHttpConfig *c, ApiHttp **ret, CubError *err) {
         h->cgroup_root = strdup(c->cgroup_root);
         h->proc = strdup(c->proc);
         h->fs_path = strdup(c->fs_path);
-        if (!h->address || !h->cgroup_root || !h->proc || !h->fs_path) {
+        if (c->auth) {
+                h->auth = c->auth;
+                flags = (flags & ~MHD_USE_AUTO) | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_UPGRADE;
+                h->runtime_endpoint = strdup(c->runtime_endpoint ? c->runtime_endpoint : "");
+                r = api_streams_new(&h->streams, err);
+                if (r < 0)
+                        goto fail;
+        }
+        if (!h->address || !h->cgroup_root || !h->proc || !h->fs_path || (c->auth && !h->runtime_endpoint)) {
                 r = cub_err_set(err, ENOMEM, "out of memory");
                 goto fail;
         }
@@ -562,6 +527,11 @@ unsigned api_http_port(ApiHttp *h) {
 ApiHttp *api_http_free(ApiHttp *h) {
         if (!h)
                 return NULL;
+        /* the sessions first (libmicrohttpd wants upgraded connections
+         * closed before it stops), then every connection thread: a
+         * following log sees stopping and ends */
+        atomic_store(&h->stopping, true);
+        h->streams = api_streams_free(h->streams);
         if (h->d)
                 MHD_stop_daemon(h->d); /* closes every connection: the table is empty after */
         api_conns_free(h->conns);
@@ -572,6 +542,7 @@ ApiHttp *api_http_free(ApiHttp *h) {
         free(h->cgroup_root);
         free(h->proc);
         free(h->fs_path);
+        free(h->runtime_endpoint);
         free(h->cert);
         free(h->key);
         free(h->ca);

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "../util/err.h"
+#include "auth.h"
 
 #define API_HTTP_STALE_USEC (2ULL * 1000000ULL)
 #define API_HTTP_RUNTIME_DOWN_USEC (60ULL * 1000000ULL)
@@ -72,6 +73,13 @@ typedef struct ApiHttpConfig {
         uint64_t stall_usec;       /* the loop is stalled after this long without a heartbeat */
         unsigned connection_limit; /* open at once; when full, one still sending its headers makes room (conns.h) */
         unsigned timeout_sec;      /* to send request headers (not reset by each byte), then the idle timeout */
+        /* The kubelet server (port 10250) when set: TLS required, every
+         * request authenticated and authorized (auth.h; the caller keeps it
+         * alive), a thread per connection, and /containerLogs, /exec,
+         * /attach, /portForward (kubelet.c) through the runtime at
+         * runtime_endpoint. */
+        ApiAuth *auth;
+        const char *runtime_endpoint;
 } ApiHttpConfig;
 
 void api_http_config_init(ApiHttpConfig *c);

@@ -2,7 +2,7 @@
 /*
  * `cubelet logs [-f] [--previous] [--tail N] [--timestamps] POD [-c CONTAINER]`:
  * a container's log as `kubectl logs` prints it, read from the CRI-format
- * files under the pod log directory (agent/logs), without asking the agent.
+ * files under the pod log directory (agent/logs/read.c), without asking the agent.
  * The pod is found by name (as `cubelet status` shows it) and namespace in
  * <podLogsDir>/<ns>_<name>_<uid>; the container's current attempt is its
  * highest <restart>.log, --previous the one before. -f follows the file
@@ -11,9 +11,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,84 +126,10 @@ static char **list_containers(const char *dir, size_t *ret_n) {
         return l;
 }
 
-static void strv_free(char **l) {
-        for (size_t i = 0; l && l[i]; i++)
-                free(l[i]);
-        free(l);
-}
-
-/* The highest attempt below `below` (UINT32_MAX+1: any), -1 when none. */
-static int64_t find_attempt(const char *cdir, int64_t below) {
-        DIR *d = opendir(cdir);
-        struct dirent *de;
-        int64_t best = -1;
-
-        if (!d)
-                return -1;
-        while ((de = readdir(d))) {
-                char *end;
-                unsigned long long a;
-
-                if (de->d_name[0] < '0' || de->d_name[0] > '9')
-                        continue;
-                errno = 0;
-                a = strtoull(de->d_name, &end, 10);
-                if (errno || strcmp(end, ".log") != 0 || a > UINT32_MAX)
-                        continue;
-                if ((int64_t) a < below && (int64_t) a > best)
-                        best = (int64_t) a;
-        }
-        closedir(d);
-        return best;
-}
-
-/* Renders buf[0..len) to stdout; returns the bytes consumed. */
-static size_t emit(const LogsCli *c, const char *buf, size_t len, bool final) {
-        _cleanup_free_ char *out = NULL;
-        size_t n_out = 0, used = 0, bad = 0;
-
-        if (logs_render(buf, len, c->timestamps, final, &out, &n_out, &used, &bad) < 0) {
-                cub_log(LOG_ERR, "logs: out of memory");
-                return len;
-        }
-        if (n_out > 0)
-                (void) cub_write_all(STDOUT_FILENO, out, n_out);
-        return used;
-}
-
-static int read_all(int fd, char **ret, size_t *ret_n) {
-        size_t cap = 65536, n = 0;
-        char *buf = malloc(cap);
-
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t r;
-
-                if (n == cap) {
-                        char *nb = realloc(buf, cap * 2);
-
-                        if (!nb) {
-                                free(buf);
-                                return -ENOMEM;
-                        }
-                        buf = nb;
-                        cap *= 2;
-                }
-                r = read(fd, buf + n, cap - n);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0) {
-                        free(buf);
-                        return -errno;
-                }
-                if (r == 0)
-                        break;
-                n += (size_t) r;
-        }
-        *ret = buf;
-        *ret_n = n;
-        return 0;
+static void strv_freep(char ***l) {
+        for (size_t i = 0; *l && (*l)[i]; i++)
+                free((*l)[i]);
+        free(*l);
 }
 
 /* Whether the container's attempt still runs (or may: the runtime cannot
@@ -228,64 +152,41 @@ static bool still_running(CriClient *cri, const char *uid, const char *container
         return running || !seen ? running : false;
 }
 
-static int follow(const LogsCli *c, const char *cdir, const char *path, int fd, char *pending, size_t n_pending,
-                  const char *uid, uint32_t attempt) {
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* Prints the reader's output; following, until the attempt ended (a newer
+ * one appeared, which the reader sees, or the runtime says it no longer
+ * runs, asked at most once a second). */
+static int print_log(const LogsCli *c, LogsReader *rd, const char *uid) {
         _cleanup_(cri_client_freep) CriClient *cri = NULL;
         CubError err = {};
-        struct stat st_fd, st_path;
-        char chunk[65536];
+        char buf[65536];
         uint64_t last_check = 0;
+        bool ended = false;
 
-        if (cri_client_new(c->endpoint, 0, &cri, &err) < 0)
+        if (c->follow && cri_client_new(c->endpoint, 0, &cri, &err) < 0)
                 cri = NULL;
         for (;;) {
-                ssize_t r = read(fd, chunk, sizeof(chunk));
+                ssize_t n = logs_reader_read(rd, buf, sizeof(buf), ended);
+                uint64_t now;
 
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0)
-                        return -errno;
-                if (r > 0) {
-                        char *np = realloc(pending, n_pending + (size_t) r);
-                        size_t used;
-
-                        if (!np)
-                                return -ENOMEM;
-                        pending = np;
-                        memcpy(pending + n_pending, chunk, (size_t) r);
-                        n_pending += (size_t) r;
-                        used = emit(c, pending, n_pending, false);
-                        memmove(pending, pending + used, n_pending - used);
-                        n_pending -= used;
+                if (n > 0) {
+                        (void) cub_write_all(STDOUT_FILENO, buf, (size_t) n);
                         continue;
                 }
-                /* at the end: rotated (the path is a new file)? */
-                if (fstat(fd, &st_fd) == 0 && stat(path, &st_path) == 0 &&
-                    (st_fd.st_ino != st_path.st_ino || st_fd.st_dev != st_path.st_dev)) {
-                        int nfd = open(path, O_RDONLY | O_CLOEXEC);
-
-                        if (nfd >= 0) {
-                                close(fd);
-                                fd = nfd;
+                if (n != -EAGAIN)
+                        return (int) n;
+                now = now_usec();
+                if (now - last_check >= 1000000ULL) {
+                        last_check = now;
+                        if (!still_running(cri, uid, c->container, logs_reader_attempt(rd))) {
+                                ended = true;
                                 continue;
-                        }
-                }
-                {
-                        struct timespec ts;
-                        uint64_t now;
-
-                        clock_gettime(CLOCK_MONOTONIC, &ts);
-                        now = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-                        if (now - last_check >= 1000000ULL) {
-                                last_check = now;
-                                /* a newer attempt, or the runtime says it ended: done */
-                                if (find_attempt(cdir, (int64_t) UINT32_MAX + 1) > (int64_t) attempt ||
-                                    !still_running(cri, uid, c->container, attempt)) {
-                                        (void) emit(c, pending, n_pending, true);
-                                        free(pending);
-                                        close(fd);
-                                        return 0;
-                                }
                         }
                 }
                 (void) usleep(FOLLOW_POLL_USEC);
@@ -306,17 +207,19 @@ int cli_logs(int argc, char **argv) {
                 {},
         };
         LogsCli c = { .ns = "default", .root = LOGS_DEFAULT_ROOT, .endpoint = CRI_DEFAULT_ENDPOINT, .tail = -1 };
-        _cleanup_free_ char *dir = NULL, *uid = NULL, *cdir = NULL, *path = NULL, *buf = NULL;
-        char **containers;
-        size_t n_containers = 0, n = 0, off;
-        int64_t attempt;
-        int o, fd, r;
+        _cleanup_free_ char *dir = NULL, *uid = NULL, *cdir = NULL;
+        _cleanup_(strv_freep) char **containers = NULL;
+        _cleanup_(logs_reader_freep) LogsReader *rd = NULL;
+        LogsReadOptions o = { .tail_lines = -1, .stream = -1 };
+        CubError err = {};
+        size_t n_containers = 0;
+        int opt, r;
 
         optind = 1;
-        while ((o = getopt_long(argc, argv, "fpc:n:h", opts, NULL)) >= 0) {
+        while ((opt = getopt_long(argc, argv, "fpc:n:h", opts, NULL)) >= 0) {
                 char *end;
 
-                switch (o) {
+                switch (opt) {
                 case 'f':
                         c.follow = true;
                         break;
@@ -371,6 +274,10 @@ int cli_logs(int argc, char **argv) {
                 fputs("error: only one of follow (-f) or previous (-p) is allowed\n", stderr);
                 return CLI_EXIT_BAD_INPUT;
         }
+        o.follow = c.follow;
+        o.previous = c.previous;
+        o.timestamps = c.timestamps;
+        o.tail_lines = c.tail;
         r = find_pod_dir(&c, &dir, &uid);
         if (r < 0) {
                 fprintf(stderr, "Error from server (NotFound): pods \"%s\" not found\n", c.pod);
@@ -386,16 +293,28 @@ int cli_logs(int argc, char **argv) {
                         for (size_t i = 0; i < n_containers; i++)
                                 fprintf(stderr, "%s%s", i ? " " : "", containers[i]);
                         fputs("]\n", stderr);
-                        strv_free(containers);
                         return EXIT_FAIL;
                 }
         }
         if (asprintf(&cdir, "%s/%s", dir, c.container) < 0) {
-                strv_free(containers);
+                cdir = NULL;
                 return EXIT_FAIL;
         }
-        attempt = find_attempt(cdir, (int64_t) UINT32_MAX + 1);
-        if (attempt < 0) {
+        r = logs_reader_open(cdir, c.pod, &o, &rd, &err);
+        if (r == -ENOENT && c.previous) {
+                /* no previous attempt: is there a current one? */
+                _cleanup_(logs_reader_freep) LogsReader *cur = NULL;
+                LogsReadOptions oc = { .tail_lines = 0, .stream = -1 };
+
+                if (logs_reader_open(cdir, c.pod, &oc, &cur, &err) == 0) {
+                        fprintf(stderr,
+                                "Error from server (BadRequest): previous terminated container \"%s\" in pod \"%s\" "
+                                "not found\n",
+                                c.container, c.pod);
+                        return EXIT_FAIL;
+                }
+        }
+        if (r == -ENOENT) {
                 struct stat st;
 
                 if (stat(cdir, &st) == 0)
@@ -405,51 +324,12 @@ int cli_logs(int argc, char **argv) {
                                 c.container, c.pod);
                 else
                         fprintf(stderr, "error: container %s is not valid for pod %s\n", c.container, c.pod);
-                strv_free(containers);
                 return EXIT_FAIL;
         }
-        if (c.previous) {
-                attempt = find_attempt(cdir, attempt);
-                if (attempt < 0) {
-                        fprintf(stderr,
-                                "Error from server (BadRequest): previous terminated container \"%s\" in pod \"%s\" "
-                                "not found\n",
-                                c.container, c.pod);
-                        strv_free(containers);
-                        return EXIT_FAIL;
-                }
-        }
-        c.container = strdupa(c.container);
-        strv_free(containers);
-        if (asprintf(&path, "%s/%" PRId64 ".log", cdir, attempt) < 0)
-                return EXIT_FAIL;
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                fprintf(stderr, "error: '%s': %s\n", path, strerror(errno));
-                return EXIT_FAIL;
-        }
-        r = read_all(fd, &buf, &n);
         if (r < 0) {
-                fprintf(stderr, "error: '%s': %s\n", path, strerror(-r));
-                close(fd);
+                fprintf(stderr, "error: %s\n", err.msg);
                 return EXIT_FAIL;
         }
-        off = logs_tail_offset(buf, n, c.tail);
-        if (!c.follow) {
-                (void) emit(&c, buf + off, n - off, true);
-                close(fd);
-                return 0;
-        }
-        {
-                size_t used = emit(&c, buf + off, n - off, false);
-                char *pending = malloc(n - off - used + 1);
-
-                if (!pending) {
-                        close(fd);
-                        return EXIT_FAIL;
-                }
-                memcpy(pending, buf + off + used, n - off - used);
-                r = follow(&c, cdir, path, fd, pending, n - off - used, uid, (uint32_t) attempt);
-        }
+        r = print_log(&c, rd, uid);
         return r < 0 ? EXIT_FAIL : 0;
 }

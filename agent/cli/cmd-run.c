@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `cubelet run`: the agent. Flags win over the config file, which wins
  * over the defaults. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
@@ -45,8 +46,11 @@ static void run_usage(FILE *f) {
               "                           with containerd's event stream, how often a node whose pods\n"
               "                           are all settled is relisted (default 10; 0 = no event stream)\n"
               "  --http-address IP        the HTTP API's address (config address; default 127.0.0.1)\n"
-              "  --http-port PORT         the HTTP API's port (config readOnlyPort; default 10255, 0 = off)\n"
+              "  --http-port PORT         the HTTP API's port (config readOnlyPort; default 10255, 0 = off;\n"
+              "                           with --kubeconfig default 0)\n"
               "  --kubeconfig FILE        join a cluster: the API server and the node's credentials\n"
+              "  --node-ip IP             the node's address (status.addresses, hostIP; default: the\n"
+              "                           default route's interface)\n"
               "                           (registers the Node, keeps its status and its Lease)\n"
               "  --register-node BOOL     create the Node object (default true; false: it must exist)\n"
               "  --node-labels K=V,...    labels for the Node at registration\n"
@@ -186,12 +190,13 @@ int cli_run(int argc, char **argv) {
                 { "register-node", required_argument, NULL, 'R' },
                 { "node-labels", required_argument, NULL, 'L' },
                 { "register-with-taints", required_argument, NULL, 'T' },
+                { "node-ip", required_argument, NULL, 'I' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *f_manifest = NULL, *f_endpoint = NULL, *f_cgroup = NULL, *f_state = NULL, *f_node = NULL,
                    *f_socket = NULL, *f_config = NULL, *f_http_address = NULL, *f_url = NULL, *f_freq = NULL,
-                   *f_driver = NULL, *f_kubeconfig = NULL, *f_labels = NULL, *f_taints = NULL;
+                   *f_driver = NULL, *f_kubeconfig = NULL, *f_labels = NULL, *f_taints = NULL, *f_node_ip = NULL;
         int register_node = -1;
         long http_port = -1;
         AgentOptions opt;
@@ -291,6 +296,16 @@ int cli_run(int argc, char **argv) {
                 case 'T':
                         f_taints = optarg;
                         break;
+                case 'I': {
+                        struct in_addr a4;
+
+                        if (inet_pton(AF_INET, optarg, &a4) != 1) {
+                                cub_log(LOG_ERR, "run: --node-ip '%s': expected an IPv4 address", optarg);
+                                return CLI_EXIT_BAD_INPUT;
+                        }
+                        f_node_ip = optarg;
+                        break;
+                }
                 case 'h':
                         run_usage(stdout);
                         return 0;
@@ -344,6 +359,7 @@ int cli_run(int argc, char **argv) {
                 agent_options_done(&opt);
                 return 1;
         }
+        opt.node_ip = f_node_ip ? strdup(f_node_ip) : NULL;
         opt.relist_usec = (uint64_t) (period * 1e6);
         opt.events_relist_usec = (uint64_t) (evented_period * 1e6);
         if (http_port < 0 && (opt.kc.read_only_port < 0 || opt.kc.read_only_port > 65535)) {
@@ -352,7 +368,15 @@ int cli_run(int argc, char **argv) {
                 agent_options_done(&opt);
                 return CLI_EXIT_BAD_INPUT;
         }
-        opt.http_port = (unsigned) (http_port >= 0 ? http_port : opt.kc.read_only_port);
+        if (opt.kc.port < 0 || opt.kc.port > 65535) {
+                cub_log(LOG_ERR, "%s: port %lld: expected 0 to 65535 (0 = off)", f_config, (long long) opt.kc.port);
+                agent_options_done(&opt);
+                return CLI_EXIT_BAD_INPUT;
+        }
+        /* a node of a cluster has no read-only port unless it is asked for (kubelet's default) */
+        opt.http_port = (unsigned) (http_port >= 0                               ? http_port
+                                    : f_kubeconfig && !opt.kc.read_only_port_set ? 0
+                                                                                 : opt.kc.read_only_port);
         if (run_dir_options(&opt) < 0 || run_url_options(&opt, f_url, f_freq) < 0 ||
             run_cluster_options(&opt, f_kubeconfig, register_node, f_labels, f_taints) < 0) {
                 agent_options_done(&opt);

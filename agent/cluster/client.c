@@ -362,6 +362,17 @@ static int blob_opt(CURL *e, CURLoption opt, const KubeBlob *b) {
         return !b->data || curl_easy_setopt(e, opt, &blob) == CURLE_OK ? 0 : -1;
 }
 
+int kube_curl_tls(void *curl, const KubeConfig *cfg) {
+        CURL *e = curl;
+
+        return blob_opt(e, CURLOPT_CAINFO_BLOB, &cfg->ca) < 0 || blob_opt(e, CURLOPT_SSLCERT_BLOB, &cfg->cert) < 0 ||
+                               blob_opt(e, CURLOPT_SSLKEY_BLOB, &cfg->key) < 0 ||
+                               (cfg->insecure && (curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK ||
+                                                  curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK))
+                       ? -EINVAL
+                       : 0;
+}
+
 static int start(KubeClient *c, const char *method, const char *path, const char *content_type, const json_t *body,
                  KubeAnswerFn fn, KubeLineFn line_fn, void *userdata, uint64_t timeout_usec, uint64_t *ret_id,
                  CubError *err) {
@@ -403,10 +414,7 @@ static int start(KubeClient *c, const char *method, const char *path, const char
             curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_WRITEDATA, q) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_ERRORBUFFER, q->errbuf) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_PRIVATE, q) != CURLE_OK || blob_opt(e, CURLOPT_CAINFO_BLOB, &c->cfg.ca) < 0 ||
-            blob_opt(e, CURLOPT_SSLCERT_BLOB, &c->cfg.cert) < 0 || blob_opt(e, CURLOPT_SSLKEY_BLOB, &c->cfg.key) < 0 ||
-            (c->cfg.insecure && (curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK ||
-                                 curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK))) {
+            curl_easy_setopt(e, CURLOPT_PRIVATE, q) != CURLE_OK || kube_curl_tls(e, &c->cfg) < 0) {
                 request_free(q);
                 return cub_err_set(err, EINVAL, "%s %s: libcurl refused an option", method, path);
         }

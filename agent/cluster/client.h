@@ -60,3 +60,14 @@ int kube_client_watch(KubeClient *c, const char *path, KubeLineFn line_fn, KubeA
                       uint64_t timeout_usec, uint64_t *ret_id, CubError *err);
 /* Drops the request id (fn is not called); unknown ids are ignored. */
 void kube_client_cancel(KubeClient *c, uint64_t id);
+
+/* The kubeconfig's TLS settings on a libcurl handle (a CURL *) (CA, client
+ * certificate and key as blobs, insecure-skip-tls-verify); -EINVAL when
+ * libcurl refuses one. */
+int kube_curl_tls(void *curl, const KubeConfig *cfg);
+
+/* A synchronous POST of body to path with cfg's credentials, for threads
+ * that may wait (the kubelet server's reviews, review.c): the answer's
+ * "status" object in *ret_status (a new reference). The error names the
+ * request and the server's message. */
+int kube_review_post(const KubeConfig *cfg, const char *path, json_t *body, json_t **ret_status, CubError *err);

@@ -108,3 +108,47 @@ int logs_compress(const char *src, const char *dst, CubError *err);
  * pods the runtime holds no sandbox of, untouched for min_age_s, are
  * removed. Nothing is removed when the runtime cannot be asked. */
 int logs_gc_pass(CriClient *cri, const char *root, int64_t min_age_s, size_t *ret_removed, CubError *err);
+
+/* ---- reading (read.c) ---------------------------------------------------------- */
+
+/* What kubelet's ReadLogs is asked (kubectl logs' options). tail applies
+ * first, over the file's lines; then since and stream filter each CRI line
+ * (a line that does not parse is skipped); then limit_bytes caps the
+ * output. */
+typedef struct LogsReadOptions {
+        bool previous;         /* the attempt before the newest */
+        bool timestamps;       /* each piece after its RFC 3339 timestamp and a space (as logs_render) */
+        bool follow;           /* on through rotation until the attempt ends */
+        int64_t tail_lines;    /* < 0: all; kubelet's tailLines */
+        int64_t limit_bytes;   /* <= 0: none; kubelet's limitBytes (the cut may fall inside a line) */
+        int64_t since_unix_ns; /* 0: none; lines stamped before it are skipped (sinceSeconds/sinceTime) */
+        int stream;            /* LOGS_STDOUT, LOGS_STDERR, or -1: both (kubelet's stream) */
+} LogsReadOptions;
+
+/* One reader per caller: readers share nothing, each may live in its own thread. */
+typedef struct LogsReader LogsReader;
+
+/* container_dir: "<pod dir>/<container>". Picks the attempt: the highest
+ * <N>.log, or with previous the highest below it, and reads its file (o
+ * NULL: all of it, both streams, once). -ENOENT when there is none, err saying, as
+ * kubelet does, `previous terminated container "C" in pod "P" not found`
+ * (previous) or `container "C" in pod "P" has no log yet` -- C is
+ * basename(container_dir), P pod_name. */
+int logs_reader_open(const char *container_dir, const char *pod_name, const LogsReadOptions *o, LogsReader **ret,
+                     CubError *err);
+uint32_t logs_reader_attempt(const LogsReader *r);
+/* Up to size bytes of rendered output (what kubectl logs prints) into buf.
+ * Returns the count (> 0); 0 at the end: the file read (not following), or,
+ * following, after `ended` was true at the end of the file (then a last
+ * partial line is rendered too), or limit_bytes reached; -EAGAIN when
+ * following and there is nothing new yet (the caller waits, ~200 ms, and
+ * calls again); a negative errno on error. Following handles rotation (the
+ * path now names another inode: reopen it and go on) and treats a newer
+ * attempt's file appearing in the directory as the end of this one
+ * (checked at most once a second). */
+ssize_t logs_reader_read(LogsReader *r, char *buf, size_t size, bool ended);
+LogsReader *logs_reader_free(LogsReader *r);
+static inline void logs_reader_freep(LogsReader **r) {
+        if (*r)
+                (void) logs_reader_free(*r);
+}

@@ -181,7 +181,10 @@ typedef struct AgentSourceErrors {
  * call agent_metrics_*()). */
 typedef struct AgentApi {
         ApiMetrics metrics;
-        ApiHttp *http;
+        ApiHttp *http;    /* the read-only port */
+        ApiHttp *kubelet; /* the kubelet server (port 10250), as a node of a cluster */
+        ApiAuth *auth;    /* its authentication and authorization */
+        KubeConfig review_cfg; /* the node's credentials for its reviews */
         ApiPodCache pod_cache;
         sd_event_source *timer;
         uint64_t runtime_down_since; /* CLOCK_MONOTONIC µs of the first tick it was seen down, 0 = up */
@@ -386,6 +389,8 @@ void agent_source_http_errors_free(Agent *a);
 
 /* ---- serve.c: the HTTP API and its counters ---------------------------------- */
 int agent_http_start(Agent *a, CubError *err);
+/* the kubelet server's port for daemonEndpoints: 0 when it is off */
+unsigned agent_kubelet_port(Agent *a);
 void agent_http_stop(Agent *a);
 /* the runtime's network error for /readyz ("" when ready) */
 void agent_api_set_network(Agent *a, const char *error);

@@ -52,6 +52,7 @@ void agent_options_done(AgentOptions *o) {
         free(o->http_address);
         free(o->manifest_url);
         free(o->kubeconfig);
+        free(o->node_ip);
         free(o->node_labels);
         free(o->register_taints);
         pod_kubelet_config_done(&o->kc);
@@ -113,6 +114,7 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->http_address = dup_or_null(src->http_address ? src->http_address : "127.0.0.1");
         dst->http_port = src->http_port;
         dst->kubeconfig = dup_or_null(src->kubeconfig);
+        dst->node_ip = dup_or_null(src->node_ip);
         dst->node_labels = dup_or_null(src->node_labels);
         dst->register_taints = dup_or_null(src->register_taints);
         dst->register_node = src->register_node;
@@ -262,8 +264,12 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         r = worker_pool_new(a->core.opt.workers, a->core.cri, a->core.writer, &a->core.pool, &efd, err);
         if (r < 0)
                 goto fail;
-        agent_host_ip(a->core.opt.kc.pod_cidr && *a->core.opt.kc.pod_cidr ? a->core.opt.kc.pod_cidr : POD_DEFAULT_CIDR,
-                      a->core.host_ip);
+        if (a->core.opt.node_ip)
+                (void) snprintf(a->core.host_ip, sizeof(a->core.host_ip), "%s", a->core.opt.node_ip);
+        else
+                agent_host_ip(a->core.opt.kc.pod_cidr && *a->core.opt.kc.pod_cidr ? a->core.opt.kc.pod_cidr
+                                                                                  : POD_DEFAULT_CIDR,
+                              a->core.host_ip);
         r = agent_network_setup(a, err); /* network */
         if (r < 0)
                 goto fail;

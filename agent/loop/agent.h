@@ -40,6 +40,7 @@ typedef struct AgentOptions {
          * nodeStatusUpdateFrequency, nodeStatusReportFrequency,
          * nodeLeaseDurationSeconds */
         char *kubeconfig;
+        char *node_ip; /* --node-ip: NULL = the default route's interface's */
         bool register_node;
         char *node_labels, *register_taints;
         uint64_t node_status_update_usec, node_status_report_usec;

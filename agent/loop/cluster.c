@@ -207,7 +207,7 @@ static json_t *node_json(void *userdata) {
                          taints(a->core.opt.register_taints), "status", "capacity", cap, "allocatable", al,
                          "conditions", conds, "addresses", "type", "InternalIP", "address", ip, "type", "Hostname",
                          "address", a->core.opt.node_name, "nodeInfo", node_info(a), "daemonEndpoints",
-                         "kubeletEndpoint", "Port", (json_int_t) a->core.opt.http_port);
+                         "kubeletEndpoint", "Port", (json_int_t) agent_kubelet_port(a));
         return node;
 }
 

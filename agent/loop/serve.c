@@ -48,22 +48,83 @@ static void publish(Agent *a, uint64_t now) {
                 api_snapshot_unref(s);
                 return;
         }
-        api_http_publish(a->api.http, s);
+        if (a->api.kubelet)
+                api_http_publish(a->api.kubelet, api_snapshot_ref(s));
+        if (a->api.http)
+                api_http_publish(a->api.http, s);
+        else
+                api_snapshot_unref(s);
 }
 
 static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
         Agent *a = userdata;
         uint64_t now = agent_now_usec();
+        bool wanted = false;
 
         (void) sd_event_source_set_time(src, usec + TICK_USEC);
         if (a->rt.ready || !a->rt.known)
                 a->api.runtime_down_since = 0;
         else if (!a->api.runtime_down_since)
                 a->api.runtime_down_since = now;
-        api_http_heartbeat(a->api.http, now, a->api.runtime_down_since, a->rt.notified_ready);
-        if (api_http_take_wanted(a->api.http))
+        for (ApiHttp *const *h = (ApiHttp *const[]){ a->api.http, a->api.kubelet, NULL }, *const *end = h + 2; h < end;
+             h++)
+                if (*h) {
+                        api_http_heartbeat(*h, now, a->api.runtime_down_since, a->rt.notified_ready);
+                        wanted |= api_http_take_wanted(*h);
+                }
+        if (wanted)
                 publish(a, now);
         return 0;
+}
+
+static int review(void *userdata, const char *path, json_t *body, json_t **ret_status, CubError *err) {
+        return kube_review_post(userdata, path, body, ret_status, err);
+}
+
+/* The kubelet server, on a node of a cluster: TLS, its clients
+ * authenticated and authorized through the API server (agent/api/auth.h). */
+static int kubelet_server_start(Agent *a, const ApiHttpConfig *base, CubError *err) {
+        const PodKubeletConfig *kc = a->core.kc;
+        ApiHttpConfig c = *base;
+        int r;
+
+        if (!a->core.opt.kubeconfig || kc->port == 0)
+                return 0;
+        if (!kc->tls_cert_file || !kc->tls_private_key_file) {
+                cub_log(LOG_WARNING,
+                        "kubelet server (port %lld) off: set tlsCertFile and tlsPrivateKeyFile "
+                        "(kubectl logs, exec and port-forward need it)",
+                        (long long) kc->port);
+                return 0;
+        }
+        r = kube_config_load(a->core.opt.kubeconfig, &a->api.review_cfg, err);
+        if (r < 0)
+                return r;
+        r = api_auth_new(&(ApiAuthConfig){ .node_name = a->core.opt.node_name,
+                                           .anonymous = kc->anonymous_auth,
+                                           .webhook = kc->webhook_authn,
+                                           .always_allow = kc->authorization_mode &&
+                                                           strcmp(kc->authorization_mode, "AlwaysAllow") == 0,
+                                           .review = review,
+                                           .userdata = &a->api.review_cfg },
+                         &a->api.auth, err);
+        if (r < 0)
+                return r;
+        c.port = (unsigned) kc->port;
+        c.auth = a->api.auth;
+        c.runtime_endpoint = a->core.opt.runtime_endpoint;
+        r = api_http_new(&c, &a->api.kubelet, err);
+        if (r < 0)
+                return cub_err_wrap(err, "kubelet server");
+        cub_log(LOG_INFO, "kubelet server on %s%s:%u (TLS; %s%swebhook authorization%s)",
+                strchr(c.address, ':') ? "[" : "", c.address, api_http_port(a->api.kubelet),
+                c.client_ca_file ? "client certificates, " : "", kc->webhook_authn ? "bearer tokens, " : "",
+                kc->anonymous_auth ? ", anonymous" : "");
+        return 0;
+}
+
+unsigned agent_kubelet_port(Agent *a) {
+        return a->api.kubelet ? api_http_port(a->api.kubelet) : 0;
 }
 
 int agent_http_start(Agent *a, CubError *err) {
@@ -72,11 +133,8 @@ int agent_http_start(Agent *a, CubError *err) {
         int r;
 
         api_metrics_init(&a->api.metrics);
-        if (a->core.opt.http_port == 0)
-                return 0;
         api_http_config_init(&c);
         c.address = a->core.opt.http_address;
-        c.port = a->core.opt.http_port;
         c.tls_cert_file = a->core.kc->tls_cert_file;
         c.tls_key_file = a->core.kc->tls_private_key_file;
         c.client_ca_file = a->core.kc->client_ca_file;
@@ -84,17 +142,24 @@ int agent_http_start(Agent *a, CubError *err) {
         c.fs_path = a->core.opt.state_dir;
         if (sd_watchdog_enabled(false, &wd) > 0 && wd > 0)
                 c.stall_usec = wd;
-        r = api_http_new(&c, &a->api.http, err);
+        r = kubelet_server_start(a, &c, err);
+        if (r >= 0 && a->core.opt.http_port != 0) {
+                c.port = a->core.opt.http_port;
+                r = api_http_new(&c, &a->api.http, err);
+                if (r >= 0)
+                        cub_log(LOG_INFO, "HTTP API on %s%s:%u%s", strchr(c.address, ':') ? "[" : "", c.address,
+                                api_http_port(a->api.http), c.tls_cert_file ? " (TLS, client certificates)" : "");
+        }
         if (r < 0)
                 return r;
+        if (!a->api.http && !a->api.kubelet)
+                return 0;
         r = sd_event_add_time_relative(a->core.event, &a->api.timer, CLOCK_MONOTONIC, TICK_USEC, TICK_USEC / 10,
                                        on_tick, a);
         if (r < 0)
                 return cub_err_set(err, -r, "HTTP API timer: %s", strerror(-r));
         (void) sd_event_source_set_description(a->api.timer, "http-api");
         (void) sd_event_source_set_enabled(a->api.timer, SD_EVENT_ON);
-        cub_log(LOG_INFO, "HTTP API on %s%s:%u%s", strchr(c.address, ':') ? "[" : "", c.address,
-                api_http_port(a->api.http), c.tls_cert_file ? " (TLS, client certificates)" : "");
         return 0;
 }
 
@@ -102,6 +167,9 @@ void agent_http_stop(Agent *a) {
         a->api.timer = sd_event_source_disable_unref(a->api.timer);
         /* the server thread first: it may read the snapshot */
         a->api.http = api_http_free(a->api.http);
+        a->api.kubelet = api_http_free(a->api.kubelet);
+        a->api.auth = api_auth_free(a->api.auth);
+        kube_config_done(&a->api.review_cfg);
         api_pod_cache_done(&a->api.pod_cache);
         api_metrics_done(&a->api.metrics);
 }
@@ -125,6 +193,8 @@ void agent_metrics_job(Agent *a, const LcPod *p, const WorkerJob *j) {
 void agent_api_set_network(Agent *a, const char *error) {
         if (a->api.http)
                 api_http_set_network(a->api.http, error);
+        if (a->api.kubelet)
+                api_http_set_network(a->api.kubelet, error);
 }
 
 void agent_metrics_manifest_error(Agent *a) {

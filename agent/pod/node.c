@@ -227,10 +227,32 @@ static const PodField x509_fields[] = {
         { .name = "clientCAFile", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, client_ca_file) },
         {},
 };
-static const PodField authn_fields[] = { { .name = "x509", .decode = pod_dec_inline, .sub = x509_fields }, {} };
+static const PodField anonymous_fields[] = {
+        { .name = "enabled", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, anonymous_auth) },
+        {},
+};
+static const PodField webhook_fields[] = {
+        { .name = "enabled", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, webhook_authn) },
+        {},
+};
+static const PodField authn_fields[] = { { .name = "x509", .decode = pod_dec_inline, .sub = x509_fields },
+                                         { .name = "anonymous", .decode = pod_dec_inline, .sub = anonymous_fields },
+                                         { .name = "webhook", .decode = pod_dec_inline, .sub = webhook_fields },
+                                         {} };
+static const char *const authz_modes[] = { "Webhook", "AlwaysAllow", NULL };
+static const PodField authz_fields[] = { { .name = "mode",
+                                           .decode = pod_dec_string,
+                                           .offset = offsetof(PodKubeletConfig, authorization_mode),
+                                           .allowed = authz_modes },
+                                         {} };
 
 static const PodField config_fields[] = {
-        { .name = "readOnlyPort", .decode = pod_dec_int64, .offset = offsetof(PodKubeletConfig, read_only_port) },
+        { .name = "readOnlyPort",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodKubeletConfig, read_only_port),
+          .set_offset = offsetof(PodKubeletConfig, read_only_port_set) },
+        { .name = "port", .decode = pod_dec_int64, .offset = offsetof(PodKubeletConfig, port) },
+        { .name = "authorization", .decode = pod_dec_inline, .sub = authz_fields },
         { .name = "address", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, address) },
         { .name = "tlsCertFile", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, tls_cert_file) },
         { .name = "tlsPrivateKeyFile",
@@ -327,6 +349,8 @@ void pod_kubelet_config_init(PodKubeletConfig *c) {
                                  .cpu_cfs_quota = true,
                                  .max_pods = 110,
                                  .read_only_port = 10255,
+                                 .port = 10250,
+                                 .webhook_authn = true,
                                  .register_node = true,
                                  .node_lease_duration_seconds = 40,
                                  .container_log_max_files = 5 };
@@ -337,6 +361,7 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->static_pod_path);
         free(c->pod_logs_dir), free(c->container_log_max_size); /* logs */
         free(c->runtime_endpoint);
+        free(c->authorization_mode);
         free(c->state_dir);
         free(c->socket_path);
         free(c->node_name);

@@ -86,7 +86,14 @@ typedef struct PodKubeletConfig {
         char *device_plugin_dir;      /* devicePluginDir, default /var/lib/kubelet/device-plugins; "" = none */
         /* the HTTP API: readOnlyPort (default 10255, 0 = off), address, TLS, authentication.x509.clientCAFile */
         int64_t read_only_port;
+        bool read_only_port_set;
         char *address, *tls_cert_file, *tls_private_key_file, *client_ca_file;
+        /* the kubelet server (with a kubeconfig): port (default 10250, 0 = off),
+         * authentication.anonymous.enabled (false), authentication.webhook.enabled (true),
+         * authorization.mode ("Webhook" or "AlwaysAllow") */
+        int64_t port;
+        bool anonymous_auth, webhook_authn;
+        char *authorization_mode;
         /* the manifest URL: kubelet's staticPodURL, staticPodURLHeader (as "Name: value" lines, each
          * name's values in order), httpCheckFrequency (Go duration, default "20s"); cubelet's own
          * under "cubelet:" the TLS files and the timeout (Go duration, default "10s") */

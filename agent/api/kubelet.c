@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The kubelet server's own paths (port 10250), after authentication and
+ * authorization (http.c, auth.h):
+ *
+ *   GET  /containerLogs/NS/POD/CONTAINER  follow, previous, timestamps,
+ *        tailLines (or tail), limitBytes, sinceSeconds, sinceTime, stream
+ *   GET|POST /exec/NS/POD[/UID]/CONTAINER?command=..&stdin&stdout&stderr&tty
+ *   GET|POST /attach/NS/POD[/UID]/CONTAINER?stdin&stdout&stderr&tty
+ *   GET|POST /portForward/NS/POD[/UID]
+ *
+ * Logs are read here from the pod's log directory (agent/logs reader);
+ * the streams are the runtime's, proxied (stream.h).
+ */
+#include <errno.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../cri/cri.h"
+#include "../logs/logs.h"
+#include "../util/cleanup.h"
+#include "../util/log.h"
+#include "../worker/worker.h"
+#include "http-internal.h"
+
+#define FOLLOW_WAIT_MS 200
+#define RUNNING_CHECK_USEC 1000000ULL
+
+bool api_kubelet_path(const char *url) {
+        static const char *const prefixes[] = { "/containerLogs/", "/exec/", "/attach/", "/portForward/" };
+
+        for (size_t i = 0; i < ELEMENTSOF(prefixes); i++)
+                if (strncmp(url, prefixes[i], strlen(prefixes[i])) == 0)
+                        return true;
+        return false;
+}
+
+/* the path's parts after the prefix, split at '/': at most 4 */
+static size_t split_path(char *rest, char *parts[4]) {
+        size_t n = 0;
+        char *save = NULL;
+
+        for (char *t = strtok_r(rest, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+                if (n == 4)
+                        return 5;
+                parts[n++] = t;
+        }
+        return n;
+}
+
+static const ApiPodRef *find_pod(const ApiSnapshot *s, const char *ns, const char *name) {
+        for (size_t i = 0; i < s->n_pods; i++)
+                if (strcmp(s->pods[i].namespace_, ns) == 0 && strcmp(s->pods[i].name, name) == 0)
+                        return &s->pods[i];
+        return NULL;
+}
+
+static const ApiContainerRef *find_container(const ApiPodRef *p, const char *name) {
+        for (size_t k = 0; k < p->n_containers; k++)
+                if (strcmp(p->containers[k].name, name) == 0)
+                        return &p->containers[k];
+        return NULL;
+}
+
+static enum MHD_Result fail(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static enum MHD_Result fail(struct MHD_Connection *c, unsigned status, const char *fmt, ...) {
+        char msg[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        return api_http_reply_text(c, status, msg);
+}
+
+static bool arg_true(struct MHD_Connection *c, const char *key) {
+        const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+
+        return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || (!*v && false));
+}
+
+/* a non-negative integer argument: 0 and *ret (default def when absent), -EINVAL */
+static int arg_int(struct MHD_Connection *c, const char *key, int64_t def, int64_t *ret) {
+        const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+        char *end;
+
+        *ret = def;
+        if (!v)
+                return 0;
+        errno = 0;
+        *ret = strtoll(v, &end, 10);
+        return errno || end == v || *end || *ret < 0 ? -EINVAL : 0;
+}
+
+/* RFC 3339 (as PodLogOptions.sinceTime, whole seconds) → unix ns */
+static int parse_time(const char *v, int64_t *ret) {
+        struct tm tm = {};
+        const char *end = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
+        time_t t;
+
+        if (!end)
+                return -EINVAL;
+        if (*end == '.')
+                end += 1 + strspn(end + 1, "0123456789");
+        t = timegm(&tm);
+        if (*end == '+' || *end == '-') {
+                int hh, mm;
+
+                if (sscanf(end + 1, "%2d:%2d", &hh, &mm) != 2)
+                        return -EINVAL;
+                t -= (*end == '+' ? 1 : -1) * (hh * 3600 + mm * 60);
+        } else if (strcmp(end, "Z") != 0)
+                return -EINVAL;
+        *ret = (int64_t) t * 1000000000LL;
+        return 0;
+}
+
+/* ---- authentication and authorization ---------------------------------------------- */
+
+/* The verified client certificate's user: CN the name, each O a group. */
+static int cert_user(struct MHD_Connection *c, ApiUser *ret) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        const gnutls_datum_t *chain;
+        gnutls_x509_crt_t crt = NULL;
+        char cn[256], groups[8][256];
+        const char *gv[9] = {};
+        size_t len = sizeof(cn);
+        unsigned n = 0, k = 0;
+        int r = -EACCES;
+
+        if (!api_http_client_cert_ok(c) || !(chain = gnutls_certificate_get_peers(ci->tls_session, &n)) || n == 0 ||
+            gnutls_x509_crt_init(&crt) < 0)
+                return -EACCES;
+        if (gnutls_x509_crt_import(crt, &chain[0], GNUTLS_X509_FMT_DER) >= 0 &&
+            gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, cn, &len) >= 0) {
+                for (k = 0; k < ELEMENTSOF(groups); k++) {
+                        len = sizeof(groups[k]);
+                        if (gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_ORGANIZATION_NAME, k, 0, groups[k],
+                                                          &len) < 0)
+                                break;
+                        gv[k] = groups[k];
+                }
+                r = api_user_set(ret, cn, "", gv);
+        }
+        gnutls_x509_crt_deinit(crt);
+        return r;
+}
+
+/* The kubelet server's filter: 401 unless authenticated, 403 unless the
+ * API server allows it (auth.h); true when the request goes on. */
+bool api_kubelet_authorized(ApiAuth *a, struct MHD_Connection *c, const char *url, const char *method,
+                            enum MHD_Result *ret) {
+        ApiUser cu = {}, u = {};
+        CubError err = {};
+        int r;
+
+        (void) cert_user(c, &cu);
+        r = api_auth_authenticate(a, cu.name ? &cu : NULL,
+                                  MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &u,
+                                  &err);
+        api_user_done(&cu);
+        if (r < 0) {
+                if (r != -EACCES)
+                        cub_log(LOG_WARNING, "kubelet server: authentication: %s", err.msg);
+                *ret = api_http_reply_text(c, MHD_HTTP_UNAUTHORIZED, "Unauthorized");
+                return false;
+        }
+        r = api_auth_authorize(a, &u, method, url, &err);
+        api_user_done(&u);
+        if (r == 0)
+                return true;
+        if (r != -EPERM)
+                cub_log(LOG_WARNING, "kubelet server: %s", err.msg);
+        *ret = api_http_reply_text(c, r == -EPERM ? MHD_HTTP_FORBIDDEN : MHD_HTTP_INTERNAL_SERVER_ERROR, err.msg);
+        return false;
+}
+
+/* ---- /containerLogs --------------------------------------------------------------- */
+
+typedef struct Follow {
+        ApiHttp *h;
+        LogsReader *reader;
+        char *ns, *pod, *container, *id;
+        int fd; /* the client's socket: a hang-up ends the wait */
+        bool ended;
+        uint64_t checked;
+} Follow;
+
+static void follow_free(void *cls) {
+        Follow *f = cls;
+
+        logs_reader_free(f->reader);
+        free(f->ns);
+        free(f->pod);
+        free(f->container);
+        free(f->id);
+        free(f);
+}
+
+static uint64_t mono_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* the container this reader follows has ended (or was replaced) */
+static bool follow_ended(Follow *f) {
+        ApiSnapshot *s = api_http_snapshot(f->h);
+        const ApiPodRef *p = s ? find_pod(s, f->ns, f->pod) : NULL;
+        const ApiContainerRef *ct = p ? find_container(p, f->container) : NULL;
+        bool ended = !ct || !ct->running || strcmp(ct->id, f->id) != 0;
+
+        api_snapshot_unref(s);
+        return ended;
+}
+
+static ssize_t follow_read(void *cls, uint64_t pos, char *buf, size_t max) {
+        Follow *f = cls;
+
+        (void) pos;
+        for (;;) {
+                ssize_t r = logs_reader_read(f->reader, buf, max, f->ended);
+                struct pollfd pfd = { .fd = f->fd, .events = POLLRDHUP };
+                uint64_t now;
+
+                if (r > 0)
+                        return r;
+                if (r == 0)
+                        return MHD_CONTENT_READER_END_OF_STREAM;
+                if (r != -EAGAIN || api_http_stopping(f->h))
+                        return MHD_CONTENT_READER_END_WITH_ERROR;
+                now = mono_usec();
+                if (!f->ended && now - f->checked >= RUNNING_CHECK_USEC) {
+                        f->checked = now;
+                        f->ended = follow_ended(f);
+                        if (f->ended)
+                                continue;
+                }
+                /* nothing new: wait, unless the client hung up */
+                if (poll(&pfd, 1, FOLLOW_WAIT_MS) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                        return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+}
+
+static int log_options(struct MHD_Connection *c, LogsReadOptions *o) {
+        const char *tail = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "tail");
+        const char *since_time = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sinceTime");
+        const char *stream = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream");
+        int64_t since_s = -1;
+
+        *o = (LogsReadOptions){ .follow = arg_true(c, "follow"),
+                                .previous = arg_true(c, "previous"),
+                                .timestamps = arg_true(c, "timestamps"),
+                                .stream = -1 };
+        if (arg_int(c, "tailLines", -1, &o->tail_lines) < 0 || arg_int(c, "limitBytes", 0, &o->limit_bytes) < 0 ||
+            arg_int(c, "sinceSeconds", -1, &since_s) < 0)
+                return -EINVAL;
+        /* the legacy "tail" (kubelet keeps it): a count, or "all" */
+        if (tail && strcmp(tail, "all") != 0 && arg_int(c, "tail", -1, &o->tail_lines) < 0)
+                return -EINVAL;
+        if (since_s == 0 || (since_s > 0 && since_time) ||
+            (MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limitBytes") && o->limit_bytes == 0))
+                return -EINVAL; /* ValidatePodLogOptions: positive, one of the two */
+        if (since_s > 0)
+                o->since_unix_ns = ((int64_t) time(NULL) - since_s) * 1000000000LL;
+        else if (since_time && parse_time(since_time, &o->since_unix_ns) < 0)
+                return -EINVAL;
+        if (stream && strcmp(stream, "All") != 0)
+                o->stream = strcmp(stream, "Stdout") == 0   ? LOGS_STDOUT
+                            : strcmp(stream, "Stderr") == 0 ? LOGS_STDERR
+                                                            : -2;
+        if (o->stream == -2 || (o->stream != -1 && o->tail_lines >= 0))
+                return -EINVAL; /* tailLines goes with stream All only (1.34's validation) */
+        return 0;
+}
+
+static enum MHD_Result container_logs(ApiHttp *h, struct MHD_Connection *c, const ApiPodRef *p, const char *container) {
+        const ApiContainerRef *ct = find_container(p, container);
+        _cleanup_free_ char *dir = NULL, *out = NULL;
+        LogsReadOptions o;
+        LogsReader *reader = NULL;
+        CubError err = {};
+        size_t n = 0, cap = 0;
+        Follow *f;
+        const union MHD_ConnectionInfo *fd;
+        struct MHD_Response *resp;
+        enum MHD_Result ret;
+
+        if (log_options(c, &o) < 0)
+                return api_http_reply_text(c, MHD_HTTP_UNPROCESSABLE_CONTENT, "{\"message\": \"Invalid request.\"}");
+        if (!ct)
+                return fail(c, MHD_HTTP_NOT_FOUND, "container \"%s\" not found in pod \"%s\"", container, p->name);
+        if (asprintf(&dir, "%s/%s", p->log_dir, container) < 0)
+                return MHD_NO;
+        if (logs_reader_open(dir, p->name, &o, &reader, &err) < 0)
+                return fail(c, err.code == ENOENT ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR, "%s",
+                            err.msg);
+        /* previous, or a container that is not running: nothing to follow */
+        if (o.follow && !o.previous && ct->running) {
+                f = calloc(1, sizeof(*f));
+                fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+                if (!f || !(f->ns = strdup(p->namespace_)) || !(f->pod = strdup(p->name)) ||
+                    !(f->container = strdup(container)) || !(f->id = strdup(ct->id))) {
+                        if (f)
+                                f->reader = reader;
+                        else
+                                logs_reader_free(reader);
+                        if (f)
+                                follow_free(f);
+                        return MHD_NO;
+                }
+                f->h = h;
+                f->reader = reader;
+                f->fd = fd ? fd->connect_fd : -1;
+                f->checked = mono_usec();
+                resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32768, follow_read, f, follow_free);
+                if (!resp) {
+                        follow_free(f);
+                        return MHD_NO;
+                }
+                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+                ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+                MHD_destroy_response(resp);
+                return ret;
+        }
+        for (;;) {
+                ssize_t r;
+
+                if (cap - n < 65536) {
+                        char *nb = realloc(out, cap + 262144);
+
+                        if (!nb) {
+                                logs_reader_free(reader);
+                                return MHD_NO;
+                        }
+                        out = nb;
+                        cap += 262144;
+                }
+                r = logs_reader_read(reader, out + n, cap - n, true);
+                if (r <= 0)
+                        break;
+                n += (size_t) r;
+        }
+        logs_reader_free(reader);
+        return api_http_reply(c, MHD_HTTP_OK, "text/plain", TAKE_PTR(out), n);
+}
+
+/* ---- /exec, /attach, /portForward ------------------------------------------------------ */
+
+typedef struct Argv {
+        char **v;
+        size_t n;
+} Argv;
+
+static enum MHD_Result collect_command(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        Argv *a = cls;
+        char **nv;
+
+        (void) kind;
+        if (strcmp(key, "command") != 0 || !value)
+                return MHD_YES;
+        nv = realloc(a->v, (a->n + 2) * sizeof(char *));
+        if (!nv)
+                return MHD_NO;
+        a->v = nv;
+        a->v[a->n] = strdup(value);
+        a->v[a->n + 1] = NULL;
+        if (a->v[a->n])
+                a->n++;
+        return MHD_YES;
+}
+
+static void argv_done(Argv *a) {
+        for (size_t i = 0; i < a->n; i++)
+                free(a->v[i]);
+        free(a->v);
+}
+
+static int sandbox_of(CriClient *cri, const char *uid, char **ret, CubError *err) {
+        const char *selector[] = { WORKER_LABEL_UID, uid, NULL };
+        CriSandbox *sb = NULL;
+        size_t n = 0;
+        int r = cri_list_pod_sandboxes(cri, selector, &sb, &n, err);
+
+        *ret = NULL;
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n && !*ret; i++)
+                if (sb[i].state == CRI_SANDBOX_READY)
+                        *ret = strdup(sb[i].id);
+        cri_sandboxes_free(sb, n);
+        return *ret ? 0 : cub_err_set(err, ENOENT, "the pod has no ready sandbox");
+}
+
+static enum MHD_Result stream(ApiHttp *h, struct MHD_Connection *c, const char *method, const char *kind,
+                              const ApiPodRef *p, const char *container) {
+        _cleanup_(cri_client_freep) CriClient *cri = NULL;
+        _cleanup_free_ char *url = NULL, *sandbox = NULL;
+        const ApiContainerRef *ct = container ? find_container(p, container) : NULL;
+        CriStreamFlags fl = { .in = arg_true(c, "stdin") || arg_true(c, "input"),
+                              .out = arg_true(c, "stdout") || arg_true(c, "output"),
+                              .err = arg_true(c, "stderr") || arg_true(c, "error"),
+                              .tty = arg_true(c, "tty") };
+        Argv cmd = {};
+        CubError err = {};
+        int r;
+
+        if (!MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE))
+                return api_http_reply_text(c, MHD_HTTP_BAD_REQUEST, "Upgrade request required");
+        if (container && !ct)
+                return fail(c, MHD_HTTP_NOT_FOUND, "container not found (\"%s\")", container);
+        if (ct && (!ct->running || !*ct->id))
+                return fail(c, MHD_HTTP_BAD_REQUEST, "container %s is not running in pod %s/%s", container,
+                            p->namespace_, p->name);
+        if (strcmp(kind, "portForward") != 0 && !fl.in && !fl.out && !fl.err)
+                return api_http_reply_text(c, MHD_HTTP_BAD_REQUEST,
+                                           "you must specify at least 1 of stdin, stdout, stderr");
+        if (cri_client_new(api_http_runtime_endpoint(h), 0, &cri, &err) < 0)
+                return fail(c, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", err.msg);
+        if (strcmp(kind, "exec") == 0) {
+                (void) MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_command, &cmd);
+                r = cmd.n ? cri_exec(cri, ct->id, (const char *const *) cmd.v, &fl, &url, &err)
+                          : cub_err_set(&err, EINVAL, "no command given (the command argument)");
+                argv_done(&cmd);
+        } else if (strcmp(kind, "attach") == 0)
+                r = cri_attach(cri, ct->id, &fl, &url, &err);
+        else {
+                r = sandbox_of(cri, p->uid, &sandbox, &err);
+                if (r >= 0)
+                        r = cri_port_forward(cri, sandbox, NULL, 0, &url, &err);
+        }
+        if (r < 0)
+                return fail(c, r == -EINVAL ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR, "%s", err.msg);
+        return api_stream_proxy(api_http_streams(h), c, method, url, api_http_conns(h), api_http_conn(c));
+}
+
+enum MHD_Result api_kubelet_serve(ApiHttp *h, struct MHD_Connection *c, const char *url, const char *method) {
+        const char *kind_end = strchr(url + 1, '/');
+        _cleanup_free_ char *kind = strndup(url + 1, (size_t) (kind_end - url - 1)), *rest = strdup(kind_end + 1);
+        char *parts[4] = {};
+        size_t n;
+        bool logs, pf;
+        ApiSnapshot *s;
+        const ApiPodRef *p;
+        enum MHD_Result ret;
+
+        if (!kind || !rest)
+                return MHD_NO;
+        logs = strcmp(kind, "containerLogs") == 0;
+        pf = strcmp(kind, "portForward") == 0;
+        n = split_path(rest, parts);
+        /* NS/POD/CONTAINER (logs), NS/POD[/UID]/CONTAINER, portForward NS/POD[/UID] */
+        if (logs ? n != 3 : pf ? n < 2 || n > 3 : n < 3 || n > 4)
+                return api_http_reply_text(c, MHD_HTTP_NOT_FOUND, "404 page not found\n");
+        if (logs ? strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0
+                 : strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+                return api_http_reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n");
+        s = api_http_snapshot(h);
+        if (!s)
+                return api_http_reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 the agent is starting\n");
+        p = find_pod(s, parts[0], parts[1]);
+        if (!p || ((pf ? n == 3 : n == 4) && strcmp(p->uid, parts[2]) != 0))
+                ret = fail(c, MHD_HTTP_NOT_FOUND, "pod %s/%s does not exist", parts[0], parts[1]);
+        else if (logs)
+                ret = container_logs(h, c, p, parts[2]);
+        else
+                ret = stream(h, c, method, kind, p, pf ? NULL : parts[n - 1]);
+        api_snapshot_unref(s);
+        return ret;
+}

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The streaming proxy of the kubelet server (stream.h). */
+#include "stream.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
+
+#define HEAD_MAX 16384
+#define CONNECT_MS 10000
+#define HEAD_MS 30000
+
+struct ApiStreams {
+        pthread_mutex_t lock;
+        pthread_cond_t idle;
+        unsigned active;
+        int stop_fd; /* an eventfd: readable once the server stops */
+};
+
+typedef struct Session {
+        ApiStreams *streams;
+        int backend;
+        char *early; /* the runtime's bytes read after its head */
+        size_t n_early;
+        int client;
+        struct MHD_UpgradeResponseHandle *urh;
+        char *client_early; /* the client's bytes libmicrohttpd read after the request */
+        size_t n_client_early;
+} Session;
+
+int api_streams_new(ApiStreams **ret, CubError *err) {
+        ApiStreams *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->stop_fd < 0) {
+                free(s);
+                return cub_err_set(err, errno, "eventfd: %s", strerror(errno));
+        }
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->idle, NULL);
+        *ret = s;
+        return 0;
+}
+
+ApiStreams *api_streams_free(ApiStreams *s) {
+        uint64_t one = 1;
+
+        if (!s)
+                return NULL;
+        (void) !write(s->stop_fd, &one, sizeof(one));
+        pthread_mutex_lock(&s->lock);
+        while (s->active > 0)
+                pthread_cond_wait(&s->idle, &s->lock);
+        pthread_mutex_unlock(&s->lock);
+        close(s->stop_fd);
+        pthread_cond_destroy(&s->idle);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return NULL;
+}
+
+unsigned api_streams_active(ApiStreams *s) {
+        unsigned n;
+
+        pthread_mutex_lock(&s->lock);
+        n = s->active;
+        pthread_mutex_unlock(&s->lock);
+        return n;
+}
+
+static void session_free(Session *x) {
+        if (x->backend >= 0)
+                close(x->backend);
+        free(x->early);
+        free(x->client_early);
+        free(x);
+}
+
+/* ---- the runtime's side ------------------------------------------------------ */
+
+static int dial(const char *host, const char *port, CubError *err) {
+        struct sockaddr_storage ss = {};
+        struct sockaddr_in *s4 = (struct sockaddr_in *) &ss;
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *) &ss;
+        unsigned long p = strtoul(port, NULL, 10);
+        struct pollfd pfd;
+        socklen_t len;
+        int fd, e = 0;
+
+        if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+                s4->sin_family = AF_INET;
+                s4->sin_port = htons((uint16_t) p);
+                len = sizeof(*s4);
+        } else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+                s6->sin6_family = AF_INET6;
+                s6->sin6_port = htons((uint16_t) p);
+                len = sizeof(*s6);
+        } else
+                return cub_err_set(err, EINVAL, "the runtime's streaming host '%s' is not a numeric address", host);
+        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return cub_err_set(err, errno, "socket: %s", strerror(errno));
+        if (connect(fd, (struct sockaddr *) &ss, len) < 0 && errno != EINPROGRESS) {
+                e = errno;
+                close(fd);
+                return cub_err_set(err, e, "connect to the runtime's streaming server %s:%s: %s", host, port,
+                                   strerror(e));
+        }
+        pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
+        len = sizeof(e);
+        if (poll(&pfd, 1, CONNECT_MS) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0 || e) {
+                close(fd);
+                return cub_err_set(err, e ? e : ETIMEDOUT, "connect to the runtime's streaming server %s:%s: %s", host,
+                                   port, strerror(e ? e : ETIMEDOUT));
+        }
+        return fd;
+}
+
+static int send_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+                if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+                        if (poll(&pfd, 1, HEAD_MS) <= 0)
+                                return -ETIMEDOUT;
+                        continue;
+                }
+                if (w < 0)
+                        return -errno;
+                p += w;
+                n -= (size_t) w;
+        }
+        return 0;
+}
+
+typedef struct HeadCtx {
+        FILE *f;
+} HeadCtx;
+
+/* the client's headers go along, but for those of this hop */
+static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        static const char *const hop[] = {
+                "Host", "Authorization", "Content-Length", "Transfer-Encoding", "Proxy-Authorization", "Keep-Alive"
+        };
+        HeadCtx *h = cls;
+
+        (void) kind;
+        for (size_t i = 0; i < ELEMENTSOF(hop); i++)
+                if (strcasecmp(key, hop[i]) == 0)
+                        return MHD_YES;
+        if (strpbrk(key, "\r\n") || (value && strpbrk(value, "\r\n")))
+                return MHD_YES;
+        fprintf(h->f, "%s: %s\r\n", key, value ? value : "");
+        return MHD_YES;
+}
+
+/* The runtime's answer head: reads until the blank line (at most HEAD_MAX);
+ * *ret_head NUL-terminated (the blank line cut), the bytes after it in
+ * *ret_early. */
+static int read_head(int fd, char **ret_head, char **ret_early, size_t *ret_n_early, CubError *err) {
+        _cleanup_free_ char *buf = malloc(HEAD_MAX + 1);
+        size_t n = 0;
+        char *end;
+
+        if (!buf)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        for (;;) {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                ssize_t r;
+
+                if (n == HEAD_MAX)
+                        return cub_err_set(err, EMSGSIZE, "the runtime's streaming answer has a head over %d bytes",
+                                           HEAD_MAX);
+                if (poll(&pfd, 1, HEAD_MS) <= 0)
+                        return cub_err_set(err, ETIMEDOUT, "the runtime's streaming server did not answer in %d s",
+                                           HEAD_MS / 1000);
+                r = recv(fd, buf + n, HEAD_MAX - n, 0);
+                if (r < 0 && (errno == EAGAIN || errno == EINTR))
+                        continue;
+                if (r <= 0)
+                        return cub_err_set(err, r < 0 ? errno : ECONNRESET,
+                                           "the runtime's streaming server closed before answering");
+                n += (size_t) r;
+                buf[n] = '\0';
+                end = strstr(buf, "\r\n\r\n");
+                if (end)
+                        break;
+        }
+        *end = '\0';
+        *ret_n_early = n - (size_t) (end + 4 - buf);
+        *ret_early = malloc(*ret_n_early + 1);
+        if (!*ret_early)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        memcpy(*ret_early, end + 4, *ret_n_early);
+        *ret_head = TAKE_PTR(buf);
+        return 0;
+}
+
+/* ---- copying ------------------------------------------------------------------ */
+
+static void *pump(void *arg) {
+        Session *x = arg;
+        int fds[2] = { x->client, x->backend };
+        bool open_in[2] = { true, true };
+        char buf[65536];
+
+        if ((x->n_client_early && send_all(x->backend, x->client_early, x->n_client_early) < 0) ||
+            (x->n_early && send_all(x->client, x->early, x->n_early) < 0))
+                open_in[0] = open_in[1] = false;
+        while (open_in[0] || open_in[1]) {
+                struct pollfd p[3] = { { .fd = open_in[0] ? fds[0] : -1, .events = POLLIN },
+                                       { .fd = open_in[1] ? fds[1] : -1, .events = POLLIN },
+                                       { .fd = x->streams->stop_fd, .events = POLLIN } };
+
+                if (poll(p, 3, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (p[2].revents)
+                        break;
+                for (int i = 0; i < 2; i++) {
+                        ssize_t r;
+
+                        if (!open_in[i] || !p[i].revents)
+                                continue;
+                        r = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT);
+                        if (r < 0 && (errno == EAGAIN || errno == EINTR))
+                                continue;
+                        if (r <= 0 || send_all(fds[1 - i], buf, (size_t) r) < 0) {
+                                /* this side is done: the other reads its end */
+                                open_in[i] = false;
+                                (void) shutdown(fds[1 - i], SHUT_WR);
+                                if (r < 0 || (r > 0))
+                                        open_in[0] = open_in[1] = false;
+                        }
+                }
+        }
+        (void) MHD_upgrade_action(x->urh, MHD_UPGRADE_ACTION_CLOSE);
+        pthread_mutex_lock(&x->streams->lock);
+        if (--x->streams->active == 0)
+                pthread_cond_broadcast(&x->streams->idle);
+        pthread_mutex_unlock(&x->streams->lock);
+        session_free(x);
+        return NULL;
+}
+
+static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in, size_t extra_in_size,
+                        MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
+        Session *x = cls;
+        pthread_attr_t attr;
+        pthread_t t;
+
+        (void) c;
+        (void) con_cls;
+        x->client = sock;
+        x->urh = urh;
+        if (extra_in_size > 0 && (x->client_early = malloc(extra_in_size)))
+                memcpy(x->client_early, extra_in, x->n_client_early = extra_in_size);
+        pthread_mutex_lock(&x->streams->lock);
+        x->streams->active++;
+        pthread_mutex_unlock(&x->streams->lock);
+        /* its own thread: for HTTPS, libmicrohttpd forwards the TLS bytes only once this returns */
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, pump, x) != 0) {
+                cub_log(LOG_ERR, "kubelet server: cannot start a streaming session's thread");
+                x->n_early = x->n_client_early = 0;
+                (void) MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+                pthread_mutex_lock(&x->streams->lock);
+                if (--x->streams->active == 0)
+                        pthread_cond_broadcast(&x->streams->idle);
+                pthread_mutex_unlock(&x->streams->lock);
+                session_free(x);
+        }
+        pthread_attr_destroy(&attr);
+}
+
+/* ---- the request ---------------------------------------------------------------- */
+
+static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, const char *text) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *) text, MHD_RESPMEM_MUST_COPY);
+        enum MHD_Result ret;
+
+        if (!r)
+                return MHD_NO;
+        (void) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+        ret = MHD_queue_response(c, status, r);
+        MHD_destroy_response(r);
+        return ret;
+}
+
+/* host, port and path?query of the runtime's URL, by libcurl's parser */
+static int split_url(const char *url, char **host, char **port, char **path, char **query, CubError *err) {
+        CURLU *u = curl_url();
+        int r = 0;
+
+        *host = *port = *path = *query = NULL;
+        if (!u)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK || curl_url_get(u, CURLUPART_HOST, host, 0) ||
+            curl_url_get(u, CURLUPART_PORT, port, CURLU_DEFAULT_PORT) || curl_url_get(u, CURLUPART_PATH, path, 0))
+                r = cub_err_set(err, EPROTO, "the runtime's streaming URL '%s' does not parse", url);
+        (void) curl_url_get(u, CURLUPART_QUERY, query, 0);
+        curl_url_cleanup(u);
+        if (r == 0 && *host && **host == '[') { /* an IPv6 literal */
+                memmove(*host, *host + 1, strlen(*host));
+                (*host)[strcspn(*host, "]")] = '\0';
+        }
+        return r;
+}
+
+static int send_request(int fd, struct MHD_Connection *c, const char *method, const char *host, const char *port,
+                        const char *path, const char *query, CubError *err) {
+        _cleanup_free_ char *req = NULL;
+        size_t len = 0;
+        HeadCtx h = { .f = open_memstream(&req, &len) };
+
+        if (!h.f)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        fprintf(h.f, "%s %s%s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\n", method, path, query ? "?" : "", query ? query : "",
+                strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port);
+        (void) MHD_get_connection_values(c, MHD_HEADER_KIND, copy_header, &h);
+        fputs("\r\n", h.f);
+        if (fclose(h.f) != 0)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        return send_all(fd, req, len) < 0 ? cub_err_set(err, EPIPE, "the runtime's streaming server took no request")
+                                          : 0;
+}
+
+typedef struct Answer {
+        struct MHD_Response *r;
+        unsigned status;
+} Answer;
+
+/* the runtime's head as libmicrohttpd's response: an upgrade for 101 */
+static int make_answer(Session *x, char *head, Answer *ret, CubError *err) {
+        char *line = head, *next;
+        unsigned status = 0;
+
+        if (sscanf(head, "HTTP/1.%*1[01] %3u", &status) != 1 || status < 100 || status > 599)
+                return cub_err_set(err, EPROTO, "the runtime's streaming server answered no HTTP status");
+        ret->status = status;
+        ret->r = status == MHD_HTTP_SWITCHING_PROTOCOLS
+                         ? MHD_create_response_for_upgrade(on_upgraded, x)
+                         : MHD_create_response_from_buffer(x->n_early, x->early, MHD_RESPMEM_MUST_COPY);
+        if (!ret->r)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        for (line = strstr(head, "\r\n"); line; line = next) {
+                char *colon, *value;
+
+                line += 2;
+                next = strstr(line, "\r\n");
+                if (next)
+                        *next = '\0';
+                colon = strchr(line, ':');
+                if (!colon)
+                        continue;
+                *colon = '\0';
+                value = colon + 1 + strspn(colon + 1, " \t");
+                /* libmicrohttpd writes its own framing and Connection */
+                if (strcasecmp(line, "Connection") != 0 && strcasecmp(line, "Content-Length") != 0 &&
+                    strcasecmp(line, "Transfer-Encoding") != 0 && strcasecmp(line, "Date") != 0)
+                        (void) MHD_add_response_header(ret->r, line, value);
+                *colon = ':';
+        }
+        return 0;
+}
+
+enum MHD_Result api_stream_proxy(ApiStreams *s, struct MHD_Connection *c, const char *method, const char *url,
+                                 ApiConns *conns, ApiConn *conn) {
+        _cleanup_free_ char *host = NULL, *port = NULL, *path = NULL, *query = NULL, *head = NULL;
+        Session *x = calloc(1, sizeof(*x));
+        Answer a = {};
+        CubError err = {};
+        enum MHD_Result ret;
+        int r;
+
+        if (!x)
+                return MHD_NO;
+        *x = (Session){ .streams = s, .backend = -1, .client = -1 };
+        r = split_url(url, &host, &port, &path, &query, &err);
+        if (r >= 0)
+                r = x->backend = dial(host, port, &err);
+        if (r >= 0)
+                r = send_request(x->backend, c, method, host, port, path, query, &err);
+        if (r >= 0)
+                r = read_head(x->backend, &head, &x->early, &x->n_early, &err);
+        if (r >= 0)
+                r = make_answer(x, head, &a, &err);
+        if (r < 0) {
+                cub_log(LOG_WARNING, "kubelet server: %s", err.msg);
+                session_free(x);
+                return answer_text(c, MHD_HTTP_BAD_GATEWAY, err.msg);
+        }
+        ret = MHD_queue_response(c, a.status, a.r);
+        MHD_destroy_response(a.r);
+        if (a.status != MHD_HTTP_SWITCHING_PROTOCOLS) {
+                session_free(x);
+                return ret;
+        }
+        if (ret == MHD_YES && conns && conn)
+                api_conns_upgraded(conns, conn);
+        /* the session is the upgrade handler's from here (freed by the
+         * pump), or lost with the connection if libmicrohttpd could not
+         * send the 101 */
+        return ret;
+}
