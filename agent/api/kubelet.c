@@ -298,6 +298,10 @@ static enum MHD_Result container_logs(ApiHttp *h, struct MHD_Connection *c, cons
                 return api_http_reply_text(c, MHD_HTTP_UNPROCESSABLE_CONTENT, "{\"message\": \"Invalid request.\"}");
         if (!ct)
                 return fail(c, MHD_HTTP_NOT_FOUND, "container \"%s\" not found in pod \"%s\"", container, p->name);
+        if (!o.previous && !*ct->id)
+                return fail(c, MHD_HTTP_BAD_REQUEST,
+                            "container \"%s\" in pod \"%s\" is waiting to start: ContainerCreating", container,
+                            p->name);
         if (asprintf(&dir, "%s/%s", p->log_dir, container) < 0)
                 return MHD_NO;
         if (logs_reader_open(dir, p->name, &o, &reader, &err) < 0)
@@ -415,11 +419,9 @@ static enum MHD_Result stream(ApiHttp *h, struct MHD_Connection *c, const char *
 
         if (!MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE))
                 return api_http_reply_text(c, MHD_HTTP_BAD_REQUEST, "Upgrade request required");
-        if (container && !ct)
-                return fail(c, MHD_HTTP_NOT_FOUND, "container not found (\"%s\")", container);
-        if (ct && (!ct->running || !*ct->id))
-                return fail(c, MHD_HTTP_BAD_REQUEST, "container %s is not running in pod %s/%s", container,
-                            p->namespace_, p->name);
+        /* kubelet looks among the running containers: any other is "not found" (500) */
+        if (container && (!ct || !ct->running || !*ct->id))
+                return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "container not found (\"%s\")", container);
         if (strcmp(kind, "portForward") != 0 && !fl.in && !fl.out && !fl.err)
                 return api_http_reply_text(c, MHD_HTTP_BAD_REQUEST,
                                            "you must specify at least 1 of stdin, stdout, stderr");
@@ -468,7 +470,8 @@ enum MHD_Result api_kubelet_serve(ApiHttp *h, struct MHD_Connection *c, const ch
                 return api_http_reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 the agent is starting\n");
         p = find_pod(s, parts[0], parts[1]);
         if (!p || ((pf ? n == 3 : n == 4) && strcmp(p->uid, parts[2]) != 0))
-                ret = fail(c, MHD_HTTP_NOT_FOUND, "pod %s/%s does not exist", parts[0], parts[1]);
+                ret = logs ? fail(c, MHD_HTTP_NOT_FOUND, "pod \"%s\" does not exist", parts[1])
+                           : fail(c, MHD_HTTP_NOT_FOUND, "pod does not exist");
         else if (logs)
                 ret = container_logs(h, c, p, parts[2]);
         else

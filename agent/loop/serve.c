@@ -97,6 +97,11 @@ static int kubelet_server_start(Agent *a, const ApiHttpConfig *base, CubError *e
                         (long long) kc->port);
                 return 0;
         }
+        if (a->core.opt.http_port == kc->port)
+                return cub_err_set(err, EADDRINUSE,
+                                   "readOnlyPort and port are both %lld: the read-only port and the kubelet server "
+                                   "need a port each (or readOnlyPort: 0)",
+                                   (long long) kc->port);
         r = kube_config_load(a->core.opt.kubeconfig, &a->api.review_cfg, err);
         if (r < 0)
                 return r;

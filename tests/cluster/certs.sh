@@ -10,6 +10,9 @@
 #   controller-manager.*, scheduler.*   CN system:kube-controller-manager,
 #                            system:kube-scheduler (their RBAC roles)
 #   apiserver-kubelet-client.*  O system:masters (the API server to the node)
+#   kubelet.{crt,key}        the node's serving certificate (the kubelet server,
+#                            port 10250) for 127.0.0.1 and the node's name
+#   nobody.{crt,key}         CN cubelet-test-nobody: authenticated, allowed nothing
 #   sa.{key,pub}             the service-account signing key pair
 #   node.kubeconfig, admin.kubeconfig, controller-manager.kubeconfig,
 #   scheduler.kubeconfig     server https://127.0.0.1:6443
@@ -61,6 +64,8 @@ cert admin "/O=system:masters/CN=cubelet-test-admin" clientAuth
 cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert scheduler "/CN=system:kube-scheduler" clientAuth
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+cert kubelet "/CN=$NODE" serverAuth "IP:127.0.0.1,DNS:$NODE,DNS:localhost"
+cert nobody "/CN=cubelet-test-nobody" clientAuth
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out sa.key 2>/dev/null
 openssl pkey -in sa.key -pubout -out sa.pub 2>/dev/null
 

@@ -69,6 +69,7 @@ start() {
 		--client-ca-file="$P/ca.crt" \
 		--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" \
 		--kubelet-client-key="$P/apiserver-kubelet-client.key" --kubelet-certificate-authority="$P/ca.crt" \
+		--kubelet-preferred-address-types=InternalIP \
 		--service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
 		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \

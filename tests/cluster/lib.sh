@@ -16,7 +16,8 @@ wait_until() { local t=$1; shift; for _ in $(seq $((t * 4))); do "$@" && return 
 status_json() { "$CUBELET" status --socket "$T/$1/cubelet.sock" -o json 2>/dev/null; }
 
 # run NAME ARGS...: a cubelet of its own (state, socket) in the background,
-# its log in $T/NAME.log, its PID in PID_NAME
+# its log in $T/NAME.log, its PID in PID_NAME; RUN_CONFIG: more lines of its
+# configuration (top level, unindented)
 run() {
 	local name=$1
 	shift
@@ -30,6 +31,7 @@ run() {
 		  stateDir: $T/$name/state
 		  socket: $T/$name/cubelet.sock
 		  cniConfDir: ""
+		${RUN_CONFIG:-}
 	EOC
 	"$CUBELET" run --config "$T/$name/config.yaml" --manifest-dir "$T/$name/manifests" \
 		--runtime-endpoint "unix://$T/no-runtime.sock" --cgroup-root "$CGROOT/$name" "$@" >"$T/$name.log" 2>&1 &

@@ -66,9 +66,15 @@ fi
 ok "the control plane starts: $out"
 
 # ---- registration ------------------------------------------------------------------------
-run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig" \
+# the kubelet server on 127.0.0.1:10250 too: the node's serving certificate
+# from the cluster's CA, its address 127.0.0.1 for the API server
+RUN_CONFIG="tlsCertFile: $T/cp/pki/kubelet.crt
+tlsPrivateKeyFile: $T/cp/pki/kubelet.key
+authentication: {x509: {clientCAFile: $T/cp/pki/ca.crt}}"
+run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig" --node-ip 127.0.0.1 \
 	--node-labels "node.kubernetes.io/pool=edge,topology.kubernetes.io/zone=z1" \
 	--register-with-taints "example.com/dedicated=gpu:NoSchedule"
+RUN_CONFIG=""
 registered() { [ "$(jqn .metadata.uid)" != "" ] && [ "$(jqn .metadata.uid)" != null ]; }
 check "the node registers (POST /api/v1/nodes with the node's certificate)" wait_until 30 registered
 contains "$(cat "$T/a.log")" "API server https://127.0.0.1:6443: node '$NODE' registered (uid $(jqn .metadata.uid))" \
@@ -191,6 +197,43 @@ is "$(pj plain '"\(.status.phase) \(.status.qosClass) \(.status.hostIP) \([.stat
 	"its phase, QoS class, hostIP and conditions"
 is "$(status_json a | jq -r --arg u "$(pj plain .metadata.uid)" '.pods[] | select(.uid == $u) | .name')" plain \
 	"cubelet status has it under the API's UID"
+
+# ---- the kubelet server (port 10250) -------------------------------------------------------------
+K10250=https://127.0.0.1:10250
+k10250() { # k10250 PATH [CURL OPTIONS]: "CODE BODY" (the body on one line; whole in $T/k.out)
+	local path=$1 code
+	shift
+	code=$(curl -s --max-time 20 --cacert "$T/cp/pki/ca.crt" -o "$T/k.out" -w '%{http_code}' "$@" "$K10250$path")
+	echo "$code $(tr '\n' ' ' <"$T/k.out" | sed 's/ *$//')"
+}
+as_admin=(--cert "$T/cp/pki/admin.crt" --key "$T/cp/pki/admin.key")
+as_nobody=(--cert "$T/cp/pki/nobody.crt" --key "$T/cp/pki/nobody.key")
+is "$(jqn '"\(.status.daemonEndpoints.kubeletEndpoint.Port) \(.status.addresses[0].address)"')" "10250 127.0.0.1" \
+	"daemonEndpoints: the kubelet server's port; InternalIP from --node-ip"
+is "$(k10250 /healthz)" "401 Unauthorized" "the kubelet server: no credentials: 401 Unauthorized"
+is "$(k10250 /healthz "${as_admin[@]}")" "200 ok" "a client certificate of the cluster's CA (system:masters): 200"
+is "$(k10250 /pods "${as_nobody[@]}")" \
+	"403 Forbidden (user=cubelet-test-nobody, verb=get, resource=nodes, subresource(s)=[pods proxy])" \
+	"a certificate the API server allows nothing: 403, kubelet's text (pods, then proxy)"
+is "$(k10250 /pods -H 'Authorization: Bearer not-a-token')" "401 Unauthorized" "a token the API server refuses: 401"
+kc create serviceaccount reader >/dev/null
+kc create clusterrole node-stats --verb=get --resource=nodes/stats,nodes/metrics >/dev/null
+kc create clusterrolebinding reader-stats --clusterrole=node-stats --serviceaccount=default:reader >/dev/null
+tok=$(kc create token reader)
+is "$(k10250 /pods -H "Authorization: Bearer $tok")" \
+	"403 Forbidden (user=system:serviceaccount:default:reader, verb=get, resource=nodes, subresource(s)=[pods proxy])" \
+	"a ServiceAccount's token (TokenReview): its user, and 403 for what its role does not grant"
+code=$(k10250 /stats/summary -H "Authorization: Bearer $tok" | cut -d' ' -f1)
+is "$code $(jq -r .node.nodeName "$T/k.out")" "200 $NODE" \
+	"...and 200 for nodes/stats, which it grants (SubjectAccessReview)"
+is "$(k10250 /metrics/resource -H "Authorization: Bearer $tok" | head -c 3)" "200" "nodes/metrics: /metrics/resource"
+is "$(k10250 /containerLogs/default/nosuch/app "${as_admin[@]}")" '404 pod "nosuch" does not exist' \
+	"/containerLogs of a pod the node does not run: 404, kubelet's text"
+is "$(kc logs plain 2>&1)" \
+	'Error from server (BadRequest): container "app" in pod "plain" is waiting to start: ContainerCreating' \
+	"kubectl logs of a bound pod not started: the API server asked cubelet (TLS verified, its client certificate), kubelet's message"
+contains "$(kc exec plain -- true 2>&1)" 'container not found ("app")' \
+	"kubectl exec into it: cubelet's answer through the API server"
 failed_big() { [ "$(pj big .status.phase)" = Failed ]; }
 check "a bound pod that does not fit: Failed in the API" wait_until 20 failed_big
 is "$(pj big .status.reason)" OutOfcpu "reason OutOfcpu (kubelet's)"

@@ -68,7 +68,14 @@ mkdir -p /etc/systemd/system/cubelet.service.d
 cat >/etc/systemd/system/cubelet.service.d/cluster.conf <<EOF
 [Service]
 ExecStart=
-ExecStart=/usr/local/bin/cubelet run --config /etc/cubelet/config.yaml --node-name $NODE_LC --kubeconfig $D/pki/node.kubeconfig
+ExecStart=/usr/local/bin/cubelet run --config /etc/cubelet/config.yaml --node-name $NODE_LC --kubeconfig $D/pki/node.kubeconfig --node-ip 127.0.0.1
+EOF
+# the kubelet server (10250): the node's serving certificate from the
+# cluster's CA (the API server verifies it), client certificates from it
+cat >>/etc/cubelet/config.yaml <<EOF
+tlsCertFile: $D/pki/kubelet.crt
+tlsPrivateKeyFile: $D/pki/kubelet.key
+authentication: {x509: {clientCAFile: $D/pki/ca.crt}}
 EOF
 # cubelet-gpu-plugin on the fake NVML: two GPUs (as 50-devices)
 install -D -m 0755 "$VM_REPO/build/cubelet-gpu-plugin" /usr/local/bin/cubelet-gpu-plugin
@@ -330,8 +337,69 @@ EOF
 else
 	t_skip "image pull secrets" "docker-registry or htpasswd (apache2-utils) is not installed"
 fi
-kc delete pod gpu-1 gpu-2 gpu-3 needsecret private nocreds --grace-period=1 --wait=false --ignore-not-found >/dev/null
-gpu_gone() { [ "$(gpu_pods | jq '.items | length')" = 0 ] && absent needsecret && absent private && absent nocreds; }
+# ---- k. kubectl logs, exec and port-forward through the kubelet server ----------------------
+# the API server → cubelet's 10250 (TLS, its client certificate, a
+# SubjectAccessReview) → containerd's streaming server (exec, port-forward)
+# or the pod's log files. chatty's first run exits 3; its second serves HTTP
+# and ticks.
+kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: chatty, namespace: default}
+spec:
+  nodeName: $NODE_LC
+  terminationGracePeriodSeconds: 1
+  volumes: [{name: st, emptyDir: {}}]
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    volumeMounts: [{name: st, mountPath: /st}]
+    command: [sh, -c, 'n=\$((\$(cat /st/n 2>/dev/null || echo 0) + 1)); echo \$n > /st/n; for i in 1 2 3; do echo "run \$n line \$i"; done; echo "run \$n to stderr" >&2; [ \$n = 1 ] && exit 3; mkdir -p /st/www; echo "served by chatty" > /st/www/index.html; httpd -p 8080 -h /st/www; i=0; while true; do i=\$((i + 1)); echo "tick \$i"; sleep 1; done']
+EOF
+chatty_again() { [ "$(pod chatty | jq -r '"\(.status.phase) \(.status.containerStatuses[0].restartCount) \(.status.containerStatuses[0].ready)"')" = "Running 1 true" ]; }
+t_ok "chatty: its first run exited, the second runs" wait_until 120 chatty_again
+K=$D/kubectl.out
+kc logs chatty >"$K" 2>&1
+t_is "$(head -n 4 "$K" | sort | tr '\n' '|')" "run 2 line 1|run 2 line 2|run 2 line 3|run 2 to stderr|" \
+	"kubectl logs: the running container's log, stdout and stderr"
+kc logs chatty --previous >"$K" 2>&1
+t_is "$(tr '\n' '|' <"$K")" "run 1 line 1|run 1 line 2|run 1 line 3|run 1 to stderr|" "kubectl logs --previous: the run that exited"
+kc logs chatty --previous --tail 2 --timestamps >"$K" 2>&1
+t_is "$(awk '{ print ($1 ~ /^20[0-9][0-9]-.*Z$/), $2, $3, $4, $5 }' "$K" | tr '\n' '|')" "1 run 1 line 3|1 run 1 to stderr|" \
+	"kubectl logs --previous --tail 2 --timestamps"
+timeout 25 "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" logs -f chatty --tail 1 >"$K" 2>&1 &
+lf=$!
+ticks() { [ "$(grep -c '^tick ' "$K")" -ge 3 ]; }
+wait_until 24 ticks
+t_ok "kubectl logs -f: new lines arrive ($(grep -c '^tick ' "$K") ticks: $(head -n 1 "$K") ... $(tail -n 1 "$K"))" ticks
+kill "$lf" 2>/dev/null
+wait "$lf" 2>/dev/null
+kc exec chatty -- sh -c 'echo to-out; echo to-err >&2; exit 7' >"$K" 2>"$K.err"
+rc=$?
+t_is "$rc $(cat "$K") $(grep -c to-err "$K.err")" "7 to-out 1" "kubectl exec: the command's stdout, stderr and exit code (7)"
+t_is "$(echo hello | kc exec -i chatty -- tr a-z A-Z 2>&1)" HELLO "kubectl exec -i: stdin reaches the command"
+tty_out=$(script -qec "$KUBE kubectl --kubeconfig $D/pki/admin.kubeconfig exec -it chatty -- tty" /dev/null 2>&1 | tr -d '\r')
+t_contains "$tty_out" "/dev/pts/" "kubectl exec -it: a terminal in the container ($tty_out)"
+"$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" port-forward pod/chatty 18080:8080 >"$K.pf" 2>&1 &
+pf=$!
+served() { [ "$(curl -s --max-time 5 http://127.0.0.1:18080/index.html)" = "served by chatty" ]; }
+t_ok "kubectl port-forward: a request through it is answered by the pod's server" wait_until 60 served
+kill "$pf" 2>/dev/null
+wait "$pf" 2>/dev/null
+k10250() { curl -s --max-time 20 --cacert "$D/pki/ca.crt" -o /dev/null -w '%{http_code}' "$@" \
+	"https://127.0.0.1:10250/containerLogs/default/chatty/app"; }
+t_is "$(k10250) $(k10250 --cert "$D/pki/nobody.crt" --key "$D/pki/nobody.key") $(k10250 --cert "$D/pki/admin.crt" --key "$D/pki/admin.key")" \
+	"401 403 200" "the kubelet server: no credentials 401, a certificate the API server allows nothing 403, the admin's 200"
+# a client that speaks WebSocket to the kubelet server directly (the API
+# server speaks SPDY to it): the channel protocol passes through
+ws=$(/usr/bin/python3 "$VM_REPO/tests/cluster/ws-exec.py" \
+	"https://127.0.0.1:10250/exec/default/chatty/app?command=sh&command=-c&command=echo%20ws-out%3Becho%20ws-err%20%3E%262&output=1&error=1" \
+	"$D/pki/ca.crt" "$D/pki/admin.crt" "$D/pki/admin.key" 2>&1 | tr '\n' '|')
+t_contains "$ws" "status 101 protocol v4.channel.k8s.io|channel 1 ws-out|channel 2 ws-err|channel 3 " \
+	"a WebSocket client of /exec (channel protocol v4, containerd's): 101, stdout and stderr on their channels ($ws)"
+t_contains "$ws" '"status":"Success"' "...and the status channel's Success"
+kc delete pod gpu-1 gpu-2 gpu-3 needsecret private nocreds chatty --grace-period=1 --wait=false --ignore-not-found >/dev/null
+gpu_gone() { [ "$(gpu_pods | jq '.items | length')" = 0 ] && absent needsecret && absent private && absent nocreds && absent chatty; }
 wait_until 60 gpu_gone
 [ -n "${reg_pid:-}" ] && kill "$reg_pid" 2>/dev/null
 
