@@ -5,6 +5,7 @@
  * publishes it to the server thread. The loop's counters live in
  * a->api.metrics, written here alone: the other files call agent_metrics_*(). */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <stdio.h>

@@ -13,6 +13,8 @@
 #   kubelet.{crt,key}        the node's serving certificate (the kubelet server,
 #                            port 10250) for 127.0.0.1 and the node's name
 #   nobody.{crt,key}         CN cubelet-test-nobody: authenticated, allowed nothing
+#   front-proxy-client.*     CN front-proxy-client: the API server to aggregated
+#                            API servers (metrics-server), with the user in headers
 #   sa.{key,pub}             the service-account signing key pair
 #   node.kubeconfig, admin.kubeconfig, controller-manager.kubeconfig,
 #   scheduler.kubeconfig     server https://127.0.0.1:6443
@@ -66,6 +68,7 @@ cert scheduler "/CN=system:kube-scheduler" clientAuth
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 cert kubelet "/CN=$NODE" serverAuth "IP:127.0.0.1,DNS:$NODE,DNS:localhost"
 cert nobody "/CN=cubelet-test-nobody" clientAuth
+cert front-proxy-client "/CN=front-proxy-client" clientAuth
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out sa.key 2>/dev/null
 openssl pkey -in sa.key -pubout -out sa.pub 2>/dev/null
 

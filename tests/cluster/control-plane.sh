@@ -6,6 +6,12 @@
 # (tests/cluster/main.go) and the certificates of tests/cluster/certs.sh.
 # Loopback only: etcd 127.0.0.1:2379, the API server 127.0.0.1:6443.
 #
+# With METRICS_SERVER=1, metrics-server too (build/cluster/kube's, for
+# kubectl top): on 127.0.0.1:4443, an aggregated API (v1beta1.metrics.k8s.io)
+# behind an ExternalName Service "localhost" (an Endpoints object may not name
+# a loopback address), scraping each node's kubelet server at its InternalIP
+# and daemonEndpoints port with the admin's credentials, verified by the CA.
+#
 #   tests/cluster/control-plane.sh start [-b KUBE] [-d DIR] [-n NODE]
 #   tests/cluster/control-plane.sh stop [-d DIR]
 #
@@ -32,10 +38,10 @@ done
 
 stop() {
 	local p
-	for p in scheduler controller-manager apiserver etcd; do
+	for p in metrics-server scheduler controller-manager apiserver etcd; do
 		[ -f "$DIR/$p.pid" ] && kill "$(cat "$DIR/$p.pid")" 2>/dev/null
 	done
-	for p in scheduler controller-manager apiserver etcd; do
+	for p in metrics-server scheduler controller-manager apiserver etcd; do
 		if [ -f "$DIR/$p.pid" ]; then
 			for _ in $(seq 100); do kill -0 "$(cat "$DIR/$p.pid")" 2>/dev/null || break; sleep 0.1; done
 			kill -9 "$(cat "$DIR/$p.pid")" 2>/dev/null
@@ -70,6 +76,10 @@ start() {
 		--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" \
 		--kubelet-client-key="$P/apiserver-kubelet-client.key" --kubelet-certificate-authority="$P/ca.crt" \
 		--kubelet-preferred-address-types=InternalIP \
+		--requestheader-client-ca-file="$P/ca.crt" --requestheader-allowed-names=front-proxy-client \
+		--requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+		--requestheader-extra-headers-prefix=X-Remote-Extra- \
+		--proxy-client-cert-file="$P/front-proxy-client.crt" --proxy-client-key-file="$P/front-proxy-client.key" \
 		--service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
 		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
@@ -104,6 +114,11 @@ start() {
 				tail -n 5 "$DIR/$p.log" >&2
 				return 1
 			done
+			if [ -n "${METRICS_SERVER:-}" ] && ! metrics_server; then
+				echo "metrics-server did not start; its log:" >&2
+				tail -n 5 "$DIR/metrics-server.log" >&2
+				return 1
+			fi
 			echo "control plane ready on https://127.0.0.1:6443 in $(($(date +%s) - t0)) s ($DIR)"
 			return 0
 		fi
@@ -113,6 +128,34 @@ start() {
 	echo "control plane not ready after $(($(date +%s) - t0)) s; kube-apiserver's log:" >&2
 	tail -n 20 "$DIR/apiserver.log" >&2
 	return 1
+}
+
+metrics_server() {
+	local P=$DIR/pki
+	mkdir -p "$DIR/metrics-server"
+	bg metrics-server "$KUBE" metrics-server --secure-port=4443 --bind-address=127.0.0.1 \
+		--cert-dir="$DIR/metrics-server" --kubeconfig="$P/admin.kubeconfig" \
+		--authentication-kubeconfig="$P/admin.kubeconfig" --authorization-kubeconfig="$P/admin.kubeconfig" \
+		--kubelet-preferred-address-types=InternalIP --kubelet-use-node-status-port \
+		--kubelet-certificate-authority="$P/ca.crt" --metric-resolution=15s
+	"$KUBE" kubectl --kubeconfig "$P/admin.kubeconfig" apply -f - >/dev/null <<-EOF
+		apiVersion: v1
+		kind: Service
+		metadata: {name: metrics-server, namespace: kube-system}
+		spec: {type: ExternalName, externalName: localhost, ports: [{port: 4443}]}
+		---
+		apiVersion: apiregistration.k8s.io/v1
+		kind: APIService
+		metadata: {name: v1beta1.metrics.k8s.io}
+		spec:
+		  group: metrics.k8s.io
+		  version: v1beta1
+		  service: {namespace: kube-system, name: metrics-server, port: 4443}
+		  insecureSkipTLSVerify: true
+		  groupPriorityMinimum: 100
+		  versionPriority: 100
+	EOF
+	kill -0 "$(cat "$DIR/metrics-server.pid")" 2>/dev/null
 }
 
 case $cmd in

@@ -8,6 +8,7 @@
 //	kube kube-scheduler FLAGS...
 //	kube kubelet FLAGS...
 //	kube kubectl ARGS...
+//	kube metrics-server FLAGS...   (sigs.k8s.io/metrics-server, for kubectl top)
 //	kube version
 //
 // A link named after a subcommand (kubectl -> kube) runs it directly.
@@ -34,10 +35,13 @@ import (
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
+	metricsserver "sigs.k8s.io/metrics-server/cmd/metrics-server/app"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: kube kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kubectl|version [ARGS...]")
+	fmt.Fprintln(os.Stderr, "usage: kube kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kubectl|metrics-server|version [ARGS...]")
 	os.Exit(2)
 }
 
@@ -65,6 +69,8 @@ func main() {
 		run(scheduler.NewSchedulerCommand())
 	case "kubelet":
 		run(kubelet.NewKubeletCommand(context.Background()))
+	case "metrics-server":
+		run(metricsserver.NewMetricsServerCommand(genericapiserver.SetupSignalHandler()))
 	case "kubectl":
 		logs.GlogSetter(kubectl.GetLogVerbosity(os.Args)) // nolint:errcheck
 		c := kubectl.NewDefaultKubectlCommand()

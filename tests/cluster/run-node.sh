@@ -211,7 +211,8 @@ as_nobody=(--cert "$T/cp/pki/nobody.crt" --key "$T/cp/pki/nobody.key")
 is "$(jqn '"\(.status.daemonEndpoints.kubeletEndpoint.Port) \(.status.addresses[0].address)"')" "10250 127.0.0.1" \
 	"daemonEndpoints: the kubelet server's port; InternalIP from --node-ip"
 is "$(k10250 /healthz)" "401 Unauthorized" "the kubelet server: no credentials: 401 Unauthorized"
-is "$(k10250 /healthz "${as_admin[@]}")" "200 ok" "a client certificate of the cluster's CA (system:masters): 200"
+is "$(k10250 /pods "${as_admin[@]}" | cut -d' ' -f1) $(jq -r .kind "$T/k.out")" "200 PodList" \
+	"a client certificate of the cluster's CA (system:masters): 200, the PodList"
 is "$(k10250 /pods "${as_nobody[@]}")" \
 	"403 Forbidden (user=cubelet-test-nobody, verb=get, resource=nodes, subresource(s)=[pods proxy])" \
 	"a certificate the API server allows nothing: 403, kubelet's text (pods, then proxy)"
