@@ -327,6 +327,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const char *clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         ApiSnapshot *s;
         enum MHD_Result r;
+        bool has_body;
 
         (void) version;
         (void) upload_data;
@@ -340,13 +341,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 return api_http_reply_text(c, MHD_HTTP_UNAUTHORIZED,
                                            "Unauthorized: a client certificate signed by the "
                                            "clientCAFile is required\n");
-        if (*upload_data_size > 0 || (clen && strcmp(clen, "0") != 0) ||
-            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
-                return api_http_reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 a GET takes no body\n");
+        has_body = *upload_data_size > 0 || (clen && strcmp(clen, "0") != 0) ||
+                   MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
         if (h->auth && api_kubelet_path(url))
-                return api_kubelet_serve(h, c, url, method);
+                return has_body ? api_http_reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 no body is taken here\n")
+                                : api_kubelet_serve(h, c, url, method);
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
                 return api_http_reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n");
+        if (has_body)
+                return api_http_reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 a GET takes no body\n");
         if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0)
                 return health(h, c, url + 1);
         if (strcmp(url, "/pods") != 0 && strcmp(url, "/pods/") != 0 && strcmp(url, "/metrics") != 0 &&

@@ -83,7 +83,7 @@ static enum MHD_Result fail(struct MHD_Connection *c, unsigned status, const cha
 static bool arg_true(struct MHD_Connection *c, const char *key) {
         const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
 
-        return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || (!*v && false));
+        return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0);
 }
 
 /* a non-negative integer argument: 0 and *ret (default def when absent), -EINVAL */

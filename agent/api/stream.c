@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../util/cleanup.h"
@@ -22,15 +23,24 @@
 #define HEAD_MAX 16384
 #define CONNECT_MS 10000
 #define HEAD_MS 30000
+/* a 101 queued whose connection never upgraded (the client left first) is
+ * freed after this long */
+#define PENDING_USEC (60ULL * 1000000ULL)
+
+typedef struct Session Session;
 
 struct ApiStreams {
         pthread_mutex_t lock;
         pthread_cond_t idle;
         unsigned active;
-        int stop_fd; /* an eventfd: readable once the server stops */
+        int stop_fd;      /* an eventfd: readable once the server stops */
+        Session *pending; /* 101 queued, not upgraded yet: under lock */
 };
 
-typedef struct Session {
+struct Session {
+        Session *next;               /* in pending */
+        struct MHD_Connection *conn; /* whose upgrade it waits for */
+        uint64_t queued_usec;
         ApiStreams *streams;
         int backend;
         char *early; /* the runtime's bytes read after its head */
@@ -39,7 +49,64 @@ typedef struct Session {
         struct MHD_UpgradeResponseHandle *urh;
         char *client_early; /* the client's bytes libmicrohttpd read after the request */
         size_t n_client_early;
-} Session;
+};
+
+static void session_free(Session *x) {
+        if (x->backend >= 0)
+                close(x->backend);
+        free(x->early);
+        free(x->client_early);
+        free(x);
+}
+
+static uint64_t mono_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* The session waiting for c's upgrade, out of pending; NULL when there is
+ * none (swept). */
+static Session *unpend(ApiStreams *s, struct MHD_Connection *c) {
+        Session *x = NULL;
+
+        pthread_mutex_lock(&s->lock);
+        for (Session **p = &s->pending; *p; p = &(*p)->next)
+                if ((*p)->conn == c) {
+                        x = *p;
+                        *p = x->next;
+                        break;
+                }
+        pthread_mutex_unlock(&s->lock);
+        return x;
+}
+
+/* Frees the sessions whose 101 never led to an upgrade within
+ * PENDING_USEC (all of them when all is true). */
+static void sweep(ApiStreams *s, bool all) {
+        uint64_t now = mono_usec();
+        Session *old = NULL;
+
+        pthread_mutex_lock(&s->lock);
+        for (Session **p = &s->pending; *p;) {
+                Session *x = *p;
+
+                if (all || now - x->queued_usec > PENDING_USEC) {
+                        *p = x->next;
+                        x->next = old;
+                        old = x;
+                } else
+                        p = &x->next;
+        }
+        pthread_mutex_unlock(&s->lock);
+        while (old) {
+                Session *next = old->next;
+
+                session_free(old);
+                old = next;
+        }
+}
 
 int api_streams_new(ApiStreams **ret, CubError *err) {
         ApiStreams *s = calloc(1, sizeof(*s));
@@ -67,6 +134,7 @@ ApiStreams *api_streams_free(ApiStreams *s) {
         while (s->active > 0)
                 pthread_cond_wait(&s->idle, &s->lock);
         pthread_mutex_unlock(&s->lock);
+        sweep(s, true);
         close(s->stop_fd);
         pthread_cond_destroy(&s->idle);
         pthread_mutex_destroy(&s->lock);
@@ -81,14 +149,6 @@ unsigned api_streams_active(ApiStreams *s) {
         n = s->active;
         pthread_mutex_unlock(&s->lock);
         return n;
-}
-
-static void session_free(Session *x) {
-        if (x->backend >= 0)
-                close(x->backend);
-        free(x->early);
-        free(x->client_early);
-        free(x);
 }
 
 /* ---- the runtime's side ------------------------------------------------------ */
@@ -263,12 +323,16 @@ static void *pump(void *arg) {
 
 static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in, size_t extra_in_size,
                         MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
-        Session *x = cls;
+        Session *x = unpend(cls, c);
         pthread_attr_t attr;
         pthread_t t;
 
-        (void) c;
         (void) con_cls;
+        /* swept meanwhile: nothing to copy */
+        if (!x) {
+                (void) MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+                return;
+        }
         x->client = sock;
         x->urh = urh;
         if (extra_in_size > 0 && (x->client_early = malloc(extra_in_size)))
@@ -358,7 +422,7 @@ static int make_answer(Session *x, char *head, Answer *ret, CubError *err) {
                 return cub_err_set(err, EPROTO, "the runtime's streaming server answered no HTTP status");
         ret->status = status;
         ret->r = status == MHD_HTTP_SWITCHING_PROTOCOLS
-                         ? MHD_create_response_for_upgrade(on_upgraded, x)
+                         ? MHD_create_response_for_upgrade(on_upgraded, x->streams)
                          : MHD_create_response_from_buffer(x->n_early, x->early, MHD_RESPMEM_MUST_COPY);
         if (!ret->r)
                 return cub_err_set(err, ENOMEM, "out of memory");
@@ -394,6 +458,7 @@ enum MHD_Result api_stream_proxy(ApiStreams *s, struct MHD_Connection *c, const 
 
         if (!x)
                 return MHD_NO;
+        sweep(s, false);
         *x = (Session){ .streams = s, .backend = -1, .client = -1 };
         r = split_url(url, &host, &port, &path, &query, &err);
         if (r >= 0)
@@ -411,14 +476,19 @@ enum MHD_Result api_stream_proxy(ApiStreams *s, struct MHD_Connection *c, const 
         }
         ret = MHD_queue_response(c, a.status, a.r);
         MHD_destroy_response(a.r);
-        if (a.status != MHD_HTTP_SWITCHING_PROTOCOLS) {
+        if (a.status != MHD_HTTP_SWITCHING_PROTOCOLS || ret != MHD_YES) {
                 session_free(x);
                 return ret;
         }
-        if (ret == MHD_YES && conns && conn)
+        if (conns && conn)
                 api_conns_upgraded(conns, conn);
-        /* the session is the upgrade handler's from here (freed by the
-         * pump), or lost with the connection if libmicrohttpd could not
-         * send the 101 */
+        /* the upgrade handler's from here (freed by the pump), or swept
+         * if the connection ends before its 101 is sent */
+        x->queued_usec = mono_usec();
+        x->conn = c;
+        pthread_mutex_lock(&s->lock);
+        x->next = s->pending;
+        s->pending = x;
+        pthread_mutex_unlock(&s->lock);
         return ret;
 }

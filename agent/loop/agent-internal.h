@@ -181,9 +181,9 @@ typedef struct AgentSourceErrors {
  * call agent_metrics_*()). */
 typedef struct AgentApi {
         ApiMetrics metrics;
-        ApiHttp *http;    /* the read-only port */
-        ApiHttp *kubelet; /* the kubelet server (port 10250), as a node of a cluster */
-        ApiAuth *auth;    /* its authentication and authorization */
+        ApiHttp *http;         /* the read-only port */
+        ApiHttp *kubelet;      /* the kubelet server (port 10250), as a node of a cluster */
+        ApiAuth *auth;         /* its authentication and authorization */
         KubeConfig review_cfg; /* the node's credentials for its reviews */
         ApiPodCache pod_cache;
         sd_event_source *timer;

@@ -32,10 +32,10 @@ static int fake_review(void *userdata, const char *path, json_t *body, json_t **
 
                 f->tokens++;
                 assert_string_equal(json_string_value(json_object_get(body, "kind")), "TokenReview");
-                *ret = strcmp(t, "good") == 0 ? json_pack("{s:b,s:{s:s,s:s,s:[s,s]}}", "authenticated", 1, "user",
-                                                          "username", "alice", "uid", "u-1", "groups", "dev",
-                                                          "system:authenticated")
-                                              : json_pack("{s:b}", "authenticated", 0);
+                *ret = strcmp(t, "good") == 0
+                               ? json_pack("{s:b,s:{s:s,s:s,s:[s,s]}}", "authenticated", 1, "user", "username", "alice",
+                                           "uid", "u-1", "groups", "dev", "system:authenticated")
+                               : json_pack("{s:b}", "authenticated", 0);
                 return 0;
         }
         assert_non_null(strstr(path, "subjectaccessreviews"));
