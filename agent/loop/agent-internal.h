@@ -181,10 +181,11 @@ typedef struct AgentSourceErrors {
  * call agent_metrics_*()). */
 typedef struct AgentApi {
         ApiMetrics metrics;
-        ApiHttp *http;         /* the read-only port */
-        ApiHttp *kubelet;      /* the kubelet server (port 10250), as a node of a cluster */
-        ApiAuth *auth;         /* its authentication and authorization */
-        KubeConfig review_cfg; /* the node's credentials for its reviews */
+        ApiHttp *http;              /* the read-only port */
+        ApiHttp *kubelet;           /* the kubelet server (port 10250), as a node of a cluster */
+        ApiAuth *auth;              /* its authentication and authorization */
+        KubeConfig review_cfg;      /* the node's credentials for its reviews */
+        char *self_cert, *self_key; /* its self-signed pair, without tlsCertFile */
         ApiPodCache pod_cache;
         sd_event_source *timer;
         uint64_t runtime_down_since; /* CLOCK_MONOTONIC µs of the first tick it was seen down, 0 = up */

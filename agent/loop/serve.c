@@ -13,6 +13,8 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "../api/selfsigned.h"
+#include "../util/cleanup.h"
 #include "../util/log.h"
 #include "agent-internal.h"
 
@@ -91,12 +93,19 @@ static int kubelet_server_start(Agent *a, const ApiHttpConfig *base, CubError *e
 
         if (!a->core.opt.kubeconfig || kc->port == 0)
                 return 0;
+        /* kubelet's own pair when none is given: self-signed, in the state directory */
         if (!kc->tls_cert_file || !kc->tls_private_key_file) {
-                cub_log(LOG_WARNING,
-                        "kubelet server (port %lld) off: set tlsCertFile and tlsPrivateKeyFile "
-                        "(kubectl logs, exec and port-forward need it)",
-                        (long long) kc->port);
-                return 0;
+                _cleanup_free_ char *dir = NULL;
+
+                if (asprintf(&dir, "%s/pki", a->core.opt.state_dir) < 0)
+                        return cub_err_set(err, ENOMEM, "out of memory");
+                r = api_selfsigned_ensure(dir, a->core.opt.node_name, a->core.host_ip[0] ? a->core.host_ip : NULL,
+                                          &a->api.self_cert, &a->api.self_key, err);
+                if (r < 0)
+                        return cub_err_wrap(err, "kubelet server");
+                c.tls_cert_file = a->api.self_cert;
+                c.tls_key_file = a->api.self_key;
+                cub_log(LOG_INFO, "kubelet server: no tlsCertFile: the self-signed %s", a->api.self_cert);
         }
         if (a->core.opt.http_port == kc->port)
                 return cub_err_set(err, EADDRINUSE,
@@ -176,6 +185,9 @@ void agent_http_stop(Agent *a) {
         a->api.kubelet = api_http_free(a->api.kubelet);
         a->api.auth = api_auth_free(a->api.auth);
         kube_config_done(&a->api.review_cfg);
+        free(a->api.self_cert);
+        free(a->api.self_key);
+        a->api.self_cert = a->api.self_key = NULL;
         api_pod_cache_done(&a->api.pod_cache);
         api_metrics_done(&a->api.metrics);
 }

@@ -17,7 +17,8 @@ status_json() { "$CUBELET" status --socket "$T/$1/cubelet.sock" -o json 2>/dev/n
 
 # run NAME ARGS...: a cubelet of its own (state, socket) in the background,
 # its log in $T/NAME.log, its PID in PID_NAME; RUN_CONFIG: more lines of its
-# configuration (top level, unindented)
+# configuration (top level, unindented); RUN_PORT: the kubelet server's port
+# (default 0: off, so that several run at once)
 run() {
 	local name=$1
 	shift
@@ -26,6 +27,7 @@ run() {
 		apiVersion: kubelet.config.k8s.io/v1beta1
 		kind: KubeletConfiguration
 		readOnlyPort: 0
+		port: ${RUN_PORT:-0}
 		cubelet:
 		  devicePluginDir: $T/$name/dp
 		  stateDir: $T/$name/state

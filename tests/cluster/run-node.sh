@@ -71,7 +71,7 @@ ok "the control plane starts: $out"
 RUN_CONFIG="tlsCertFile: $T/cp/pki/kubelet.crt
 tlsPrivateKeyFile: $T/cp/pki/kubelet.key
 authentication: {x509: {clientCAFile: $T/cp/pki/ca.crt}}"
-run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig" --node-ip 127.0.0.1 \
+RUN_PORT=10250 run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig" --node-ip 127.0.0.1 \
 	--node-labels "node.kubernetes.io/pool=edge,topology.kubernetes.io/zone=z1" \
 	--register-with-taints "example.com/dedicated=gpu:NoSchedule"
 RUN_CONFIG=""
@@ -393,12 +393,20 @@ check "...after its grace period, 1.34's 50 s: $away s after cubelet stopped (40
 	test "$away" -ge 40 -a "$away" -le 70
 is "$(jqn '[.spec.taints[]? | select(.key == "node.kubernetes.io/unreachable")] | length > 0')" true \
 	"...and taints it unreachable"
-run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig"
+# without tlsCertFile this time: the kubelet server on a self-signed pair of its own
+RUN_PORT=10251 run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig" --node-ip 127.0.0.1
 exists() { grep -q "node '$NODE' exists (uid $uid); keeping it" "$T/a.log"; }
 check "restarted: the existing Node is kept (409, then its UID)" wait_until 30 exists
 is "$(jqn .metadata.uid)" "$uid" "the Node's UID is the same"
 posted() { [ "$(jqn '.status.conditions[] | select(.type == "Ready") | .reason')" = KubeletNotReady ]; }
 check "...and its Ready condition is cubelet's again (KubeletNotReady: no runtime here)" wait_until 30 posted
+self_signed() { [ -s "$T/a/state/pki/kubelet.crt" ] && [ -s "$T/a/state/pki/kubelet.key" ]; }
+check "no tlsCertFile: a self-signed serving certificate in the state directory (kubelet's)" wait_until 10 self_signed
+is "$(openssl x509 -in "$T/a/state/pki/kubelet.crt" -noout -ext subjectAltName 2>/dev/null | tail -n 1 | tr -d ' ')" \
+	"DNS:$NODE,IPAddress:127.0.0.1" "...for the node's name and address"
+is "$(stat -c %a "$T/a/state/pki/kubelet.key")" 600 "...its key readable by root alone"
+is "$(curl -s --max-time 20 --cacert "$T/a/state/pki/kubelet.crt" "${as_admin[@]}" -o /dev/null -w '%{http_code}' \
+	https://127.0.0.1:10251/pods)" 200 "...which serves (a client that trusts it: 200)"
 stop a
 
 # ---- a broken kubeconfig -------------------------------------------------------------------

@@ -223,10 +223,16 @@ held=$(($(date +%s) - t0))
 lines=$(journalctl -u cubelet --since "@$t0" -o cat | grep -c "$suid")
 t_diag "cubelet CPU: idle $idle per mille of a CPU, $fault during the failing stop; $attempts stop attempts and $lines journal lines about the pod in $held s"
 # under qemu's emulation an idle cubelet already takes about 1 % (its relist
-# and the event stream); the fault may add less than 1 % of a CPU to that
-# (tests/hw measures the absolute figure on real hardware)
-t_ok "the failing stop adds under 1 % of a CPU to cubelet's idle figure ($fault per mille; idle $idle)" \
-	test "$fault" -lt $((idle + 10))
+# and the event stream). The window holds the first retry (10 s ± 50 % after
+# the failure): one StopPodSandbox that fails in CNI, its status and journal
+# line, ~0.1 s of emulated CPU alone and ~0.2 s with both CI guests running,
+# 5 to 11 per mille of 20 s on top of a noise of about ±5 (CI runs gave 28
+# vs 18, 24 vs 30, 15 vs 14, 28 vs 17). So the bound is 2 % here: the loop
+# this guards against took 59 % (~900 attempts a second); the retries then
+# space out (20 s, 40 s, ... 5 min) and the figure on real hardware, where
+# an attempt costs milliseconds, is tests/hw's.
+t_ok "the failing stop adds under 2 % of a CPU to cubelet's idle figure in the 20 s of its first retry ($fault per mille; idle $idle)" \
+	test "$fault" -lt $((idle + 20))
 t_ok "the stop was attempted 1 to 4 times in $held s, not in a loop ($attempts)" \
 	test "${attempts:-0}" -ge 1 -a "${attempts:-0}" -le 4
 t_ok "the journal has at most one line per attempt and one for the stop ($lines lines, $attempts attempts)" \

@@ -15,8 +15,9 @@
 # through the scheduler, the third is Unschedulable; cubelet stopped: the
 # pods run on; cubelet back while the API server is frozen: nothing stopped;
 # then Ready, no container restarted, a pod deleted meanwhile cleaned up (e);
-# a bound pod that does
-# not fit is Failed/OutOfmemory with kubelet's message (d); memory pressure
+# kubectl logs, attach, exec,
+# port-forward and top against a pod, through the kubelet server (k); a
+# bound pod that does not fit is Failed/OutOfmemory with kubelet's message (d); memory pressure
 # evicts the lowest-ranked pod: Failed/Evicted in the API (f); the same
 # under the systemd cgroup driver: pods in slices, graceful deletion (g).
 # (The Node's fields, the Lease, NodeRestriction, mirror pods, token volumes
@@ -337,11 +338,13 @@ EOF
 else
 	t_skip "image pull secrets" "docker-registry or htpasswd (apache2-utils) is not installed"
 fi
-# ---- k. kubectl logs, exec and port-forward through the kubelet server ----------------------
+# ---- k. kubectl logs, attach, exec, port-forward and top through the kubelet server -----------
 # the API server → cubelet's 10250 (TLS, its client certificate, a
 # SubjectAccessReview) → containerd's streaming server (exec, port-forward)
 # or the pod's log files. chatty's first run exits 3; its second serves HTTP
-# and ticks.
+# and ticks. Its stderr line comes a second after the stdout lines: the
+# runtime reads the two pipes apart, and lines written together may land in
+# the log in either order.
 kc apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
@@ -354,7 +357,7 @@ spec:
   - name: app
     image: localhost/cubelet/busybox:1
     volumeMounts: [{name: st, mountPath: /st}]
-    command: [sh, -c, 'n=\$((\$(cat /st/n 2>/dev/null || echo 0) + 1)); echo \$n > /st/n; for i in 1 2 3; do echo "run \$n line \$i"; done; echo "run \$n to stderr" >&2; [ \$n = 1 ] && exit 3; mkdir -p /st/www; echo "served by chatty" > /st/www/index.html; httpd -p 8080 -h /st/www; i=0; while true; do i=\$((i + 1)); echo "tick \$i"; sleep 1; done']
+    command: [sh, -c, 'n=\$((\$(cat /st/n 2>/dev/null || echo 0) + 1)); echo \$n > /st/n; for i in 1 2 3; do echo "run \$n line \$i"; done; sleep 1; echo "run \$n to stderr" >&2; [ \$n = 1 ] && exit 3; mkdir -p /st/www; echo "served by chatty" > /st/www/index.html; httpd -p 8080 -h /st/www; i=0; while true; do i=\$((i + 1)); echo "tick \$i"; sleep 1; done']
 EOF
 chatty_again() { [ "$(pod chatty | jq -r '"\(.status.phase) \(.status.containerStatuses[0].restartCount) \(.status.containerStatuses[0].ready)"')" = "Running 1 true" ]; }
 t_ok "chatty: its first run exited, the second runs" wait_until 120 chatty_again
@@ -374,6 +377,13 @@ wait_until 24 ticks
 t_ok "kubectl logs -f: new lines arrive ($(grep -c '^tick ' "$K") ticks: $(head -n 1 "$K") ... $(tail -n 1 "$K"))" ticks
 kill "$lf" 2>/dev/null
 wait "$lf" 2>/dev/null
+timeout 25 "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" attach chatty -c app >"$K.att" 2>&1 &
+att=$!
+att_ticks() { [ "$(grep -c '^tick ' "$K.att")" -ge 2 ]; }
+wait_until 24 att_ticks
+t_ok "kubectl attach: the running container's output, live ($(grep -c '^tick ' "$K.att") ticks)" att_ticks
+kill "$att" 2>/dev/null
+wait "$att" 2>/dev/null
 kc exec chatty -- sh -c 'echo to-out; echo to-err >&2; exit 7' >"$K" 2>"$K.err"
 rc=$?
 t_is "$rc $(cat "$K") $(grep -c to-err "$K.err")" "7 to-out 1" "kubectl exec: the command's stdout, stderr and exit code (7)"
