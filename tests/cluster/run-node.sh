@@ -405,8 +405,9 @@ check "no tlsCertFile: a self-signed serving certificate in the state directory 
 is "$(openssl x509 -in "$T/a/state/pki/kubelet.crt" -noout -ext subjectAltName 2>/dev/null | tail -n 1 | tr -d ' ')" \
 	"DNS:$NODE,IPAddress:127.0.0.1" "...for the node's name and address"
 is "$(stat -c %a "$T/a/state/pki/kubelet.key")" 600 "...its key readable by root alone"
-is "$(curl -s --max-time 20 --cacert "$T/a/state/pki/kubelet.crt" "${as_admin[@]}" -o /dev/null -w '%{http_code}' \
-	https://127.0.0.1:10251/pods)" 200 "...which serves (a client that trusts it: 200)"
+is "$(curl -s --max-time 20 --cacert "$T/a/state/pki/kubelet.crt" -H "Authorization: Bearer $tok" \
+	-o /dev/null -w '%{http_code}' https://127.0.0.1:10251/stats/summary)" 200 \
+	"...which serves (a client that trusts it, with the reader's token: 200)"
 stop a
 
 # ---- a broken kubeconfig -------------------------------------------------------------------
