@@ -26,6 +26,7 @@
 #include "../logs/logs.h"
 #include "../util/cleanup.h"
 #include "../util/log.h"
+#include "../util/time.h"
 #include "../worker/worker.h"
 #include "http-internal.h"
 
@@ -97,29 +98,6 @@ static int arg_int(struct MHD_Connection *c, const char *key, int64_t def, int64
         errno = 0;
         *ret = strtoll(v, &end, 10);
         return errno || end == v || *end || *ret < 0 ? -EINVAL : 0;
-}
-
-/* RFC 3339 (as PodLogOptions.sinceTime, whole seconds) → unix ns */
-static int parse_time(const char *v, int64_t *ret) {
-        struct tm tm = {};
-        const char *end = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
-        time_t t;
-
-        if (!end)
-                return -EINVAL;
-        if (*end == '.')
-                end += 1 + strspn(end + 1, "0123456789");
-        t = timegm(&tm);
-        if (*end == '+' || *end == '-') {
-                int hh, mm;
-
-                if (sscanf(end + 1, "%2d:%2d", &hh, &mm) != 2)
-                        return -EINVAL;
-                t -= (*end == '+' ? 1 : -1) * (hh * 3600 + mm * 60);
-        } else if (strcmp(end, "Z") != 0)
-                return -EINVAL;
-        *ret = (int64_t) t * 1000000000LL;
-        return 0;
 }
 
 /* ---- authentication and authorization ---------------------------------------------- */
@@ -204,13 +182,6 @@ static void follow_free(void *cls) {
         free(f);
 }
 
-static uint64_t mono_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* the container this reader follows has ended (or was replaced) */
 static bool follow_ended(Follow *f) {
         ApiSnapshot *s = api_http_snapshot(f->h);
@@ -237,7 +208,7 @@ static ssize_t follow_read(void *cls, uint64_t pos, char *buf, size_t max) {
                         return MHD_CONTENT_READER_END_OF_STREAM;
                 if (r != -EAGAIN || api_http_stopping(f->h))
                         return MHD_CONTENT_READER_END_WITH_ERROR;
-                now = mono_usec();
+                now = cub_now_usec(CLOCK_MONOTONIC);
                 if (!f->ended && now - f->checked >= RUNNING_CHECK_USEC) {
                         f->checked = now;
                         f->ended = follow_ended(f);
@@ -271,8 +242,12 @@ static int log_options(struct MHD_Connection *c, LogsReadOptions *o) {
                 return -EINVAL; /* ValidatePodLogOptions: positive, one of the two */
         if (since_s > 0)
                 o->since_unix_ns = ((int64_t) time(NULL) - since_s) * 1000000000LL;
-        else if (since_time && parse_time(since_time, &o->since_unix_ns) < 0)
-                return -EINVAL;
+        else if (since_time) {
+                /* metav1.Time: whole seconds */
+                if (logs_parse_timestamp(since_time, strlen(since_time), &o->since_unix_ns) < 0)
+                        return -EINVAL;
+                o->since_unix_ns -= o->since_unix_ns % 1000000000LL;
+        }
         if (stream && strcmp(stream, "All") != 0)
                 o->stream = strcmp(stream, "Stdout") == 0   ? LOGS_STDOUT
                             : strcmp(stream, "Stderr") == 0 ? LOGS_STDERR
@@ -324,7 +299,7 @@ static enum MHD_Result container_logs(ApiHttp *h, struct MHD_Connection *c, cons
                 f->h = h;
                 f->reader = reader;
                 f->fd = fd ? fd->connect_fd : -1;
-                f->checked = mono_usec();
+                f->checked = cub_now_usec(CLOCK_MONOTONIC);
                 resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32768, follow_read, f, follow_free);
                 if (!resp) {
                         follow_free(f);

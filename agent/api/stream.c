@@ -19,6 +19,7 @@
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
 #include "../util/log.h"
+#include "../util/time.h"
 
 #define HEAD_MAX 16384
 #define CONNECT_MS 10000
@@ -59,13 +60,6 @@ static void session_free(Session *x) {
         free(x);
 }
 
-static uint64_t mono_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* The session waiting for c's upgrade, out of pending; NULL when there is
  * none (swept). */
 static Session *unpend(ApiStreams *s, struct MHD_Connection *c) {
@@ -85,7 +79,7 @@ static Session *unpend(ApiStreams *s, struct MHD_Connection *c) {
 /* Frees the sessions whose 101 never led to an upgrade within
  * PENDING_USEC (all of them when all is true). */
 static void sweep(ApiStreams *s, bool all) {
-        uint64_t now = mono_usec();
+        uint64_t now = cub_now_usec(CLOCK_MONOTONIC);
         Session *old = NULL;
 
         pthread_mutex_lock(&s->lock);
@@ -484,7 +478,7 @@ enum MHD_Result api_stream_proxy(ApiStreams *s, struct MHD_Connection *c, const 
                 api_conns_upgraded(conns, conn);
         /* the upgrade handler's from here (freed by the pump), or swept
          * if the connection ends before its 101 is sent */
-        x->queued_usec = mono_usec();
+        x->queued_usec = cub_now_usec(CLOCK_MONOTONIC);
         x->conn = c;
         pthread_mutex_lock(&s->lock);
         x->next = s->pending;

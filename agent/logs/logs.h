@@ -126,6 +126,10 @@ typedef struct LogsReadOptions {
 } LogsReadOptions;
 
 /* One reader per caller: readers share nothing, each may live in its own thread. */
+/* An RFC 3339 time (a CRI line's RFC3339Nano timestamp, or sinceTime) of
+ * s[0..n) as ns since the epoch; -EINVAL when it is not one. */
+int logs_parse_timestamp(const char *s, size_t n, int64_t *ret);
+
 typedef struct LogsReader LogsReader;
 
 /* container_dir: "<pod dir>/<container>". Picks the attempt: the highest

@@ -18,11 +18,12 @@
 #include <unistd.h>
 
 #include "../util/cleanup.h"
+#include "../util/time.h"
 #include "logs.h"
 
 #define READ_CHUNK 65536
-#define RENDER_BATCH 65536             /* rendered bytes buffered per step */
-#define NEWER_CHECK_NSEC 1000000000ULL /* a newer attempt is looked for at most once a second */
+#define RENDER_BATCH 65536          /* rendered bytes buffered per step */
+#define NEWER_CHECK_USEC 1000000ULL /* a newer attempt is looked for at most once a second */
 #define TIMESTAMP_MAX 64
 
 struct LogsReader {
@@ -35,8 +36,8 @@ struct LogsReader {
         char *out; /* rendered bytes, out[out_pos..n_out) not yet returned */
         size_t n_out, out_pos, cap_out;
         int64_t written;
-        uint64_t last_check_ns;
-        bool checked;   /* last_check_ns is set */
+        uint64_t last_check_usec;
+        bool checked;   /* last_check_usec is set */
         bool ending;    /* a newer attempt: read to the end of the file once more, then finish */
         bool finishing; /* at the end: render the rest, a last partial line too */
         bool done;
@@ -98,8 +99,7 @@ static int read_to_end(int fd, char **buf, size_t *n, size_t *cap) {
         }
 }
 
-/* RFC 3339 (kubelet writes RFC3339Nano) to ns since the epoch */
-static int parse_timestamp(const char *s, size_t n, int64_t *ret) {
+int logs_parse_timestamp(const char *s, size_t n, int64_t *ret) {
         char t[TIMESTAMP_MAX];
         struct tm tm = {};
         const char *p;
@@ -181,7 +181,7 @@ static int render(LogsReader *r, bool final) {
                 if (r->o.since_unix_ns != 0) {
                         int64_t ts;
 
-                        if (parse_timestamp(l.timestamp, l.n_timestamp, &ts) < 0 || ts < r->o.since_unix_ns)
+                        if (logs_parse_timestamp(l.timestamp, l.n_timestamp, &ts) < 0 || ts < r->o.since_unix_ns)
                                 continue;
                 }
                 if (r->o.timestamps) {
@@ -234,16 +234,13 @@ static bool reopen_rotated(LogsReader *r) {
 
 /* A newer attempt's file is there (looked for at most once a second) */
 static bool newer_attempt(LogsReader *r) {
-        struct timespec ts;
-        uint64_t now;
+        uint64_t now = cub_now_usec(CLOCK_MONOTONIC);
         uint32_t a;
 
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-        if (r->checked && now - r->last_check_ns < NEWER_CHECK_NSEC)
+        if (r->checked && now - r->last_check_usec < NEWER_CHECK_USEC)
                 return false;
         r->checked = true;
-        r->last_check_ns = now;
+        r->last_check_usec = now;
         return find_attempt(r->dir, (int64_t) UINT32_MAX + 1, &a) == 0 && a > r->attempt;
 }
 
