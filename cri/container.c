@@ -120,14 +120,24 @@ int cri_create_container(CriClient *c, const char *sandbox_id, const CriContaine
         sec->namespace_options = ns;
         sec->seccomp = cri_seccomp_profile(&a, cfg->seccomp, cfg->seccomp_localhost);
         {
-                /* containerd clears runc's defaults: send kubelet's lists */
-                static const char *const masked[] = { "/proc/acpi",        "/proc/kcore",
-                                                      "/proc/keys",        "/proc/latency_stats",
-                                                      "/proc/timer_list",  "/proc/timer_stats",
-                                                      "/proc/sched_debug", "/proc/scsi",
-                                                      "/sys/firmware",     NULL };
-                static const char *const readonly[] = { "/proc/asound", "/proc/bus",           "/proc/fs", "/proc/irq",
-                                                        "/proc/sys",    "/proc/sysrq-trigger", NULL };
+                /* containerd clears runc's defaults: send kubelet's lists, in
+                 * its order (1.34's pkg/securitycontext/util.go; the kubelet
+                 * oracle compares them) */
+                static const char *const masked[] = { "/proc/asound",
+                                                      "/proc/acpi",
+                                                      "/proc/interrupts",
+                                                      "/proc/kcore",
+                                                      "/proc/keys",
+                                                      "/proc/latency_stats",
+                                                      "/proc/timer_list",
+                                                      "/proc/timer_stats",
+                                                      "/proc/sched_debug",
+                                                      "/proc/scsi",
+                                                      "/sys/firmware",
+                                                      "/sys/devices/virtual/powercap",
+                                                      NULL };
+                static const char *const readonly[] = { "/proc/bus",           "/proc/fs", "/proc/irq", "/proc/sys",
+                                                        "/proc/sysrq-trigger", NULL };
                 /* procMount Unmasked: kubelet's empty lists, which containerd reads as none */
                 if (!cfg->proc_unmasked) {
                         sec->masked_paths = strv_arg(masked, &sec->n_masked_paths);

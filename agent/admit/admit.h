@@ -48,7 +48,7 @@ typedef struct AdmitSnapshot AdmitSnapshot;
  * (priority >= POD_PRIORITY_CRITICAL, kubelet's SystemCriticalPriority;
  * kubelet also counts every static pod): pods from the manifest directory
  * are this node's workload, for pressure admission and preemption alike. */
-#define ADMIT_DEFAULT_SECCOMP_ROOT "/var/lib/kubelet/seccomp"
+#define ADMIT_DEFAULT_SECCOMP_ROOT POD_SECCOMP_ROOT
 
 typedef struct AdmitNodeInfo {
         const char *name;           /* metadata.name */

@@ -316,6 +316,15 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
         }
         if (status && p->latency.event)
                 json_object_set_new(status, "startTime", json_string(api_rfc3339(pod_start(p, info), when)));
+        if (status && p->rejected)
+                /* kubelet's rejectPod sets the status to these alone: no
+                 * conditions, container statuses or addresses (the kubelet
+                 * oracle compares them) */
+                for (const char *const *k =
+                             (const char *const[]){ "conditions", "initContainerStatuses", "containerStatuses",
+                                                    "hostIP", "hostIPs", "podIP", "podIPs", NULL };
+                     *k; k++)
+                        (void) json_object_del(status, *k);
         return json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", "Pod", "apiVersion", "v1", "metadata", meta, "spec",
                          spec_json(pod, info->node_name), "status", status);
 }

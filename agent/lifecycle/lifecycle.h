@@ -139,6 +139,7 @@ typedef struct LcPod {
         bool started;  /* pod_started was sent */
         bool terminal; /* Failed: rejected, preempted or evicted; never synced again */
         bool evicted;  /* terminal by eviction: admitted again once the pressure is gone */
+        bool rejected; /* terminal by admission (kubelet's rejectPod: a status of phase, reason, message) */
         char reason[LC_REASON_MAX];
         char message[LC_MESSAGE_MAX];
         /* 0: its first admission; lc_pod_reset counts the new attempts */

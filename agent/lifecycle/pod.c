@@ -70,7 +70,7 @@ LcPod *lc_pod_free(LcPod *p) {
 }
 
 void lc_pod_reset(LcPod *p) {
-        p->terminal = p->evicted = false;
+        p->terminal = p->evicted = p->rejected = false;
         p->attempt++;
         /* a new attempt: pod_started again on its first sync (the probes
          * manager dropped the pod's probes when it became terminal) */

@@ -195,6 +195,7 @@ void agent_request_relist(Agent *a) {
         j = worker_job_new(WORKER_RELIST);
         if (!j)
                 return;
+        j->first = !a->rt.notified_ready;
         /* kubelet asks the runtime's status every 5 s (updateRuntimeUp) */
         if (agent_now_usec() - a->rt.status_asked_usec >= 5 * CUB_USEC_PER_SEC || !a->rt.status_asked_usec) {
                 j->want_status = true;

@@ -99,6 +99,7 @@ void agent_pod_reject(Agent *a, LcPod *p, const char *reason, const char *messag
         (void) snprintf(msg, sizeof(msg), "Pod was rejected: %s", message);
         lc_pod_event(p, true, reason, agent_now_usec(), "%s", msg);
         (void) agent_pod_fail(a, p, reason, msg, 0);
+        p->rejected = true;
 }
 
 bool agent_pod_admit(Agent *a, LcPod *p) {

@@ -406,7 +406,14 @@ static void admission_restore(void *userdata) {
         m->ledger = NULL;
         m->n_ledger = 0;
         save(m);
-        pool_changed(m, &before);
+        if (cpumgr_policy(m->cpu) == CPUMGR_POLICY_STATIC)
+                /* the containers of the previous run get the pool as it is
+                 * now, changed or not (one of them may have been made before
+                 * another pod took CPUs out of it): kubelet's reconcileState
+                 * after a restart */
+                m->env->act(m->env->loop, &(LcAction){ .kind = LC_ACTION_RESOURCES_CHANGED });
+        else
+                pool_changed(m, &before);
 }
 
 static int admission_prepare(void *userdata, const LcPod *p, size_t k, LcContainerConfig *cfg, CubError *err) {

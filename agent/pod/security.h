@@ -9,6 +9,10 @@
 
 void pod_security_done(PodSecurity *s);
 
+/* Where Localhost seccomp profiles are (kubelet's <root-dir>/seccomp): the
+ * admission checks the file, the runtime gets its absolute path. */
+#define POD_SECCOMP_ROOT "/var/lib/kubelet/seccomp"
+
 /*
  * kubelet's DetermineEffectiveSecurityContext: the pod's runAsUser,
  * runAsGroup and runAsNonRoot, each overridden by the container's when set,

@@ -144,7 +144,7 @@ static bool is_yaml_float(const char *s) {
         return *p == '\0';
 }
 
-/* YAML 1.2 core schema for plain scalars. */
+/* YAML 1.2 core schema for plain scalars, but for octal integers (below). */
 static json_t *resolve_plain(const char *s) {
         static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
         static const char *const trues[] = { "true", "True", "TRUE" };
@@ -161,6 +161,17 @@ static json_t *resolve_plain(const char *s) {
                         return json_false();
         {
                 const char *p = s + (*s == '-' || *s == '+');
+                /* A leading 0 is octal, as kubelet's YAML 1.1 reader (go-yaml v2,
+                 * strconv.ParseInt base 0) has it: `defaultMode: 0440` is 288. */
+                if (p[0] == '0' && p[1] != '\0' && match_all(p + 1, "01234567")) {
+                        char *end;
+                        long long v;
+
+                        errno = 0;
+                        v = strtoll(s, &end, 8);
+                        if (errno == 0 && *end == '\0')
+                                return json_integer(v);
+                }
                 if (match_all(p, "0123456789")) {
                         char *end;
                         long long v;

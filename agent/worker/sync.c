@@ -3,6 +3,7 @@
  * the UPDATE job (the CPU manager's cpusets of running containers). */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,20 +34,6 @@ __attribute__((sentinel)) static int labels_set(WorkerLabels *l, CubError *err, 
         }
         va_end(ap);
         return r;
-}
-
-static CriSeccompType seccomp_of(const PodSeccomp *c, const PodSeccomp *pod, const char **ret_local) {
-        const PodSeccomp *s = c && c->type ? c : pod;
-
-        *ret_local = NULL;
-        if (!s || !s->type)
-                return CRI_SECCOMP_UNSET;
-        if (strcmp(s->type, "RuntimeDefault") == 0)
-                return CRI_SECCOMP_RUNTIME_DEFAULT;
-        if (strcmp(s->type, "Unconfined") == 0)
-                return CRI_SECCOMP_UNCONFINED;
-        *ret_local = s->localhost_profile;
-        return CRI_SECCOMP_LOCALHOST;
 }
 
 typedef struct SyncCtx {
@@ -129,7 +116,7 @@ static int config_error(SyncCtx *x, size_t idx, const char *name, const char *ms
  * determineEffectiveSecurityContext fills it; the image's user when the pod
  * names none; runAsNonRoot checked against it */
 static int security_config(SyncCtx *x, size_t idx, const PodContainer *c, CriContainerConfig *cfg, char **ret_username,
-                           CubError *err) {
+                           int64_t **ret_groups, CubError *err) {
         const Pod *pod = x->s->pod;
         PodSecurity eff;
         bool uid_set;
@@ -158,16 +145,23 @@ static int security_config(SyncCtx *x, size_t idx, const PodContainer *c, CriCon
         cfg->run_as_group_set = eff.run_as_group_set;
         cfg->run_as_group = eff.run_as_group;
         cfg->readonly_rootfs = eff.read_only_root_fs_set && eff.read_only_root_fs;
-        cfg->supplemental_groups = eff.supplemental_groups;
-        cfg->n_supplemental_groups = eff.n_supplemental_groups;
+        if (worker_pod_groups(pod, ret_groups, &cfg->n_supplemental_groups) < 0)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        cfg->supplemental_groups = *ret_groups;
         cfg->no_new_privs = pod_security_no_new_privs(&eff);
         cfg->proc_unmasked = eff.proc_mount && strcmp(eff.proc_mount, "Unmasked") == 0;
         return 0;
 }
 
+/* kubelet's on cgroup v2 since 1.28 (singleProcessOOMKill false, the
+ * default): an OOM kill takes the whole container, not one of its processes */
+static const char *const oom_group[] = { "memory.oom.group", "1", NULL };
+
 /* The CRI resources of a container: the spec's, with this cpuset. */
+
 static CriResources cri_resources(const CgContainerResources *res, const char *cpuset) {
         return (CriResources){
+                .unified = oom_group,
                 .cpu_period = res->cpu_period,
                 .cpu_quota = res->cpu_quota,
                 .cpu_shares = res->cpu_shares,
@@ -208,6 +202,8 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         _cleanup_(pod_env_strvp) char **pod_env = NULL, **command = NULL, **args = NULL;
         _cleanup_free_ CriDevice *devices = NULL;
         _cleanup_free_ CriMount *mounts = NULL;
+        _cleanup_free_ int64_t *groups = NULL;
+        char seccomp_path[PATH_MAX];
         CriContainerConfig cfg;
         int r;
 
@@ -225,7 +221,9 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         x->stage = WORKER_FAIL_CREATE;
         r = labels_set(&labels, err, WORKER_LABEL_MANAGED, "true", WORKER_LABEL_UID, pod->uid, WORKER_LABEL_NAME,
                        pod->name, WORKER_LABEL_NAMESPACE, pod->namespace_, WORKER_LABEL_CONTAINER, c->name,
-                       WORKER_LABEL_INIT, init ? "true" : "false", NULL);
+                       WORKER_LABEL_INIT, init ? "true" : "false", WORKER_LABEL_K8S_POD_NAME, pod->name,
+                       WORKER_LABEL_K8S_POD_NAMESPACE, pod->namespace_, WORKER_LABEL_K8S_POD_UID, pod->uid,
+                       WORKER_LABEL_K8S_CONTAINER_NAME, c->name, NULL);
         for (size_t i = 0; r >= 0 && mc && mc->labels && mc->labels[i] && mc->labels[i + 1]; i += 2)
                 r = worker_labels_add(&labels, mc->labels[i], mc->labels[i + 1]);
         if (r < 0)
@@ -320,9 +318,10 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 .devices = devices,
                 .n_devices = devices ? mc->n_devices : 0,
         };
-        cfg.seccomp = seccomp_of(&c->seccomp, &pod->seccomp, &cfg.seccomp_localhost);
+        cfg.seccomp = worker_seccomp_of(&c->seccomp, &pod->seccomp, seccomp_path, sizeof(seccomp_path),
+                                        &cfg.seccomp_localhost);
         x->stage = WORKER_FAIL_CONFIG;
-        r = security_config(x, idx, c, &cfg, &username, err);
+        r = security_config(x, idx, c, &cfg, &username, &groups, err);
         if (r < 0) {
                 free(envs);
                 return r;
@@ -405,6 +404,7 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         _cleanup_(worker_pod_net_done) WorkerPodNet net = {};
         CriContainer *ct = NULL;
         CriSandboxConfig sbc;
+        _cleanup_free_ int64_t *groups = NULL;
         CubError first = {};
         WorkerFailKind first_stage = WORKER_FAIL_NONE;
         size_t first_container = SIZE_MAX;
@@ -413,7 +413,6 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         uint32_t attempt = 0;
         bool have_ready = false, blocked = false;
         size_t n_ct = 0;
-        const char *local;
         int r;
 
         j->sandbox_requested_usec = 0;
@@ -435,7 +434,8 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
                 return r;
         r = labels_set(&labels, err, WORKER_LABEL_MANAGED, "true", WORKER_LABEL_UID, pod->uid, WORKER_LABEL_NAME,
                        pod->name, WORKER_LABEL_NAMESPACE, pod->namespace_, WORKER_LABEL_HASH, hash, WORKER_LABEL_CGROUP,
-                       s->cgroup.path, WORKER_LABEL_GRACE, x->grace, NULL);
+                       s->cgroup.path, WORKER_LABEL_GRACE, x->grace, WORKER_LABEL_K8S_POD_NAME, pod->name,
+                       WORKER_LABEL_K8S_POD_NAMESPACE, pod->namespace_, WORKER_LABEL_K8S_POD_UID, pod->uid, NULL);
         if (r < 0)
                 return cub_err_wrap(err, "sandbox");
 
@@ -456,8 +456,9 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
                 .annotations = NULL,
                 .cgroup_parent = x->cgroup_parent,
         };
-        sbc.seccomp = seccomp_of(NULL, &pod->seccomp, &local);
-        sbc.seccomp_localhost = local;
+        /* kubelet's sandbox always runs RuntimeDefault ("allow users to use
+         * least privileged seccomp profiles at pod level", #84623) */
+        sbc.seccomp = CRI_SECCOMP_RUNTIME_DEFAULT;
         /* security context: kubelet's generatePodSandboxLinuxConfig */
         sbc.host_pid = pod->host_pid;
         sbc.share_pid = pod->share_process_namespace;
@@ -467,8 +468,9 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         sbc.run_as_user = pod->security.run_as_user;
         sbc.run_as_group_set = pod->security.run_as_group_set;
         sbc.run_as_group = pod->security.run_as_group;
-        sbc.supplemental_groups = pod->security.supplemental_groups;
-        sbc.n_supplemental_groups = pod->security.n_supplemental_groups;
+        if (worker_pod_groups(pod, &groups, &sbc.n_supplemental_groups) < 0)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        sbc.supplemental_groups = groups;
         {
                 size_t n = pod->security.n_sysctls;
                 const char **kv = n ? calloc(2 * n + 1, sizeof(char *)) : NULL;

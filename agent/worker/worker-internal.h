@@ -97,3 +97,12 @@ void worker_pod_net_done(WorkerPodNet *n);
  * without); *ret_kind: what a failure is (image pull, never pull). */
 int worker_ensure_image(WorkerPool *p, WorkerJob *j, size_t container, const char *image, const char *policy,
                         const WorkerPullAuth *auths, size_t n_auths, WorkerFailKind *ret_kind, CubError *err);
+
+/* secctx.c: the seccomp profile of a container (c) or its pod, Unconfined
+ * when neither has one, a Localhost one written into buf as its absolute
+ * path under POD_SECCOMP_ROOT (*ret_local: buf or NULL); the supplemental groups of
+ * the pod's sandbox and containers, fsGroup first (*ret NULL when none;
+ * -ENOMEM). */
+CriSeccompType worker_seccomp_of(const PodSeccomp *c, const PodSeccomp *pod, char *buf, size_t size,
+                                 const char **ret_local);
+int worker_pod_groups(const Pod *pod, int64_t **ret, size_t *ret_n);

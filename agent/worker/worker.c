@@ -385,11 +385,20 @@ int worker_pool_new(unsigned n_threads, CriClient *cri, CgWriter *cg, WorkerPool
 void worker_pool_submit(WorkerPool *p, WorkerJob *j) {
         j->next = NULL;
         pthread_mutex_lock(&p->lock);
-        if (p->queue_tail)
-                p->queue_tail->next = j;
-        else
+        if (j->first && p->queue_head) {
+                /* the agent's first relist: READY=1 waits on it, never behind
+                 * a burst of syncs (71 pods at the start under emulation: 90 s,
+                 * past systemd's start timeout; the kubelet oracle saw it).
+                 * Later ones queue as the rest: a relist a second ahead of
+                 * every sync starves them under load */
+                j->next = p->queue_head;
                 p->queue_head = j;
-        p->queue_tail = j;
+        } else if (p->queue_tail) {
+                p->queue_tail->next = j;
+                p->queue_tail = j;
+        } else {
+                p->queue_head = p->queue_tail = j;
+        }
         /* more jobs waiting than idle threads: a thread more for each stop
          * that runs or is this job (a stop sits in its grace period; up to
          * the cap), so that no pod waits on another pod's stop and a stop

@@ -29,6 +29,13 @@
 #define WORKER_LABEL_CONTAINER "cubelet.io/container-name"
 #define WORKER_LABEL_INIT "cubelet.io/init"
 /* the device IDs a container was created with: "res=id,id;res2=id" */
+/* kubelet's own labels (pkg/kubelet/types/labels.go), set beside cubelet's so
+ * that crictl, log shippers and cAdvisor-style tools name the pod and the
+ * container of what cubelet runs as they do kubelet's */
+#define WORKER_LABEL_K8S_POD_NAME "io.kubernetes.pod.name"
+#define WORKER_LABEL_K8S_POD_NAMESPACE "io.kubernetes.pod.namespace"
+#define WORKER_LABEL_K8S_POD_UID "io.kubernetes.pod.uid"
+#define WORKER_LABEL_K8S_CONTAINER_NAME "io.kubernetes.container.name"
 #define WORKER_LABEL_DEVICES "cubelet.io/devices"
 
 /* A desired pod, immutable once built; shared by the loop and jobs. */
@@ -206,6 +213,7 @@ typedef struct WorkerJob {
         /* RELIST with want_status: the runtime's conditions (CRI Status),
          * status_known when the call answered */
         bool want_status, status_known;
+        bool first; /* queued ahead of the others (the agent's first relist) */
         CriRuntimeStatus status;
         uint64_t started_usec, finished_usec;
         /* SYNC latencies, CLOCK_MONOTONIC µs like started_usec: when this job
@@ -301,7 +309,7 @@ WorkerAction worker_container_action(bool init, bool sidecar, const char *restar
 int64_t worker_label_int(char *const *labels, const char *key, int64_t dflt);
 
 /* A bounded, NULL-terminated flat key/value list for CRI labels. */
-#define WORKER_LABELS_MAX 12
+#define WORKER_LABELS_MAX 16
 typedef struct WorkerLabels {
         const char *kv[2 * WORKER_LABELS_MAX + 1];
         size_t n; /* entries used in kv (2 per label) */

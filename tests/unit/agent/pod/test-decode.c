@@ -668,7 +668,8 @@ static void test_quoted_and_plain_quantities(void **state) {
         pod = decode("q.yaml", HDR "  containers:\n  - name: a\n    image: x:1\n    resources:\n      limits:\n"
                                    "        cpu: 1\n        memory: \"1\"\n        ephemeral-storage: 1e3\n"
                                    "        hugepages-2Mi: '2Mi'\n        example.com/a: 0x10\n"
-                                   "        example.com/b: 1.0\n"
+                                   "        example.com/b: 1.0\n        example.com/c: 010\n"
+                                   "        example.com/d: '010'\n        example.com/e: 08\n"
                                    "      requests:\n        cpu: 0.5\n        memory: \"1\"\n");
         ASSERT_Q(&pod->containers[0].limits, "cpu", 1, 0);
         ASSERT_Q(&pod->containers[0].limits, "memory", 1, 0);
@@ -676,6 +677,10 @@ static void test_quoted_and_plain_quantities(void **state) {
         ASSERT_Q(&pod->containers[0].limits, "hugepages-2Mi", 2097152, 0);
         ASSERT_Q(&pod->containers[0].limits, "example.com/a", 16, 0);
         ASSERT_Q(&pod->containers[0].limits, "example.com/b", 1, 0);
+        /* a plain leading 0 is octal, as kubelet's YAML 1.1 reader; quoted it is a string */
+        ASSERT_Q(&pod->containers[0].limits, "example.com/c", 8, 0);
+        ASSERT_Q(&pod->containers[0].limits, "example.com/d", 10, 0);
+        ASSERT_Q(&pod->containers[0].limits, "example.com/e", 8, 0);
         ASSERT_Q(&pod->containers[0].requests, "cpu", 0, 500);
         pod_free(pod);
 }

@@ -1,0 +1,162 @@
+#!/bin/bash
+# The real kubelet as a differential oracle: kubelet 1.34 (build/cluster/kube,
+# standalone: staticPodPath, its read-only port) and cubelet, one after the
+# other on this guest, each from a clean node (node-state.sh reset between
+# them), each with the same KubeletConfiguration (cgroupfs, reserved
+# resources, the static CPU manager) and the same corpus (tests/data/oracle/:
+# the *.yaml at once, then late/*.yaml once the first are settled: a hostPort
+# clash and admission decisions that depend on what runs). What each agent
+# made of it is collected (tests/vm/tools/oracle.py collect: /pods, every
+# cgroup file under kubepods, each container's CRI config and OCI spec, the
+# order containers were created in) and compared: every difference must be a
+# row of tests/data/oracle/accepted.tsv, "deliberate" ones also in
+# docs/differences-from-kubelet.md's oracle table; "todo" rows are printed.
+# vm-guest: own
+# vm-timeout: 2100
+# vm-mem: 3072M
+set -u
+# shellcheck disable=SC1091
+. "$VM_LIB/tap.sh"
+t_node_clean
+# shellcheck disable=SC1091
+. "$VM_LIB/cubelet.sh"
+
+KUBE=$VM_REPO/build/cluster/kube
+if [ ! -x "$KUBE" ]; then
+	t_skip "the kubelet oracle" "build/cluster/kube is not built (make cluster-peers)"
+	t_done
+	exit 0
+fi
+CORPUS=$VM_REPO/tests/data/oracle
+ORACLE="/usr/bin/python3 $VM_REPO/tests/vm/tools/oracle.py"
+n_first=$(find "$CORPUS" -maxdepth 1 -name '*.yaml' | wc -l)
+n_late=$(find "$CORPUS/late" -maxdepth 1 -name '*.yaml' | wc -l)
+since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }'; }
+
+# the configuration both agents are given (kubelet's field names)
+base_config() {
+	cat <<'YAML'
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cpuCFSQuota: true
+podPidsLimit: -1
+staticPodPath: /etc/kubernetes/manifests
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+kubeReserved: {cpu: 100m, memory: 256Mi}
+systemReserved: {cpu: 100m, memory: 256Mi}
+cpuManagerPolicy: static
+maxPods: 110
+address: 127.0.0.1
+readOnlyPort: 10255
+YAML
+}
+
+podlist() { curl -s --max-time 20 http://127.0.0.1:10255/pods; }
+# settled N: N pods listed, and their phases and container states the same
+# for 20 s while none is still being created (Pending, its containers waiting
+# in ContainerCreating or PodInitializing, or none yet), for 60 s when some
+# are (a pod kubelet cannot start, standalone, stays so); a container that
+# restarted counts as one state
+settled() {
+	local now doc digest creating
+	now=$(date +%s)
+	doc=$(podlist | jq -c --argjson n "$1" 'if (.items | length) < $n then null else
+		{digest: ([.items[] | [.metadata.name, .status.phase,
+			[.status.containerStatuses[]? | if .restartCount > 0 then "restarted" else (.state | keys[0]) end]]] | sort),
+		 creating: ([.items[] | select(.status.phase == "Pending" and
+			([.status.containerStatuses[]?, .status.initContainerStatuses[]? |
+			  select(.state.waiting.reason != "ContainerCreating" and .state.waiting.reason != "PodInitializing")] | length) == 0)] | length)} end')
+	digest=$(jq -c '.digest' <<<"$doc" 2>/dev/null)
+	creating=$(jq -r '.creating' <<<"$doc" 2>/dev/null)
+	if [ -z "$digest" ] || [ "$digest" = null ] || [ "$digest" != "${_digest:-}" ]; then
+		_digest=$digest _since=$now
+		return 1
+	fi
+	if [ "${creating:-1}" = 0 ]; then
+		[ $((now - _since)) -ge 20 ]
+	else
+		[ $((now - _since)) -ge 60 ]
+	fi
+}
+
+# run_agent kubelet|cubelet: the corpus through it, collected into $VM_OUT/AGENT.json
+run_agent() {
+	local agent=$1 t0
+	cubelet_install
+	mkdir -p /var/lib/kubelet/seccomp /srv/oracle
+	cp -r "$CORPUS/seccomp/." /var/lib/kubelet/seccomp/
+	if [ "$agent" = kubelet ]; then
+		mkdir -p /etc/oracle
+		{
+			base_config
+			echo "authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}"
+			echo "authorization: {mode: AlwaysAllow}"
+			echo "failSwapOn: false"
+		} >/etc/oracle/kubelet.yaml
+	else
+		{
+			base_config
+			echo "cubelet: {stateDir: /var/lib/cubelet, socket: /run/cubelet/cubelet.sock}"
+		} >/etc/cubelet/config.yaml
+		mkdir -p /etc/systemd/system/cubelet.service.d
+		printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/cubelet run --config /etc/cubelet/config.yaml --node-ip 127.0.0.1\n' \
+			>/etc/systemd/system/cubelet.service.d/oracle.conf
+		systemctl daemon-reload
+	fi
+	cp "$CORPUS"/*.yaml "$M"/
+	t0=$(date +%s.%N)
+	if [ "$agent" = kubelet ]; then
+		systemd-run --unit kubelet-oracle "$KUBE" kubelet --config /etc/oracle/kubelet.yaml --node-ip 127.0.0.1 >/dev/null
+	else
+		systemctl start cubelet
+	fi
+	_digest=""
+	until settled "$n_first" || [ "$(since "$t0")" -ge 600 ]; do sleep 2; done
+	t_ok "$agent: the $n_first pods of the corpus settle: phases and container states the same for 20 s, 60 s with some still being created ($(since "$t0") s)" settled "$n_first"
+	# crash loops and activeDeadlineSeconds: 120 s after the start
+	while [ "$(since "$t0")" -lt 120 ]; do sleep 2; done
+	cp "$CORPUS"/late/*.yaml "$M"/
+	t1=$(date +%s.%N)
+	_digest=""
+	until settled $((n_first + n_late)) || [ "$(since "$t1")" -ge 300 ]; do sleep 2; done
+	t_ok "$agent: the $n_late late pods settle ($(since "$t1") s)" settled $((n_first + n_late))
+	sleep 15
+	$ORACLE collect "$VM_OUT/$agent.json" 2>"$VM_OUT/$agent.collect.err"
+	t_ok "$agent: collected ($(jq '.pods | length' "$VM_OUT/$agent.json") pods)" test -s "$VM_OUT/$agent.json"
+	podlist >"$VM_OUT/$agent.pods.json"
+	if [ "$agent" = kubelet ]; then
+		journalctl -u kubelet-oracle --no-pager >"$VM_OUT/kubelet.log"
+		ps -o rss= -C kube >"$VM_OUT/kubelet.rss"
+		systemctl stop kubelet-oracle
+	else
+		journalctl -u cubelet --no-pager >"$VM_OUT/cubelet.log"
+		systemctl stop cubelet
+	fi
+}
+
+# (for working on cubelet: /tmp/oracle-agents on the host, "cubelet", runs
+# only cubelet's half; the comparison is then left to oracle.py diff)
+agents=$(cat /tmp/oracle-agents 2>/dev/null || echo kubelet cubelet)
+for agent in $agents; do
+	if [ "$agent" != "${agents%% *}" ]; then
+		bash "$VM_LIB/node-state.sh" reset >"$VM_OUT/reset.txt" 2>&1
+		rm -rf /srv/oracle
+		t_node_clean
+	fi
+	run_agent "$agent"
+done
+if [ "$agents" != "kubelet cubelet" ]; then
+	t_done
+	exit 0
+fi
+
+$ORACLE diff "$VM_OUT/kubelet.json" "$VM_OUT/cubelet.json" "$CORPUS/accepted.tsv" \
+	"$VM_REPO/docs/differences-from-kubelet.md" >"$VM_OUT/diff.txt" 2>&1
+rc=$?
+summary=$(tail -n 1 "$VM_OUT/diff.txt")
+t_diag "$(grep '^\(accepted\|todo\) ' "$VM_OUT/diff.txt")"
+t_is "$(grep -c '^\(unexplained\|undocumented\) ' "$VM_OUT/diff.txt")" 0 \
+	"kubelet and cubelet on $((n_first + n_late)) manifests: $summary" 
+[ "$rc" = 0 ] || t_diag "$(grep '^\(unexplained\|undocumented\) ' "$VM_OUT/diff.txt" | head -n 200)"
+t_done

@@ -1,0 +1,271 @@
+#!/usr/bin/python3
+"""The kubelet oracle's collector and comparer (tests/vm/scenarios/98-oracle.sh).
+
+  oracle.py collect OUT.json     what the agent running now made of the corpus:
+                                 /pods (127.0.0.1:10255), every cgroup file
+                                 under kubepods, each container's CRI config
+                                 and OCI spec (`ctr containers info`), the
+                                 order containers were created in; IDs, UIDs,
+                                 pod IPs, the state directory and timestamps
+                                 normalised away
+  oracle.py diff KUBELET.json CUBELET.json ACCEPTED.tsv DOC.md
+                                 every path whose value differs, each either
+                                 accepted (a line of ACCEPTED.tsv: ID, KIND,
+                                 path regex, value regex, reason) or not;
+                                 prints "accepted ID PATH: kubelet=… cubelet=…",
+                                 "todo ID …" and "unexplained …" lines, then
+                                 "items N accepted N todo N unexplained N";
+                                 exit 1 when anything is unexplained or a
+                                 deliberate ID has no row in DOC.md
+
+Only the Python standard library: it runs in the VM guest (/usr/bin/python3).
+"""
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+
+CG = "/sys/fs/cgroup"
+CG_FILES = ("cpu.max", "cpu.weight", "cpu.idle", "memory.max", "memory.min", "memory.low",
+            "memory.high", "memory.swap.max", "memory.oom.group", "pids.max", "cpuset.cpus",
+            "cpuset.mems", "hugetlb.2MB.max", "hugetlb.1GB.max")
+# state directories of the two agents: the same place in the comparison
+ROOTS = ("/var/lib/kubelet", "/var/lib/cubelet")
+# keys whose values are times or IDs: never compared
+DROP = {"startedAt", "finishedAt", "lastTransitionTime", "lastProbeTime", "creationTimestamp",
+        "containerID", "imageID", "podIP", "podIPs", "resourceVersion", "uid", "generation",
+        "kubernetes.io/config.seen", "kubernetes.io/config.hash", "attempt", "log_path",
+        "NetNSPath", "sandbox_id", "startTime"}
+
+
+def ctr(*args):
+    return subprocess.run(["ctr", "-n", "k8s.io", *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def ext_config(info, key):
+    """The CRI config containerd keeps in a container's extension KEY."""
+    ext = (info.get("Extensions") or {}).get(key)
+    if not ext or "value" not in ext:
+        return {}
+    meta = json.loads(base64.b64decode(ext["value"]))
+    return (meta.get("Metadata") or {}).get("Config") or {}
+
+
+def collect(out):
+    node = os.uname().nodename.lower()
+    with urllib.request.urlopen("http://127.0.0.1:10255/pods", timeout=30) as r:
+        podlist = json.load(r)
+    suffix = "-" + node
+
+    def short(name):
+        return name[:-len(suffix)] if name.endswith(suffix) else name
+
+    subst = []  # (literal, replacement), longest first
+    pods = {}
+    for p in podlist.get("items") or []:
+        name = short(p["metadata"]["name"])
+        uid = p["metadata"].get("uid", "")
+        if uid:
+            subst.append((uid, "<uid>"))
+            subst.append((uid.replace("-", "_"), "<uid>"))
+        pods[name] = {"status": p.get("status", {}), "containers": {}, "cgroups": {}}
+    # containers: the newest attempt of each, the sandbox as "sandbox"
+    created = {}
+    ids = {}
+    for cid in ctr("containers", "ls", "-q").split():
+        try:
+            info = json.loads(ctr("containers", "info", cid))
+        except subprocess.CalledProcessError:
+            continue  # removed since the listing (an old attempt)
+        labels = info.get("Labels") or {}
+        pod = short(labels.get("io.kubernetes.pod.name") or labels.get("cubelet.io/pod-name", "?"))
+        if labels.get("io.cri-containerd.kind") == "sandbox":
+            cname, cfg = "sandbox", ext_config(info, "io.cri-containerd.sandbox.metadata")
+            subst.append((cid, "<sandbox-id>"))
+        else:
+            cname = labels.get("io.kubernetes.container.name") or labels.get("cubelet.io/container-name", "?")
+            cfg = ext_config(info, "io.cri-containerd.container.metadata")
+            subst.append((cid, "<id>"))
+        ids[cid] = (pod, cname)
+        attempt = (cfg.get("metadata") or {}).get("attempt", 0)
+        entry = pods.setdefault(pod, {"status": {}, "containers": {}, "cgroups": {}})
+        old = entry["containers"].get(cname)
+        if old is None or attempt >= old["_attempt"]:
+            entry["containers"][cname] = {"_attempt": attempt, "cri": cfg, "oci": info.get("Spec") or {}}
+        created.setdefault(pod, []).append((info.get("CreatedAt", ""), cname))
+    for pod, lst in created.items():
+        order = []
+        for _, cname in sorted(lst):
+            if cname not in order:
+                order.append(cname)
+        pods[pod]["created_order"] = " ".join(order)
+    for entry in pods.values():
+        for c in entry["containers"].values():
+            c.pop("_attempt", None)
+    # cgroups: kubepods, the QoS groups, each pod's, each container's
+    uid_pod = {}
+    for p in podlist.get("items") or []:
+        uid_pod[p["metadata"].get("uid", "").replace("-", "_")] = short(p["metadata"]["name"])
+        uid_pod[p["metadata"].get("uid", "")] = short(p["metadata"]["name"])
+    node_cg = {}
+    base = os.path.join(CG, "kubepods")
+    for dirpath, dirnames, _ in os.walk(base):
+        rel = os.path.relpath(dirpath, CG)
+        leaf = os.path.basename(dirpath)
+        vals = {f: read(os.path.join(dirpath, f)) for f in CG_FILES}
+        vals = {k: v for k, v in vals.items() if v is not None}
+        m = re.match(r"pod(.*)$", leaf)
+        if leaf in ids:
+            pod, cname = ids[leaf]
+            pods.setdefault(pod, {"status": {}, "containers": {}, "cgroups": {}})["cgroups"][cname] = vals
+        elif m and m.group(1) in uid_pod:
+            pods[uid_pod[m.group(1)]]["cgroups"]["pod"] = vals
+            pods[uid_pod[m.group(1)]]["cgroup_parent"] = os.path.dirname(rel)
+        else:
+            node_cg[rel] = vals
+    for entry in pods.values():
+        # a cycling container's own config, cgroup and creation order are
+        # those of whichever attempt exists at the moment, or none
+        for name in normalise_status(entry.get("status") or {}):
+            entry["containers"].pop(name, None)
+            entry["cgroups"].pop(name, None)
+            entry.pop("created_order", None)
+    doc = {"pods": pods, "node_cgroups": node_cg}
+    text = json.dumps(doc, sort_keys=True)
+    for lit, rep in sorted(subst, key=lambda s: -len(s[0])):
+        if lit:
+            text = text.replace(lit, rep)
+    for root in ROOTS:
+        text = text.replace(root, "<root>")
+    text = re.sub(r"10\.88\.\d+\.\d+", "<pod-ip>", text)
+    text = re.sub(r"/proc/\d+/ns/", "/proc/<pid>/ns/", text)
+    text = re.sub(r"/netns/cni-[0-9a-f-]+", "/netns/cni-<id>", text)
+    doc = json.loads(text)
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+
+
+def normalise_status(st):
+    """What depends on when it was looked at: a container that restarted is
+    "cycling" (running, waiting in CrashLoopBackOff or just terminated, by the
+    moment) with a restart count of 1 or "2+", and its pod's readiness goes
+    with it. Returns the names of the cycling containers."""
+    cycling = set()
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in st.get(key) or []:
+            n = cs.get("restartCount") or 0
+            if n == "2+" or (isinstance(n, int) and n >= 1):
+                cycling.add(cs.get("name"))
+                cs["restartCount"] = 1 if n == 1 else "2+"  # (collected twice: the same)
+                cs["state"] = {"cycling": {}}
+                cs.pop("ready", None)
+                cs.pop("started", None)
+    if cycling:
+        for c in st.get("conditions") or []:
+            if c.get("type") in ("Ready", "ContainersReady"):
+                for k in ("status", "reason", "message"):
+                    c.pop(k, None)
+    return cycling
+
+
+def flatten(v, path, out):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k in DROP:
+                continue
+            flatten(x, f"{path}.{k}" if path else k, out)
+    elif isinstance(v, list):
+        # lists of named things by name, the rest by index
+        keyed = ("destination", "container_path", "name", "type")
+        if v and all(isinstance(x, dict) and any(k in x for k in keyed) for x in v):
+            for x in v:
+                key = next(x[k] for k in keyed if k in x)
+                flatten(x, f"{path}[{key}]", out)
+        elif v and all(isinstance(x, (str, int, float)) for x in v):
+            out[path] = json.dumps(sorted(v, key=str) if path.endswith(("env", "capabilities.bounding",
+                                   "capabilities.effective", "capabilities.permitted", "add_capabilities",
+                                   "drop_capabilities", "supplemental_groups", "additionalGids"))
+                                   else v)
+        else:
+            for i, x in enumerate(v):
+                flatten(x, f"{path}[{i}]", out)
+    else:
+        out[path] = json.dumps(v)
+
+
+def load_accepted(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 5:
+                sys.exit(f"{path}: want 5 tab-separated fields: {line!r}")
+            ident, kind, pre, vre, reason = parts
+            if kind not in ("deliberate", "todo"):
+                sys.exit(f"{path}: {ident}: kind must be deliberate or todo, not {kind!r}")
+            rows.append((ident, kind, re.compile(pre), re.compile(vre, re.S), reason))
+    return rows
+
+
+def diff(kpath, cpath, accepted_path, doc_path):
+    with open(kpath) as f:
+        k = {}
+        flatten(json.load(f), "", k)
+    with open(cpath) as f:
+        c = {}
+        flatten(json.load(f), "", c)
+    rows = load_accepted(accepted_path)
+    with open(doc_path) as f:
+        doc = f.read()
+    counts = {"accepted": 0, "todo": 0, "unexplained": 0}
+    used = set()
+    for path in sorted(set(k) | set(c)):
+        kv, cv = k.get(path, "<absent>"), c.get(path, "<absent>")
+        if kv == cv:
+            continue
+        line = f"{path}: kubelet={kv} cubelet={cv}"
+        for ident, kind, pre, vre, _ in rows:
+            if pre.search(path) and vre.search(f"kubelet={kv} cubelet={cv}"):
+                what = "accepted" if kind == "deliberate" else "todo"
+                counts[what] += 1
+                used.add(ident)
+                print(f"{what} {ident} {line}")
+                break
+        else:
+            counts["unexplained"] += 1
+            print(f"unexplained {line}")
+    bad = 0
+    for ident, kind, _, _, _ in rows:
+        if kind == "deliberate" and f"`{ident}`" not in doc:
+            print(f"undocumented {ident}: no row with `{ident}` in {doc_path}")
+            bad = 1
+    print(f"items {len(set(k) | set(c))} accepted {counts['accepted']} todo {counts['todo']} "
+          f"unexplained {counts['unexplained']} rules-used {len(used)}/{len(rows)}")
+    return 1 if counts["unexplained"] or bad else 0
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "collect":
+        collect(sys.argv[2])
+        return 0
+    if len(sys.argv) == 6 and sys.argv[1] == "diff":
+        return diff(*sys.argv[2:])
+    sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
