@@ -206,7 +206,13 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
         const LcContainerStatus *st = &p->statuses[k];
         char cid[128], when[32];
         bool running = st->state == LC_CONTAINER_RUNNING || st->state == LC_CONTAINER_TERMINATING;
+        bool init, ready;
         json_t *state, *last, *cj;
+
+        /* an init container that completed is ready, as kubelet reports it */
+        (void) pod_container_at(p->spec->pod, k, &init);
+        ready = lc_container_ready(p, k) ||
+                (init && !pod_container_is_sidecar(c) && st->state == LC_CONTAINER_TERMINATED && st->exit_code == 0);
 
         (void) snprintf(cid, sizeof(cid), "%s://%s", info->runtime ? info->runtime : "containerd", st->id);
         if (running)
@@ -228,11 +234,11 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
                        : json_object();
         /* probes and hooks: ready and started as the probes say */
         cj = json_pack("{s:s,s:o,s:o,s:b,s:i,s:s,s:s,s:b}", "name", c->name, "state", state, "lastState", last, "ready",
-                       lc_container_ready(p, k), "restartCount", (int) st->restarts, "image", c->image, "imageID", "",
-                       "started", lc_container_started(p, k));
+                       ready, "restartCount", (int) st->restarts, "image", c->image, "imageID", "", "started",
+                       lc_container_started(p, k));
         if (cj && *st->id)
                 json_object_set_new(cj, "containerID", json_string(cid));
-        *ret_ready = lc_container_ready(p, k);
+        *ret_ready = ready;
         return cj;
 }
 

@@ -77,7 +77,11 @@ static void cgroups_pods_changed(void *userdata) {
                 return;
         pods = m->env->pods(m->env->loop, &n);
         for (size_t i = 0; i < n; i++)
-                if (pods[i]->wanted && pods[i]->spec->qos == POD_QOS_BURSTABLE)
+                /* kubelet's GetActivePods: admitted, not finished (a rejected
+                 * pod asking for 64 CPUs is not in it; the kubelet oracle) */
+                if (pods[i]->wanted && pods[i]->admitted && !pods[i]->terminal &&
+                    pods[i]->phase != LC_PHASE_SUCCEEDED && pods[i]->phase != LC_PHASE_FAILED &&
+                    pods[i]->spec->qos == POD_QOS_BURSTABLE)
                         burstable += pods[i]->cpu_request_milli;
         if (burstable == m->qos_burstable_milli)
                 return; /* the QoS groups have these values */
