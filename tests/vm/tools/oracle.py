@@ -255,11 +255,40 @@ def unstable(kdoc, cdoc):
     return notes
 
 
+def exclusive_cpus(doc):
+    """Which pod gets which exclusive CPUs follows the order pods are
+    admitted in, and kubelet's order among static pods read at once is not
+    fixed: a container's cpuset other than the shared pool (the most common
+    one) is compared as its size, the exclusive sets as one sorted list."""
+    conts = [(e, name) for e in doc["pods"].values() for name in (e.get("cgroups") or {})
+             if name not in ("pod", "sandbox")]
+    sets = [e["cgroups"][n].get("cpuset.cpus") for e, n in conts]
+    sets = [x for x in sets if x]
+    if not sets:
+        return
+    shared = max(set(sets), key=sets.count)
+    excl = []
+    for e, n in conts:
+        cs = e["cgroups"][n].get("cpuset.cpus")
+        if not cs or cs == shared:
+            continue
+        excl.append(cs)
+        size = sum(int(b) - int(a) + 1 if "-" in r else 1
+                   for r in cs.split(",") for a, _, b in [r.partition("-")])
+        e["cgroups"][n]["cpuset.cpus"] = f"<exclusive: {size}>"
+        cpu = (((e.get("containers") or {}).get(n) or {}).get("oci") or {}).get("linux", {}).get("resources", {}).get("cpu")
+        if cpu and cpu.get("cpus") == cs:
+            cpu["cpus"] = f"<exclusive: {size}>"
+    doc["exclusive_cpusets"] = " ".join(sorted(excl))
+
+
 def diff(kpath, cpath, accepted_path, doc_path):
     with open(kpath) as f:
         kdoc = json.load(f)
     with open(cpath) as f:
         cdoc = json.load(f)
+    exclusive_cpus(kdoc)
+    exclusive_cpus(cdoc)
     notes = unstable(kdoc, cdoc)
     for line in notes:
         print(line)
