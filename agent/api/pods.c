@@ -201,16 +201,15 @@ static json_t *terminated(const LcContainerStatus *st, const char *cid) {
         return t;
 }
 
-static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c, const ApiPodsInfo *info,
+static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c, bool init, const ApiPodsInfo *info,
                                 bool *ret_ready) {
         const LcContainerStatus *st = &p->statuses[k];
         char cid[128], when[32];
         bool running = st->state == LC_CONTAINER_RUNNING || st->state == LC_CONTAINER_TERMINATING;
-        bool init, ready;
+        bool ready;
         json_t *state, *last, *cj;
 
         /* an init container that completed is ready, as kubelet reports it */
-        (void) pod_container_at(p->spec->pod, k, &init);
         ready = lc_container_ready(p, k) ||
                 (init && !pod_container_is_sidecar(c) && st->state == LC_CONTAINER_TERMINATED && st->exit_code == 0);
 
@@ -267,7 +266,7 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
         for (size_t k = 0; k < p->n; k++) {
                 bool init, ready;
                 const PodContainer *c = pod_container_at(pod, k, &init);
-                json_t *cj = container_status(p, k, c, info, &ready);
+                json_t *cj = container_status(p, k, c, init, info, &ready);
 
                 if (init) {
                         if (!pod_container_is_sidecar(c) &&

@@ -144,6 +144,15 @@ static bool is_yaml_float(const char *s) {
         return *p == '\0';
 }
 
+/* s, all of it, as a long long in base; false when it is not one or too big */
+static bool parse_ll(const char *s, int base, long long *ret) {
+        char *end;
+
+        errno = 0;
+        *ret = strtoll(s, &end, base);
+        return errno == 0 && *end == '\0';
+}
+
 /* YAML 1.2 core schema for plain scalars, but for octal integers (below). */
 static json_t *resolve_plain(const char *s) {
         static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
@@ -162,26 +171,14 @@ static json_t *resolve_plain(const char *s) {
         {
                 const char *p = s + (*s == '-' || *s == '+');
                 /* A leading 0 is octal, as kubelet's YAML 1.1 reader (go-yaml v2,
-                 * strconv.ParseInt base 0) has it: `defaultMode: 0440` is 288. */
-                if (p[0] == '0' && p[1] != '\0' && match_all(p + 1, "01234567")) {
-                        char *end;
-                        long long v;
+                 * strconv.ParseInt base 0) has it: `defaultMode: 0440` is 288;
+                 * an octal value too big for int64 is read as decimal */
+                long long v;
 
-                        errno = 0;
-                        v = strtoll(s, &end, 8);
-                        if (errno == 0 && *end == '\0')
-                                return json_integer(v);
-                }
-                if (match_all(p, "0123456789")) {
-                        char *end;
-                        long long v;
-
-                        errno = 0;
-                        v = strtoll(s, &end, 10);
-                        if (errno == 0 && *end == '\0')
-                                return json_integer(v);
-                        return json_real(strtod(s, NULL));
-                }
+                if (p[0] == '0' && p[1] != '\0' && match_all(p + 1, "01234567") && parse_ll(s, 8, &v))
+                        return json_integer(v);
+                if (match_all(p, "0123456789"))
+                        return parse_ll(s, 10, &v) ? json_integer(v) : json_real(strtod(s, NULL));
         }
         if ((strncmp(s, "0x", 2) == 0 && match_all(s + 2, "0123456789abcdefABCDEF")) ||
             (strncmp(s, "0o", 2) == 0 && match_all(s + 2, "01234567"))) {

@@ -21,7 +21,6 @@ N=${BENCH_CLUSTER_PODS:-30}
 IDLE_S=${BENCH_IDLE_S:-60}
 KUBE=$VM_REPO/build/cluster/kube
 D=/srv/cubelet-cluster-bench
-NODE_LC=$(echo "$NODE" | tr '[:upper:]' '[:lower:]')
 OUT=$VM_OUT/cluster-bench.txt
 say() { printf '%s\n' "$*" | tee -a "$OUT"; }
 kc() { "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" "$@"; }

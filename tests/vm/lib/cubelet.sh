@@ -14,6 +14,7 @@
 #   cubelet_cpu              the unit's CPU time so far (µs)
 #   available                memory.available (bytes) as kubelet and cubelet compute it
 #   hold_cmd MiB [STEP_SLEEP]  a shell command that allocates MiB, then sleeps
+#   kube_or_skip WHAT        KUBE (build/cluster/kube), or WHAT skipped and the scenario ended
 #
 # CUBELET_DRIVER (cgroupfs, the default, or systemd; run-scenarios.sh sets it
 # for the driver matrix) is written into cubelet's config as cgroupDriver, and
@@ -21,6 +22,7 @@
 CUBELET_DRIVER=${CUBELET_DRIVER:-cgroupfs}
 M=/etc/kubernetes/manifests
 NODE=$(hostname)
+NODE_LC=$(echo "$NODE" | tr '[:upper:]' '[:lower:]') # as an object name
 CUBELET=/usr/local/bin/cubelet
 
 log() { printf '%s\n' "$*" >>"$VM_OUT/scenario.log"; }
@@ -241,4 +243,14 @@ available() {
 # hold_cmd MiB [STEP_SLEEP]: a container command that allocates MiB (1 MiB strings), then sleeps
 hold_cmd() {
 	printf '%s' "exec awk 'BEGIN{for(i=0;i<$1;i++){a[i]=sprintf(\"%1048576s\",\"x\"); if(i%8==0){system(\"cat /proc/uptime\"); system(\"sleep ${2:-0.05}\")}} print \"held\"; while(1) system(\"sleep 60\")}'"
+}
+
+# kube_or_skip WHAT: KUBE, the control plane and kubelet in one binary
+# (make cluster-peers); without it the scenario skips WHAT and ends
+kube_or_skip() {
+	KUBE=$VM_REPO/build/cluster/kube
+	[ -x "$KUBE" ] && return 0
+	t_skip "$1" "build/cluster/kube is not built (make cluster-peers)"
+	t_done
+	exit 0
 }

@@ -33,14 +33,8 @@ t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 
-KUBE=$VM_REPO/build/cluster/kube
-if [ ! -x "$KUBE" ]; then
-	t_skip "cubelet as a cluster node" "build/cluster/kube is not built (make cluster-peers)"
-	t_done
-	exit 0
-fi
+kube_or_skip "cubelet as a cluster node"
 D=/srv/cubelet-cluster-vm
-NODE_LC=$(echo "$NODE" | tr '[:upper:]' '[:lower:]')
 kc() { "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" "$@"; }
 # reads: a GET of the API server as the admin, with curl (kubectl, the whole
 # control plane in one Go binary, takes ~3 s to start under emulation; what

@@ -21,14 +21,8 @@ t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 
-KUBE=$VM_REPO/build/cluster/kube
-if [ ! -x "$KUBE" ]; then
-	t_skip "the kubelet oracle" "build/cluster/kube is not built (make cluster-peers)"
-	t_done
-	exit 0
-fi
+kube_or_skip "the kubelet oracle"
 CORPUS=$VM_REPO/tests/data/oracle
-NODE_LC=$(echo "$NODE" | tr '[:upper:]' '[:lower:]')
 ORACLE="/usr/bin/python3 $VM_REPO/tests/vm/tools/oracle.py"
 n_first=$(find "$CORPUS" -maxdepth 1 -name '*.yaml' | wc -l)
 n_late=$(find "$CORPUS/late" -maxdepth 1 -name '*.yaml' | wc -l)
