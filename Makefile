@@ -88,7 +88,7 @@ LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/libworker.a $(B)/libprob
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: cluster-peers all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-host fuzz fuzz-build lint format format-check clean install
+.PHONY: cluster-peers all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-peer bench-host fuzz fuzz-build lint format format-check clean install
 all: $(B)/cubelet $(B)/cubelet-gpu-plugin
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -300,6 +300,14 @@ bench: deps
 	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh tests/vm/bench/eviction.sh
 	@$(MAKE) --no-print-directory bench-faults
 	@$(MAKE) --no-print-directory bench-cluster
+	@$(MAKE) --no-print-directory bench-peer
+
+# The real kubelet beside cubelet (tests/vm/bench/peer.sh): memory, idle CPU
+# and pod start latency of both on the same guest, pods and configuration,
+# printed as one table of ratios.
+bench-peer: $(B)/cubelet $(BENCH_VM_BINS) images vm-image $(BUILD)/cluster/kubelet
+	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh -o $(abspath $(B))/vm/runs/peer-bench \
+		tests/vm/bench/peer.sh
 
 # cubelet as a node of the real control plane (tests/vm/bench/cluster.sh):
 # idle CPU, memory and API requests without and with --kubeconfig, and
@@ -368,7 +376,13 @@ KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go
 # Go for the test peers: the one on PATH, else the toolchain's usual place
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 cluster-peers: $(BUILD)/cluster/kube
-$(BUILD)/cluster/kube: tests/cluster/main.go tests/cluster/go.mod tests/cluster/go.sum
+# kubelet alone, for the benchmark peer (make bench-peer): kube's other
+# commands would weigh on its memory
+$(BUILD)/cluster/kubelet: tests/cluster/kubelet/main.go tests/cluster/go.mod tests/cluster/go.sum
+	@mkdir -p $(dir $@)
+	@echo "  GO      $@"
+	@cd tests/cluster && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(abspath $@) ./kubelet
+$(BUILD)/cluster/kube: tests/cluster/main.go tests/cluster/cridump.go tests/cluster/go.mod tests/cluster/go.sum
 	@mkdir -p $(dir $@)
 	@echo "  GO      $@"
 	@cd tests/cluster && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(abspath $@) .

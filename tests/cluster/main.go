@@ -9,6 +9,7 @@
 //	kube kubelet FLAGS...
 //	kube kubectl ARGS...
 //	kube metrics-server FLAGS...   (sigs.k8s.io/metrics-server, for kubectl top)
+//	kube cri-dump [ENDPOINT]       (every sandbox and container of a CRI runtime, verbose, as JSON)
 //	kube version
 //
 // A link named after a subcommand (kubectl -> kube) runs it directly.
@@ -41,7 +42,7 @@ import (
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: kube kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kubectl|metrics-server|version [ARGS...]")
+	fmt.Fprintln(os.Stderr, "usage: kube kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kubectl|metrics-server|cri-dump|version [ARGS...]")
 	os.Exit(2)
 }
 
@@ -76,6 +77,11 @@ func main() {
 		c := kubectl.NewDefaultKubectlCommand()
 		if err := cli.RunNoErrOutput(c); err != nil {
 			kubectlutil.CheckErr(err)
+		}
+	case "cri-dump":
+		if err := criDump(args); err != nil {
+			fmt.Fprintln(os.Stderr, "kube cri-dump:", err)
+			os.Exit(1)
 		}
 	case "version":
 		fmt.Println(version.Get().GitVersion)

@@ -22,32 +22,14 @@ t_node_clean
 . "$VM_LIB/cubelet.sh"
 
 kube_or_skip "the kubelet oracle"
+# shellcheck disable=SC1091
+. "$VM_LIB/agents.sh"
 CORPUS=$VM_REPO/tests/data/oracle
 ORACLE="/usr/bin/python3 $VM_REPO/tests/vm/tools/oracle.py"
 n_first=$(find "$CORPUS" -maxdepth 1 -name '*.yaml' | wc -l)
 n_late=$(find "$CORPUS/late" -maxdepth 1 -name '*.yaml' | wc -l)
 since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }'; }
 
-# the configuration both agents are given (kubelet's field names)
-base_config() {
-	cat <<'YAML'
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cgroupDriver: cgroupfs
-cpuCFSQuota: true
-podPidsLimit: -1
-staticPodPath: /etc/kubernetes/manifests
-containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
-kubeReserved: {cpu: 100m, memory: 256Mi}
-systemReserved: {cpu: 100m, memory: 256Mi}
-cpuManagerPolicy: static
-maxPods: 110
-address: 127.0.0.1
-readOnlyPort: 10255
-YAML
-}
-
-podlist() { curl -s --max-time 20 http://127.0.0.1:10255/pods; }
 # settled N [POD...]: N pods listed, none being created (Pending without
 # container statuses, or a container waiting in ContainerCreating or
 # PodInitializing) but the PODs named (those the agent cannot start), and
@@ -81,34 +63,12 @@ run_agent() {
 	# standalone, kubelet cannot mount a projected volume: that pod stays
 	# ContainerCreating (accepted: oracle-standalone-api)
 	[ "$agent" = kubelet ] && stuck=o28-projected-$NODE_LC
-	cubelet_install
+	agent_configure "$agent" "cpuManagerPolicy: static"
 	mkdir -p /var/lib/kubelet/seccomp /srv/oracle
 	cp -r "$CORPUS/seccomp/." /var/lib/kubelet/seccomp/
-	if [ "$agent" = kubelet ]; then
-		mkdir -p /etc/oracle
-		{
-			base_config
-			echo "authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}"
-			echo "authorization: {mode: AlwaysAllow}"
-			echo "failSwapOn: false"
-		} >/etc/oracle/kubelet.yaml
-	else
-		{
-			base_config
-			echo "cubelet: {stateDir: /var/lib/cubelet, socket: /run/cubelet/cubelet.sock}"
-		} >/etc/cubelet/config.yaml
-		mkdir -p /etc/systemd/system/cubelet.service.d
-		printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/cubelet run --config /etc/cubelet/config.yaml --node-ip 127.0.0.1\n' \
-			>/etc/systemd/system/cubelet.service.d/oracle.conf
-		systemctl daemon-reload
-	fi
 	cp "$CORPUS"/*.yaml "$M"/
 	t0=$(date +%s.%N)
-	if [ "$agent" = kubelet ]; then
-		systemd-run --unit kubelet-oracle "$KUBE" kubelet --config /etc/oracle/kubelet.yaml --node-ip 127.0.0.1 >/dev/null
-	else
-		systemctl start cubelet
-	fi
+	agent_start "$agent"
 	_digest=""
 	# shellcheck disable=SC2086
 	until settled "$n_first" $stuck || [ "$(since "$t0")" -ge 600 ]; do sleep 2; done
@@ -123,18 +83,12 @@ run_agent() {
 	until settled $((n_first + n_late)) $stuck || [ "$(since "$t1")" -ge 300 ]; do sleep 2; done
 	# shellcheck disable=SC2086
 	t_ok "$agent: the $n_late late pods settle ($(since "$t1") s)" settled $((n_first + n_late)) $stuck
-	sleep 15
-	$ORACLE collect "$VM_OUT/$agent.json" 2>"$VM_OUT/$agent.collect.err"
+	sleep 5
+	$ORACLE collect "$VM_OUT/$agent.json" "$KUBE" 2>"$VM_OUT/$agent.collect.err"
 	t_ok "$agent: collected ($(jq '.pods | length' "$VM_OUT/$agent.json") pods)" test -s "$VM_OUT/$agent.json"
 	podlist >"$VM_OUT/$agent.pods.json"
-	if [ "$agent" = kubelet ]; then
-		journalctl -u kubelet-oracle --no-pager >"$VM_OUT/kubelet.log"
-		ps -o rss= -C kube >"$VM_OUT/kubelet.rss"
-		systemctl stop kubelet-oracle
-	else
-		journalctl -u cubelet --no-pager >"$VM_OUT/cubelet.log"
-		systemctl stop cubelet
-	fi
+	[ "$agent" = kubelet ] && ps -o rss= -C kube >"$VM_OUT/kubelet.rss"
+	agent_stop "$agent" "$VM_OUT/$agent.log"
 }
 
 # (for working on cubelet: /tmp/oracle-agents on the host, "cubelet", runs

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """The kubelet oracle's collector and comparer (tests/vm/scenarios/98-oracle.sh).
 
-  oracle.py collect OUT.json     what the agent running now made of the corpus:
+  oracle.py collect OUT.json KUBE
+                                 what the agent running now made of the corpus:
                                  /pods (127.0.0.1:10255), every cgroup file
                                  under kubepods, each container's CRI config
-                                 and OCI spec (`ctr containers info`), the
+                                 and OCI spec (`KUBE cri-dump`: containerd's
+                                 verbose CRI statuses, in one call), the
                                  order containers were created in; IDs, UIDs,
                                  pod IPs, the state directory and timestamps
                                  normalised away
@@ -20,7 +22,6 @@
 
 Only the Python standard library: it runs in the VM guest (/usr/bin/python3).
 """
-import base64
 import json
 import os
 import re
@@ -41,11 +42,6 @@ DROP = {"startedAt", "finishedAt", "lastTransitionTime", "lastProbeTime", "creat
         "NetNSPath", "sandbox_id", "startTime"}
 
 
-def ctr(*args):
-    return subprocess.run(["ctr", "-n", "k8s.io", *args], check=True, capture_output=True,
-                          text=True).stdout
-
-
 def read(path):
     try:
         with open(path) as f:
@@ -54,16 +50,7 @@ def read(path):
         return None
 
 
-def ext_config(info, key):
-    """The CRI config containerd keeps in a container's extension KEY."""
-    ext = (info.get("Extensions") or {}).get(key)
-    if not ext or "value" not in ext:
-        return {}
-    meta = json.loads(base64.b64decode(ext["value"]))
-    return (meta.get("Metadata") or {}).get("Config") or {}
-
-
-def collect(out):
+def collect(out, kube):
     node = os.uname().nodename.lower()
     with urllib.request.urlopen("http://127.0.0.1:10255/pods", timeout=30) as r:
         podlist = json.load(r)
@@ -84,27 +71,33 @@ def collect(out):
     # containers: the newest attempt of each, the sandbox as "sandbox"
     created = {}
     ids = {}
-    for cid in ctr("containers", "ls", "-q").split():
-        try:
-            info = json.loads(ctr("containers", "info", cid))
-        except subprocess.CalledProcessError:
-            continue  # removed since the listing (an old attempt)
-        labels = info.get("Labels") or {}
-        pod = short(labels.get("io.kubernetes.pod.name") or labels.get("cubelet.io/pod-name", "?"))
-        if labels.get("io.cri-containerd.kind") == "sandbox":
-            cname, cfg = "sandbox", ext_config(info, "io.cri-containerd.sandbox.metadata")
+    dump = json.loads(subprocess.run([kube, "cri-dump"], check=True, capture_output=True,
+                                     text=True).stdout)
+    sandbox_pod = {}
+    for it in dump.get("items") or []:
+        labels = it.get("labels") or {}
+        cid, info = it["id"], it.get("info") or {}
+        cfg = info.get("config") or {}
+        if it.get("kind") == "sandbox":
+            pod = labels.get("io.kubernetes.pod.name") or labels.get("cubelet.io/pod-name") or \
+                (cfg.get("metadata") or {}).get("name", "?")
+            sandbox_pod[cid] = pod
+            cname = "sandbox"
             subst.append((cid, "<sandbox-id>"))
         else:
-            cname = labels.get("io.kubernetes.container.name") or labels.get("cubelet.io/container-name", "?")
-            cfg = ext_config(info, "io.cri-containerd.container.metadata")
+            pod = labels.get("io.kubernetes.pod.name") or labels.get("cubelet.io/pod-name") or \
+                sandbox_pod.get(info.get("sandboxID"), "?")
+            cname = labels.get("io.kubernetes.container.name") or labels.get("cubelet.io/container-name") or \
+                (cfg.get("metadata") or {}).get("name", "?")
             subst.append((cid, "<id>"))
+        pod = short(pod)
         ids[cid] = (pod, cname)
         attempt = (cfg.get("metadata") or {}).get("attempt", 0)
         entry = pods.setdefault(pod, {"status": {}, "containers": {}, "cgroups": {}})
         old = entry["containers"].get(cname)
         if old is None or attempt >= old["_attempt"]:
-            entry["containers"][cname] = {"_attempt": attempt, "cri": cfg, "oci": info.get("Spec") or {}}
-        created.setdefault(pod, []).append((info.get("CreatedAt", ""), cname))
+            entry["containers"][cname] = {"_attempt": attempt, "cri": cfg, "oci": info.get("runtimeSpec") or {}}
+        created.setdefault(pod, []).append((it.get("createdAt", 0), cname))
     for pod, lst in created.items():
         order = []
         for _, cname in sorted(lst):
@@ -326,8 +319,8 @@ def diff(kpath, cpath, accepted_path, doc_path):
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "collect":
-        collect(sys.argv[2])
+    if len(sys.argv) == 4 and sys.argv[1] == "collect":
+        collect(sys.argv[2], sys.argv[3])
         return 0
     if len(sys.argv) == 6 and sys.argv[1] == "diff":
         return diff(*sys.argv[2:])

@@ -1,0 +1,81 @@
+# kubelet and cubelet as peers on one guest: the kubelet oracle
+# (scenarios/98-oracle.sh) and the benchmark peer (bench/peer.sh) run each of
+# them the same way, from the same KubeletConfiguration. Source after
+# cubelet.sh and kube_or_skip (KUBE):
+#   agent_configure AGENT [YAML...]  cubelet_install, the common configuration
+#                                plus the YAML lines given; nothing started
+#   agent_start AGENT            AGENT started (kubelet: the transient unit
+#                                kubelet-peer; cubelet: its service), back
+#                                once /pods answers
+#   agent_stop AGENT [LOG]       stopped; its journal into LOG first
+#   agent_pid AGENT              the running agent's PID
+#   podlist                      /pods on the read-only port (10255)
+# KUBELET_BIN, when set, is the kubelet binary (build/cluster/kubelet, kubelet
+# alone); else `$KUBE kubelet`.
+AGENT_CONFIG_KUBELET=/etc/kubelet-peer/config.yaml
+
+# the configuration both agents are given (kubelet's field names)
+agent_base_config() {
+	cat <<'YAML'
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cpuCFSQuota: true
+podPidsLimit: -1
+staticPodPath: /etc/kubernetes/manifests
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+kubeReserved: {cpu: 100m, memory: 256Mi}
+systemReserved: {cpu: 100m, memory: 256Mi}
+maxPods: 110
+address: 127.0.0.1
+readOnlyPort: 10255
+YAML
+}
+
+podlist() { curl -s --max-time 20 http://127.0.0.1:10255/pods; }
+
+agent_configure() {
+	local agent=$1 line
+	shift
+	cubelet_install
+	if [ "$agent" = kubelet ]; then
+		mkdir -p "$(dirname "$AGENT_CONFIG_KUBELET")"
+		{
+			agent_base_config
+			for line in "$@"; do echo "$line"; done
+			echo "authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}"
+			echo "authorization: {mode: AlwaysAllow}"
+			echo "failSwapOn: false"
+		} >"$AGENT_CONFIG_KUBELET"
+	else
+		{
+			agent_base_config
+			for line in "$@"; do echo "$line"; done
+			echo "cubelet: {stateDir: /var/lib/cubelet, socket: /run/cubelet/cubelet.sock}"
+		} >/etc/cubelet/config.yaml
+		mkdir -p /etc/systemd/system/cubelet.service.d
+		printf '[Service]\nExecStart=\nExecStart=%s run --config /etc/cubelet/config.yaml --node-ip 127.0.0.1\n' \
+			"$CUBELET" >/etc/systemd/system/cubelet.service.d/peer.conf
+		systemctl daemon-reload
+	fi
+}
+
+agent_start() {
+	if [ "$1" = kubelet ]; then
+		# shellcheck disable=SC2086
+		systemd-run --unit kubelet-peer ${KUBELET_BIN:-$KUBE kubelet} --config "$AGENT_CONFIG_KUBELET" --node-ip 127.0.0.1 >/dev/null
+	else
+		systemctl start cubelet
+	fi
+	for _ in $(seq 120); do podlist >/dev/null 2>&1 && return 0; sleep 0.5; done
+	log "agent_start $1: /pods did not answer in 60 s"
+	return 1
+}
+
+agent_unit() { if [ "$1" = kubelet ]; then echo kubelet-peer; else echo cubelet; fi; }
+agent_pid() { systemctl show -p MainPID --value "$(agent_unit "$1")"; }
+
+agent_stop() {
+	[ -n "${2:-}" ] && journalctl -u "$(agent_unit "$1")" --no-pager >"$2"
+	systemctl stop "$(agent_unit "$1")"
+}
