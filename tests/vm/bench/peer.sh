@@ -96,13 +96,27 @@ run_agent() {
 	rm -f "$M"/b*.yaml
 	no_pods 900 || say "$a: pods still there after 900 s"
 	agent_stop "$a" "$VM_OUT/$a.log"
+	for k in ready rss0 anon0 one50 one99 cpu rssN anonN once50 once99; do echo "$k ${R[$a.$k]}"; done >"$VM_OUT/$a.vals"
 }
 
-say "# kubelet $("$KUBELET_BIN" --version 2>/dev/null | awk '{ print $2 }') and cubelet $("$CUBELET" --version 2>/dev/null | jq -r .version 2>/dev/null), $(date -u +%F), $N pause pods, guest $(nproc) vCPUs under qemu TCG, $(awk '/MemTotal/ { printf "%d MiB", $2 / 1024 }' /proc/meminfo)"
-run_agent kubelet
-bash "$VM_LIB/node-state.sh" reset >"$VM_OUT/reset.txt" 2>&1
-bash "$VM_LIB/node-state.sh" check >>"$VM_OUT/reset.txt" 2>&1 || say "(the node was not clean after kubelet: $VM_OUT/reset.txt)"
-run_agent cubelet
+say "# kubelet $("$KUBELET_BIN" --version 2>/dev/null | awk '{ print $2 }') and cubelet $("$BIN/cubelet" --version 2>/dev/null | jq -r .version 2>/dev/null), $(date -u +%F), $N pause pods, guest $(nproc) vCPUs under qemu TCG, $(awk '/MemTotal/ { printf "%d MiB", $2 / 1024 }' /proc/meminfo)"
+# (for working on one agent: /tmp/peer-agents on the host names the one to
+# run; the other's figures come from /tmp/peer-vals/AGENT.vals, a file an
+# earlier run left in its output, when there is one)
+agents=$(cat /tmp/peer-agents 2>/dev/null || echo kubelet cubelet)
+for a in $agents; do
+	if [ "$a" != "${agents%% *}" ]; then
+		bash "$VM_LIB/node-state.sh" reset >"$VM_OUT/reset.txt" 2>&1
+		bash "$VM_LIB/node-state.sh" check >>"$VM_OUT/reset.txt" 2>&1 || say "(the node was not clean after kubelet: $VM_OUT/reset.txt)"
+	fi
+	run_agent "$a"
+done
+for a in kubelet cubelet; do
+	case " $agents " in *" $a "*) continue ;; esac
+	[ -f "/tmp/peer-vals/$a.vals" ] || continue
+	say "($a: the figures of an earlier run, /tmp/peer-vals/$a.vals)"
+	while read -r k v; do R[$a.$k]=$v; done <"/tmp/peer-vals/$a.vals"
+done
 
 row() { # row WHAT KEY GOAL
 	printf '| %-44s | %10s | %10s | %6s | %-8s |\n' "$1" "${R[kubelet.$2]}" "${R[cubelet.$2]}" \
