@@ -48,7 +48,6 @@ DRIVER=$BIN/tests/vm/bench/pod-driver
 mem() {
 	echo "$(awk '/^VmRSS:/ { print $2 }' "/proc/$1/status") $(awk '/^Anonymous:/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps_rollup")"
 }
-unit_cpu_us() { awk '$1 == "usage_usec" { print $2 }' "/sys/fs/cgroup/system.slice/$(agent_unit "$1").service/cpu.stat"; }
 # no_pods SECONDS: no bench pod cgroup left
 no_pods() {
 	for _ in $(seq "$1"); do
@@ -65,7 +64,7 @@ run_agent() {
 	plan_sample "$CUBELET" /tmp/peer-sample.yaml # sets weight: the pod cgroup's cpu.weight, kubelet's formula
 	t0=$(date +%s.%N)
 	agent_start "$a" || say "$a: /pods did not answer"
-	R[$a.ready]=$(awk -v s="$t0" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+	R[$a.ready]=$(since "$t0" 1)
 	sleep 20
 	pid=$(agent_pid "$a")
 	read -r R[$a.rss0] R[$a.anon0] <<<"$(mem "$pid")"
@@ -77,9 +76,9 @@ run_agent() {
 	say "$a: $N pods one at a time, manifest -> running: p50 ${R[$a.one50]} ms, p99 ${R[$a.one99]} ms, max $(pct "$VM_OUT/$a.one.txt" 100 3) ms"
 
 	sleep 10
-	c0=$(unit_cpu_us "$a")
+	c0=$(unit_cpu "$(agent_unit "$a")")
 	sleep "$IDLE_S"
-	c1=$(unit_cpu_us "$a")
+	c1=$(unit_cpu "$(agent_unit "$a")")
 	R[$a.cpu]=$(((c1 - c0) / 1000))
 	read -r R[$a.rssN] R[$a.anonN] <<<"$(mem "$pid")"
 	say "$a: $N pods running: CPU ${R[$a.cpu]} ms over $IDLE_S s; VmRSS ${R[$a.rssN]} kB, Anonymous ${R[$a.anonN]} kB"
@@ -87,7 +86,7 @@ run_agent() {
 	t0=$(date +%s.%N)
 	rm -f "$M"/b*.yaml
 	no_pods 900 || say "$a: pods still there after 900 s"
-	say "$a: $N pods removed in $(awk -v s="$t0" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }') s"
+	say "$a: $N pods removed in $(since "$t0") s"
 	sleep 10
 	"$DRIVER" -B -p 20000 -t 1200 -H "$M" "$PARENT" "$weight" 1 "$N" >"$VM_OUT/$a.once.txt" 2>>"$VM_OUT/scenario.log" ||
 		say "$a: pod-driver (at once) failed: $(tail -n 2 "$VM_OUT/scenario.log")"

@@ -10,6 +10,7 @@
 #   agent_stop AGENT [LOG]       stopped; its journal into LOG first
 #   agent_pid AGENT              the running agent's PID
 #   podlist                      /pods on the read-only port (10255)
+#   since T0 [DECIMALS]          seconds since T0 (date +%s.%N)
 # KUBELET_BIN, when set, is the kubelet binary (build/cluster/kubelet, kubelet
 # alone); else `$KUBE kubelet`.
 AGENT_CONFIG_KUBELET=/etc/kubelet-peer/config.yaml
@@ -32,6 +33,7 @@ readOnlyPort: 10255
 YAML
 }
 
+since() { awk -v s="$1" -v e="$(date +%s.%N)" -v d="${2:-0}" 'BEGIN { printf "%.*f", d, e - s }'; }
 podlist() { curl -s --max-time 20 http://127.0.0.1:10255/pods; }
 
 agent_configure() {

@@ -11,7 +11,7 @@
 #   cg_kubepods / cg_qos QOS / cg_ctr POD_PATH ID   cgroup paths of the driver
 #   containerd_systemd_cgroup true|false             switch runc's SystemdCgroup
 #   once_per_matrix SECTION  false in the systemd run for a driver-independent section
-#   cubelet_cpu              the unit's CPU time so far (µs)
+#   cubelet_cpu              the unit's CPU time so far (µs); unit_cpu UNIT any unit's
 #   available                memory.available (bytes) as kubelet and cubelet compute it
 #   hold_cmd MiB [STEP_SLEEP]  a shell command that allocates MiB, then sleeps
 #   kube_or_skip WHAT        KUBE (build/cluster/kube), or WHAT skipped and the scenario ended
@@ -215,7 +215,9 @@ plan_ctr() {
 weight_of_shares() { echo $((1 + (($1 - 2) * 9999) / 262142)); }
 
 # cubelet_cpu: the unit's CPU time so far (µs, its cgroup's cpu.stat)
-cubelet_cpu() { awk '$1 == "usage_usec" { print $2 }' /sys/fs/cgroup/system.slice/cubelet.service/cpu.stat; }
+# unit_cpu UNIT: a system.slice unit's CPU time so far (µs)
+unit_cpu() { awk '$1 == "usage_usec" { print $2 }' "/sys/fs/cgroup/system.slice/$1.service/cpu.stat"; }
+cubelet_cpu() { unit_cpu cubelet; }
 
 sandboxes_of() { # number of sandboxes containerd holds for a pod UID
 	ctr -n k8s.io containers ls -q "labels.\"cubelet.io/pod-uid\"==$1" 2>/dev/null | wc -l

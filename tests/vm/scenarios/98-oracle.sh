@@ -28,7 +28,6 @@ CORPUS=$VM_REPO/tests/data/oracle
 ORACLE="/usr/bin/python3 $VM_REPO/tests/vm/tools/oracle.py"
 n_first=$(find "$CORPUS" -maxdepth 1 -name '*.yaml' | wc -l)
 n_late=$(find "$CORPUS/late" -maxdepth 1 -name '*.yaml' | wc -l)
-since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }'; }
 
 # settled N [POD...]: N pods listed, none being created (Pending without
 # container statuses, or a container waiting in ContainerCreating or
