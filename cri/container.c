@@ -112,10 +112,12 @@ int cri_create_container(CriClient *c, const char *sandbox_id, const CriContaine
         md->attempt = cfg->attempt;
         *img = (Runtime__V1__ImageSpec) RUNTIME__V1__IMAGE_SPEC__INIT;
         img->image = cri_s_or_empty(cfg->image);
+        img->user_specified_image = cri_s_or_empty(cfg->user_image);
         *ns = (Runtime__V1__NamespaceOption) RUNTIME__V1__NAMESPACE_OPTION__INIT;
         ns->network =
                 sandbox && sandbox->host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
-        cri_namespaces_set(ns, sandbox);
+        if (cri_namespaces_set(&a, ns, sandbox) < 0)
+                goto oom;
         *sec = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
         sec->namespace_options = ns;
         sec->seccomp = cri_seccomp_profile(&a, cfg->seccomp, cfg->seccomp_localhost);

@@ -115,9 +115,9 @@ int cri_by_id(CriClient *c, const char *method, const ProtobufCMessage *req, con
 
 Runtime__V1__SecurityProfile *cri_seccomp_profile(CriArena *a, CriSeccompType t, const char *localhost);
 Runtime__V1__PodSandboxConfig *cri_sandbox_config(CriArena *a, const CriSandboxConfig *cfg);
-/* security context (sandbox.c): the pid/ipc namespaces of the pod (cfg may
- * be NULL: the defaults) and an Int64Value */
-void cri_namespaces_set(Runtime__V1__NamespaceOption *ns, const CriSandboxConfig *cfg);
+/* security context (sandbox.c): the pid/ipc/user namespaces of the pod (cfg
+ * may be NULL: the defaults; -ENOMEM when a is out of memory) and an Int64Value */
+int cri_namespaces_set(CriArena *a, Runtime__V1__NamespaceOption *ns, const CriSandboxConfig *cfg);
 Runtime__V1__Int64Value *cri_int64_value(CriArena *a, int64_t v);
 
 /* network.c: DNSConfig and port mappings of a sandbox config */

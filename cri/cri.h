@@ -185,7 +185,8 @@ typedef struct CriDevice {
 typedef struct CriContainerConfig {
         const char *name;
         uint32_t attempt;
-        const char *image;
+        const char *image;      /* what to create it from: kubelet gives the image ID */
+        const char *user_image; /* the pod's reference (ImageSpec.user_specified_image) */
         const char *const *command;
         const char *const *args;
         const char *working_dir;

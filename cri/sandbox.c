@@ -18,12 +18,22 @@ CRI_DEFINE_MAP_BUILDER(sandbox_selector, Runtime__V1__PodSandboxFilter__LabelSel
 CRI_DEFINE_MAP_BUILDER(sandbox_sysctls, Runtime__V1__LinuxPodSandboxConfig__SysctlsEntry,
                        RUNTIME__V1__LINUX_POD_SANDBOX_CONFIG__SYSCTLS_ENTRY__INIT)
 
-/* security context: kubelet's NamespacesForPod, for the sandbox and each container */
-void cri_namespaces_set(Runtime__V1__NamespaceOption *ns, const CriSandboxConfig *cfg) {
+/* security context: kubelet's NamespacesForPod, for the sandbox and each
+ * container; the user namespace is the node's, said explicitly as kubelet
+ * does (hostUsers unset or true) */
+int cri_namespaces_set(CriArena *a, Runtime__V1__NamespaceOption *ns, const CriSandboxConfig *cfg) {
+        Runtime__V1__UserNamespace *u = cri_arena_alloc(a, sizeof(*u));
+
+        if (!u)
+                return -ENOMEM;
+        *u = (Runtime__V1__UserNamespace) RUNTIME__V1__USER_NAMESPACE__INIT;
+        u->mode = RUNTIME__V1__NAMESPACE_MODE__NODE;
+        ns->userns_options = u;
         ns->pid = cfg && cfg->host_pid    ? RUNTIME__V1__NAMESPACE_MODE__NODE
                   : cfg && cfg->share_pid ? RUNTIME__V1__NAMESPACE_MODE__POD
                                           : RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
         ns->ipc = cfg && cfg->host_ipc ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+        return 0;
 }
 
 Runtime__V1__Int64Value *cri_int64_value(CriArena *a, int64_t v) {
@@ -71,7 +81,8 @@ Runtime__V1__PodSandboxConfig *cri_sandbox_config(CriArena *a, const CriSandboxC
         md->attempt = cfg->attempt;
         *ns = (Runtime__V1__NamespaceOption) RUNTIME__V1__NAMESPACE_OPTION__INIT;
         ns->network = cfg->host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
-        cri_namespaces_set(ns, cfg);
+        if (cri_namespaces_set(a, ns, cfg) < 0)
+                return NULL;
         *sec = (Runtime__V1__LinuxSandboxSecurityContext) RUNTIME__V1__LINUX_SANDBOX_SECURITY_CONTEXT__INIT;
         sec->namespace_options = ns;
         sec->seccomp = cri_seccomp_profile(a, cfg->seccomp, cfg->seccomp_localhost);

@@ -35,6 +35,7 @@ typedef struct CgOptions {
         int64_t cpu_capacity_milli; /* node cpu capacity (kubepods); 0 = unknown */
         int64_t kubepods_cpu_milli; /* capacity - kube/system reserved */
         int64_t kubepods_memory;    /* capacity - kube/system reserved; 0 = unknown */
+        int64_t kubepods_pids;      /* max pids - kube/system reserved "pid"; 0 = not written */
 } CgOptions;
 
 void cg_options_init(CgOptions *o);

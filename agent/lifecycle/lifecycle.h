@@ -228,7 +228,7 @@ bool lc_container_ready(const LcPod *p, size_t k);
 typedef struct LcPodConditions {
         bool initialized, containers_ready, ready;
         const char *initialized_reason; /* "ContainersNotInitialized", "PodCompleted" or NULL */
-        const char *ready_reason;       /* "ContainersNotReady", "PodCompleted" or NULL */
+        const char *ready_reason;       /* "ContainersNotReady", "PodCompleted", "PodFailed" or NULL */
         char message[LC_MESSAGE_MAX];   /* "containers with unready status: [a b]" */
         char init_message[LC_MESSAGE_MAX];
 } LcPodConditions;

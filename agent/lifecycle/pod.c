@@ -332,18 +332,21 @@ void lc_pod_conditions(const LcPod *p, LcPodConditions *ret) {
                 if (!lc_container_ready(p, k))
                         list_add(unready, sizeof(unready), c->name);
         }
-        /* GeneratePodInitializedCondition */
+        /* GeneratePodInitializedCondition: a Succeeded pod is PodCompleted,
+         * with or without init containers */
         ret->initialized = !*incomplete || p->phase == LC_PHASE_SUCCEEDED;
-        if (p->phase == LC_PHASE_SUCCEEDED && pod->n_init_containers > 0)
+        if (p->phase == LC_PHASE_SUCCEEDED)
                 ret->initialized_reason = "PodCompleted";
         else if (*incomplete) {
                 ret->initialized_reason = "ContainersNotInitialized";
                 list_end(incomplete, sizeof(incomplete), "containers with incomplete status: ");
                 (void) snprintf(ret->init_message, sizeof(ret->init_message), "%s", incomplete);
         }
-        /* GenerateContainersReadyCondition and GeneratePodReadyCondition */
-        if (p->phase == LC_PHASE_SUCCEEDED) {
-                ret->ready_reason = "PodCompleted";
+        /* GenerateContainersReadyCondition and GeneratePodReadyCondition: a
+         * terminal phase is the reason, without a message
+         * (generate*ConditionForTerminalPhase) */
+        if (p->phase == LC_PHASE_SUCCEEDED || p->phase == LC_PHASE_FAILED) {
+                ret->ready_reason = p->phase == LC_PHASE_SUCCEEDED ? "PodCompleted" : "PodFailed";
                 return;
         }
         if (*unready || pod->n_containers == 0) {

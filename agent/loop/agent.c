@@ -219,6 +219,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         a->core.cg.cpu_capacity_milli = a->core.node.cpu_capacity_milli;
         agent_kubepods_capacity(&opt->kc, a->core.node.cpu_capacity_milli, a->core.node.memory_capacity,
                                 &a->core.cg.kubepods_cpu_milli, &a->core.cg.kubepods_memory);
+        a->core.cg.kubepods_pids = agent_kubepods_pids(&opt->kc, a->core.node.max_pids);
 
         /* logs: kubelet's podLogsDir (/var/log/pods) */
         a->core.log_root =

@@ -46,6 +46,16 @@ void agent_kubepods_capacity(const PodKubeletConfig *kc, int64_t cpu_capacity_mi
         *ret_memory = minus_reserved(mem, pod_quantity_value(kmem), pod_quantity_value(smem));
 }
 
+int64_t agent_kubepods_pids(const PodKubeletConfig *kc, int64_t max_pids) {
+        PodQuantity k = {}, s = {};
+
+        if (kc) {
+                (void) pod_resource_get(&kc->kube_reserved, "pid", &k);
+                (void) pod_resource_get(&kc->system_reserved, "pid", &s);
+        }
+        return minus_reserved(max_pids, pod_quantity_value(k), pod_quantity_value(s));
+}
+
 int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, const char *source, CpumgrState **ret,
                      CubError *err) {
         CpumgrPolicy policy = CPUMGR_POLICY_NONE;

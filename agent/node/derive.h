@@ -28,6 +28,10 @@ int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, con
  */
 void agent_kubepods_capacity(const PodKubeletConfig *kc, int64_t cpu_capacity_milli, uint64_t memory_capacity,
                              int64_t *ret_cpu_milli, int64_t *ret_memory);
+/* kubepods' pids.max as kubelet writes it (createNodeAllocatableCgroups):
+ * the node's tasks limit (min(pid_max, threads-max)) less kube/system
+ * reserved "pid"; 0 = unknown (not written) */
+int64_t agent_kubepods_pids(const PodKubeletConfig *kc, int64_t max_pids);
 
 /*
  * The pod-given part of an eviction snapshot entry: key (caller's storage),

@@ -28,5 +28,17 @@ int agent_host_node(AgentNode *n, CubError *err) {
         n->memory_capacity = (uint64_t) kb * 1024;
         cpus = sysconf(_SC_NPROCESSORS_ONLN);
         n->cpu_capacity_milli = cpus > 0 ? cpus * 1000 : 0;
+        /* kubelet's pidlimit.Stats(): both limit the number of tasks */
+        n->max_pids = 0;
+        for (size_t i = 0; i < 2; i++) {
+                static const char *const files[] = { "/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max" };
+                _cleanup_free_ char *s = NULL;
+                long long v;
+
+                if (cub_read_file(files[i], 64, &s, NULL, NULL) < 0 || sscanf(s, "%lld", &v) != 1 || v < 0)
+                        continue;
+                if (n->max_pids == 0 || v < n->max_pids)
+                        n->max_pids = v;
+        }
         return 0;
 }

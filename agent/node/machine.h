@@ -16,6 +16,7 @@ typedef struct AgentNode {
         char name[AGENT_NODE_NAME_MAX + 1];
         uint64_t memory_capacity;   /* MemTotal, bytes */
         int64_t cpu_capacity_milli; /* online CPUs × 1000 */
+        int64_t max_pids;           /* min(kernel.pid_max, kernel.threads-max); 0 = unknown */
 } AgentNode;
 
 int agent_host_node(AgentNode *ret, CubError *err);

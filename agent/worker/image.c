@@ -31,20 +31,20 @@ static void note_pull(WorkerJob *j, size_t container, bool pulled, bool ok, uint
 /* kubelet's puller: without credentials when none match, else each in
  * turn until one pulls (the last one's error) */
 static int pull(WorkerPool *p, WorkerJob *j, size_t container, const char *image, const WorkerPullAuth *auths,
-                size_t n_auths, CubError *err) {
+                size_t n_auths, char **ret_ref, CubError *err) {
         uint64_t t0 = cub_now_usec(CLOCK_MONOTONIC), size = 0;
         bool present = false;
         int r = 0;
 
         if (n_auths == 0)
-                r = cri_pull_image(p->cri, image, NULL, NULL, err);
+                r = cri_pull_image(p->cri, image, NULL, ret_ref, err);
         for (size_t i = 0; i < n_auths; i++) {
                 /* no server address, as kubelet's: containerd would drop
                  * credentials whose address it does not parse as the host */
                 CriAuth a = { .username = auths[i].username, .password = auths[i].password };
 
                 cub_err_clear(err);
-                r = cri_pull_image(p->cri, image, &a, NULL, err);
+                r = cri_pull_image(p->cri, image, &a, ret_ref, err);
                 if (r >= 0)
                         break;
         }
@@ -59,15 +59,16 @@ static int pull(WorkerPool *p, WorkerJob *j, size_t container, const char *image
 }
 
 int worker_ensure_image(WorkerPool *p, WorkerJob *j, size_t container, const char *image, const char *policy,
-                        const WorkerPullAuth *auths, size_t n_auths, WorkerFailKind *ret_kind, CubError *err) {
+                        const WorkerPullAuth *auths, size_t n_auths, WorkerFailKind *ret_kind, char **ret_ref,
+                        CubError *err) {
         uint64_t t0 = cub_now_usec(CLOCK_MONOTONIC);
         bool present = false;
         int r;
 
         *ret_kind = WORKER_FAIL_IMAGE_PULL;
         if (policy && strcmp(policy, "Always") == 0)
-                return pull(p, j, container, image, auths, n_auths, err);
-        r = cri_image_status(p->cri, image, &present, NULL, NULL, err);
+                return pull(p, j, container, image, auths, n_auths, ret_ref, err);
+        r = cri_image_status(p->cri, image, &present, ret_ref, NULL, err);
         if (r < 0)
                 return r;
         if (present) {
@@ -81,5 +82,5 @@ int worker_ensure_image(WorkerPool *p, WorkerJob *j, size_t container, const cha
                                    "policy of Never",
                                    image);
         *ret_kind = WORKER_FAIL_IMAGE_PULL;
-        return pull(p, j, container, image, auths, n_auths, err);
+        return pull(p, j, container, image, auths, n_auths, ret_ref, err);
 }

@@ -198,7 +198,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         WorkerLabels labels = {};
         const char **envs;
         size_t n_menv = 0, n_penv = 0, n_mounts;
-        _cleanup_free_ char *log_path = NULL, *id = NULL, *username = NULL;
+        _cleanup_free_ char *log_path = NULL, *id = NULL, *username = NULL, *image_ref = NULL;
         _cleanup_(pod_env_strvp) char **pod_env = NULL, **command = NULL, **args = NULL;
         _cleanup_free_ CriDevice *devices = NULL;
         _cleanup_free_ CriMount *mounts = NULL;
@@ -215,7 +215,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                         return r;
         }
         r = worker_ensure_image(x->p, x->j, idx, c->image, c->image_pull_policy, mc ? mc->pull_auths : NULL,
-                                mc ? mc->n_pull_auths : 0, &x->stage, err);
+                                mc ? mc->n_pull_auths : 0, &x->stage, &image_ref, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': image '%s'", c->name, c->image);
         x->stage = WORKER_FAIL_CREATE;
@@ -304,7 +304,8 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         cfg = (CriContainerConfig){
                 .name = c->name,
                 .attempt = attempt,
-                .image = c->image,
+                .image = image_ref && *image_ref ? image_ref : c->image,
+                .user_image = c->image,
                 .command = (const char *const *) command,
                 .args = (const char *const *) args,
                 .working_dir = c->working_dir,
@@ -400,7 +401,7 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         const char *hash = pod->config_hash ? pod->config_hash : pod->uid;
         WorkerLabels labels = {};
         _cleanup_free_ char *sandbox_id = NULL;
-        _cleanup_free_ const char **sysctls = NULL;
+        _cleanup_free_ const char **sysctls = NULL, **sb_labels = NULL, **sb_annotations = NULL;
         _cleanup_(worker_pod_net_done) WorkerPodNet net = {};
         CriContainer *ct = NULL;
         CriSandboxConfig sbc;
@@ -446,14 +447,17 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         if (r < 0)
                 return r;
         x->stage = WORKER_FAIL_SANDBOX;
+        if (worker_sandbox_kv(&pod->labels, &labels, &sb_labels) < 0 ||
+            worker_sandbox_kv(&pod->annotations, NULL, &sb_annotations) < 0)
+                return cub_err_set(err, ENOMEM, "out of memory");
         sbc = (CriSandboxConfig){
                 .name = pod->name,
                 .uid = pod->uid,
                 .namespace_ = pod->namespace_,
                 .attempt = attempt,
                 .log_directory = s->log_dir,
-                .labels = labels.kv,
-                .annotations = NULL,
+                .labels = sb_labels,
+                .annotations = sb_annotations,
                 .cgroup_parent = x->cgroup_parent,
         };
         /* kubelet's sandbox always runs RuntimeDefault ("allow users to use

@@ -94,9 +94,13 @@ void worker_pod_net_done(WorkerPodNet *n);
  * Always pulls at every container start, IfNotPresent when the image is
  * missing, Never not at all; each pull or image found present noted on j
  * (NULL: not noted); auths: the pull secrets' credentials to try (none:
- * without); *ret_kind: what a failure is (image pull, never pull). */
+ * without); *ret_kind: what a failure is (image pull, never pull); *ret_ref:
+ * the image's ID as the runtime resolved it (ImageStatus, or PullImage's
+ * image_ref; NULL when it gave none), which kubelet creates the container
+ * from. */
 int worker_ensure_image(WorkerPool *p, WorkerJob *j, size_t container, const char *image, const char *policy,
-                        const WorkerPullAuth *auths, size_t n_auths, WorkerFailKind *ret_kind, CubError *err);
+                        const WorkerPullAuth *auths, size_t n_auths, WorkerFailKind *ret_kind, char **ret_ref,
+                        CubError *err);
 
 /* secctx.c: the seccomp profile of a container (c) or its pod, Unconfined
  * when neither has one, a Localhost one written into buf as its absolute

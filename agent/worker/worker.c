@@ -226,6 +226,27 @@ int worker_labels_add(WorkerLabels *l, const char *key, const char *value) {
         return 0;
 }
 
+int worker_sandbox_kv(const PodStringMap *pod, const WorkerLabels *own, const char ***ret) {
+        size_t n_own = own ? own->n : 0, k = 0;
+        const char **kv = calloc(2 * (pod ? pod->n : 0) + n_own + 1, sizeof(char *));
+
+        if (!kv)
+                return -ENOMEM;
+        /* the pod's own first; a key cubelet sets itself is cubelet's (kubelet's
+         * newPodLabels overrides the pod's io.kubernetes.pod.* the same way) */
+        for (size_t i = 0; pod && i < pod->n; i++) {
+                if (own && cri_kv_get((char *const *) own->kv, pod->keys[i]))
+                        continue;
+                kv[k++] = pod->keys[i];
+                kv[k++] = pod->values[i];
+        }
+        for (size_t i = 0; i < n_own; i++)
+                kv[k++] = own->kv[i];
+        kv[k] = NULL;
+        *ret = kv;
+        return 0;
+}
+
 WorkerAction worker_container_action(bool init, bool sidecar, const char *restart_policy, bool may_start, bool exists,
                                      CriContainerState state, int32_t exit_code, bool *ret_blocks) {
         /* an init container that is not a sidecar holds the rest back until it succeeded */

@@ -317,3 +317,8 @@ typedef struct WorkerLabels {
 
 /* -E2BIG when the list is full (it is left as it was). */
 int worker_labels_add(WorkerLabels *l, const char *key, const char *value);
+
+/* The sandbox's labels or annotations as kubelet gives them (newPodLabels,
+ * newPodAnnotations): the pod's map, then own (NULL: none), whose keys win.
+ * *ret is a NULL-terminated flat list to free() (the strings are borrowed). */
+int worker_sandbox_kv(const PodStringMap *pod, const WorkerLabels *own, const char ***ret);

@@ -662,6 +662,10 @@ static void test_t28_kubepods_allocatable(void **state) {
         assert_int_equal(g[0].n_files, 2);
         ASSERT_FILE(&g[0], 0, "cpu.weight", "149");
         ASSERT_FILE(&g[0], 1, "memory.max", "15569256448");
+        o.kubepods_pids = 23682; /* the node's tasks limit: kubelet writes it too */
+        cg_qos_values(0, &o, g);
+        assert_int_equal(g[0].n_files, 3);
+        ASSERT_FILE(&g[0], 2, "pids.max", "23682");
         ASSERT_FILE(&g[1], 0, "cpu.weight", "1"); /* no Burstable pods: shares 2 */
         ASSERT_FILE(&g[2], 0, "cpu.weight", "1");
 }

@@ -134,11 +134,37 @@ static void test_completed(void **state) {
         lc_pod_free(p);
 }
 
+/* kubelet 1.34 status/generate.go: Succeeded without init containers is
+ * Initialized PodCompleted too; Failed is PodFailed, without a message */
+static void test_terminal_phases(void **state) {
+        LcPod *p = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n"
+                            "  containers:\n  - {name: a, image: x:1}\n");
+        LcPodConditions c;
+
+        (void) state;
+        p->phase = LC_PHASE_SUCCEEDED;
+        p->statuses[0].state = LC_CONTAINER_TERMINATED;
+        lc_pod_conditions(p, &c);
+        assert_true(c.initialized);
+        assert_string_equal(c.initialized_reason, "PodCompleted");
+        assert_string_equal(c.ready_reason, "PodCompleted");
+        p->phase = LC_PHASE_FAILED;
+        p->statuses[0].exit_code = 3;
+        lc_pod_conditions(p, &c);
+        assert_true(c.initialized);
+        assert_null(c.initialized_reason);
+        assert_false(c.ready || c.containers_ready);
+        assert_string_equal(c.ready_reason, "PodFailed");
+        assert_string_equal(c.message, "");
+        lc_pod_free(p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_started_ready),
                 cmocka_unit_test(test_new_container_forgets_probes),
                 cmocka_unit_test(test_completed),
+                cmocka_unit_test(test_terminal_phases),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,6 +28,24 @@ static void with_config(const char *yaml, int64_t cpu_cap, uint64_t mem_cap, int
         pod_kubelet_config_done(&c);
 }
 
+/* kubelet's kubepods pids.max: min(pid_max, threads-max) less the "pid"
+ * reservations (createNodeAllocatableCgroups, getNodeAllocatableAbsoluteImpl) */
+static void test_pids_minus_reserved(void **state) {
+        const char *yaml = "kubeReserved:\n  pid: \"1000\"\nsystemReserved:\n  pid: \"500\"\n";
+        PodKubeletConfig c;
+        CubError err = {};
+
+        (void) state;
+        pod_kubelet_config_init(&c);
+        if (pod_kubelet_config_decode(yaml, strlen(yaml), "kubelet.yaml", &c, &err) < 0)
+                fail_msg("decode: %s", err.msg);
+        assert_int_equal(agent_kubepods_pids(&c, 23682), 23682 - 1500);
+        assert_int_equal(agent_kubepods_pids(&c, 1200), 0); /* nothing left: not written */
+        assert_int_equal(agent_kubepods_pids(&c, 0), 0);    /* unknown */
+        pod_kubelet_config_done(&c);
+        assert_int_equal(agent_kubepods_pids(NULL, 4194304), 4194304);
+}
+
 static void test_capacity_minus_reserved(void **state) {
         int64_t cpu = -1, mem = -1;
 
@@ -88,6 +106,7 @@ static void test_extremes(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_capacity_minus_reserved),
+                cmocka_unit_test(test_pids_minus_reserved),
                 cmocka_unit_test(test_nothing_reserved),
                 cmocka_unit_test(test_clamped_at_zero),
                 cmocka_unit_test(test_extremes),

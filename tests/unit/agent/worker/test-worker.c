@@ -145,6 +145,40 @@ static void test_labels_are_bounded(void **state) {
         assert_null(cri_kv_get((char *const *) l.kv, "one-more"));
 }
 
+/* the sandbox's labels and annotations: kubelet's newPodLabels (the pod's,
+ * then its own io.kubernetes.pod.*, which win) and newPodAnnotations */
+static void test_sandbox_kv(void **state) {
+        char k0[] = "app", k1[] = "io.kubernetes.pod.name", k2[] = "tier";
+        char v0[] = "web", v1[] = "forged", v2[] = "front";
+        char *keys[] = { k0, k1, k2 }, *values[] = { v0, v1, v2 };
+        PodStringMap pod = { .keys = keys, .values = values, .n = 3 };
+        WorkerLabels own = {};
+        const char **kv = NULL;
+
+        (void) state;
+        assert_int_equal(worker_labels_add(&own, "io.kubernetes.pod.name", "web-0"), 0);
+        assert_int_equal(worker_labels_add(&own, "cubelet.io/managed", "true"), 0);
+        assert_int_equal(worker_sandbox_kv(&pod, &own, &kv), 0);
+        assert_string_equal(kv[0], "app");
+        assert_string_equal(kv[1], "web");
+        assert_string_equal(kv[2], "tier");
+        assert_string_equal(kv[3], "front");
+        assert_string_equal(kv[4], "io.kubernetes.pod.name");
+        assert_string_equal(kv[5], "web-0");
+        assert_string_equal(kv[6], "cubelet.io/managed");
+        assert_null(kv[8]);
+        free(kv);
+        /* annotations: the pod's alone; none at all is an empty list */
+        assert_int_equal(worker_sandbox_kv(&pod, NULL, &kv), 0);
+        assert_string_equal(kv[2], "io.kubernetes.pod.name");
+        assert_string_equal(kv[3], "forged");
+        assert_null(kv[6]);
+        free(kv);
+        assert_int_equal(worker_sandbox_kv(NULL, NULL, &kv), 0);
+        assert_null(kv[0]);
+        free(kv);
+}
+
 static void test_job_starts_without_latencies(void **state) {
         WorkerJob *j = worker_job_new(WORKER_SYNC);
 
@@ -188,6 +222,7 @@ int main(void) {
                 cmocka_unit_test(test_container_action),
                 cmocka_unit_test(test_label_int),
                 cmocka_unit_test(test_labels_are_bounded),
+                cmocka_unit_test(test_sandbox_kv),
                 cmocka_unit_test(test_job_starts_without_latencies),
                 cmocka_unit_test(test_job_holds_last_spec_reference),
         };
