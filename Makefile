@@ -88,7 +88,7 @@ LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/libworker.a $(B)/libprob
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: cluster-peers all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-peer bench-host fuzz fuzz-build lint format format-check clean install
+.PHONY: cluster-peers all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-peer bench-peer-eviction bench-host fuzz fuzz-build lint format format-check clean install
 all: $(B)/cubelet $(B)/cubelet-gpu-plugin
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -301,6 +301,7 @@ bench: deps
 	@$(MAKE) --no-print-directory bench-faults
 	@$(MAKE) --no-print-directory bench-cluster
 	@$(MAKE) --no-print-directory bench-peer
+	@$(MAKE) --no-print-directory bench-peer-eviction
 
 # The real kubelet beside cubelet (tests/vm/bench/peer.sh): memory, idle CPU
 # and pod start latency of both on the same guest, pods and configuration,
@@ -308,6 +309,14 @@ bench: deps
 bench-peer: $(B)/cubelet $(BENCH_VM_BINS) images vm-image $(BUILD)/cluster/kubelet
 	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh -o $(abspath $(B))/vm/runs/peer-bench \
 		tests/vm/bench/peer.sh
+
+# The real kubelet beside cubelet under memory pressure
+# (tests/vm/bench/peer-eviction.sh): each agent in turn a node of the real
+# control plane, the same ramp as an API pod, onset -> eviction decision ->
+# victim stopped and OOM kills, as a table of ratios.
+bench-peer-eviction: $(B)/cubelet images vm-image $(BUILD)/cluster/kubelet $(BUILD)/cluster/kube
+	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh -o $(abspath $(B))/vm/runs/peer-eviction \
+		tests/vm/bench/peer-eviction.sh
 
 # cubelet as a node of the real control plane (tests/vm/bench/cluster.sh):
 # idle CPU, memory and API requests without and with --kubeconfig, and

@@ -15,9 +15,8 @@
 #   4. the pods removed, then dropped in all at once: the same latency per pod;
 # then one table, cubelet / kubelet, with the issue's goals beside it.
 # Not here: eviction onset. kubelet never evicts a static pod (static pods
-# are critical, IsCriticalPod), so that comparison needs kubelet registered
-# with an API server (docs/differences-from-kubelet.md, "Admission and
-# eviction").
+# are critical, IsCriticalPod): tests/vm/bench/peer-eviction.sh registers
+# each agent with the real control plane and ramps an API pod.
 # vm-timeout: 5400
 # vm-mem: 4096M
 set -u

@@ -12,7 +12,9 @@
 #   podlist                      /pods on the read-only port (10255)
 #   since T0 [DECIMALS]          seconds since T0 (date +%s.%N)
 # KUBELET_BIN, when set, is the kubelet binary (build/cluster/kubelet, kubelet
-# alone); else `$KUBE kubelet`.
+# alone); else `$KUBE kubelet`. AGENT_KUBECONFIG and AGENT_NODE, when set:
+# the agent joins that API server as node AGENT_NODE (kubelet:
+# --hostname-override, cubelet: --node-name).
 AGENT_CONFIG_KUBELET=/etc/kubelet-peer/config.yaml
 
 # the configuration both agents are given (kubelet's field names)
@@ -36,6 +38,16 @@ YAML
 since() { awk -v s="$1" -v e="$(date +%s.%N)" -v d="${2:-0}" 'BEGIN { printf "%.*f", d, e - s }'; }
 podlist() { curl -s --max-time 20 http://127.0.0.1:10255/pods; }
 
+# agent_api_flags AGENT: the flags that join AGENT_KUBECONFIG's API server
+agent_api_flags() {
+	[ -n "${AGENT_KUBECONFIG:-}" ] || return 0
+	if [ "$1" = kubelet ]; then
+		echo "--kubeconfig $AGENT_KUBECONFIG --hostname-override $AGENT_NODE"
+	else
+		echo "--kubeconfig $AGENT_KUBECONFIG --node-name $AGENT_NODE"
+	fi
+}
+
 agent_configure() {
 	local agent=$1 line
 	shift
@@ -56,8 +68,8 @@ agent_configure() {
 			echo "cubelet: {stateDir: /var/lib/cubelet, socket: /run/cubelet/cubelet.sock}"
 		} >/etc/cubelet/config.yaml
 		mkdir -p /etc/systemd/system/cubelet.service.d
-		printf '[Service]\nExecStart=\nExecStart=%s run --config /etc/cubelet/config.yaml --node-ip 127.0.0.1\n' \
-			"$CUBELET" >/etc/systemd/system/cubelet.service.d/peer.conf
+		printf '[Service]\nExecStart=\nExecStart=%s run --config /etc/cubelet/config.yaml --node-ip 127.0.0.1 %s\n' \
+			"$CUBELET" "$(agent_api_flags cubelet)" >/etc/systemd/system/cubelet.service.d/peer.conf
 		systemctl daemon-reload
 	fi
 }
@@ -65,7 +77,8 @@ agent_configure() {
 agent_start() {
 	if [ "$1" = kubelet ]; then
 		# shellcheck disable=SC2086
-		systemd-run --unit kubelet-peer ${KUBELET_BIN:-$KUBE kubelet} --config "$AGENT_CONFIG_KUBELET" --node-ip 127.0.0.1 >/dev/null
+		systemd-run --unit kubelet-peer ${KUBELET_BIN:-$KUBE kubelet} --config "$AGENT_CONFIG_KUBELET" --node-ip 127.0.0.1 \
+			$(agent_api_flags kubelet) >/dev/null
 	else
 		systemctl start cubelet
 	fi
