@@ -36,6 +36,7 @@ typedef struct CgOptions {
         int64_t kubepods_cpu_milli; /* capacity - kube/system reserved */
         int64_t kubepods_memory;    /* capacity - kube/system reserved; 0 = unknown */
         int64_t kubepods_pids;      /* max pids - kube/system reserved "pid"; 0 = not written */
+        bool cpu_static;            /* cpuManagerPolicy static: exclusive CPUs run without a CFS quota */
 } CgOptions;
 
 void cg_options_init(CgOptions *o);
@@ -73,6 +74,9 @@ int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, cons
                   CubError *err);
 
 typedef struct CgContainerResources {
+/* The pod cgroup's cpu.max set to "max <period>" (a pod with exclusive CPUs
+ * under DisableCPUQuotaWithExclusiveCPUs: cpumgr_unquota_pod). */
+void cg_pod_cpu_unlimited(CgGroupValues *g);
         int64_t cpu_shares;
         int64_t cpu_quota;
         int64_t cpu_period;

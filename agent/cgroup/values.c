@@ -88,6 +88,12 @@ static void put_cpu_max(CgGroupValues *g, int64_t quota) {
                 (void) snprintf(f->value, sizeof(f->value), "max %d", CG_QUOTA_PERIOD);
 }
 
+void cg_pod_cpu_unlimited(CgGroupValues *g) {
+        for (size_t i = 0; i < g->n_files; i++)
+                if (strcmp(g->files[i].name, "cpu.max") == 0)
+                        (void) snprintf(g->files[i].value, sizeof(g->files[i].value), "max %d", CG_QUOTA_PERIOD);
+}
+
 static const char *qos_leaf(PodQOSClass qos) {
         return qos == POD_QOS_BURSTABLE ? "burstable" : qos == POD_QOS_BESTEFFORT ? "besteffort" : NULL;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../cgroup/cgroup.h"
+#include "../cpumanager/cpumanager.h"
 #include "../node/derive.h"
 #include "../node/machine.h"
 #include "../pod/pod.h"
@@ -70,6 +71,7 @@ static json_t *containers_json(const Pod *pod, PodQOSClass qos, const PodContain
                 CgContainerResources res;
 
                 cg_container_resources(pod, qos, &cs[i], o, &res);
+                cpumgr_unquota_container(qos, &cs[i], o, &res);
                 json_array_append_new(arr,
                                       json_pack("{s:s,s:{s:I,s:I,s:I,s:I,s:I,s:s},s:s}", "name", cs[i].name,
                                                 "resources", "cpu_shares", (json_int_t) res.cpu_shares, "cpu_quota",
@@ -111,6 +113,7 @@ static int plan_pod(const Pod *pod, const char *source, const CgOptions *o, json
                 pod_effective_done(&eff);
                 return r;
         }
+        cpumgr_unquota_pod(pod, qos, o, &g);
         j = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o}", "namespace", pod->namespace_, "name", pod->name, "uid",
                       pod->uid, "qosClass", pod_qos_to_string(qos), "requests", resources_json(&eff.requests), "limits",
                       resources_json(&eff.limits), "cgroup", group_json(&g), "containers",
@@ -145,6 +148,7 @@ static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, co
                         o->driver = cg_driver_from_string(cfg->cgroup_driver);
                 o->enforce_cpu_limits = cfg->cpu_cfs_quota;
                 o->pod_pids_limit = cfg->pod_pids_limit;
+                o->cpu_static = cfg->cpu_manager_policy && strcmp(cfg->cpu_manager_policy, "static") == 0;
         }
         o->memory_capacity = node->memory_capacity;
         o->cpu_capacity_milli = node->cpu_capacity_milli;

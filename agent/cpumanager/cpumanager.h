@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "../pod/pod.h"
+#include "../cgroup/cgroup.h"
 #include "../util/err.h"
 
 /* ---- CPU sets ------------------------------------------------------------ */
@@ -192,3 +193,13 @@ int cpumgr_checkpoint_load(CpumgrState *s, const char *path, char *ret_note, siz
 /* Same, from text (tests, fuzzing). */
 int cpumgr_checkpoint_restore(CpumgrState *s, const char *text, size_t len, char *ret_note, size_t note_size,
                               CubError *err);
+
+/*
+ * kubelet 1.34's DisableCPUQuotaWithExclusiveCPUs (beta, on by default),
+ * under the static policy (o->cpu_static): a container given exclusive CPUs
+ * runs without a CFS quota (kuberuntime_container_linux.go: CpuQuota -1,
+ * when cpuCFSQuota is on), and so does the pod cgroup of a pod with one
+ * (pod_container_manager_linux.go EnsureExists: cpu.max "max"). quota.c.
+ */
+void cpumgr_unquota_pod(const Pod *pod, PodQOSClass qos, const CgOptions *o, CgGroupValues *g);
+void cpumgr_unquota_container(PodQOSClass qos, const PodContainer *c, const CgOptions *o, CgContainerResources *res);

@@ -220,6 +220,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         agent_kubepods_capacity(&opt->kc, a->core.node.cpu_capacity_milli, a->core.node.memory_capacity,
                                 &a->core.cg.kubepods_cpu_milli, &a->core.cg.kubepods_memory);
         a->core.cg.kubepods_pids = agent_kubepods_pids(&opt->kc, a->core.node.max_pids);
+        a->core.cg.cpu_static = opt->kc.cpu_manager_policy && strcmp(opt->kc.cpu_manager_policy, "static") == 0;
 
         /* logs: kubelet's podLogsDir (/var/log/pods) */
         a->core.log_root =

@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "../cpumanager/cpumanager.h"
 #include "../util/cleanup.h"
 #include "../util/parse.h"
 #include "worker-internal.h"
@@ -42,6 +43,7 @@ int worker_spec_new(Pod *pod, const char *source, const CgOptions *o, const char
                 worker_spec_unref(s);
                 return r;
         }
+        cpumgr_unquota_pod(pod, s->qos, o, &s->cgroup);
         s->init_res = calloc(pod->n_init_containers + 1, sizeof(CgContainerResources));
         s->app_res = calloc(pod->n_containers + 1, sizeof(CgContainerResources));
         s->source = strdup(source ? source : "");
@@ -51,10 +53,14 @@ int worker_spec_new(Pod *pod, const char *source, const CgOptions *o, const char
                 worker_spec_unref(s);
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
-        for (size_t i = 0; i < pod->n_init_containers; i++)
+        for (size_t i = 0; i < pod->n_init_containers; i++) {
                 cg_container_resources(pod, s->qos, &pod->init_containers[i], o, &s->init_res[i]);
-        for (size_t i = 0; i < pod->n_containers; i++)
+                cpumgr_unquota_container(s->qos, &pod->init_containers[i], o, &s->init_res[i]);
+        }
+        for (size_t i = 0; i < pod->n_containers; i++) {
                 cg_container_resources(pod, s->qos, &pod->containers[i], o, &s->app_res[i]);
+                cpumgr_unquota_container(s->qos, &pod->containers[i], o, &s->app_res[i]);
+        }
         *ret = s;
         return 0;
 }
