@@ -72,11 +72,11 @@ int cg_pod_path(const char *uid, PodQOSClass qos, CgDriverKind driver, char *buf
 
 int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, const CgOptions *o, CgGroupValues *ret,
                   CubError *err);
-
-typedef struct CgContainerResources {
 /* The pod cgroup's cpu.max set to "max <period>" (a pod with exclusive CPUs
  * under DisableCPUQuotaWithExclusiveCPUs: cpumgr_unquota_pod). */
 void cg_pod_cpu_unlimited(CgGroupValues *g);
+
+typedef struct CgContainerResources {
         int64_t cpu_shares;
         int64_t cpu_quota;
         int64_t cpu_period;

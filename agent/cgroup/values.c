@@ -258,8 +258,8 @@ void cg_qos_values(int64_t burstable_cpu_milli, const CgOptions *o, CgGroupValue
                     (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(o->kubepods_cpu_milli)));
         if (o->kubepods_memory > 0)
                 put(&ret[0], "memory.max", o->kubepods_memory);
+        if (o->kubepods_pids > 0)
+                put(&ret[0], "pids.max", o->kubepods_pids);
         put(&ret[1], "cpu.weight", (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(burstable_cpu_milli)));
         put(&ret[2], "cpu.weight", (int64_t) cg_shares_to_weight(CG_MIN_SHARES));
 }
-        if (o->kubepods_pids > 0)
-                put(&ret[0], "pids.max", o->kubepods_pids);

@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../pod/pod.h"
 #include "../cgroup/cgroup.h"
+#include "../pod/pod.h"
 #include "../util/err.h"
 
 /* ---- CPU sets ------------------------------------------------------------ */

@@ -121,6 +121,8 @@ Pod *pod_free(Pod *pod) {
         }
         free(pod->tolerations);
         pod_resource_list_done(&pod->overhead);
+        pod_resource_list_done(&pod->resources_requests);
+        pod_resource_list_done(&pod->resources_limits);
         seccomp_done(&pod->seccomp);
         pod_security_done(&pod->security);
         pod_volumes_done(pod);
@@ -290,6 +292,10 @@ static const PodField spec_fields[] = {
         /* pods of the API server; the field table refuses them in a static pod */
         { .name = "imagePullSecrets", .decode = dec_pull_secrets, .offset = offsetof(Pod, image_pull_secrets) },
         { .name = "overhead", .decode = pod_dec_resources, .offset = offsetof(Pod, overhead) },
+        { .name = "resources",
+          .decode = pod_dec_inline,
+          .sub = pod_level_resources_fields,
+          .set_offset = offsetof(Pod, resources_set) },
         { .name = "securityContext", .decode = pod_dec_inline, .sub = pod_security_fields },
         POD_SECURITY_POD_FIELD,
         POD_SECURITY_SPEC_FIELDS,

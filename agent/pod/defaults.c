@@ -147,6 +147,11 @@ int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod) {
                 }
         }
 
+        /* spec.resources: defaulted from the containers, then checked against them */
+        r = pod_level_resources_default_and_validate(d, root, pod);
+        if (r < 0)
+                return r;
+
         /* hostNetwork: hostPort defaults to containerPort and must match it */
         for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
                 bool init;

@@ -207,6 +207,14 @@ static const PodFieldRule resource_requirements[] = {
         END,
 };
 
+/* spec.resources: pod-level resources (KEP-2837, on by default in 1.34) */
+static const PodFieldRule pod_resource_requirements[] = {
+        A("limits"),
+        A("requests"),
+        RW("claims", "Forbidden: claims may not be set for Resources at pod-level"),
+        END,
+};
+
 /* volumes */
 static const PodFieldRule volume_mount[] = {
         A("name"),        A("mountPath"),        A("readOnly"),          A("subPath"),
@@ -492,6 +500,7 @@ static const PodFieldRule pod_spec[] = {
         A("priorityClassName"),
         A("preemptionPolicy"),
         A("overhead"),
+        AO("resources", pod_resource_requirements),
         A("hostNetwork"),
         AO("securityContext", pod_security_context),
         AO("os", pod_os),

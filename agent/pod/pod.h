@@ -8,7 +8,8 @@
  * effective pod requests/limits and static-pod naming. Pure: no I/O except
  * pod_load_file().
  *
- * Formulas and behaviours follow kubelet 1.28-1.31 (shared/kubelet-facts.md).
+ * Formulas and behaviours follow kubelet 1.28-1.31 (shared/kubelet-facts.md),
+ * pod-level resources kubelet 1.34's (docs/pod-level-resources.md).
  */
 
 #include <jansson.h>
@@ -415,6 +416,10 @@ typedef struct Pod {
         size_t n_tolerations;
         bool host_network;
         PodResourceList overhead;
+        /* spec.resources (pod-level resources, resources.h): present (an
+         * object, {} included), its requests and limits after defaulting */
+        bool resources_set;
+        PodResourceList resources_requests, resources_limits;
         PodSeccomp seccomp;
         /* security context */
         PodSecurity security;
@@ -503,36 +508,7 @@ void pod_field_notes_done(PodFieldNotes *n);
 
 /* ---- Semantics --------------------------------------------------------- */
 
-typedef enum PodQOSClass {
-        POD_QOS_GUARANTEED,
-        POD_QOS_BURSTABLE,
-        POD_QOS_BESTEFFORT,
-        _POD_QOS_MAX,
-        _POD_QOS_INVALID = -22,
-} PodQOSClass;
-
-const char *pod_qos_to_string(PodQOSClass q);
-PodQOSClass pod_qos_class(const Pod *pod);
-
-/* Looks a resource up; returns false (and a zero quantity) when absent. */
-bool pod_resource_get(const PodResourceList *l, const char *name, PodQuantity *ret);
-
-/*
- * Effective pod requests and limits (PodRequests/PodLimits with sidecars
- * and overhead), and whether every container, init containers included,
- * declares a cpu / memory limit (ResourceConfigForPod's
- * cpuLimitsDeclared/memoryLimitsDeclared).
- */
-typedef struct PodEffective {
-        PodResourceList requests;
-        PodResourceList limits;
-        bool cpu_limits_declared;
-        bool memory_limits_declared;
-} PodEffective;
-
-int pod_effective(const Pod *pod, PodEffective *ret, CubError *err);
-void pod_effective_done(PodEffective *e);
-void pod_resource_list_done(PodResourceList *l);
+/* QoS class and effective requests/limits: resources.h. */
 
 bool pod_container_is_sidecar(const PodContainer *c);
 /*
@@ -592,9 +568,12 @@ void pod_list_free(Pod **pods, size_t n);
 
 /* The parts with a header of their own: the node and its
  * KubeletConfiguration (node.c), env sources (env.c), the security context
- * (security.c), the pod network (network.c). */
+ * (security.c), the pod network (network.c), the pod's resources: QoS,
+ * effective requests and limits, pod-level resources (resources.c,
+ * pod-resources.c). */
 #include "env.h"
 #include "field-table.h"
 #include "network.h"
 #include "node.h"
+#include "resources.h"
 #include "security.h"

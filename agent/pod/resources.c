@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* QoS class (qos.go ComputePodQOS, 1.28-1.31 summing form) and effective
- * pod requests/limits (component-helpers PodRequests/PodLimits). */
+/* QoS class (pkg/apis/core/v1/helper/qos/qos.go ComputePodQOS, 1.34: from
+ * pod-level resources when the pod has them) and effective pod
+ * requests/limits (component-helpers resource/helpers.go PodRequests /
+ * PodLimits, 1.34: pod-level values replace the containers' aggregate). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,32 +62,47 @@ const char *pod_qos_to_string(PodQOSClass q) {
         }
 }
 
-PodQOSClass pod_qos_class(const Pod *pod) {
+/* qos.go processResourceList: the non-zero cpu and memory of l added to
+ * sum; *found (may be NULL) gets which of them l has. */
+static void qos_add(const PodResourceList *l, PodQuantity sum[2], bool set[2], bool found[2]) {
         static const char *const supported[] = { "cpu", "memory" };
+
+        for (size_t k = 0; k < 2; k++) {
+                PodQuantity q;
+
+                if (!pod_resource_get(l, supported[k], &q) || pod_quantity_is_zero(q))
+                        continue;
+                (void) pod_quantity_add(sum[k], q, &sum[k]);
+                set[k] = true;
+                if (found)
+                        found[k] = true;
+        }
+}
+
+PodQOSClass pod_qos_class(const Pod *pod) {
         PodQuantity req_sum[2] = {}, lim_sum[2] = {};
         bool req_set[2] = {}, lim_set[2] = {};
         bool guaranteed = true;
 
-        for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
-                const PodContainer *c = pod_container_at(pod, i, NULL);
+        if (pod->resources_set) {
+                /* spec.resources (even {}) decides alone; its limits make a
+                 * Guaranteed pod only when they hold both cpu and memory */
                 bool found[2] = {};
 
-                for (size_t k = 0; k < 2; k++) {
-                        PodQuantity q;
-
-                        if (pod_resource_get(&c->requests, supported[k], &q) && !pod_quantity_is_zero(q)) {
-                                (void) pod_quantity_add(req_sum[k], q, &req_sum[k]);
-                                req_set[k] = true;
-                        }
-                        if (pod_resource_get(&c->limits, supported[k], &q) && !pod_quantity_is_zero(q)) {
-                                (void) pod_quantity_add(lim_sum[k], q, &lim_sum[k]);
-                                lim_set[k] = true;
-                                found[k] = true;
-                        }
-                }
-                if (!found[0] || !found[1])
+                qos_add(&pod->resources_requests, req_sum, req_set, NULL);
+                qos_add(&pod->resources_limits, lim_sum, lim_set, found);
+                if (pod->resources_limits.n > 0 && (!found[0] || !found[1]))
                         guaranteed = false;
-        }
+        } else
+                for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
+                        const PodContainer *c = pod_container_at(pod, i, NULL);
+                        bool found[2] = {};
+
+                        qos_add(&c->requests, req_sum, req_set, NULL);
+                        qos_add(&c->limits, lim_sum, lim_set, found);
+                        if (!found[0] || !found[1])
+                                guaranteed = false;
+                }
         if (!req_set[0] && !req_set[1] && !lim_set[0] && !lim_set[1])
                 return POD_QOS_BESTEFFORT;
         if (guaranteed) {
@@ -116,6 +133,15 @@ static PodResource *list_slot(PodResourceList *l, const char *name) {
                 return NULL;
         n[l->n].q = (PodQuantity){};
         return &n[l->n++];
+}
+
+int pod_resource_list_set(PodResourceList *l, const char *name, PodQuantity q) {
+        PodResource *s = list_slot(l, name);
+
+        if (!s)
+                return -ENOMEM;
+        s->q = q;
+        return 0;
 }
 
 static int list_add(PodResourceList *dst, const PodResourceList *src) {
@@ -161,9 +187,11 @@ static void note_declared(PodEffective *e, const PodResourceList *l) {
                 e->memory_limits_declared = false;
 }
 
-/* One of PodRequests/PodLimits: sum of app containers and sidecars, max with
- * every init container's candidate (its own value plus the sidecars started
- * before it; a sidecar's candidate is the sidecar sum so far). */
+/* AggregateContainerRequests/Limits: sum of app containers and sidecars,
+ * max with every init container's candidate (its own value plus the
+ * sidecars started before it; a sidecar's candidate is the sidecar sum so
+ * far). declared (may be NULL) sees each candidate as ResourceConfigForPod's
+ * ContainerFn does. */
 static int aggregate(const Pod *pod, bool limits, PodResourceList *ret, PodEffective *declared) {
         PodResourceList sum = {}, init_max = {}, sidecars = {}, cand = {};
         int r = 0;
@@ -202,26 +230,6 @@ static int aggregate(const Pod *pod, bool limits, PodResourceList *ret, PodEffec
         r = list_max(&sum, &init_max);
         if (r < 0)
                 goto out;
-        for (size_t i = 0; i < pod->overhead.n; i++) {
-                const PodResource *o = &pod->overhead.items[i];
-                PodResource *s;
-
-                /* overhead goes onto every request, but only onto non-zero limits */
-                if (limits) {
-                        PodQuantity cur;
-                        if (!pod_resource_get(&sum, o->name, &cur) || pod_quantity_is_zero(cur))
-                                continue;
-                }
-                s = list_slot(&sum, o->name);
-                if (!s) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-                if (pod_quantity_add(s->q, o->q, &s->q) < 0) {
-                        r = -ERANGE;
-                        goto out;
-                }
-        }
         *ret = sum;
         sum = (PodResourceList){};
 out:
@@ -232,18 +240,172 @@ out:
         return r;
 }
 
+int pod_aggregate_containers(const Pod *pod, bool limits, PodResourceList *ret) {
+        return aggregate(pod, limits, ret, NULL);
+}
+
+/* PodRequests/PodLimits past the containers' aggregate: the supported
+ * pod-level values replace it (requests: when IsPodLevelRequestsSet, limits:
+ * when IsPodLevelResourcesSet), then the overhead goes onto every request
+ * but only onto non-zero limits. */
+static int finish(const Pod *pod, bool limits, PodResourceList *l) {
+        const PodResourceList *pl = limits ? &pod->resources_limits : &pod->resources_requests;
+        int r;
+
+        if (limits ? pod_level_resources_set(pod) : pod_level_requests_set(pod))
+                for (size_t i = 0; i < pl->n; i++) {
+                        if (!pod_level_resource_supported(pl->items[i].name))
+                                continue;
+                        r = pod_resource_list_set(l, pl->items[i].name, pl->items[i].q);
+                        if (r < 0)
+                                return r;
+                }
+        for (size_t i = 0; i < pod->overhead.n; i++) {
+                const PodResource *o = &pod->overhead.items[i];
+                PodResource *s;
+
+                if (limits) {
+                        PodQuantity cur;
+
+                        if (!pod_resource_get(l, o->name, &cur) || pod_quantity_is_zero(cur))
+                                continue;
+                }
+                s = list_slot(l, o->name);
+                if (!s)
+                        return -ENOMEM;
+                if (pod_quantity_add(s->q, o->q, &s->q) < 0)
+                        return -ERANGE;
+        }
+        return 0;
+}
+
 int pod_effective(const Pod *pod, PodEffective *ret, CubError *err) {
         PodEffective e = { .cpu_limits_declared = true, .memory_limits_declared = true };
         int r;
 
         r = aggregate(pod, false, &e.requests, NULL);
         if (r >= 0)
+                r = finish(pod, false, &e.requests);
+        if (r >= 0)
                 r = aggregate(pod, true, &e.limits, &e);
+        if (r >= 0)
+                r = finish(pod, true, &e.limits);
         if (r < 0) {
                 pod_effective_done(&e);
                 return cub_err_set(err, -r, "pod %s/%s: effective resources: %s", pod->namespace_, pod->name,
                                    r == -ERANGE ? "sum out of range" : "out of memory");
         }
+        if (pod_level_resources_set(pod)) {
+                /* a non-zero pod-level limit declares the resource */
+                PodQuantity q;
+
+                if (pod_resource_get(&pod->resources_limits, "cpu", &q) && !pod_quantity_is_zero(q))
+                        e.cpu_limits_declared = true;
+                if (pod_resource_get(&pod->resources_limits, "memory", &q) && !pod_quantity_is_zero(q))
+                        e.memory_limits_declared = true;
+        }
         *ret = e;
         return 0;
+}
+
+/* ---- pod-level resources ------------------------------------------------- */
+
+bool pod_level_resource_supported(const char *name) {
+        return strcmp(name, "cpu") == 0 || strcmp(name, "memory") == 0 || strncmp(name, "hugepages-", 10) == 0;
+}
+
+static bool names_supported(const PodResourceList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                if (pod_level_resource_supported(l->items[i].name))
+                        return true;
+        return false;
+}
+
+bool pod_level_requests_set(const Pod *pod) {
+        return pod->resources_set && names_supported(&pod->resources_requests);
+}
+
+bool pod_level_limits_set(const Pod *pod) {
+        return pod->resources_set && names_supported(&pod->resources_limits);
+}
+
+bool pod_level_resources_set(const Pod *pod) {
+        return pod_level_requests_set(pod) || pod_level_limits_set(pod);
+}
+
+static PodQuantity add_sat(PodQuantity a, PodQuantity b) {
+        PodQuantity r;
+
+        return pod_quantity_add(a, b, &r) < 0 ? (PodQuantity){ .units = INT64_MAX, .milli = 999 } : r;
+}
+
+static PodQuantity max_q(PodQuantity a, PodQuantity b) {
+        return pod_quantity_cmp(a, b) >= 0 ? a : b;
+}
+
+/* aggregate() of one request, without allocating (sums saturate) */
+static PodQuantity aggregate_request(const Pod *pod, const char *name) {
+        PodQuantity sum = {}, init_max = {}, sidecars = {}, q;
+
+        for (size_t i = 0; i < pod->n_containers; i++) {
+                (void) pod_resource_get(&pod->containers[i].requests, name, &q);
+                sum = add_sat(sum, q);
+        }
+        for (size_t i = 0; i < pod->n_init_containers; i++) {
+                const PodContainer *c = &pod->init_containers[i];
+
+                (void) pod_resource_get(&c->requests, name, &q);
+                if (pod_container_is_sidecar(c)) {
+                        sum = add_sat(sum, q);
+                        sidecars = add_sat(sidecars, q);
+                        init_max = max_q(init_max, sidecars);
+                } else
+                        init_max = max_q(init_max, add_sat(q, sidecars));
+        }
+        return max_q(sum, init_max);
+}
+
+PodQuantity pod_request_quantity(const Pod *pod, const char *name) {
+        PodQuantity q = {}, o;
+
+        if (!pod_level_resources_set(pod))
+                q = aggregate_request(pod, name);
+        else if (pod_level_resource_supported(name))
+                /* SkipContainerLevelResources: the pod-level request alone */
+                (void) pod_resource_get(&pod->resources_requests, name, &q);
+        if (!pod_quantity_is_zero(q) && pod_resource_get(&pod->overhead, name, &o))
+                q = add_sat(q, o);
+        return q;
+}
+
+PodQuantity pod_container_limit(const Pod *pod, const PodContainer *c, const char *name) {
+        PodQuantity q;
+
+        if (pod_resource_get(&c->limits, name, &q) && !pod_quantity_is_zero(q))
+                return q;
+        if (pod_level_resources_set(pod))
+                (void) pod_resource_get(&pod->resources_limits, name, &q);
+        return q;
+}
+
+int64_t pod_remaining_memory_request_per_container(const Pod *pod) {
+        PodQuantity q;
+        size_t n = pod->n_containers + pod->n_init_containers;
+
+        if (!pod_level_requests_set(pod) || !pod_resource_get(&pod->resources_requests, "memory", &q) ||
+            pod_quantity_is_zero(q) || n == 0)
+                return 0;
+        /* Go's int64 division truncates toward zero, as C's does */
+        return (pod_quantity_value(q) - pod_quantity_value(aggregate_request(pod, "memory"))) / (int64_t) n;
+}
+
+void pod_downward_allocatable(const Pod *pod, int64_t *cpu_milli, int64_t *memory) {
+        PodQuantity q;
+
+        if (!pod_level_limits_set(pod))
+                return;
+        if (pod_resource_get(&pod->resources_limits, "cpu", &q) && !pod_quantity_is_zero(q))
+                *cpu_milli = pod_quantity_milli(q);
+        if (pod_resource_get(&pod->resources_limits, "memory", &q) && !pod_quantity_is_zero(q))
+                *memory = pod_quantity_value(q);
 }

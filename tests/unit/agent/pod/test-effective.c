@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* agent/pod/resources.c: pod_effective() (component-helpers PodRequests /
  * PodLimits with sidecars and overhead, ResourceConfigForPod's
- * cpu/memoryLimitsDeclared): vectors T9-T14 and T24b, and the priority
- * helpers. */
+ * cpu/memoryLimitsDeclared): vectors T9-T14 and T24b, the priority
+ * helpers, and the pod-level resources of 1.34 (PodRequests/PodLimits,
+ * GetResourceRequestQuantity, getCPULimit/getMemoryLimit,
+ * remainingPodMemReqPerContainer). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -410,6 +412,198 @@ static void test_done_on_empty(void **state) {
         assert_null(pod_free(NULL));
 }
 
+/* ---- pod-level resources (component-helpers PodRequests/PodLimits, 1.34) --- */
+
+#define PODRES(body) "  resources:\n" body
+
+static void test_pod_level_replaces_supported(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        /* cpu and memory from spec.resources; ephemeral-storage and the
+         * extended resource stay the containers' aggregate */
+        effective(
+                &f,
+                PODRES("    requests: {cpu: 1, memory: 1Gi}\n    limits: {cpu: 2, memory: 2Gi}\n") "  containers:\n" C(
+                        "a", RES("cpu: 250m, memory: 128Mi, ephemeral-storage: 1Gi, example.com/dev: 1",
+                                 "cpu: 500m, ephemeral-storage: 2Gi, example.com/dev: 1")));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 1000);
+        assert_int_equal(value(&f.eff.requests, "memory"), 1073741824);
+        assert_int_equal(value(&f.eff.requests, "ephemeral-storage"), 1073741824);
+        assert_int_equal(value(&f.eff.requests, "example.com/dev"), 1);
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 2000);
+        assert_int_equal(value(&f.eff.limits, "memory"), 2147483648);
+        assert_int_equal(value(&f.eff.limits, "ephemeral-storage"), 2147483648);
+        /* a container lacks a memory limit, the pod-level one declares it */
+        assert_true(f.eff.cpu_limits_declared);
+        assert_true(f.eff.memory_limits_declared);
+        done(&f);
+}
+
+static void test_pod_level_defaulted_requests(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        /* defaults.go defaultPodRequests: cpu from the containers' aggregate
+         * (sidecar and init included), memory from the pod-level limit */
+        effective(&f,
+                  PODRES("    limits: {cpu: 4, memory: 1Gi}\n") "  initContainers:\n" C("s", SIDECAR REQ("cpu: 100m"))
+                          C("i", REQ("cpu: 1")) "  containers:\n" C("a", REQ("cpu: 500m")));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 1100);
+        assert_int_equal(value(&f.eff.requests, "memory"), 1073741824);
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 4000);
+        assert_true(f.eff.cpu_limits_declared);
+        assert_true(f.eff.memory_limits_declared);
+        assert_int_equal(f.pod->resources_requests.n, 2);
+        done(&f);
+}
+
+static void test_pod_level_requests_only(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        /* limits are the containers' (IsPodLevelResourcesSet, no pod-level
+         * limit to take); one container without a cpu limit: not declared */
+        effective(&f, PODRES("    requests: {cpu: 2, memory: 1Gi}\n") "  containers:\n" C(
+                              "a", LIM("cpu: 1, memory: 256Mi")) C("b", REQ("memory: 64Mi")));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 2000);
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 1000);
+        assert_int_equal(value(&f.eff.limits, "memory"), 268435456);
+        assert_false(f.eff.cpu_limits_declared);
+        assert_false(f.eff.memory_limits_declared);
+        done(&f);
+}
+
+static void test_pod_level_memory_limit_only(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, PODRES("    limits: {memory: 1Gi}\n") "  containers:\n" C("a", LIM("cpu: 1")) C("b", ""));
+        assert_false(f.eff.cpu_limits_declared); /* b has no cpu limit, nor the pod */
+        assert_true(f.eff.memory_limits_declared);
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 1000);
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 1000); /* a's, defaulted from its limit */
+        done(&f);
+}
+
+static void test_pod_level_overhead(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        /* the overhead goes onto the pod-level values: every request, every
+         * non-zero limit */
+        effective(&f, "  overhead: {cpu: 250m, memory: 120Mi, ephemeral-storage: 1Mi}\n" PODRES(
+                              "    limits: {cpu: 1, memory: 512Mi}\n") "  containers:\n" C("a", ""));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 1250);
+        assert_int_equal(value(&f.eff.requests, "memory"), 632 * 1048576LL);
+        assert_int_equal(value(&f.eff.requests, "ephemeral-storage"), 1048576);
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 1250);
+        assert_int_equal(value(&f.eff.limits, "memory"), 632 * 1048576LL);
+        assert_false(pod_resource_get(&f.eff.limits, "ephemeral-storage", NULL));
+        done(&f);
+}
+
+static void test_pod_level_empty_is_not_set(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        effective(&f, PODRES("    requests: {}\n") "  containers:\n" C("a", RES("cpu: 250m", "cpu: 500m")));
+        assert_true(f.pod->resources_set);
+        assert_false(pod_level_resources_set(f.pod));
+        assert_int_equal(milli(&f.eff.requests, "cpu"), 250);
+        assert_int_equal(milli(&f.eff.limits, "cpu"), 500);
+        done(&f);
+}
+
+static void test_pod_level_predicates(void **state) {
+        PodResource req[] = { { (char *) "ephemeral-storage", { 1, 0 } } };
+        PodResource lim[] = { { (char *) "hugepages-2Mi", { 4194304, 0 } } };
+        Pod pod = { .resources_set = true, .resources_requests = { req, 1 } };
+
+        (void) state;
+        assert_true(pod_level_resource_supported("cpu"));
+        assert_true(pod_level_resource_supported("memory"));
+        assert_true(pod_level_resource_supported("hugepages-1Gi"));
+        assert_false(pod_level_resource_supported("ephemeral-storage"));
+        assert_false(pod_level_resource_supported("example.com/dev"));
+        /* IsPodLevelRequestsSet: a supported name, not just a name */
+        assert_false(pod_level_requests_set(&pod));
+        assert_false(pod_level_resources_set(&pod));
+        pod.resources_limits = (PodResourceList){ lim, 1 };
+        assert_true(pod_level_limits_set(&pod));
+        assert_true(pod_level_resources_set(&pod));
+        pod.resources_set = false;
+        assert_false(pod_level_resources_set(&pod));
+}
+
+/* pkg/api/v1/resource GetResourceRequestQuantity (eviction ranking) */
+static void test_request_quantity(void **state) {
+        Fixture f = {};
+
+        (void) state;
+        f.pod = pod_of("  overhead: {memory: 10Mi, ephemeral-storage: 1Mi}\n  containers:\n" C(
+                "a", REQ("memory: 100Mi")) C("b", REQ("memory: 28Mi")));
+        assert_int_equal(pod_quantity_value(pod_request_quantity(f.pod, "memory")), 138 * 1048576LL);
+        /* no request: the overhead is not added */
+        assert_true(pod_quantity_is_zero(pod_request_quantity(f.pod, "ephemeral-storage")));
+        pod_free(f.pod);
+
+        /* pod-level resources: the pod-level request alone; a resource they
+         * do not cover counts 0, whatever the containers request */
+        f.pod = pod_of("  overhead: {memory: 10Mi}\n" PODRES("    requests: {memory: 512Mi}\n") "  containers:\n" C(
+                "a", REQ("memory: 100Mi, ephemeral-storage: 1Gi")));
+        assert_int_equal(pod_quantity_value(pod_request_quantity(f.pod, "memory")), 522 * 1048576LL);
+        assert_true(pod_quantity_is_zero(pod_request_quantity(f.pod, "ephemeral-storage")));
+        assert_true(pod_quantity_is_zero(pod_request_quantity(f.pod, "cpu")));
+        pod_free(f.pod);
+}
+
+/* kuberuntime getCPULimit/getMemoryLimit */
+static void test_container_limit(void **state) {
+        Pod *pod;
+
+        (void) state;
+        pod = pod_of(PODRES("    limits: {cpu: 2, memory: 1Gi}\n") "  containers:\n" C("a", LIM("cpu: 500m"))
+                             C("b", LIM("cpu: 0")) C("c", ""));
+        assert_int_equal(pod_quantity_milli(pod_container_limit(pod, &pod->containers[0], "cpu")), 500);
+        assert_int_equal(pod_quantity_value(pod_container_limit(pod, &pod->containers[0], "memory")), 1073741824);
+        assert_int_equal(pod_quantity_milli(pod_container_limit(pod, &pod->containers[1], "cpu")), 2000); /* zero */
+        assert_int_equal(pod_quantity_milli(pod_container_limit(pod, &pod->containers[2], "cpu")), 2000);
+        pod_free(pod);
+        /* pod-level requests only: no pod-level limit to give */
+        pod = pod_of(PODRES("    requests: {cpu: 1}\n") "  containers:\n" C("a", ""));
+        assert_true(pod_quantity_is_zero(pod_container_limit(pod, &pod->containers[0], "cpu")));
+        pod_free(pod);
+        /* no pod-level resources: the container's own, zero when none */
+        pod = pod_of("  containers:\n" C("a", LIM("memory: 64Mi")));
+        assert_int_equal(pod_quantity_value(pod_container_limit(pod, &pod->containers[0], "memory")), 67108864);
+        assert_true(pod_quantity_is_zero(pod_container_limit(pod, &pod->containers[0], "cpu")));
+        pod_free(pod);
+}
+
+/* qos/helpers.go remainingPodMemReqPerContainer */
+static void test_remaining_memory(void **state) {
+        Pod *pod;
+
+        (void) state;
+        pod = pod_of(PODRES("    requests: {memory: 620Mi}\n") "  initContainers:\n" C("s", SIDECAR REQ("memory: 64Mi"))
+                             C("i", REQ("memory: 128Mi")) "  containers:\n" C("a", REQ("memory: 256Mi")));
+        /* (620Mi - max(256Mi + 64Mi, 128Mi + 64Mi)) / 3 */
+        assert_int_equal(pod_remaining_memory_request_per_container(pod), 100 * 1048576LL);
+        pod_free(pod);
+        /* Go's division truncates */
+        pod = pod_of(PODRES("    requests: {memory: 100}\n") "  containers:\n" C("a", "") C("b", "") C("c", ""));
+        assert_int_equal(pod_remaining_memory_request_per_container(pod), 33);
+        pod_free(pod);
+        /* no pod-level memory request, or no pod-level requests: 0 */
+        pod = pod_of(PODRES("    requests: {cpu: 1}\n") "  containers:\n" C("a", ""));
+        assert_int_equal(pod_remaining_memory_request_per_container(pod), 0);
+        pod_free(pod);
+        pod = pod_of("  containers:\n" C("a", REQ("memory: 1Gi")));
+        assert_int_equal(pod_remaining_memory_request_per_container(pod), 0);
+        pod_free(pod);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_t9_init_max_wins),
@@ -437,6 +631,16 @@ int main(void) {
                 cmocka_unit_test(test_container_at),
                 cmocka_unit_test(test_critical_priority),
                 cmocka_unit_test(test_done_on_empty),
+                cmocka_unit_test(test_pod_level_replaces_supported),
+                cmocka_unit_test(test_pod_level_defaulted_requests),
+                cmocka_unit_test(test_pod_level_requests_only),
+                cmocka_unit_test(test_pod_level_memory_limit_only),
+                cmocka_unit_test(test_pod_level_overhead),
+                cmocka_unit_test(test_pod_level_empty_is_not_set),
+                cmocka_unit_test(test_pod_level_predicates),
+                cmocka_unit_test(test_request_quantity),
+                cmocka_unit_test(test_container_limit),
+                cmocka_unit_test(test_remaining_memory),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

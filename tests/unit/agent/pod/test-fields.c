@@ -66,6 +66,7 @@ static void test_every_implemented_field_is_clean(void **state) {
                 "spec:\n  restartPolicy: OnFailure\n  terminationGracePeriodSeconds: 5\n  nodeName: n\n"
                 "  nodeSelector: {kubernetes.io/os: linux}\n  priority: 10\n  priorityClassName: x\n"
                 "  preemptionPolicy: Never\n  overhead: {cpu: 10m}\n  hostNetwork: true\n"
+                "  resources: {requests: {cpu: 1}, limits: {cpu: 2, memory: 1Gi}}\n"
                 "  os: {name: linux}\n  dnsPolicy: ClusterFirstWithHostNet\n"
                 "  securityContext:\n    seccompProfile: {type: RuntimeDefault}\n"
                 "    appArmorProfile: {type: RuntimeDefault}\n    runAsNonRoot: false\n"
@@ -159,6 +160,10 @@ static void test_refused_container_fields(void **state) {
                 "spec.initContainers[0].volumeDevices: not supported by cubelet");
         ASSERT_REFUSED(HDR CTR "  ephemeralContainers: [{name: e, image: x:1}]\n",
                        "spec.ephemeralContainers: Forbidden: cannot be set on create");
+        /* pod-level resources: claims are forbidden (the API's validation), others unknown */
+        ASSERT_REFUSED(HDR CTR "  resources:\n    claims: [{name: c}]\n    limits: {cpu: 1}\n    shares: 3\n",
+                       "spec.resources.claims: Forbidden: claims may not be set for Resources at pod-level; "
+                       "spec.resources.shares: unknown field");
 }
 
 static void test_env_sources(void **state) {
@@ -352,9 +357,9 @@ static void test_table(void **state) {
         assert_false(c.shared_twice);
         print_message("# fields: %zu implemented, %zu accepted with a warning, %zu refused\n",
                       c.n[POD_FIELD_IMPLEMENTED], c.n[POD_FIELD_WARN], c.n[POD_FIELD_REFUSE]);
-        assert_int_equal(c.n[POD_FIELD_IMPLEMENTED], 170);
+        assert_int_equal(c.n[POD_FIELD_IMPLEMENTED], 173);
         assert_int_equal(c.n[POD_FIELD_WARN], 24);
-        assert_int_equal(c.n[POD_FIELD_REFUSE], 56);
+        assert_int_equal(c.n[POD_FIELD_REFUSE], 57);
         assert_string_equal(pod_field_class_to_string(POD_FIELD_REFUSE), "refuse");
         assert_null(pod_field_class_to_string(_POD_FIELD_CLASS_MAX));
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* agent/pod/resources.c: pod_qos_class() (qos.go ComputePodQOS), vectors
- * T1-T8 of shared/kubelet-semantics.md section 13 and more shapes. */
+ * T1-T8 of shared/kubelet-semantics.md section 13, more shapes, and the
+ * pod-level resources of 1.34. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -156,6 +157,52 @@ static void test_only_init_has_resources(void **state) {
                    POD_QOS_BURSTABLE);
 }
 
+/* ---- pod-level resources (qos.go ComputePodQOS, 1.34) ---------------------- */
+
+#define BARE "  containers:\n  - name: a\n    image: x:1\n"
+#define GUAR_C "  containers:\n  - name: a\n    image: x:1\n    resources:\n      limits: {cpu: 1, memory: 1Gi}\n"
+
+static void test_pod_level_limits_are_guaranteed(void **state) {
+        (void) state;
+        /* requests default to the limits (defaults.go defaultPodRequests) */
+        ASSERT_QOS("  resources:\n    limits: {cpu: 2, memory: 1Gi}\n" BARE, POD_QOS_GUARANTEED);
+        ASSERT_QOS("  resources:\n    requests: {cpu: 2, memory: 1Gi}\n    limits: {cpu: 2, memory: 1Gi}\n" BARE
+                   "  - name: b\n    image: x:1\n    resources:\n      requests: {cpu: 500m}\n",
+                   POD_QOS_GUARANTEED);
+        /* the pod-level limits decide, not the container without any */
+        ASSERT_QOS("  resources:\n    limits: {cpu: 2, memory: 1Gi}\n" GUAR_C "  - name: b\n    image: x:1\n"
+                   "    resources:\n      requests: {cpu: 1}\n",
+                   POD_QOS_GUARANTEED);
+}
+
+static void test_pod_level_requests_default_from_containers(void **state) {
+        (void) state;
+        /* the pod-level cpu request is the containers' 500m, below the limit */
+        ASSERT_QOS("  resources:\n    limits: {cpu: 2, memory: 1Gi}\n"
+                   "  containers:\n  - name: a\n    image: x:1\n    resources:\n      requests: {cpu: 500m}\n",
+                   POD_QOS_BURSTABLE);
+}
+
+static void test_pod_level_decides_alone(void **state) {
+        (void) state;
+        /* requests without limits: Burstable though the container is Guaranteed */
+        ASSERT_QOS("  resources:\n    requests: {cpu: 1, memory: 1Gi}\n" GUAR_C, POD_QOS_BURSTABLE);
+        /* limits without memory */
+        ASSERT_QOS("  resources:\n    limits: {cpu: 1}\n" GUAR_C, POD_QOS_BURSTABLE);
+        /* spec.resources present but empty: BestEffort, whatever the containers say */
+        ASSERT_QOS("  resources: {}\n" GUAR_C, POD_QOS_BESTEFFORT);
+        ASSERT_QOS("  resources:\n    requests: {}\n    limits: {}\n" GUAR_C, POD_QOS_BESTEFFORT);
+        /* zero requests count as none */
+        ASSERT_QOS("  resources:\n    requests: {cpu: 0, memory: 0}\n" BARE, POD_QOS_BESTEFFORT);
+        /* spec.resources null is no pod-level resources */
+        ASSERT_QOS("  resources: null\n" GUAR_C, POD_QOS_GUARANTEED);
+}
+
+static void test_pod_level_hugepages_do_not_count(void **state) {
+        (void) state;
+        ASSERT_QOS("  resources:\n    limits: {cpu: 1, memory: 1Gi, hugepages-2Mi: 4Mi}\n" BARE, POD_QOS_GUARANTEED);
+}
+
 static void test_qos_names(void **state) {
         (void) state;
         assert_string_equal(pod_qos_to_string(POD_QOS_GUARANTEED), "Guaranteed");
@@ -184,6 +231,10 @@ int main(void) {
                 cmocka_unit_test(test_extra_resources_do_not_break_guaranteed),
                 cmocka_unit_test(test_sidecar_counts),
                 cmocka_unit_test(test_only_init_has_resources),
+                cmocka_unit_test(test_pod_level_limits_are_guaranteed),
+                cmocka_unit_test(test_pod_level_requests_default_from_containers),
+                cmocka_unit_test(test_pod_level_decides_alone),
+                cmocka_unit_test(test_pod_level_hugepages_do_not_count),
                 cmocka_unit_test(test_qos_names),
         };
 
