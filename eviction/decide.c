@@ -59,6 +59,11 @@ static void message(const EvictThreshold *t, const EvictSignalObservation *o, co
         }
         if (r != EVICT_RESOURCE_MEMORY && r != EVICT_RESOURCE_EPHEMERAL_STORAGE)
                 return;
+        /* pod-level resources: the pod's own line, usage over request or not */
+        if (r == EVICT_RESOURCE_MEMORY && p->pod_memory_request_set && p->stats)
+                append(buf, size, "Pod %s was using %s, request is %s, has larger consumption of %s. ",
+                       p->name ? p->name : "", evict_quantity_format(p->memory_usage, true, q),
+                       evict_quantity_format(p->pod_memory_request, true, a), res);
         for (size_t i = 0; i < p->n_containers; i++) {
                 const EvictContainer *ct = &p->containers[i];
                 uint64_t usage = r == EVICT_RESOURCE_MEMORY ? ct->memory_usage : ct->ephemeral_usage;

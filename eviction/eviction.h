@@ -303,6 +303,12 @@ typedef struct EvictPod {
         int64_t termination_grace_period_seconds;
         const EvictContainer *containers; /* regular containers, for the message */
         size_t n_containers;
+        /* pod-level resources with a memory request (kubelet 1.34): the
+         * message names the pod (metadata.name) with its usage and that
+         * request before the containers */
+        const char *name;
+        bool pod_memory_request_set;
+        uint64_t pod_memory_request;
 } EvictPod;
 
 /* Critical or protected: never evicted. */
@@ -347,6 +353,10 @@ typedef struct EvictDecision {
  *   "The node was low on resource: memory. Threshold quantity: 100Mi,
  *    available: 92124Ki. Container app was using 2213804Ki, request is 0,
  *    has larger consumption of memory. "
+ * A pod with a pod-level memory request (pod_memory_request_set) and known
+ * usage gets, for memory, "Pod <name> was using <usage>, request is
+ * <request>, has larger consumption of memory. " before its containers,
+ * whether or not the usage is over the request (1.34's evictionMessage).
  */
 int evict_decide(const EvictConfig *c, const EvictState *s, const EvictObservations *obs, const EvictPod *pods,
                  size_t n_pods, EvictDecision *ret, CubError *err);

@@ -181,6 +181,16 @@ static json_t *spec_json(const Pod *pod, const char *node_name) {
                 json_object_set_new(spec, "priorityClassName", json_string(pod->priority_class_name));
         if (pod->node_selector.n)
                 json_object_set_new(spec, "nodeSelector", string_map(&pod->node_selector));
+        if (pod->resources_set) {
+                /* pod-level resources, as defaulted; empty lists are left out (omitempty) */
+                json_t *r = json_object();
+
+                if (r && pod->resources_requests.n)
+                        json_object_set_new(r, "requests", resources(&pod->resources_requests));
+                if (r && pod->resources_limits.n)
+                        json_object_set_new(r, "limits", resources(&pod->resources_limits));
+                json_object_set_new(spec, "resources", r);
+        }
         network_spec(pod, spec);
         return spec;
 }

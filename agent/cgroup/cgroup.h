@@ -70,6 +70,8 @@ const char *cg_group_get(const CgGroupValues *g, const char *file);
 /* "kubepods/burstable/pod<uid>" (cgroupfs) or the systemd slice path. */
 int cg_pod_path(const char *uid, PodQOSClass qos, CgDriverKind driver, char *buf, size_t size, CubError *err);
 
+/* pkg/kubelet/cm/helpers_linux.go ResourceConfigForPod (1.34) over eff,
+ * pod_effective()'s result: pod-level resources are already in it. */
 int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, const CgOptions *o, CgGroupValues *ret,
                   CubError *err);
 /* The pod cgroup's cpu.max set to "max <period>" (a pod with exclusive CPUs
@@ -85,7 +87,11 @@ typedef struct CgContainerResources {
         char cpuset_cpus[128];
 } CgContainerResources;
 
-/* c must be one of pod's containers or init containers. */
+/* kuberuntime_container_linux.go generateLinuxContainerResources (1.34):
+ * a container without a cpu or memory limit of its own in a pod with
+ * pod-level resources gets the pod-level limit (quota, memory limit, and
+ * the shares when it has no cpu request); oom_score_adj from qos/policy.go.
+ * c must be one of pod's containers or init containers. */
 void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer *c, const CgOptions *o,
                             CgContainerResources *ret);
 

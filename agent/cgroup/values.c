@@ -195,9 +195,18 @@ static int64_t burstable_adj(int64_t mem_request, uint64_t capacity) {
         return 1000 - (int64_t) (x > 2000 ? 2000 : x);
 }
 
-/* pkg/kubelet/qos/policy.go GetContainerOOMScoreAdjust */
+/* a + b, saturating */
+static int64_t add_sat(int64_t a, int64_t b) {
+        int64_t r;
+
+        return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+/* pkg/kubelet/qos/policy.go GetContainerOOMScoreAdjust (1.34): with a
+ * pod-level memory request, each container's request counts with an equal
+ * share of what the pod requests beyond its containers */
 static int64_t oom_score_adj(const Pod *pod, PodQOSClass qos, const PodContainer *c, uint64_t capacity) {
-        int64_t adj;
+        int64_t adj, extra;
 
         if (pod_is_node_critical(pod))
                 return -997;
@@ -205,7 +214,8 @@ static int64_t oom_score_adj(const Pod *pod, PodQOSClass qos, const PodContainer
                 return -997;
         if (qos == POD_QOS_BESTEFFORT)
                 return 1000;
-        adj = burstable_adj(memory_request(c), capacity);
+        extra = pod_remaining_memory_request_per_container(pod);
+        adj = burstable_adj(add_sat(memory_request(c), extra), capacity);
         if (pod_container_is_sidecar(c) && pod->n_containers > 0) {
                 /* sidecars are not killed before the containers they serve (1.31) */
                 int64_t min_req = memory_request(&pod->containers[0]);
@@ -213,6 +223,7 @@ static int64_t oom_score_adj(const Pod *pod, PodQOSClass qos, const PodContainer
                 for (size_t i = 1; i < pod->n_containers; i++)
                         if (memory_request(&pod->containers[i]) < min_req)
                                 min_req = memory_request(&pod->containers[i]);
+                min_req = add_sat(min_req, extra);
                 if (burstable_adj(min_req, capacity) < adj)
                         adj = burstable_adj(min_req, capacity);
         }
@@ -225,15 +236,15 @@ static int64_t oom_score_adj(const Pod *pod, PodQOSClass qos, const PodContainer
 
 void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer *c, const CgOptions *o,
                             CgContainerResources *ret) {
-        PodQuantity req_cpu, lim_cpu, lim_mem;
+        PodQuantity req_cpu;
+        /* kuberuntime_container_linux.go getCPULimit/getMemoryLimit: a
+         * container without a limit of its own gets the pod-level one */
+        PodQuantity lim_cpu = pod_container_limit(pod, c, "cpu"), lim_mem = pod_container_limit(pod, c, "memory");
         /* since 1.27 the limit gives the shares only when no request is given at all: an explicit 0 gives 2 */
         bool has_req = pod_resource_get(&c->requests, "cpu", &req_cpu);
-        bool has_lim = pod_resource_get(&c->limits, "cpu", &lim_cpu) && !pod_quantity_is_zero(lim_cpu);
 
-        (void) pod_resource_get(&c->limits, "memory", &lim_mem);
         *ret = (CgContainerResources){
-                .cpu_shares =
-                        (int64_t) cg_milli_cpu_to_shares(pod_quantity_milli(!has_req && has_lim ? lim_cpu : req_cpu)),
+                .cpu_shares = (int64_t) cg_milli_cpu_to_shares(pod_quantity_milli(has_req ? req_cpu : lim_cpu)),
                 .cpu_quota =
                         o->enforce_cpu_limits ? cg_milli_cpu_to_quota(pod_quantity_milli(lim_cpu), CG_QUOTA_PERIOD) : 0,
                 .cpu_period = o->enforce_cpu_limits ? CG_QUOTA_PERIOD : 0,

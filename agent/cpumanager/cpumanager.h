@@ -12,7 +12,8 @@
  *    CPUs taken by topology from the lowest core;
  *  - exclusive CPUs for each container of a Guaranteed pod whose cpu request
  *    is a whole number (init containers included; a regular init
- *    container's CPUs are reused by the app containers of the same pod);
+ *    container's CPUs are reused by the app containers of the same pod),
+ *    unless the pod sets pod-level resources (1.34 gives those none);
  *  - the shared pool (defaultCpuSet) for every other container;
  *  - the checkpoint in kubelet's cpu_manager_state shape.
  *
@@ -100,7 +101,9 @@ int cpumgr_reserved(const CpumgrTopology *t, const char *reserved_cpus_list, int
 unsigned cpumgr_guaranteed_cpus(PodQOSClass qos, const PodContainer *c);
 /* The most exclusive CPUs the pod holds at one time (init containers run
  * one at a time and their CPUs are reused: max(max over init, sum over app
- * containers + sidecars)). */
+ * containers + sidecars)). 0 for a pod with pod-level resources: kubelet
+ * 1.34's static policy gives such a pod none (nor do cpumgr_pod_fits and
+ * cpumgr_allocate_pod). */
 unsigned cpumgr_pod_exclusive_cpus(const Pod *pod, PodQOSClass qos);
 
 typedef enum CpumgrPolicy {

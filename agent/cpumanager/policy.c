@@ -43,6 +43,13 @@ unsigned cpumgr_guaranteed_cpus(PodQOSClass qos, const PodContainer *c) {
         return q.units > UINT_MAX ? UINT_MAX : (unsigned) q.units;
 }
 
+/* policy_static.go Allocate/GetTopologyHints (1.34): a pod with pod-level
+ * resources gets no exclusive CPUs, whatever its QoS class; its containers
+ * run on the shared pool. */
+static bool pod_gets_exclusive_cpus(const Pod *pod, PodQOSClass qos) {
+        return qos == POD_QOS_GUARANTEED && !pod_level_resources_set(pod);
+}
+
 /* The pod's containers in allocation order: init containers, then app
  * containers, each in the manifest's order. */
 static const PodContainer *pod_nth(const Pod *pod, size_t i, bool *ret_reusable) {
@@ -63,7 +70,7 @@ static const PodContainer *pod_nth(const Pod *pod, size_t i, bool *ret_reusable)
 unsigned cpumgr_pod_exclusive_cpus(const Pod *pod, PodQOSClass qos) {
         uint64_t consumed = 0, peak = 0;
 
-        if (qos != POD_QOS_GUARANTEED)
+        if (!pod_gets_exclusive_cpus(pod, qos))
                 return 0;
         for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
                 bool reusable;
@@ -390,7 +397,7 @@ bool cpumgr_pod_fits(const CpumgrState *s, const Pod *pod, PodQOSClass qos, CubE
         CpumgrSet f;
         uint64_t cand;
 
-        if (s->policy != CPUMGR_POLICY_STATIC || qos != POD_QOS_GUARANTEED)
+        if (s->policy != CPUMGR_POLICY_STATIC || !pod_gets_exclusive_cpus(pod, qos))
                 return true;
         cpumgr_free_exclusive(s, &f);
         cand = cpumgr_set_count(&f);
@@ -419,7 +426,7 @@ int cpumgr_allocate_pod(CpumgrState *s, const Pod *pod, PodQOSClass qos, CubErro
         CpumgrSet shared0 = s->shared, reuse = {};
         int r;
 
-        if (s->policy != CPUMGR_POLICY_STATIC || qos != POD_QOS_GUARANTEED)
+        if (s->policy != CPUMGR_POLICY_STATIC || !pod_gets_exclusive_cpus(pod, qos))
                 return 0;
         if (!pod->uid)
                 return cub_err_set(err, EINVAL, "pod '%s' has no UID", pod->name ? pod->name : "");

@@ -84,13 +84,12 @@ int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, con
 }
 
 int agent_evict_pod(const Pod *pod, const char *key, EvictContainer *containers, EvictPod *ret, CubError *err) {
-        PodEffective eff;
         const char *prot = NULL;
-        int r;
+        PodQuantity pod_mem;
+        bool pod_mem_set;
 
-        r = pod_effective(pod, &eff, err);
-        if (r < 0)
-                return r;
+        (void) err;
+        pod_mem_set = pod_level_resources_set(pod) && pod_resource_get(&pod->resources_requests, "memory", &pod_mem);
         for (size_t i = 0; i < pod->annotations.n; i++)
                 if (strcmp(pod->annotations.keys[i], EVICT_ANNOTATION_PROTECTED) == 0)
                         prot = pod->annotations.values[i];
@@ -107,12 +106,15 @@ int agent_evict_pod(const Pod *pod, const char *key, EvictContainer *containers,
                 .priority = pod->priority,
                 .critical = pod->priority >= POD_PRIORITY_CRITICAL,
                 .protected_ = prot && strcmp(prot, "true") == 0,
-                .memory_request = request_of(&eff.requests, "memory"),
-                .ephemeral_request = request_of(&eff.requests, "ephemeral-storage"),
+                /* what kubelet's rankings subtract: GetResourceRequestQuantity */
+                .memory_request = (uint64_t) pod_quantity_value(pod_request_quantity(pod, "memory")),
+                .ephemeral_request = (uint64_t) pod_quantity_value(pod_request_quantity(pod, "ephemeral-storage")),
                 .termination_grace_period_seconds = pod->termination_grace_period_seconds,
                 .containers = containers,
                 .n_containers = pod->n_containers,
+                .name = pod->name,
+                .pod_memory_request_set = pod_mem_set,
+                .pod_memory_request = pod_mem_set ? (uint64_t) pod_quantity_value(pod_mem) : 0,
         };
-        pod_effective_done(&eff);
         return 0;
 }

@@ -36,8 +36,12 @@ int64_t agent_kubepods_pids(const PodKubeletConfig *kc, int64_t max_pids);
 /*
  * The pod-given part of an eviction snapshot entry: key (caller's storage),
  * QoS, priority, criticality, the EVICT_ANNOTATION_PROTECTED opt-out,
- * effective memory and ephemeral-storage requests, grace period, and for
- * each app container its name and requests in containers[pod->n_containers].
- * Usage fields are left 0 for the caller to fill.
+ * memory and ephemeral-storage requests as kubelet's rankings take them
+ * (GetResourceRequestQuantity: pod-level requests alone when the pod sets
+ * pod-level resources; overhead only onto a non-zero request), grace
+ * period, the pod-level memory request for the message (pod-level
+ * resources with a memory request), and for each app container its name
+ * and requests in containers[pod->n_containers]. Usage fields are left 0
+ * for the caller to fill. Never fails now; err stays for the callers.
  */
 int agent_evict_pod(const Pod *pod, const char *key, EvictContainer *containers, EvictPod *ret, CubError *err);

@@ -210,10 +210,15 @@ static const PodContainer *find_container(const Pod *pod, const char *name) {
         return NULL;
 }
 
-int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *ctx, char ***ret_env, CubError *err) {
+int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *node_ctx, char ***ret_env,
+                    CubError *err) {
+        PodEnvContext lctx = *node_ctx, *ctx = &lctx;
         size_t n_from = 0, o = 0;
         char **env;
         int r = 0;
+
+        /* a limit not set: the pod-level one, else node allocatable */
+        pod_downward_allocatable(pod, &lctx.alloc_cpu_milli, &lctx.alloc_memory);
 
         while (ctx->env_from && ctx->env_from[n_from] && ctx->env_from[n_from + 1])
                 n_from += 2;

@@ -44,7 +44,9 @@ char *pod_env_expand(const char *in, const char *const *const *maps, size_t n_ma
 /* Container c's env as a flat, NULL-terminated name/value list (owned):
  * envFrom's keys first, then env in manifest order, values expanded
  * against the earlier env, valueFrom resolved (a later pair of a name wins,
- * as in the runtime). */
+ * as in the runtime); a resourceFieldRef limit not set is the pod-level
+ * limit when the pod has one (pod_downward_allocatable), else ctx's node
+ * allocatable. */
 int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *ctx, char ***ret_env, CubError *err);
 /* command and args with $(VAR) expanded against env (flat list; later pairs
  * win), as kubelet's ExpandContainerCommandAndArgs. NULL lists stay NULL. */

@@ -242,11 +242,14 @@ int vol_downward_value(const Pod *pod, const PodDownwardFile *f, const VolNode *
         }
         if (f->resource) {
                 const PodContainer *c = find_container(pod, f->resource_container ? f->resource_container : "");
+                VolNode n = *node;
                 int r;
 
                 if (!c)
                         return cub_err_set(err, EINVAL, "container %s not found", f->resource_container);
-                r = vol_resource_value(c, f->resource, f->divisor, node, buf, sizeof(buf), err);
+                /* a limit not set: the pod-level one, else node allocatable */
+                pod_downward_allocatable(pod, &n.cpu_milli, &n.memory);
+                r = vol_resource_value(c, f->resource, f->divisor, &n, buf, sizeof(buf), err);
                 if (r < 0)
                         return r;
                 *ret = strdup(buf);

@@ -76,7 +76,9 @@ char *vol_format_map(const PodStringMap *m);
 int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const VolNode *node, char *buf,
                        size_t size, CubError *err);
 
-/* The content of one downwardAPI file (malloc'd in *ret). */
+/* The content of one downwardAPI file (malloc'd in *ret); a resourceFieldRef
+ * limit not set is the pod-level limit when the pod has one
+ * (pod_downward_allocatable), else node's allocatable. */
 int vol_downward_value(const Pod *pod, const PodDownwardFile *f, const VolNode *node, char **ret, CubError *err);
 
 /* kubelet's calculateEmptyDirMemorySize: node allocatable memory, lowered

@@ -194,6 +194,37 @@ static void test_soft_grace(void **state) {
         assert_int_equal(d.grace_period_seconds, 0);
 }
 
+/* kubelet 1.34 evictionMessage: a pod with a pod-level memory request is
+ * named with its usage and that request, over it or not, before its
+ * containers; not for other resources, nor without stats */
+static void test_pod_level_message(void **state) {
+        static const char *const hard[] = { "memory.available", "100Mi", "nodefs.available", "10%", NULL };
+        EvictPod saved = pods[1];
+        EvictConfig c;
+        EvictObservations o = {};
+        EvictDecision d;
+
+        (void) state;
+        pods[1].name = "hog";
+        pods[1].pod_memory_request_set = true;
+        pods[1].pod_memory_request = 3 * GI;
+        setup_config(&c, hard, false, 0);
+        observe(&o, EVICT_SIGNAL_MEMORY_AVAILABLE, 92124 * KI, 16 * GI);
+        d = run(&c, &o, 0);
+        assert_int_equal(d.pod, 1);
+        assert_string_equal(d.message,
+                            "The node was low on resource: memory. Threshold quantity: 100Mi, available: 92124Ki. "
+                            "Pod hog was using 2600Mi, request is 3Gi, has larger consumption of memory. "
+                            "Container app was using 2213804Ki, request is 0, has larger consumption of memory. "
+                            "Container cache was using 300Mi, request is 256Mi, has larger consumption of memory. ");
+        observe(&o, EVICT_SIGNAL_MEMORY_AVAILABLE, 8 * GI, 16 * GI);
+        observe(&o, EVICT_SIGNAL_NODEFS_AVAILABLE, 5 * GI, 100 * GI);
+        d = run(&c, &o, 0);
+        assert_int_equal(d.signal, EVICT_SIGNAL_NODEFS_AVAILABLE);
+        assert_null(strstr(d.message, "Pod hog"));
+        pods[1] = saved;
+}
+
 static void test_memory_first(void **state) {
         static const char *const hard[] = {
                 "nodefs.available", "10%", "pid.available", "1000", "memory.available", "100Mi", NULL
@@ -310,6 +341,7 @@ int main(void) {
                 cmocka_unit_test(test_hard_memory),
                 cmocka_unit_test(test_kubelet_policy_decision),
                 cmocka_unit_test(test_soft_grace),
+                cmocka_unit_test(test_pod_level_message),
                 cmocka_unit_test(test_memory_first),
                 cmocka_unit_test(test_pid_and_inode_messages),
                 cmocka_unit_test(test_only_exempt),

@@ -345,6 +345,45 @@ static void cgroup(const char *root, const char *rel, const char *usage, const c
 
 /* an evicted pod and a preemption victim: Failed, kubelet's reason and
  * message, and the DisruptionTarget condition (TerminationByKubelet) */
+/* spec.resources (pod-level resources) is rendered as defaulted, and the
+ * item decodes back to the same pod-level values and QoS class */
+static void test_pod_level_resources(void **state) {
+        LcPod *p = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: pl}\n"
+                            "spec:\n  resources: {limits: {cpu: \"2\", memory: 1Gi}}\n"
+                            "  containers: [{name: a, image: x, resources: {requests: {cpu: 500m}}}]\n");
+        LcPod *e = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: e}\n"
+                            "spec:\n  resources: {}\n  containers: [{name: a, image: x}]\n");
+        ApiPodsInfo info = { .node_name = "node1", .host_ip = "10.0.0.5", .runtime = "containerd" };
+        json_t *pj = api_pod_json(p, &info), *res = json_object_get(json_object_get(pj, "spec"), "resources");
+        _cleanup_free_ char *one = json_dumps(pj, 0);
+        Pod *back = NULL;
+        CubError err = {};
+
+        (void) state;
+        assert_string_equal(json_string_value(json_object_get(json_object_get(res, "requests"), "cpu")), "500m");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(res, "requests"), "memory")), "1Gi");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(res, "limits"), "cpu")), "2");
+        assert_int_equal(pod_decode(one, strlen(one), "item", POD_FORMAT_JSON, &back, &err), 0);
+        assert_int_equal(pod_qos_class(back), POD_QOS_BURSTABLE);
+        assert_int_equal(back->resources_requests.n, 2);
+        pod_free(back);
+        json_decref(pj);
+        /* {} stays {}: the pod is BestEffort by it */
+        pj = api_pod_json(e, &info);
+        res = json_object_get(json_object_get(pj, "spec"), "resources");
+        assert_true(json_is_object(res));
+        assert_int_equal(json_object_size(res), 0);
+        json_decref(pj);
+        /* no spec.resources: none rendered */
+        lc_pod_free(e);
+        e = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: e}\nspec: {containers: [{name: a, image: x}]}\n");
+        pj = api_pod_json(e, &info);
+        assert_null(json_object_get(json_object_get(pj, "spec"), "resources"));
+        json_decref(pj);
+        lc_pod_free(e);
+        lc_pod_free(p);
+}
+
 static void test_disruption_target(void **state) {
         static const char *const msg = "The node was low on resource: memory. Threshold quantity: 100Mi.";
         ApiPodsInfo info = { .node_name = "node1", .runtime = "containerd" };
@@ -366,7 +405,8 @@ static void test_disruption_target(void **state) {
                         lc_pod_set_failed(p, "OutOfcpu", "Pod was rejected: Node didn't have enough resource: cpu", 0);
                 pj = api_pod_json(p, &info);
                 json_array_foreach(json_object_get(json_object_get(pj, "status"), "conditions"), k, c) last = c;
-                assert_string_equal(json_string_value(json_object_get(json_object_get(pj, "status"), "phase")), "Failed");
+                assert_string_equal(json_string_value(json_object_get(json_object_get(pj, "status"), "phase")),
+                                    "Failed");
                 if (i == 2) {
                         assert_string_equal(json_string_value(json_object_get(last, "type")), "PodScheduled");
                 } else {
@@ -374,7 +414,8 @@ static void test_disruption_target(void **state) {
                         assert_string_equal(json_string_value(json_object_get(last, "status")), "True");
                         assert_string_equal(json_string_value(json_object_get(last, "reason")), "TerminationByKubelet");
                         assert_string_equal(json_string_value(json_object_get(last, "message")),
-                                            i == 0 ? msg : "Pod was preempted by Kubelet to accommodate a critical pod.");
+                                            i == 0 ? msg
+                                                   : "Pod was preempted by Kubelet to accommodate a critical pod.");
                 }
                 json_decref(pj);
                 lc_pod_free(p);
@@ -459,9 +500,13 @@ static void test_resource(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_metrics_text), cmocka_unit_test(test_process_metrics),
-                cmocka_unit_test(test_pod_list),     cmocka_unit_test(test_probe_status),
-                cmocka_unit_test(test_resource),     cmocka_unit_test(test_disruption_target),
+                cmocka_unit_test(test_metrics_text),
+                cmocka_unit_test(test_process_metrics),
+                cmocka_unit_test(test_pod_list),
+                cmocka_unit_test(test_probe_status),
+                cmocka_unit_test(test_resource),
+                cmocka_unit_test(test_disruption_target),
+                cmocka_unit_test(test_pod_level_resources),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -204,6 +204,36 @@ static void test_guaranteed_non_integer_is_shared(void **state) {
         cpumgr_free(s);
 }
 
+/* policy_static.go (1.34): a pod with pod-level resources gets no exclusive
+ * CPUs, Guaranteed and whole-cpu containers included */
+static void test_pod_level_resources_are_shared(void **state) {
+        CpumgrState *s = state_a();
+        Pod *pod = pod_of(HDR("u1") "  resources:\n    requests: {cpu: \"3\", memory: 2Gi}\n"
+                                    "    limits: {cpu: \"3\", memory: 2Gi}\n"
+                                    "  containers:\n" C("app", GUAR("2")) C("bare", ""));
+        Pod *huge = pod_of(HDR("u2") "  resources:\n    limits: {cpu: \"64\", memory: 1Gi}\n"
+                                     "  containers:\n" C("app", ""));
+        CubError err = {};
+
+        (void) state;
+        assert_int_equal(pod_qos_class(pod), POD_QOS_GUARANTEED);
+        assert_int_equal(cpumgr_guaranteed_cpus(POD_QOS_GUARANTEED, &pod->containers[0]), 2);
+        assert_int_equal(cpumgr_pod_exclusive_cpus(pod, POD_QOS_GUARANTEED), 0);
+        allocate_ok(s, pod);
+        assert_null(cpumgr_container_cpus(s, "u1", "app"));
+        assert_null(cpumgr_container_cpus(s, "u1", "bare"));
+        assert_cpuset(s, "u1", "app", "0-7");
+        assert_pool(s, "0-7");
+        /* more cpus than the node has: still fits, nothing exclusive is asked */
+        assert_int_equal(pod_qos_class(huge), POD_QOS_GUARANTEED);
+        assert_true(cpumgr_pod_fits(s, huge, POD_QOS_GUARANTEED, &err));
+        assert_int_equal(cpumgr_allocate_pod(s, huge, POD_QOS_GUARANTEED, &err), 0);
+        assert_pool(s, "0-7");
+        pod_free(huge);
+        pod_free(pod);
+        cpumgr_free(s);
+}
+
 static void test_burstable_is_shared(void **state) {
         CpumgrState *s = state_a();
         Pod *pod = pod_of(HDR("u1") "  containers:\n" C("app", RES("cpu: \"2\"", "cpu: \"3\"")));
@@ -505,6 +535,7 @@ int main(void) {
                 cmocka_unit_test(test_guaranteed_integer),
                 cmocka_unit_test(test_guaranteed_non_integer_is_shared),
                 cmocka_unit_test(test_burstable_is_shared),
+                cmocka_unit_test(test_pod_level_resources_are_shared),
                 cmocka_unit_test(test_init_reuse),
                 cmocka_unit_test(test_init_reuse_partial_and_release_container),
                 cmocka_unit_test(test_sidecar_not_reused),

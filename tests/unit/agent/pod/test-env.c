@@ -236,6 +236,41 @@ static void test_resource_container_name(void **state) {
         pod_free(pod);
 }
 
+/* kubelet_resources.go defaultPodLimitsForDownwardAPI (1.34): a limit the
+ * container does not set is the pod-level one, else node allocatable */
+static void test_resource_pod_level_limits(void **state) {
+        Pod *pod = decode(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n"
+                "  resources: {limits: {cpu: 1500m, memory: 1Gi}}\n  containers:\n  - name: c\n    image: busybox\n"
+                "    resources: {limits: {memory: 64Mi}}\n    env:\n"
+                "    - {name: CPU, valueFrom: {resourceFieldRef: {resource: limits.cpu, divisor: 1m}}}\n"
+                "    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}\n"
+                "    - {name: SIDE, valueFrom: {resourceFieldRef: {containerName: side, resource: "
+                "limits.memory, divisor: 1Mi}}}\n"
+                "    - {name: DISK, valueFrom: {resourceFieldRef: {resource: limits.ephemeral-storage, "
+                "divisor: 1G}}}\n"
+                "  - name: side\n    image: busybox\n");
+        char **env = NULL;
+        CubError err = {};
+
+        (void) state;
+        assert_int_equal(pod_env_resolve(pod, &pod->containers[0], &ctx, &env, &err), 0);
+        assert_string_equal(get(env, "CPU"), "1500");  /* the pod's */
+        assert_string_equal(get(env, "MEM"), "64");    /* its own */
+        assert_string_equal(get(env, "SIDE"), "1024"); /* the pod's, for the other container */
+        assert_string_equal(get(env, "DISK"), "20");   /* not a pod-level resource: node allocatable */
+        pod_env_strv_free(env);
+        pod_free(pod);
+        /* pod-level requests only: node allocatable */
+        pod = decode("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n"
+                     "  resources: {requests: {cpu: 1}}\n  containers:\n  - name: c\n    image: busybox\n    env:\n"
+                     "    - {name: CPU, valueFrom: {resourceFieldRef: {resource: limits.cpu, divisor: 1m}}}\n");
+        assert_int_equal(pod_env_resolve(pod, &pod->containers[0], &ctx, &env, &err), 0);
+        assert_string_equal(get(env, "CPU"), "3500");
+        pod_env_strv_free(env);
+        pod_free(pod);
+}
+
 /* expand_test.go TestMapping */
 static void test_expand_vectors(void **state) {
         (void) state;
@@ -337,8 +372,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_field_ref_values),        cmocka_unit_test(test_field_ref_errors),
                 cmocka_unit_test(test_static_refs_refused),     cmocka_unit_test(test_resource_values),
-                cmocka_unit_test(test_resource_container_name), cmocka_unit_test(test_expand_vectors),
-                cmocka_unit_test(test_env_order_and_command),
+                cmocka_unit_test(test_resource_container_name), cmocka_unit_test(test_resource_pod_level_limits),
+                cmocka_unit_test(test_expand_vectors),          cmocka_unit_test(test_env_order_and_command),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -255,6 +255,32 @@ static void test_downward_values(void **state) {
         pod_free(pod);
 }
 
+/* kubelet_resources.go defaultPodLimitsForDownwardAPI (1.34): the pod-level
+ * limit before node allocatable */
+static void test_downward_pod_level_limits(void **state) {
+        Pod *pod = decode(POD_HDR "spec:\n  resources: {limits: {memory: 256Mi}}\n"
+                                  "  containers:\n  - name: a\n    image: x\n"
+                                  "  volumes:\n  - name: info\n    downwardAPI:\n      items:\n"
+                                  "      - {path: mem, resourceFieldRef: {containerName: a, resource: limits.memory, "
+                                  "divisor: 1Mi}}\n"
+                                  "      - {path: cpu, resourceFieldRef: {containerName: a, resource: limits.cpu, "
+                                  "divisor: 1m}}\n");
+        static const char *const want[] = { "256", "1000" };
+        VolNode node = { .cpu_milli = 1000, .memory = 1 << 30 };
+
+        (void) state;
+        for (size_t i = 0; i < 2; i++) {
+                char *s = NULL;
+                CubError err = {};
+
+                assert_int_equal(vol_downward_value(pod, &pod->volumes[0].items[i], &node, &s, &err), 0);
+                assert_string_equal(s, want[i]);
+                free(s);
+        }
+        assert_int_equal(node.memory, 1 << 30); /* the caller's node is left alone */
+        pod_free(pod);
+}
+
 static void test_tmpfs_size(void **state) {
         PodVolume v = { .kind = POD_VOLUME_EMPTY_DIR };
         const int64_t mi = 1 << 20;
@@ -615,6 +641,7 @@ int main(void) {
                 cmocka_unit_test(test_format_map),
                 cmocka_unit_test(test_resource_vectors),
                 cmocka_unit_test(test_downward_values),
+                cmocka_unit_test(test_downward_pod_level_limits),
                 cmocka_unit_test(test_tmpfs_size),
                 cmocka_unit_test(test_expand),
                 cmocka_unit_test(test_paths),
