@@ -20,6 +20,9 @@ void agent_pod_stopped(Agent *a, const char *uid) {
         agent_managers_pod_stopped(a, uid);
 }
 
+/* Manifest pods only: an evicted API pod is Failed for good, as kubelet's
+ * (the API server refuses a terminal phase's way back; its controller
+ * makes a new pod) */
 static void readmit_evicted(Agent *a) {
         uint64_t now = agent_now_usec();
         bool batch = false;
@@ -27,7 +30,8 @@ static void readmit_evicted(Agent *a) {
         for (size_t i = 0; i < a->table.n_pods; i++) {
                 LcPod *p = a->table.pods[i];
 
-                if (!p->evicted || !p->wanted || p->busy || agent_is_killing(a, p->spec->pod->uid))
+                if (!p->evicted || !p->wanted || p->busy || !pod_is_static(p->spec->pod) ||
+                    agent_is_killing(a, p->spec->pod->uid))
                         continue;
                 cub_log(LOG_INFO, "pod %s/%s: the pressure is gone, admitting it again", p->spec->pod->namespace_,
                         p->spec->pod->name);

@@ -121,10 +121,15 @@ Y
 		nap 0.25
 	done
 	stop=""
+	log "$a run $r: ramp pid '${pid}' (uid $uid), crossing at $cross MiB, limit $limit MiB"
 	if [ -n "$pid" ]; then
-		while [ -d "/proc/$pid" ]; do nap 0.05; done
-		stop=$(uptime_ms)
+		for _ in $(seq 6000); do # 300 s
+			[ -d "/proc/$pid" ] || break
+			nap 0.05
+		done
+		[ -d "/proc/$pid" ] || stop=$(uptime_ms)
 	fi
+	log "$a run $r: ramp ended (${stop:-still running after 300 s}), $(tail -n 1 "/run/peer-ramp/$a/$pod" 2>/dev/null)"
 	until_true 180 finished "$pod" || say "  $a run $r: $pod did not finish in 180 s (phase $(phase "$pod"))"
 	reason=$(kc get pod "$pod" -o jsonpath='{.status.reason}/{.status.containerStatuses[0].state.terminated.reason}' 2>/dev/null)
 	oom1=$(dmesg | grep -c 'oom-kill:')
@@ -159,7 +164,10 @@ Y
 }
 
 declare -A R
-for a in kubelet cubelet; do
+# BENCH_PEER_AGENTS: the agents to run (default both); the other's figures
+# from /etc/cubelet-bench/AGENT.{dec,stop,oom} (an earlier run's files, -f)
+AGENTS=${BENCH_PEER_AGENTS:-kubelet cubelet}
+for a in $AGENTS; do
 	: >"$VM_OUT/$a.dec"
 	: >"$VM_OUT/$a.stop"
 	: >"$VM_OUT/$a.oom"
@@ -168,14 +176,22 @@ for a in kubelet cubelet; do
 	until_true 240 ready || say "$a: the node is not Ready after 240 s"
 	sleep 10
 	for r in $(seq "$N"); do one_run "$a" "$r"; done
+	agent_stop "$a" "$VM_OUT/$a.log"
+	kc delete node "$NODE_LC" --wait=false >/dev/null 2>&1
+	sleep 5
+done
+for a in kubelet cubelet; do
+	case " $AGENTS " in *" $a "*) ;; *)
+		[ -f "/etc/cubelet-bench/$a.dec" ] || continue
+		say "($a: the figures of an earlier run, /etc/cubelet-bench/$a.*)"
+		for k in dec stop oom; do cp "/etc/cubelet-bench/$a.$k" "$VM_OUT/$a.$k" 2>/dev/null || : >"$VM_OUT/$a.$k"; done
+		;;
+	esac
 	R[$a.n]=$(wc -l <"$VM_OUT/$a.dec")
 	R[$a.dec50]=$(pct "$VM_OUT/$a.dec" 50) R[$a.decmax]=$(pct "$VM_OUT/$a.dec" 100)
 	R[$a.stop50]=$(pct "$VM_OUT/$a.stop" 50) R[$a.stopmax]=$(pct "$VM_OUT/$a.stop" 100)
 	R[$a.oom]=$(awk '{ s += $1 } END { print s + 0 }' "$VM_OUT/$a.oom")
-	say "$a: ${R[$a.n]} of $N runs evicted; onset -> decision p50 ${R[$a.dec50]} ms, max ${R[$a.decmax]} ms; onset -> stopped p50 ${R[$a.stop50]} ms, max ${R[$a.stopmax]} ms; OOM kills ${R[$a.oom]}"
-	agent_stop "$a" "$VM_OUT/$a.log"
-	kc delete node "$NODE_LC" --wait=false >/dev/null 2>&1
-	sleep 5
+	say "$a: ${R[$a.n]} runs evicted; onset -> decision p50 ${R[$a.dec50]} ms, max ${R[$a.decmax]} ms; onset -> stopped p50 ${R[$a.stop50]} ms, max ${R[$a.stopmax]} ms; OOM kills ${R[$a.oom]}"
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
