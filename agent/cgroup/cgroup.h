@@ -37,6 +37,9 @@ typedef struct CgOptions {
         int64_t kubepods_memory;    /* capacity - kube/system reserved; 0 = unknown */
         int64_t kubepods_pids;      /* max pids - kube/system reserved "pid"; 0 = not written */
         bool cpu_static;            /* cpuManagerPolicy static: exclusive CPUs run without a CFS quota */
+        bool swap_limited;          /* memorySwap.swapBehavior LimitedSwap (else NoSwap) */
+        bool swap_controller;       /* memory.swap.max exists in the agent's own cgroup (cgroup v2) */
+        uint64_t swap_capacity;     /* SwapTotal, bytes */
 } CgOptions;
 
 void cg_options_init(CgOptions *o);
@@ -85,7 +88,19 @@ typedef struct CgContainerResources {
         int64_t memory_limit_in_bytes;
         int64_t oom_score_adj;
         char cpuset_cpus[128];
+        char memory_swap_max[24]; /* unified "memory.swap.max"; "" = not sent (no swap controller) */
 } CgContainerResources;
+
+/* kuberuntime_container_linux.go calcSwapForBurstablePods (1.34):
+ * int64(float64(request) / float64(capacity) * float64(swap)); -EINVAL when
+ * capacity <= 0 or request > capacity (kubelet then sends no swap, "0"). */
+int cg_swap_for_burstable(int64_t request, int64_t capacity, int64_t swap, int64_t *ret);
+/* The container's memory.swap.max as kubelet 1.34 configureContainerSwapResources
+ * decides it: nothing without the swap controller; LimitedSwap gives the
+ * formula above to a container of a Burstable, non-critical pod with a
+ * memory request or limit of its own and request != limit; "0" otherwise. */
+void cg_container_swap(const Pod *pod, PodQOSClass qos, const PodContainer *c, const CgOptions *o, char *buf,
+                       size_t size);
 
 /* kuberuntime_container_linux.go generateLinuxContainerResources (1.34):
  * a container without a cpu or memory limit of its own in a pod with

@@ -251,6 +251,46 @@ void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer 
                 .memory_limit_in_bytes = pod_quantity_value(lim_mem),
                 .oom_score_adj = oom_score_adj(pod, qos, c, o->memory_capacity),
         };
+        cg_container_swap(pod, qos, c, o, ret->memory_swap_max, sizeof(ret->memory_swap_max));
+}
+
+int cg_swap_for_burstable(int64_t request, int64_t capacity, int64_t swap, int64_t *ret) {
+        double proportion;
+
+        if (capacity <= 0 || request > capacity)
+                return -EINVAL;
+        /* Go's float64 arithmetic, then int64() truncating toward zero */
+        proportion = (double) request / (double) capacity;
+        *ret = (int64_t) (proportion * (double) swap);
+        return 0;
+}
+
+static int64_t clamp_u64(uint64_t v) {
+        return v > (uint64_t) INT64_MAX ? INT64_MAX : (int64_t) v;
+}
+
+void cg_container_swap(const Pod *pod, PodQOSClass qos, const PodContainer *c, const CgOptions *o, char *buf,
+                       size_t size) {
+        PodQuantity req = {}, lim = {};
+        int64_t swap = 0;
+        bool no_memory;
+
+        buf[0] = '\0';
+        if (!o->swap_controller)
+                return;
+        /* GetContainerSwapBehavior: the container's own memory request and
+         * limit (absent reads as 0), the pod's QoS class */
+        (void) pod_resource_get(&c->requests, "memory", &req);
+        (void) pod_resource_get(&c->limits, "memory", &lim);
+        no_memory = pod_quantity_is_zero(req) && pod_quantity_is_zero(lim);
+        if (o->swap_limited && !pod_is_critical(pod) && qos == POD_QOS_BURSTABLE && !no_memory &&
+            pod_quantity_cmp(req, lim) != 0) {
+                /* ConfigureLimitedSwap: an error from the formula disallows swap */
+                if (cg_swap_for_burstable(pod_quantity_value(req), clamp_u64(o->memory_capacity),
+                                          clamp_u64(o->swap_capacity), &swap) < 0)
+                        swap = 0;
+        }
+        (void) snprintf(buf, size, "%" PRId64, swap);
 }
 
 void cg_qos_values(int64_t burstable_cpu_milli, const CgOptions *o, CgGroupValues ret[3]) {

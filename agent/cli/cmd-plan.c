@@ -40,6 +40,11 @@ static int file_node(const char *path, AgentNode *n, CubError *err) {
         n->memory_capacity = (uint64_t) pod_quantity_value(q);
         if (pod_resource_get(&node->capacity, "cpu", &q))
                 n->cpu_capacity_milli = pod_quantity_milli(q);
+        /* a Node does not say whether the swap controller exists: kubelet
+         * reports status.nodeInfo.swap when the node has swap, and plan takes
+         * that as the controller being there too */
+        n->swap_controller = node->swap_set;
+        n->swap_capacity = node->swap_set && node->swap_capacity > 0 ? (uint64_t) node->swap_capacity : 0;
         return 0;
 }
 
@@ -71,14 +76,19 @@ static json_t *containers_json(const Pod *pod, PodQOSClass qos, const PodContain
                 CgContainerResources res;
 
                 cg_container_resources(pod, qos, &cs[i], o, &res);
+                json_t *c;
+
                 cpumgr_unquota_container(qos, &cs[i], o, &res);
-                json_array_append_new(arr,
-                                      json_pack("{s:s,s:{s:I,s:I,s:I,s:I,s:I,s:s},s:s}", "name", cs[i].name,
-                                                "resources", "cpu_shares", (json_int_t) res.cpu_shares, "cpu_quota",
-                                                (json_int_t) res.cpu_quota, "cpu_period", (json_int_t) res.cpu_period,
-                                                "memory_limit_in_bytes", (json_int_t) res.memory_limit_in_bytes,
-                                                "oom_score_adj", (json_int_t) res.oom_score_adj, "cpuset_cpus",
-                                                res.cpuset_cpus, "exclusiveCPUs", ""));
+                c = json_pack("{s:s,s:{s:I,s:I,s:I,s:I,s:I,s:s},s:s}", "name", cs[i].name, "resources", "cpu_shares",
+                              (json_int_t) res.cpu_shares, "cpu_quota", (json_int_t) res.cpu_quota, "cpu_period",
+                              (json_int_t) res.cpu_period, "memory_limit_in_bytes",
+                              (json_int_t) res.memory_limit_in_bytes, "oom_score_adj", (json_int_t) res.oom_score_adj,
+                              "cpuset_cpus", res.cpuset_cpus, "exclusiveCPUs", "");
+                /* the unified map's memory.swap.max, only when the swap controller is there */
+                if (c && res.memory_swap_max[0])
+                        json_object_set_new(json_object_get(c, "resources"), "memory_swap_max",
+                                            json_string(res.memory_swap_max));
+                json_array_append_new(arr, c);
         }
         return arr;
 }
@@ -149,8 +159,11 @@ static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, co
                 o->enforce_cpu_limits = cfg->cpu_cfs_quota;
                 o->pod_pids_limit = cfg->pod_pids_limit;
                 o->cpu_static = cfg->cpu_manager_policy && strcmp(cfg->cpu_manager_policy, "static") == 0;
+                o->swap_limited = cfg->swap_behavior && strcmp(cfg->swap_behavior, "LimitedSwap") == 0;
         }
         o->memory_capacity = node->memory_capacity;
+        o->swap_controller = node->swap_controller;
+        o->swap_capacity = node->swap_capacity;
         o->cpu_capacity_milli = node->cpu_capacity_milli;
         agent_kubepods_capacity(cfg, node->cpu_capacity_milli, node->memory_capacity, &o->kubepods_cpu_milli,
                                 &o->kubepods_memory);
@@ -165,9 +178,11 @@ static void plan_usage(FILE *f) {
               "file values, and the CRI resources of each container. Nothing is changed.\n"
               "\n"
               "  --config FILE   KubeletConfiguration (podPidsLimit, cpuCFSQuota, cgroupDriver,\n"
-              "                  kubeReserved, systemReserved)\n"
+              "                  kubeReserved, systemReserved, memorySwap.swapBehavior)\n"
               "  --node FILE     a v1 Node: metadata.name names static pods,\n"
-              "                  status.capacity sizes oom_score_adj and kubepods\n"
+              "                  status.capacity sizes oom_score_adj and kubepods,\n"
+              "                  status.nodeInfo.swap.capacity the swap (and says the\n"
+              "                  swap controller is there: memory_swap_max is printed)\n"
               "                  (default: this host)\n"
               "  --cgroup-driver DRIVER  cgroupfs (kubepods/burstable/pod<uid>) or systemd\n"
               "                  (kubepods.slice/kubepods-burstable.slice/...); default: the\n"

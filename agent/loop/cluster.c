@@ -107,9 +107,13 @@ static json_t *node_info(Agent *a) {
 
                 (void) snprintf(rt, sizeof(rt), "%.*s://%.*s", (int) n, v, (int) strcspn(ver, " "), ver);
         }
-        return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "machineID", machine, "systemUUID", uuid, "bootID",
-                         boot, "kernelVersion", u.release, "osImage", os, "containerRuntimeVersion", rt,
-                         "kubeletVersion", KUBELET_VERSION, "operatingSystem", "linux", "architecture", mgr_go_arch());
+        /* swap: nodestatus/setters.go MachineInfo (1.34), when the machine has swap */
+        return json_pack(
+                "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o*}", "machineID", machine, "systemUUID", uuid, "bootID", boot,
+                "kernelVersion", u.release, "osImage", os, "containerRuntimeVersion", rt, "kubeletVersion",
+                KUBELET_VERSION, "operatingSystem", "linux", "architecture", mgr_go_arch(), "swap",
+                a->core.node.swap_capacity > 0 ? json_pack("{s:I}", "capacity", (json_int_t) a->core.node.swap_capacity)
+                                               : NULL);
 }
 
 /* key=value pairs, comma-separated (--node-labels) */

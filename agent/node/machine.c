@@ -26,6 +26,10 @@ int agent_host_node(AgentNode *n, CubError *err) {
         if (!p || sscanf(p, "MemTotal: %llu kB", &kb) != 1)
                 return cub_err_set(err, EINVAL, "'/proc/meminfo': no MemTotal line");
         n->memory_capacity = (uint64_t) kb * 1024;
+        /* cadvisor's MachineInfo.SwapCapacity: SwapTotal */
+        p = strstr(meminfo, "SwapTotal:");
+        n->swap_capacity = p && sscanf(p, "SwapTotal: %llu kB", &kb) == 1 ? (uint64_t) kb * 1024 : 0;
+        n->swap_controller = agent_swap_controller("/proc/self/cgroup", "/sys/fs/cgroup");
         cpus = sysconf(_SC_NPROCESSORS_ONLN);
         n->cpu_capacity_milli = cpus > 0 ? cpus * 1000 : 0;
         /* kubelet's pidlimit.Stats(): both limit the number of tasks */
@@ -41,4 +45,24 @@ int agent_host_node(AgentNode *n, CubError *err) {
                         n->max_pids = v;
         }
         return 0;
+}
+
+bool agent_swap_controller(const char *proc_self_cgroup, const char *cgroup_mount) {
+        _cleanup_free_ char *s = NULL, *path = NULL;
+        const char *line;
+        size_t len;
+
+        if (cub_read_file(proc_self_cgroup, 1 << 16, &s, NULL, NULL) < 0)
+                return false;
+        /* cgroup v2: one line "0::/path" (the unified hierarchy's key "") */
+        for (line = s; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                if (strncmp(line, "0::", 3) == 0)
+                        break;
+        if (!line || !*line)
+                return false;
+        line += 3;
+        len = strcspn(line, "\n");
+        if (asprintf(&path, "%s/%.*s/memory.swap.max", cgroup_mount, (int) len, line) < 0)
+                return false;
+        return access(path, F_OK) == 0;
 }

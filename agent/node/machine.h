@@ -4,6 +4,7 @@
 /* This host as a node: its name, memory and CPU capacity. */
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../util/err.h"
@@ -17,6 +18,12 @@ typedef struct AgentNode {
         uint64_t memory_capacity;   /* MemTotal, bytes */
         int64_t cpu_capacity_milli; /* online CPUs × 1000 */
         int64_t max_pids;           /* min(kernel.pid_max, kernel.threads-max); 0 = unknown */
+        uint64_t swap_capacity;     /* SwapTotal, bytes */
+        bool swap_controller;       /* memory.swap.max exists in this process's cgroup v2 group */
 } AgentNode;
 
 int agent_host_node(AgentNode *ret, CubError *err);
+/* kuberuntime_container_linux.go checkSwapControllerAvailability (1.34) on
+ * cgroup v2: <cgroup_mount>/<the group of proc_self_cgroup's "0::" line>/memory.swap.max
+ * exists. False when either file cannot be read. */
+bool agent_swap_controller(const char *proc_self_cgroup, const char *cgroup_mount);

@@ -77,7 +77,20 @@ static const PodField condition_fields[] = {
         {},
 };
 
+static const PodField swap_status_fields[] = {
+        { .name = "capacity",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodNode, swap_capacity),
+          .set_offset = offsetof(PodNode, swap_set) },
+        {},
+};
+static const PodField node_info_fields[] = {
+        { .name = "swap", .decode = pod_dec_inline, .sub = swap_status_fields },
+        {},
+};
+
 static const PodField node_status_fields[] = {
+        { .name = "nodeInfo", .decode = pod_dec_inline, .sub = node_info_fields },
         { .name = "capacity", .decode = pod_dec_resources, .offset = offsetof(PodNode, capacity) },
         { .name = "allocatable", .decode = pod_dec_resources, .offset = offsetof(PodNode, allocatable) },
         { .name = "conditions",
@@ -246,6 +259,13 @@ static const PodField authz_fields[] = { { .name = "mode",
                                            .allowed = authz_modes },
                                          {} };
 
+static const char *const swap_behaviors[] = { "", "NoSwap", "LimitedSwap", NULL };
+static const PodField memory_swap_fields[] = { { .name = "swapBehavior",
+                                                 .decode = pod_dec_string,
+                                                 .offset = offsetof(PodKubeletConfig, swap_behavior),
+                                                 .allowed = swap_behaviors },
+                                               {} };
+
 static const PodField config_fields[] = {
         { .name = "readOnlyPort",
           .decode = pod_dec_int64,
@@ -292,6 +312,7 @@ static const PodField config_fields[] = {
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, cpu_manager_policy),
           .allowed = cpu_manager_policies },
+        { .name = "memorySwap", .decode = pod_dec_inline, .sub = memory_swap_fields },
         { .name = "reservedSystemCPUs",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, reserved_system_cpus) },
@@ -370,6 +391,7 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         pod_resource_list_done(&c->system_reserved);
         free(c->cpu_manager_policy);
         free(c->reserved_system_cpus);
+        free(c->swap_behavior);
         pod_string_map_done(&c->eviction_hard);
         pod_string_map_done(&c->eviction_soft);
         pod_string_map_done(&c->eviction_soft_grace_period);

@@ -42,6 +42,8 @@ typedef struct PodNode {
         size_t n_conditions;
         PodCpuInfo *topology;
         size_t n_topology;
+        int64_t swap_capacity; /* status.nodeInfo.swap.capacity, bytes */
+        bool swap_set;         /* status.nodeInfo.swap present */
 } PodNode;
 
 PodNode *pod_node_free(PodNode *n);
@@ -71,6 +73,7 @@ typedef struct PodKubeletConfig {
         int64_t max_pods;           /* maxPods, default 110 */
         char *cpu_manager_policy;   /* cpuManagerPolicy: "none" (default) or "static" */
         char *reserved_system_cpus; /* reservedSystemCPUs, a cpu list */
+        char *swap_behavior;        /* memorySwap.swapBehavior: "NoSwap" (default, also "") or "LimitedSwap" */
         /* eviction: kubelet's maps, signal -> value, kept as text for eviction/ to parse */
         PodStringMap eviction_hard; /* evictionHard; NULL items = kubelet's defaults */
         bool eviction_hard_set;

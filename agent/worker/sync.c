@@ -153,15 +153,14 @@ static int security_config(SyncCtx *x, size_t idx, const PodContainer *c, CriCon
         return 0;
 }
 
-/* kubelet's on cgroup v2 since 1.28 (singleProcessOOMKill false, the
- * default): an OOM kill takes the whole container, not one of its processes */
-static const char *const oom_group[] = { "memory.oom.group", "1", NULL };
-
-/* The CRI resources of a container: the spec's, with this cpuset. */
-
-static CriResources cri_resources(const CgContainerResources *res, const char *cpuset) {
+/* The CRI resources of a container: the spec's, with this cpuset. The unified map, in kv (it points into res):
+ * memory.oom.group 1, kubelet's on cgroup v2 since 1.28 (singleProcessOOMKill false, the default: an OOM kill takes
+ * the whole container), and memory.swap.max when the swap controller is there (configureContainerSwapResources). */
+static CriResources cri_resources(const CgContainerResources *res, const char *cpuset, const char *kv[static 5]) {
+        kv[0] = "memory.oom.group", kv[1] = "1", kv[4] = NULL;
+        kv[2] = res->memory_swap_max[0] ? "memory.swap.max" : NULL, kv[3] = res->memory_swap_max;
         return (CriResources){
-                .unified = oom_group,
+                .unified = kv,
                 .cpu_period = res->cpu_period,
                 .cpu_quota = res->cpu_quota,
                 .cpu_shares = res->cpu_shares,
@@ -205,6 +204,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         _cleanup_free_ int64_t *groups = NULL;
         char seccomp_path[PATH_MAX];
         CriContainerConfig cfg;
+        const char *unified[5];
         int r;
 
         x->stage = WORKER_FAIL_CREATE;
@@ -313,7 +313,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 .labels = labels.kv,
                 .annotations = mc ? (const char *const *) mc->annotations : NULL,
                 .log_path = log_path,
-                .resources = cri_resources(res, cpuset),
+                .resources = cri_resources(res, cpuset, unified),
                 .mounts = mounts,
                 .n_mounts = mounts ? n_mounts : 0,
                 .devices = devices,
@@ -573,6 +573,7 @@ int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err) {
                 const CgContainerResources *res = NULL;
                 const char *cpuset = NULL;
                 CriResources cr;
+                const char *unified[5];
 
                 if (ct[i].state != CRI_CONTAINER_RUNNING && ct[i].state != CRI_CONTAINER_CREATED)
                         continue;
@@ -584,7 +585,7 @@ int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err) {
                 if (!res || !cpuset || !*cpuset)
                         continue;
                 /* containerd keeps the fields left at 0; send them all again anyway */
-                cr = cri_resources(res, cpuset);
+                cr = cri_resources(res, cpuset, unified);
                 r = cri_update_container_resources(p->cri, ct[i].id, &cr, err);
                 if (r < 0) {
                         (void) cub_err_wrap(err, "container '%s': update cpuset '%s'", ct[i].name, cpuset);
