@@ -25,6 +25,8 @@
 # vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
+. "$VM_LIB/tap.sh" # wait_until
+# shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 # shellcheck disable=SC1091
 [ -f /etc/cubelet-bench/env ] && . /etc/cubelet-bench/env
@@ -47,11 +49,6 @@ pct() { sort -n "$1" | awk -v p="$2" '{ a[NR] = $1 } END { i = int((NR * p + 99)
 uptime_ms() { local up _; read -r up _ </proc/uptime; echo "${up%.*}${up#*.}0"; }
 exec {NAP}<> <(:) # read -t on it: a sleep without a fork
 nap() { read -r -t "$1" -u "$NAP" _ || true; }
-until_true() { # until_true SECONDS COMMAND...: COMMAND polled each second
-	local i
-	for i in $(seq "$1"); do "${@:2}" && return 0; sleep 1; done
-	return 1
-}
 node_cond() { kc get node "$NODE_LC" -o jsonpath="{.status.conditions[?(@.type==\"$1\")].status}" 2>/dev/null; }
 ready() { [ "$(node_cond Ready)" = True ]; }
 no_pressure() { [ "$(node_cond MemoryPressure)" = False ]; }
@@ -65,7 +62,7 @@ t0=$(date +%s.%N)
 out=$(TIMEOUT=600 "$VM_REPO/tests/cluster/control-plane.sh" start -b "$KUBE" -d "$D" -n "$NODE_LC" 2>&1) ||
 	{ say "the control plane did not start: $out"; exit 1; }
 say "control plane up in $(since "$t0") s"
-until_true 120 has_sa || say "no ServiceAccount default/default after 120 s"
+wait_until 120 has_sa || say "no ServiceAccount default/default after 120 s"
 export AGENT_KUBECONFIG=$D/pki/node.kubeconfig AGENT_NODE=$NODE_LC
 sleep 5
 T=$((($(available) - 250 * MiB) / MiB))
@@ -106,7 +103,7 @@ spec:
 Y
 	# the pod up (sandbox, container, shell), memory.available taken, then
 	# the ramp let go; the awk process, then its end, polled
-	until_true 240 test -e "/run/peer-ramp/$a/$pod.ready" || say "  $a run $r: $pod did not start in 240 s"
+	wait_until 240 test -e "/run/peer-ramp/$a/$pod.ready" || say "  $a run $r: $pod did not start in 240 s"
 	avail=$(available)
 	cross=$(((avail - T * MiB) / MiB))
 	touch "/run/peer-ramp/$a/$pod.go"
@@ -130,7 +127,7 @@ Y
 		[ -d "/proc/$pid" ] || stop=$(uptime_ms)
 	fi
 	log "$a run $r: ramp ended (${stop:-still running after 300 s}), $(tail -n 1 "/run/peer-ramp/$a/$pod" 2>/dev/null)"
-	until_true 180 finished "$pod" || say "  $a run $r: $pod did not finish in 180 s (phase $(phase "$pod"))"
+	wait_until 180 finished "$pod" || say "  $a run $r: $pod did not finish in 180 s (phase $(phase "$pod"))"
 	reason=$(kc get pod "$pod" -o jsonpath='{.status.reason}/{.status.containerStatuses[0].state.terminated.reason}' 2>/dev/null)
 	oom1=$(dmesg | grep -c 'oom-kill:')
 	log=/run/peer-ramp/$a/$pod
@@ -158,8 +155,8 @@ Y
 		say "  $a run $r: crossing at $cross MiB, no onset or no eviction decision (onset '$on', decision '$dec', $reason, OOM kills $((oom1 - oom0)))"
 	fi
 	kc delete pod "$pod" --wait=false >/dev/null 2>&1
-	until_true 120 gone "$pod" || say "  $a run $r: $pod still there after 120 s"
-	until_true 120 no_pressure || say "  $a run $r: MemoryPressure still $(node_cond MemoryPressure) after 120 s"
+	wait_until 120 gone "$pod" || say "  $a run $r: $pod still there after 120 s"
+	wait_until 120 no_pressure || say "  $a run $r: MemoryPressure still $(node_cond MemoryPressure) after 120 s"
 	sleep 3
 }
 
@@ -173,7 +170,7 @@ for a in $AGENTS; do
 	: >"$VM_OUT/$a.oom"
 	agent_configure "$a" "evictionHard: {memory.available: \"${T}Mi\"}" "evictionPressureTransitionPeriod: 2s"
 	agent_start "$a" || say "$a: /pods did not answer"
-	until_true 240 ready || say "$a: the node is not Ready after 240 s"
+	wait_until 240 ready || say "$a: the node is not Ready after 240 s"
 	sleep 10
 	for r in $(seq "$N"); do one_run "$a" "$r"; done
 	agent_stop "$a" "$VM_OUT/$a.log"
@@ -194,19 +191,12 @@ for a in kubelet cubelet; do
 	say "$a: ${R[$a.n]} runs evicted; onset -> decision p50 ${R[$a.dec50]} ms, max ${R[$a.decmax]} ms; onset -> stopped p50 ${R[$a.stop50]} ms, max ${R[$a.stopmax]} ms; OOM kills ${R[$a.oom]}"
 done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
-row() { # row WHAT KEY GOAL
-	printf '| %-44s | %10s | %10s | %6s | %-8s |\n' "$1" "${R[kubelet.$2]}" "${R[cubelet.$2]}" \
-		"$(ratio "${R[cubelet.$2]}" "${R[kubelet.$2]}")" "$3" | tee -a "$OUT"
-}
-say ""
-say "| $(printf '%-44s' measure) |    kubelet |    cubelet | cub/kl | goal     |"
-say "|----------------------------------------------|-----------:|-----------:|-------:|----------|"
-row "runs evicted (of $N)" n ""
-row "onset -> eviction decision, p50 (ms)" dec50 "<= 0.10"
-row "onset -> eviction decision, max (ms)" decmax ""
-row "onset -> victim stopped, p50 (ms)" stop50 ""
-row "onset -> victim stopped, max (ms)" stopmax ""
-row "OOM kills" oom "0 if kl>0"
+peer_table_head
+peer_row "runs evicted (of $N)" n ""
+peer_row "onset -> eviction decision, p50 (ms)" dec50 "<= 0.10"
+peer_row "onset -> eviction decision, max (ms)" decmax ""
+peer_row "onset -> victim stopped, p50 (ms)" stop50 ""
+peer_row "onset -> victim stopped, max (ms)" stopmax ""
+peer_row "OOM kills" oom "0 if kl>0"
 "$VM_REPO/tests/cluster/control-plane.sh" stop -d "$D" >/dev/null 2>&1
 exit 0

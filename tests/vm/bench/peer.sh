@@ -116,20 +116,14 @@ for a in kubelet cubelet; do
 	while read -r k v; do R[$a.$k]=$v; done <"/tmp/peer-vals/$a.vals"
 done
 
-row() { # row WHAT KEY GOAL
-	printf '| %-44s | %10s | %10s | %6s | %-8s |\n' "$1" "${R[kubelet.$2]}" "${R[cubelet.$2]}" \
-		"$(ratio "${R[cubelet.$2]}" "${R[kubelet.$2]}")" "$3" | tee -a "$OUT"
-}
-say ""
-say "| $(printf '%-44s' measure) |    kubelet |    cubelet | cub/kl | goal     |"
-say "|----------------------------------------------|-----------:|-----------:|-------:|----------|"
-row "VmRSS, no pod (kB)" rss0 "<= 0.20"
-row "smaps Anonymous, no pod (kB)" anon0 "<= 0.20"
-row "VmRSS, $N pods (kB)" rssN "<= 0.20"
-row "smaps Anonymous, $N pods (kB)" anonN "<= 0.20"
-row "CPU over $IDLE_S s idle, $N pods (ms)" cpu "<= 0.10"
-row "start one at a time, p50 (ms)" one50 "<= 1.0"
-row "start one at a time, p99 (ms)" one99 "<= 1.0"
-row "start $N at once, p50 (ms)" once50 "<= 1.0"
-row "start $N at once, p99 (ms)" once99 "<= 1.0"
-row "start to /pods answering (s)" ready ""
+peer_table_head
+peer_row "VmRSS, no pod (kB)" rss0 "<= 0.20"
+peer_row "smaps Anonymous, no pod (kB)" anon0 "<= 0.20"
+peer_row "VmRSS, $N pods (kB)" rssN "<= 0.20"
+peer_row "smaps Anonymous, $N pods (kB)" anonN "<= 0.20"
+peer_row "CPU over $IDLE_S s idle, $N pods (ms)" cpu "<= 0.10"
+peer_row "start one at a time, p50 (ms)" one50 "<= 1.0"
+peer_row "start one at a time, p99 (ms)" one99 "<= 1.0"
+peer_row "start $N at once, p50 (ms)" once50 "<= 1.0"
+peer_row "start $N at once, p99 (ms)" once99 "<= 1.0"
+peer_row "start to /pods answering (s)" ready ""

@@ -11,6 +11,9 @@
 #   agent_pid AGENT              the running agent's PID
 #   podlist                      /pods on the read-only port (10255)
 #   since T0 [DECIMALS]          seconds since T0 (date +%s.%N)
+#   peer_table_head, peer_row WHAT KEY GOAL
+#                                the benchmarks' table of ratios cubelet/kubelet
+#                                (R[kubelet.KEY], R[cubelet.KEY]), through say
 # KUBELET_BIN, when set, is the kubelet binary (build/cluster/kubelet, kubelet
 # alone); else `$KUBE kubelet`. AGENT_KUBECONFIG and AGENT_NODE, when set:
 # the agent joins that API server as node AGENT_NODE (kubelet:
@@ -37,6 +40,17 @@ YAML
 
 since() { awk -v s="$1" -v e="$(date +%s.%N)" -v d="${2:-0}" 'BEGIN { printf "%.*f", d, e - s }'; }
 podlist() { curl -s --max-time 20 http://127.0.0.1:10255/pods; }
+
+peer_table_head() {
+	say ""
+	say "| $(printf '%-44s' measure) |    kubelet |    cubelet | cub/kl | goal     |"
+	say "|----------------------------------------------|-----------:|-----------:|-------:|----------|"
+}
+peer_row() { # peer_row WHAT KEY GOAL: n/a where either figure is not a number, or kubelet's is 0
+	local k=${R[kubelet.$2]} c=${R[cubelet.$2]}
+	say "$(printf '| %-44s | %10s | %10s | %6s | %-8s |' "$1" "$k" "$c" \
+		"$(awk -v a="$c" -v b="$k" 'BEGIN { if (a ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }')" "$3")"
+}
 
 # agent_api_flags AGENT: the flags that join AGENT_KUBECONFIG's API server
 agent_api_flags() {

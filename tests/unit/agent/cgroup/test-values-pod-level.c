@@ -16,56 +16,12 @@
 
 #include "agent/cgroup/cgroup.h"
 #include "agent/pod/pod.h"
+#include "values-fixture.h"
 
-#define UID "7e3c5c2e-1b6f-4b7a-9a34-2f2d3b7a8c10"
-#define CAPACITY_16GI 17179869184ULL
 #define MI 1048576LL
 
-#define HDR "apiVersion: v1\nkind: Pod\nmetadata:\n  name: v\n  uid: " UID "\nspec:\n"
-#define C(name, extra) "  - name: " name "\n    image: x:1\n" extra
-#define RES(req, lim) "    resources:\n      requests: {" req "}\n      limits: {" lim "}\n"
-#define REQ(req) "    resources:\n      requests: {" req "}\n"
-#define LIM(lim) "    resources:\n      limits: {" lim "}\n"
 #define SIDECAR "    restartPolicy: Always\n"
 #define PODRES(body) "  resources:\n" body
-
-static Pod *pod_of(const char *spec) {
-        char text[4096];
-        Pod *pod = NULL;
-        CubError err = {};
-
-        assert_true((size_t) snprintf(text, sizeof(text), "%s%s", HDR, spec) < sizeof(text));
-        if (pod_decode(text, strlen(text), "v.yaml", POD_FORMAT_YAML, &pod, &err) < 0)
-                fail_msg("decode failed: %s", err.msg);
-        return pod;
-}
-
-static CgOptions opts(void) {
-        CgOptions o;
-
-        cg_options_init(&o);
-        o.memory_capacity = CAPACITY_16GI;
-        return o;
-}
-
-/* Pod cgroup values of spec under o. */
-static CgGroupValues pod_values(const char *spec, const CgOptions *o, PodQOSClass *ret_qos) {
-        Pod *pod = pod_of(spec);
-        PodEffective eff;
-        CgGroupValues g;
-        CubError err = {};
-        PodQOSClass qos = pod_qos_class(pod);
-        int r;
-
-        assert_int_equal(pod_effective(pod, &eff, &err), 0);
-        r = cg_pod_values(pod, &eff, qos, o, &g, &err);
-        pod_effective_done(&eff);
-        pod_free(pod);
-        if (r < 0)
-                fail_msg("cg_pod_values failed: %s", err.msg);
-        *ret_qos = qos;
-        return g;
-}
 
 static void assert_file(const CgGroupValues *g, const char *name, const char *want) {
         const char *v = cg_group_get(g, name);
