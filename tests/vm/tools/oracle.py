@@ -193,7 +193,11 @@ def normalise_status(st):
     """What depends on when it was looked at: a container that restarted is
     "cycling" (running, waiting in CrashLoopBackOff or just terminated, by the
     moment) with a restart count of 1 or "2+", and its pod's readiness goes
-    with it. Returns the names of the cycling containers."""
+    with it. Its last termination is the newest one either agent shows: the
+    current state's when it is terminated, else lastState's (kubelet, with a
+    terminated attempt, shows the one before only until its container GC
+    removes it: run of stop 35's CI, o60 lastState kubelet=<absent>).
+    Returns the names of the cycling containers."""
     cycling = set()
     for key in ("initContainerStatuses", "containerStatuses"):
         for cs in st.get(key) or []:
@@ -201,6 +205,9 @@ def normalise_status(st):
             if n == "2+" or (isinstance(n, int) and n >= 1):
                 cycling.add(cs.get("name"))
                 cs["restartCount"] = 1 if n == 1 else "2+"  # (collected twice: the same)
+                term = ((cs.get("state") or {}).get("terminated")
+                        or (cs.get("lastState") or {}).get("terminated"))
+                cs["lastState"] = {"terminated": term} if term else {}
                 cs["state"] = {"cycling": {}}
                 cs.pop("ready", None)
                 cs.pop("started", None)
