@@ -217,6 +217,7 @@ report_guest() {
 			"at ${boot:-?} s of uptime"
 		timing "vm guest $run (wall)" "$(cat "$d/wall_s" 2>/dev/null || echo '?')"
 		timing "vm guest $run (boot to baseline)" "${boot:-?}"
+		timing "vm guest $run (host CPU)" "$(cat "$d/cpu_s" 2>/dev/null || echo '?')"
 	done
 	while read -r name _; do
 		if [ -f "$VM_DIR/runs/$g/out/$name/done" ] || [ ! -d "$VM_DIR/runs/$g.retry" ]; then

@@ -33,7 +33,7 @@
 # Results land in RUNDIR (default VM_DIR/runs/NAME of the first scenario):
 # console.log (serial console), out/ (timing, baseline.txt, done) and out/NAME/
 # for each scenario (tap.txt, stderr.txt, rc, journal.txt, timing, reset.txt,
-# check-times.txt, done), wall_s. The host watches the guest: a scenario still running its
+# check-times.txt, done), wall_s, cpu_s (qemu's host CPU seconds). The host watches the guest: a scenario still running its
 # TIMEOUT + 60 s after it started, or a guest that starts none within 600 s
 # of boot, gets the VM killed.
 # Exit status: the scenarios' (1 also when one printed "not ok"), 123 when the
@@ -289,6 +289,12 @@ qrc=$?
 end=$(date +%s.%N)
 wall=$(echo "$start $end" | awk '{ printf "%.1f", $2 - $1 }')
 echo "$wall" >"$rundir/wall_s"
+# the CPU the guest took from the host (qemu and this script's other
+# children): beside the wall, how much of it the guest waited
+times >"$rundir/times" # (a builtin redirected: this shell's own children)
+cpu=$(tail -n 1 "$rundir/times" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] }
+	printf "%.1f", s }')
+echo "$cpu" >"$rundir/cpu_s"
 
 # each scenario's journal, copied by the guest as files: formatted here
 for j in "$out"/*/journal; do
@@ -300,7 +306,7 @@ guest_times=""
 if [ -f "$out/timing" ]; then
 	guest_times=$(tr '\n' ' ' <"$out/timing")
 fi
-echo "# vm: $name: qemu exit $qrc after ${wall}s wall; guest: ${guest_times:-no timing}" >&2
+echo "# vm: $name: qemu exit $qrc after ${wall}s wall, ${cpu}s of host CPU; guest: ${guest_times:-no timing}" >&2
 # the guest's clock against the host's: its last uptime cannot exceed the wall
 fast=$(echo "$guest_times" | tr ' ' '\n' | sed -n 's/^[a-z_]*_uptime=//p' | sort -n | tail -n 1 |
 	awk -v w="$wall" '$1 > w * 1.2 + 10 { printf "%.1f", $1 / w }')
