@@ -377,14 +377,95 @@ int gpu_preferred(const GpuDevice *devs, size_t n_devs, unsigned replicas, const
 
 /* ---- health ----------------------------------------------------------------- */
 
-/* application-caused XIDs, as NVIDIA's plugin (v0.18+) ignores them */
-static const unsigned long long ignored_xids[] = { 13, 31, 43, 45, 68, 109 };
+/* application-caused XIDs, as NVIDIA's plugin ignores them, and 94 (a
+ * contained ECC error: the application is killed, the GPU stays usable) */
+const unsigned long long gpu_default_ignored_xids[GPU_DEFAULT_IGNORED_XIDS] = { 13, 31, 43, 45, 68, 94, 109 };
 
-bool gpu_xid_is_critical(unsigned long long event_type, unsigned long long xid) {
-        if (!(event_type & GPU_EVENT_XID_CRITICAL))
+void gpu_xid_policy_default(GpuXidPolicy *p) {
+        *p = (GpuXidPolicy){ .n_ignored = GPU_DEFAULT_IGNORED_XIDS };
+        memcpy(p->ignored, gpu_default_ignored_xids, sizeof(gpu_default_ignored_xids));
+}
+
+static bool ignored(const GpuXidPolicy *p, unsigned long long xid) {
+        for (size_t i = 0; i < p->n_ignored; i++)
+                if (p->ignored[i] == xid)
+                        return true;
+        return false;
+}
+
+/* 0, or -E2BIG when the list is full */
+static int add_ignored(GpuXidPolicy *p, unsigned long long xid) {
+        if (ignored(p, xid))
+                return 0;
+        if (p->n_ignored >= GPU_XIDS_MAX)
+                return -E2BIG;
+        p->ignored[p->n_ignored++] = xid;
+        return 0;
+}
+
+static int unignore(GpuXidPolicy *p, unsigned long long xid) {
+        for (size_t i = 0; i < p->n_ignored; i++)
+                if (p->ignored[i] == xid) {
+                        p->ignored[i] = p->ignored[--p->n_ignored];
+                        break;
+                }
+        return 0;
+}
+
+/* each number of a comma list to fn; what names the list in errors */
+static int each_xid(const char *list, const char *what, GpuXidPolicy *p, int (*fn)(GpuXidPolicy *, unsigned long long),
+                    CubError *err) {
+        _cleanup_free_ char *copy = strdup(list);
+        char *save = NULL;
+
+        if (!copy)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                uint64_t v;
+
+                t += strspn(t, " ");
+                t[strcspn(t, " ")] = '\0';
+                if (cub_safe_atou64(t, &v) < 0 || v == 0)
+                        return cub_err_set(err, EINVAL, "%s '%s': '%s' is not an XID (a number from 1)", what, list, t);
+                if (fn(p, v) < 0)
+                        return cub_err_set(err, E2BIG, "%s '%s': more than %d XIDs", what, list, GPU_XIDS_MAX);
+        }
+        return 0;
+}
+
+int gpu_xid_policy_parse(GpuXidPolicy *p, const char *list, CubError *err) {
+        GpuXidPolicy q = { .off = p->off };
+        int r;
+
+        if (strcmp(list, "none") != 0) {
+                r = each_xid(list, "--health-ignore-xids", &q, add_ignored, err);
+                if (r < 0)
+                        return r;
+        }
+        *p = q;
+        return 0;
+}
+
+int gpu_xid_policy_env(GpuXidPolicy *p, const char *disable, const char *enable, CubError *err) {
+        int r;
+
+        if (disable && disable[0]) {
+                if (strcmp(disable, "all") == 0 || strcmp(disable, "xids") == 0)
+                        p->off = true;
+                else if ((r = each_xid(disable, "DP_DISABLE_HEALTHCHECKS", p, add_ignored, err)) < 0)
+                        return r;
+        }
+        if (enable && enable[0]) {
+                if (strcmp(enable, "all") == 0 || strcmp(enable, "xids") == 0)
+                        p->n_ignored = 0;
+                else if ((r = each_xid(enable, "DP_ENABLE_HEALTHCHECKS", p, unignore, err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+bool gpu_xid_is_critical(const GpuXidPolicy *p, unsigned long long event_type, unsigned long long xid) {
+        if (p->off || !(event_type & GPU_EVENT_XID_CRITICAL))
                 return false;
-        for (size_t i = 0; i < ELEMENTSOF(ignored_xids); i++)
-                if (xid == ignored_xids[i])
-                        return false;
-        return true;
+        return !ignored(p, xid);
 }

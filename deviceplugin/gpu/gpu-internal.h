@@ -82,9 +82,39 @@ int gpu_preferred(const GpuDevice *devs, size_t n_devs, unsigned replicas, const
                   CubError *err);
 
 #define GPU_EVENT_XID_CRITICAL 0x8ULL
-/* An NVML event that makes its GPU unhealthy: an XidCriticalError whose
- * XID is not one of the application-caused ones (13 31 43 45 68 109). */
-bool gpu_xid_is_critical(unsigned long long event_type, unsigned long long xid);
+#define GPU_XIDS_MAX 64
+#define GPU_DEFAULT_IGNORED_XIDS 7
+
+/* Which XIDs make a GPU unhealthy: every XidCriticalError but the ignored
+ * ones; none when off. */
+typedef struct GpuXidPolicy {
+        bool off;
+        size_t n_ignored;
+        unsigned long long ignored[GPU_XIDS_MAX];
+} GpuXidPolicy;
+/* 13 31 43 45 68 94 109: caused by an application, the GPU stays usable */
+extern const unsigned long long gpu_default_ignored_xids[GPU_DEFAULT_IGNORED_XIDS];
+void gpu_xid_policy_default(GpuXidPolicy *p);
+/* --health-ignore-xids: "13,31,..." replaces the ignored list, "none"
+ * empties it. -EINVAL naming the item that is not an XID. */
+int gpu_xid_policy_parse(GpuXidPolicy *p, const char *list, CubError *err);
+/* NVIDIA's plugin's variables, as it reads them: DP_DISABLE_HEALTHCHECKS
+ * "all" (or "xids") turns the checks off, a list adds ignored XIDs;
+ * DP_ENABLE_HEALTHCHECKS "all" ignores none, a list makes those critical.
+ * NULL or "" leaves p alone. */
+int gpu_xid_policy_env(GpuXidPolicy *p, const char *disable, const char *enable, CubError *err);
+/* An NVML event that makes its GPU unhealthy. */
+bool gpu_xid_is_critical(const GpuXidPolicy *p, unsigned long long event_type, unsigned long long xid);
+
+/* ---- devchar.c -------------------------------------------------------------- */
+
+/* For every character device <dev_root>/dev/nvidia* and
+ * <dev_root>/dev/nvidia-caps/nvidia-cap*: <dev_root>/dev/char/<major>:<minor>
+ * is made (or fixed) a link to it, "../nvidia0" as udev makes them, so that
+ * systemd resolves the DeviceAllow= paths runc gives it. *ret_made: links
+ * made or fixed. Every node is tried; the first error is returned (the others
+ * logged); a /dev/char entry that is not a link is left alone (-EEXIST). */
+int gpu_devchar_links(const char *dev_root, unsigned *ret_made, CubError *err);
 
 /* ---- nvml.c ----------------------------------------------------------------- */
 
@@ -106,6 +136,11 @@ int gpu_nvml_events_open(GpuNvml *nv, CubError *err);
 int gpu_nvml_events_wait(GpuNvml *nv, unsigned timeout_ms, char *ret_uuid, size_t uuid_size,
                          unsigned long long *ret_type, unsigned long long *ret_xid, CubError *err);
 
+/* Does the GPU work: NVML answers for it (its UUID; its memory unless NOT_SUPPORTED)
+ * and no page retirement or row remapping is pending or failed (where NVML
+ * has those calls). 0, or -errno with what is wrong. */
+int gpu_nvml_probe(GpuNvml *nv, const char *uuid, CubError *err);
+
 /* ---- server.c --------------------------------------------------------------- */
 
 /* The device state the handlers and the health thread share. */
@@ -124,8 +159,8 @@ int gpu_state_init(GpuState *st, unsigned replicas, const char *dev_root);
 void gpu_state_done(GpuState *st);
 /* replaces the device list (copied) */
 int gpu_state_set_devices(GpuState *st, const GpuDevice *devs, size_t n);
-/* marks the GPU with this uuid ("" = all) unhealthy; 1 if something changed */
-int gpu_state_mark_unhealthy(GpuState *st, const char *uuid);
+/* sets the health of the GPU with this uuid ("" = all); 1 if something changed */
+int gpu_state_set_health(GpuState *st, const char *uuid, bool healthy);
 /* stopping: wakes every ListAndWatch handler so that it returns (before
  * grpcx_server_stop(), which joins them); false again once it returned */
 void gpu_state_stop(GpuState *st, bool stopping);
@@ -136,7 +171,12 @@ const GrpcxMethod *gpu_server_methods(size_t *ret_n);
 /* ---- nvml.c: the health thread ---------------------------------------------- */
 
 typedef struct GpuHealth GpuHealth;
-/* Waits for NVML events (5 s at a time) and marks GPUs unhealthy on
- * critical XIDs. nv's event set must be open; nv and st outlive it. */
-int gpu_health_start(GpuNvml *nv, GpuState *st, GpuHealth **ret, CubError *err);
+/* Waits for NVML events (5 s at a time, or recheck_usec when shorter) and
+ * marks GPUs unhealthy on the XIDs pol calls critical (or all on a failing
+ * wait). With recheck_usec > 0 such a GPU is probed (gpu_nvml_probe) once
+ * that long has passed since its last critical XID, then every recheck_usec,
+ * and is healthy again when the probe passes. nv's event set must be open;
+ * nv and st outlive it. */
+int gpu_health_start(GpuNvml *nv, GpuState *st, const GpuXidPolicy *pol, uint64_t recheck_usec, GpuHealth **ret,
+                     CubError *err);
 GpuHealth *gpu_health_stop(GpuHealth *h);

@@ -36,6 +36,7 @@
 #define REGISTER_RETRY_USEC (3 * CUB_USEC_PER_SEC)
 #define REGISTER_SOON_USEC (100 * CUB_USEC_PER_MSEC)
 #define INIT_RETRY_SEC_DEFAULT 30
+#define RECHECK_SEC_DEFAULT 30
 
 typedef struct Plugin {
         /* options */
@@ -46,6 +47,8 @@ typedef struct Plugin {
         unsigned replicas;
         bool fail_on_init_error;
         uint64_t init_retry_usec;
+        GpuXidPolicy xids;
+        uint64_t recheck_usec;
         /* derived */
         char *sock_path;
         char *kubelet_path;
@@ -77,6 +80,10 @@ static void help(void) {
                "  --replicas N                    advertise each GPU N times as <uuid>::<k> (default 1)\n"
                "  --fail-on-init-error=true|false exit 1 without NVML or GPUs (default true); false\n"
                "                                  advertises nothing and retries every 30 s\n"
+               "  --health-ignore-xids LIST       XIDs that leave a GPU healthy (default 13,31,43,45,68,94,109;\n"
+               "                                  'none': every critical XID counts)\n"
+               "  --health-recheck-sec N          an unhealthy GPU is checked again after N s and is healthy\n"
+               "                                  again once NVML says it works (default 30; 0: never)\n"
                "  --help                          this text\n"
                "  --version                       the version\n");
 }
@@ -93,18 +100,31 @@ static int parse_bool(const char *s, bool *ret) {
 
 /* 0: run, 1: done (help/version), -EINVAL: usage error (logged) */
 static int parse_args(Plugin *p, int argc, char **argv) {
-        enum { ARG_DIR = 0x100, ARG_NVML, ARG_DEV_ROOT, ARG_REPLICAS, ARG_FAIL, ARG_SYS_ROOT, ARG_VERSION };
+        enum {
+                ARG_DIR = 0x100,
+                ARG_NVML,
+                ARG_DEV_ROOT,
+                ARG_REPLICAS,
+                ARG_FAIL,
+                ARG_SYS_ROOT,
+                ARG_VERSION,
+                ARG_IGNORE_XIDS,
+                ARG_RECHECK,
+        };
         static const struct option opts[] = {
                 { "device-plugin-dir", required_argument, NULL, ARG_DIR },
                 { "nvml-library", required_argument, NULL, ARG_NVML },
                 { "dev-root", required_argument, NULL, ARG_DEV_ROOT },
                 { "replicas", required_argument, NULL, ARG_REPLICAS },
                 { "fail-on-init-error", optional_argument, NULL, ARG_FAIL },
+                { "health-ignore-xids", required_argument, NULL, ARG_IGNORE_XIDS },
+                { "health-recheck-sec", required_argument, NULL, ARG_RECHECK },
                 { "sys-root", required_argument, NULL, ARG_SYS_ROOT }, /* hidden: tests */
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
         };
+        CubError err = { 0 };
         const char *e;
         int c;
 
@@ -115,6 +135,8 @@ static int parse_args(Plugin *p, int argc, char **argv) {
         p->replicas = 1;
         p->fail_on_init_error = true;
         p->init_retry_usec = INIT_RETRY_SEC_DEFAULT * CUB_USEC_PER_SEC;
+        p->recheck_usec = RECHECK_SEC_DEFAULT * CUB_USEC_PER_SEC;
+        gpu_xid_policy_default(&p->xids);
 
         e = getenv("CUBELET_GPU_SYS_ROOT");
         if (e && e[0])
@@ -154,6 +176,23 @@ static int parse_args(Plugin *p, int argc, char **argv) {
                         p->replicas = (unsigned) v;
                         break;
                 }
+                case ARG_IGNORE_XIDS:
+                        if (gpu_xid_policy_parse(&p->xids, optarg, &err) < 0) {
+                                cub_log(LOG_ERR, "%s", err.msg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_RECHECK: {
+                        uint64_t v;
+
+                        if (cub_safe_atou64(optarg, &v) < 0 || v > 86400) {
+                                cub_log(LOG_ERR, "--health-recheck-sec '%s': not a number of seconds in 0..86400",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        p->recheck_usec = v * CUB_USEC_PER_SEC;
+                        break;
+                }
                 case ARG_FAIL:
                         if (parse_bool(optarg, &p->fail_on_init_error) < 0) {
                                 cub_log(LOG_ERR, "--fail-on-init-error='%s': not true or false", optarg);
@@ -174,6 +213,12 @@ static int parse_args(Plugin *p, int argc, char **argv) {
                 cub_log(LOG_ERR, "unexpected argument '%s' (see --help)", argv[optind]);
                 return -EINVAL;
         }
+        /* NVIDIA's plugin's variables, over the flags */
+        if (gpu_xid_policy_env(&p->xids, getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &err) <
+            0) {
+                cub_log(LOG_ERR, "%s", err.msg);
+                return -EINVAL;
+        }
         if (p->dir[0] != '/' || p->dev_root[0] != '/') {
                 cub_log(LOG_ERR, "--device-plugin-dir and --dev-root take absolute paths");
                 return -EINVAL;
@@ -187,6 +232,7 @@ static int parse_args(Plugin *p, int argc, char **argv) {
 static int nvml_start(Plugin *p, CubError *err) {
         const GpuDevice *devs;
         CubError eerr = { 0 };
+        unsigned made = 0;
         bool events;
         size_t n;
         int r;
@@ -199,8 +245,18 @@ static int nvml_start(Plugin *p, CubError *err) {
                 p->nv = gpu_nvml_close(p->nv);
                 return cub_err_set(err, ENODEV, "NVML '%s' found no GPUs", p->nvml_library);
         }
-        events = gpu_nvml_events_open(p->nv, &eerr) >= 0;
-        if (!events)
+        r = gpu_devchar_links(p->dev_root, &made, &eerr);
+        if (r < 0)
+                cub_log(LOG_WARNING,
+                        "%s: under the systemd cgroup driver a daemon-reload takes such a device from its containers",
+                        eerr.msg);
+        else if (made > 0)
+                cub_log(LOG_INFO, "made %u /dev/char link(s) for the NVIDIA device nodes", made);
+        eerr = (CubError){ 0 };
+        events = !p->xids.off && gpu_nvml_events_open(p->nv, &eerr) >= 0;
+        if (p->xids.off)
+                cub_log(LOG_INFO, "health checks are off (DP_DISABLE_HEALTHCHECKS)");
+        else if (!events)
                 cub_log(LOG_WARNING, "health checks are off: %s", eerr.msg);
         r = gpu_state_set_devices(&p->st, devs, n);
         if (r < 0) {
@@ -208,7 +264,7 @@ static int nvml_start(Plugin *p, CubError *err) {
                 return cub_err_set(err, -r, "out of memory");
         }
         if (events) {
-                r = gpu_health_start(p->nv, &p->st, &p->health, &eerr);
+                r = gpu_health_start(p->nv, &p->st, &p->xids, p->recheck_usec, &p->health, &eerr);
                 if (r < 0)
                         cub_log(LOG_WARNING, "health checks are off: %s", eerr.msg);
         }

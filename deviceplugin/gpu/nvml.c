@@ -69,6 +69,8 @@ struct GpuNvml {
         nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
         nvmlReturn_t (*set_wait)(nvmlEventSet_t, nvmlEventData_t *, unsigned);
         nvmlReturn_t (*set_free)(nvmlEventSet_t);
+        nvmlReturn_t (*pages_pending)(nvmlDevice_t, int *);
+        nvmlReturn_t (*remapped_rows)(nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *);
         nvmlEventSet_t set;
         GpuDevice *devs;
         size_t n_devs;
@@ -238,6 +240,8 @@ int gpu_nvml_open(const char *library, const char *sys_root, GpuNvml **ret, CubE
         LOAD(nv, register_events, "nvmlDeviceRegisterEvents");
         LOAD(nv, set_wait, "nvmlEventSetWait_v2");
         LOAD(nv, set_free, "nvmlEventSetFree");
+        LOAD(nv, pages_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
+        LOAD(nv, remapped_rows, "nvmlDeviceGetRemappedRows");
         if (!nv->name || !nv->memory || !nv->pci || !nv->mig_mode || !nv->driver_version)
                 cub_log(LOG_INFO, "NVML '%s' lacks some optional calls (name, memory, PCI/NUMA, MIG mode), ignoring",
                         library);
@@ -334,64 +338,152 @@ int gpu_nvml_events_wait(GpuNvml *nv, unsigned timeout_ms, char *ret_uuid, size_
         return 1;
 }
 
+int gpu_nvml_probe(GpuNvml *nv, const char *uuid, CubError *err) {
+        const GpuDevice *d = NULL;
+        nvmlMemory_t mem = { 0 };
+        char again[GPU_UUID_MAX] = "";
+        unsigned corr = 0, unc = 0, pending = 0, failed = 0;
+        int retire = 0;
+        nvmlReturn_t r;
+
+        for (size_t i = 0; i < nv->n_devs && !d; i++)
+                if (strcmp(nv->devs[i].uuid, uuid) == 0)
+                        d = &nv->devs[i];
+        if (!d)
+                return cub_err_set(err, ENOENT, "GPU '%s' is not one NVML found", uuid);
+        r = nv->uuid(d->handle, again, sizeof(again));
+        if (r != NVML_SUCCESS)
+                return cub_err_set(err, EIO, "nvmlDeviceGetUUID: %s (%d)", nv_strerror(nv, r), r);
+        if (nv->memory && (r = nv->memory(d->handle, &mem)) != NVML_SUCCESS && r != NVML_ERROR_NOT_SUPPORTED)
+                return cub_err_set(err, EIO, "nvmlDeviceGetMemoryInfo: %s (%d)", nv_strerror(nv, r), r);
+        if (nv->pages_pending && nv->pages_pending(d->handle, &retire) == NVML_SUCCESS && retire)
+                return cub_err_set(err, EBUSY, "a page retirement is pending (the GPU needs a reset)");
+        if (nv->remapped_rows && nv->remapped_rows(d->handle, &corr, &unc, &pending, &failed) == NVML_SUCCESS) {
+                if (failed)
+                        return cub_err_set(err, EBUSY, "a row remapping failed");
+                if (pending)
+                        return cub_err_set(err, EBUSY, "a row remapping is pending (the GPU needs a reset)");
+        }
+        return 0;
+}
+
 /* ---- the health thread ------------------------------------------------------ */
 
 struct GpuHealth {
         GpuNvml *nv;
         GpuState *st;
+        GpuXidPolicy pol;
+        uint64_t recheck_usec; /* 0: unhealthy is terminal */
+        uint64_t *next;        /* per GPU of nv: when to probe it again, 0: not ours to probe */
+        bool *logged;          /* per GPU: its failed probe was logged */
         pthread_t thread;
         atomic_bool stop;
 };
 
 #define HEALTH_WAIT_MS 5000U
 
+/* uuid ("" = all) made unhealthy by the health thread: probed after a period */
+static void quarantine(GpuHealth *h, const char *uuid) {
+        uint64_t due = cub_now_usec(CLOCK_MONOTONIC) + h->recheck_usec;
+
+        (void) gpu_state_set_health(h->st, uuid, false);
+        if (h->recheck_usec == 0)
+                return;
+        for (size_t i = 0; i < h->nv->n_devs; i++)
+                if (!uuid[0] || strcmp(h->nv->devs[i].uuid, uuid) == 0) {
+                        h->next[i] = due;
+                        h->logged[i] = false;
+                }
+}
+
+/* the GPUs whose period is over: healthy again when NVML says they work */
+static void recheck(GpuHealth *h) {
+        uint64_t now = cub_now_usec(CLOCK_MONOTONIC);
+
+        for (size_t i = 0; i < h->nv->n_devs; i++) {
+                const char *uuid = h->nv->devs[i].uuid;
+                CubError err = { 0 };
+
+                if (h->next[i] == 0 || now < h->next[i])
+                        continue;
+                if (gpu_nvml_probe(h->nv, uuid, &err) < 0) {
+                        if (!h->logged[i])
+                                cub_log(LOG_INFO, "GPU '%s' is still unusable: %s; checking every %llu s", uuid,
+                                        err.msg, (unsigned long long) (h->recheck_usec / CUB_USEC_PER_SEC));
+                        h->logged[i] = true;
+                        h->next[i] = now + h->recheck_usec;
+                        continue;
+                }
+                h->next[i] = 0;
+                if (gpu_state_set_health(h->st, uuid, true) > 0)
+                        cub_log(LOG_NOTICE, "GPU '%s' works again (NVML answers, nothing pending): healthy", uuid);
+        }
+}
+
 static void *health_main(void *arg) {
         GpuHealth *h = arg;
         char last[CUB_ERR_MSG_MAX] = "";
+        unsigned wait_ms = HEALTH_WAIT_MS;
 
+        if (h->recheck_usec > 0 && h->recheck_usec / CUB_USEC_PER_MSEC < wait_ms)
+                wait_ms = (unsigned) (h->recheck_usec / CUB_USEC_PER_MSEC);
         while (!atomic_load(&h->stop)) {
                 char uuid[GPU_UUID_MAX];
                 unsigned long long type = 0, xid = 0;
                 CubError err = { 0 };
-                int r = gpu_nvml_events_wait(h->nv, HEALTH_WAIT_MS, uuid, sizeof(uuid), &type, &xid, &err);
+                int r = gpu_nvml_events_wait(h->nv, wait_ms, uuid, sizeof(uuid), &type, &xid, &err);
 
                 if (r < 0) {
                         if (strcmp(last, err.msg) != 0) {
                                 (void) snprintf(last, sizeof(last), "%s", err.msg);
                                 cub_log(LOG_ERR, "health check: %s: marking every GPU unhealthy", err.msg);
                         }
-                        (void) gpu_state_mark_unhealthy(h->st, "");
+                        quarantine(h, "");
                         (void) nanosleep(&(struct timespec){ .tv_sec = 1 }, NULL);
                         continue;
                 }
                 last[0] = '\0';
-                if (r == 0)
-                        continue;
-                if (!gpu_xid_is_critical(type, xid)) {
-                        cub_log(LOG_INFO, "GPU '%s': XID %llu is an application error, ignoring", uuid[0] ? uuid : "?",
-                                xid);
-                        continue;
+                if (r > 0 && !gpu_xid_is_critical(&h->pol, type, xid))
+                        cub_log(LOG_INFO, "GPU '%s': XID %llu is not critical (--health-ignore-xids), ignoring",
+                                uuid[0] ? uuid : "?", xid);
+                else if (r > 0) {
+                        cub_log(LOG_WARNING, "GPU '%s': critical XID %llu, marking %s unhealthy", uuid[0] ? uuid : "?",
+                                xid, uuid[0] ? "it" : "every GPU");
+                        quarantine(h, uuid);
                 }
-                cub_log(LOG_WARNING, "GPU '%s': critical XID %llu, marking %s unhealthy", uuid[0] ? uuid : "?", xid,
-                        uuid[0] ? "it" : "every GPU");
-                (void) gpu_state_mark_unhealthy(h->st, uuid);
+                recheck(h);
         }
         return NULL;
 }
 
-int gpu_health_start(GpuNvml *nv, GpuState *st, GpuHealth **ret, CubError *err) {
+static GpuHealth *health_free(GpuHealth *h) {
+        if (h) {
+                free(h->next);
+                free(h->logged);
+                free(h);
+        }
+        return NULL;
+}
+
+int gpu_health_start(GpuNvml *nv, GpuState *st, const GpuXidPolicy *pol, uint64_t recheck_usec, GpuHealth **ret,
+                     CubError *err) {
         GpuHealth *h;
         int r;
 
         h = calloc(1, sizeof(*h));
-        if (!h)
+        if (!h || !(h->next = calloc(nv->n_devs + 1, sizeof(*h->next))) ||
+            !(h->logged = calloc(nv->n_devs + 1, sizeof(*h->logged)))) {
+                health_free(h);
                 return cub_err_set(err, ENOMEM, "out of memory");
+        }
         h->nv = nv;
         h->st = st;
+        h->pol = *pol;
+        h->recheck_usec = recheck_usec;
         atomic_init(&h->stop, false);
         r = pthread_create(&h->thread, NULL, health_main, h);
         if (r != 0) {
-                free(h);
+                health_free(h);
                 return cub_err_set(err, r, "cannot start the health thread: %s", strerror(r));
         }
         *ret = h;
@@ -404,6 +496,5 @@ GpuHealth *gpu_health_stop(GpuHealth *h) {
                 return NULL;
         atomic_store(&h->stop, true);
         (void) pthread_join(h->thread, NULL);
-        free(h);
-        return NULL;
+        return health_free(h);
 }

@@ -70,13 +70,13 @@ int gpu_state_set_devices(GpuState *st, const GpuDevice *devs, size_t n) {
         return 0;
 }
 
-int gpu_state_mark_unhealthy(GpuState *st, const char *uuid) {
+int gpu_state_set_health(GpuState *st, const char *uuid, bool healthy) {
         int changed = 0;
 
         (void) pthread_mutex_lock(&st->lock);
         for (size_t i = 0; i < st->n_devs; i++)
-                if ((!uuid[0] || strcmp(st->devs[i].uuid, uuid) == 0) && st->devs[i].healthy) {
-                        st->devs[i].healthy = false;
+                if ((!uuid[0] || strcmp(st->devs[i].uuid, uuid) == 0) && st->devs[i].healthy != healthy) {
+                        st->devs[i].healthy = healthy;
                         changed = 1;
                 }
         if (changed) {

@@ -225,12 +225,19 @@ def main():
 
     # ---- registration ----------------------------------------------------------
     reg = RegistrationServer(dp)
-    plugin = Plugin(tmp, "plugin", dp, base, env)
+    plugin = Plugin(tmp, "plugin", dp, base + ["--health-recheck-sec", "1"], env)
     r = get(reg.registrations, 15)
     check(r is not None, "the plugin registers with kubelet.sock", plugin.stderr())
     if r is None:
         plugin.term()
         return
+    if stat.S_ISCHR(os.stat(os.path.join(dev, "dev/nvidia0")).st_mode):
+        links = {n: os.readlink(os.path.join(dev, "dev/char", n)) for n in os.listdir(os.path.join(dev, "dev/char"))}
+        check(links == {"195:0": "../nvidia0", "195:1": "../nvidia1", "195:255": "../nvidiactl",
+                        "510:0": "../nvidia-uvm"},
+              "/dev/char/<major>:<minor> links to each NVIDIA node, as udev makes them", links)
+    else:
+        print("ok - /dev/char links # SKIP no mknod here")
     _, req, opts, err = r
     check(req.version == "v1beta1", "Register: version 'v1beta1'", req)
     check(req.endpoint == SOCK, "Register: endpoint 'cubelet-gpu.sock'", req)
@@ -291,7 +298,7 @@ def main():
     check(m is None, "an application XID (43) changes nothing on ListAndWatch", m)
     t0 = time.monotonic()
     with open(conf, "a") as f:
-        f.write(f"xid {U1} 79\n")
+        f.write(f"xid {U1} 79\nlost {U1}\n")
     m = get(q, 5)
     dt = time.monotonic() - t0
     check(isinstance(m, api_pb2.ListAndWatchResponse)
@@ -302,6 +309,9 @@ def main():
     check(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT
           and f"device '{U1}' is unhealthy" in e.details(),
           "Allocate an unhealthy GPU: INVALID_ARGUMENT naming it", e)
+    m = get(q, 2.5)
+    check(m is None and "still unusable: nvmlDeviceGetMemoryInfo: GPU is lost (15)" in plugin.stderr(),
+          "a lost GPU stays Unhealthy across its rechecks (--health-recheck-sec 1), the reason logged", m)
 
     # ---- bench ----------------------------------------------------------------------------
     if args.bench:
@@ -334,6 +344,15 @@ def main():
           "the new server keeps the health state", m)
     m = get(q, 5)
     check(isinstance(m, grpc.RpcError), "the old ListAndWatch stream ended with the old server", m)
+    t0 = time.monotonic()
+    with open(conf, "a") as f:
+        f.write(f"ok {U1}\n")
+    m = get(q2, 5)
+    dt = time.monotonic() - t0
+    check(isinstance(m, api_pb2.ListAndWatchResponse)
+          and devices(m) == [(U1, "Healthy", [1]), (U0, "Healthy", [0])],
+          f"the GPU works again (NVML answers): Healthy again on ListAndWatch, nothing restarted ({dt:.1f} s)", m)
+    check(len(cl.allocate([U1]).container_responses) == 1, "and Allocate gives it out again")
 
     # ---- SIGTERM ------------------------------------------------------------------------
     t0 = time.monotonic()
@@ -350,7 +369,8 @@ def main():
         f.write(f"gpu {U1} 1 0000:AF:00.0 NVIDIA Fake H100\n")
         f.write(f"gpu {U0} 0 0000:3b:00.0 NVIDIA Fake H100\n")
     env = dict(env, FAKE_NVML_CONFIG=conf)
-    plugin = Plugin(tmp, "replicas", dp, base + ["--replicas", "2"], env)
+    plugin = Plugin(tmp, "replicas", dp, base + ["--replicas", "2", "--health-ignore-xids", "79",
+                                                 "--health-recheck-sec", "0"], env)
     r = get(reg.registrations, 15)
     check(r is not None, "--replicas 2: registers", plugin.stderr())
     cl = Client(dp)
@@ -369,7 +389,17 @@ def main():
     check(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT,
           "--replicas 2: a bare UUID is unknown", e)
     with open(conf, "a") as f:
-        f.write("xid GPU-not-known-to-nvml 79\n")
+        f.write(f"xid {U0} 79\n")
+    m = get(q, 2.5)
+    check(m is None, "--health-ignore-xids 79: XID 79 changes nothing", m)
+    with open(conf, "a") as f:
+        f.write(f"xid {U0} 13\n")
+    m = get(q, 5)
+    check(isinstance(m, api_pb2.ListAndWatchResponse) and [d.health for d in m.devices]
+          == ["Healthy", "Healthy", "Unhealthy", "Unhealthy"],
+          "--health-ignore-xids 79: XID 13 counts; both replicas of its GPU Unhealthy", m)
+    with open(conf, "a") as f:
+        f.write("xid GPU-not-known-to-nvml 48\n")
     m = get(q, 5)
     check(isinstance(m, api_pb2.ListAndWatchResponse) and len(m.devices) == 4
           and all(d.health == "Unhealthy" for d in m.devices),

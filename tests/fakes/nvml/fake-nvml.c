@@ -7,6 +7,12 @@
  *     gpu <uuid> <minor> <pci-bus-id> <name, the rest of the line>
  *     xid <uuid> <xid>          (appended later; '*' or an unknown uuid: an
  *                                event whose device NVML cannot name)
+ *     lost <uuid>               (appended later: from then on the GPU's
+ *                                nvmlDeviceGetMemoryInfo answers GPU_IS_LOST)
+ *     pending <uuid>            (its nvmlDeviceGetRetiredPagesPendingStatus
+ *                                answers pending)
+ *     ok <uuid>                 (it works again: the last of these three
+ *                                lines for a GPU is its state)
  *
  * GPUs are read by nvmlInit_v2. nvmlEventSetWait_v2 re-reads the file every
  * 20 ms until its timeout and returns each complete xid line once, in file
@@ -53,6 +59,7 @@ enum {
         NOT_FOUND = 6,
         INSUFFICIENT_SIZE = 7,
         TIMEOUT = 10,
+        GPU_IS_LOST = 15,
         UNKNOWN = 999,
 };
 
@@ -114,6 +121,33 @@ static int read_xid(unsigned want, char *uuid, size_t uuid_size, unsigned long l
         }
         fclose(f);
         return found;
+}
+
+/* the GPU's state from its last lost/pending/ok line: 'l', 'p' or 0 */
+static int read_state(const char *uuid) {
+        const char *path = getenv("FAKE_NVML_CONFIG");
+        char line[512];
+        int state = 0;
+        FILE *f;
+
+        if (!path || !(f = fopen(path, "re")))
+                return 0;
+        while (fgets(line, sizeof(line), f)) {
+                char kind[16], u[96], extra;
+
+                if (!strchr(line, '\n'))
+                        break;
+                if (sscanf(line, "%15s %95s %c", kind, u, &extra) != 2 || strcmp(u, uuid) != 0)
+                        continue;
+                if (strcmp(kind, "lost") == 0)
+                        state = 'l';
+                else if (strcmp(kind, "pending") == 0)
+                        state = 'p';
+                else if (strcmp(kind, "ok") == 0)
+                        state = 0;
+        }
+        fclose(f);
+        return state;
 }
 
 static void read_gpus(void) {
@@ -188,6 +222,8 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t r) {
                 return "Driver Not Loaded";
         case TIMEOUT:
                 return "Timeout";
+        case GPU_IS_LOST:
+                return "GPU is lost";
         default:
                 return "Unknown Error";
         }
@@ -231,9 +267,18 @@ EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned *minor) {
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
         if (!valid(d))
                 return INVALID_ARGUMENT;
+        if (read_state(d->uuid) == 'l')
+                return GPU_IS_LOST;
         m->total = 80ULL << 30;
         m->used = 1ULL << 20;
         m->free = m->total - m->used;
+        return OK;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *pending) {
+        if (!valid(d))
+                return INVALID_ARGUMENT;
+        *pending = read_state(d->uuid) == 'p';
         return OK;
 }
 

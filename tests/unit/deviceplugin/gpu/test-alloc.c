@@ -223,18 +223,58 @@ static void test_preferred_impossible(void **state) {
 }
 
 static void test_xid(void **state) {
-        static const unsigned long long ignored[] = { 13, 31, 43, 45, 68, 109 };
+        static const unsigned long long ignored[] = { 13, 31, 43, 45, 68, 94, 109 };
+        GpuXidPolicy p;
 
         (void) state;
+        gpu_xid_policy_default(&p);
         for (size_t i = 0; i < ELEMENTSOF(ignored); i++)
-                assert_false(gpu_xid_is_critical(GPU_EVENT_XID_CRITICAL, ignored[i]));
-        assert_true(gpu_xid_is_critical(GPU_EVENT_XID_CRITICAL, 79));
-        assert_true(gpu_xid_is_critical(GPU_EVENT_XID_CRITICAL, 48));
-        assert_true(gpu_xid_is_critical(GPU_EVENT_XID_CRITICAL, 999));
-        assert_true(gpu_xid_is_critical(GPU_EVENT_XID_CRITICAL | 0x2, 94));
+                assert_false(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, ignored[i]));
+        assert_true(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 79));
+        assert_true(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 48));
+        assert_true(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 999));
+        assert_true(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL | 0x2, 95));
         /* ECC and other events are not acted upon */
-        assert_false(gpu_xid_is_critical(0x2, 79));
-        assert_false(gpu_xid_is_critical(0x1, 0));
+        assert_false(gpu_xid_is_critical(&p, 0x2, 79));
+        assert_false(gpu_xid_is_critical(&p, 0x1, 0));
+}
+
+static void test_xid_policy(void **state) {
+        CubError err = { 0 };
+        GpuXidPolicy p;
+
+        (void) state;
+        /* --health-ignore-xids replaces the list */
+        gpu_xid_policy_default(&p);
+        assert_int_equal(gpu_xid_policy_parse(&p, "48, 79", &err), 0);
+        assert_int_equal(p.n_ignored, 2);
+        assert_false(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 48));
+        assert_true(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 13));
+        assert_int_equal(gpu_xid_policy_parse(&p, "none", &err), 0);
+        assert_int_equal(p.n_ignored, 0);
+        assert_true(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 94));
+        /* a bad item: named, the policy unchanged */
+        assert_int_equal(gpu_xid_policy_parse(&p, "13,x1", &err), -EINVAL);
+        assert_string_equal(err.msg, "--health-ignore-xids '13,x1': 'x1' is not an XID (a number from 1)");
+        assert_int_equal(gpu_xid_policy_parse(&p, "0", &err), -EINVAL);
+        assert_int_equal(p.n_ignored, 0);
+
+        /* NVIDIA's variables */
+        gpu_xid_policy_default(&p);
+        assert_int_equal(gpu_xid_policy_env(&p, "79", "13,94", &err), 0);
+        assert_false(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 79));
+        assert_true(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 13));
+        assert_true(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 94));
+        assert_false(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 31));
+        assert_int_equal(gpu_xid_policy_env(&p, NULL, "all", &err), 0);
+        assert_true(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 31));
+        assert_int_equal(gpu_xid_policy_env(&p, "all", NULL, &err), 0);
+        assert_false(gpu_xid_is_critical(&p, GPU_EVENT_XID_CRITICAL, 79));
+        gpu_xid_policy_default(&p);
+        assert_int_equal(gpu_xid_policy_env(&p, "", "", &err), 0);
+        assert_int_equal(p.n_ignored, GPU_DEFAULT_IGNORED_XIDS);
+        assert_int_equal(gpu_xid_policy_env(&p, "13,-4", NULL, &err), -EINVAL);
+        assert_string_equal(err.msg, "DP_DISABLE_HEALTHCHECKS '13,-4': '-4' is not an XID (a number from 1)");
 }
 
 int main(void) {
@@ -250,6 +290,7 @@ int main(void) {
                 cmocka_unit_test(test_preferred_replicas),
                 cmocka_unit_test(test_preferred_impossible),
                 cmocka_unit_test(test_xid),
+                cmocka_unit_test(test_xid_policy),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,17 +120,25 @@ static void test_list(void **state) {
         protobuf_c_message_free_unpacked(&m->base, NULL);
 
         /* unhealthy: once, then no change; "" marks all */
-        assert_int_equal(gpu_state_mark_unhealthy(&st, U1), 1);
+        assert_int_equal(gpu_state_set_health(&st, U1, false), 1);
         assert_int_equal(st.generation, gen + 1);
-        assert_int_equal(gpu_state_mark_unhealthy(&st, U1), 0);
-        assert_int_equal(gpu_state_mark_unhealthy(&st, "GPU-other"), 0);
+        assert_int_equal(gpu_state_set_health(&st, U1, false), 0);
+        assert_int_equal(gpu_state_set_health(&st, "GPU-other", false), 0);
         assert_int_equal(st.generation, gen + 1);
         assert_int_equal(build_list(&st, &m), 0);
         assert_string_equal(m->devices[0]->health, "Healthy");
         assert_string_equal(m->devices[5]->health, "Unhealthy");
         protobuf_c_message_free_unpacked(&m->base, NULL);
-        assert_int_equal(gpu_state_mark_unhealthy(&st, ""), 1);
+        assert_int_equal(gpu_state_set_health(&st, "", false), 1);
         assert_false(st.devs[0].healthy);
+        /* healthy again (a GPU that recovered): one change, listed so */
+        assert_int_equal(gpu_state_set_health(&st, U1, true), 1);
+        assert_int_equal(st.generation, gen + 3);
+        assert_int_equal(gpu_state_set_health(&st, U1, true), 0);
+        assert_int_equal(build_list(&st, &m), 0);
+        assert_string_equal(m->devices[0]->health, "Unhealthy");
+        assert_string_equal(m->devices[5]->health, "Healthy");
+        protobuf_c_message_free_unpacked(&m->base, NULL);
         gpu_state_done(&st);
 }
 
