@@ -83,8 +83,7 @@ struct GrpcxStream {
         int close_cancelled;
         bool closed;                          /* RECV_CLOSE_ON_SERVER completed (or never started) */
         bool sent_initial_md;                 /* SEND_INITIAL_METADATA went out with the first message */
-        pthread_t thread;                     /* written by the serving thread, read by the reaper */
-        pthread_t self;                       /* written by the stream's own thread, for its own checks */
+        pthread_t self;                       /* set by the stream thread itself: its checks, the reaper's join */
         GrpcxStream *next;                    /* on s->finished */
         char tag_close, tag_send, tag_status; /* their addresses are the pluck tags */
 };

@@ -17,8 +17,11 @@
  *     request is armed; its handler runs on a thread of its own, which is the
  *     only one that plucks that queue. At most GRPCX_SERVER_MAX_STREAMS
  *     handlers run at once; a stream beyond that is answered
- *     RESOURCE_EXHAUSTED. A stream thread that ends queues itself on
- *     `finished` and wakes the reaper thread, which joins it at once.
+ *     RESOURCE_EXHAUSTED. pthread_create() hands the GrpcxStream to its
+ *     thread, which names itself and records its own id; the serving thread
+ *     never touches it again. A stream thread that ends queues itself on
+ *     `finished` and wakes the reaper thread, which joins it at once and
+ *     frees the GrpcxStream.
  *   - a request that cannot be re-armed leaves its method unserved: the server
  *     turns unhealthy (grpcx_server_check()), and the serving thread retries
  *     with a backoff (it waits on the queue with a deadline while a request is

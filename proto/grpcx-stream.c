@@ -113,6 +113,7 @@ static void *grpcx_stream_main(void *arg) {
         grpc_op op;
 
         st->self = pthread_self();
+        (void) pthread_setname_np(st->self, "grpcx-stream");
         memset(&op, 0, sizeof(op));
         op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
         op.data.recv_close_on_server.cancelled = &st->close_cancelled;
@@ -171,7 +172,7 @@ void *grpcx_reaper_main(void *arg) {
                                 GrpcxStream *st = list;
 
                                 list = st->next;
-                                (void) pthread_join(st->thread, NULL);
+                                (void) pthread_join(st->self, NULL);
                                 grpcx_stream_free(st);
                                 n++;
                         }
@@ -200,6 +201,7 @@ void grpcx_serve_stream(GrpcxServer *s, const GrpcxSlot *slot, grpc_call *call, 
                         grpc_completion_queue *cq) {
         char details[GRPCX_DETAILS_MAX];
         GrpcxStream *st;
+        pthread_t thread;
         unsigned n_live;
         int r = ENOMEM;
 
@@ -224,11 +226,14 @@ void grpcx_serve_stream(GrpcxServer *s, const GrpcxSlot *slot, grpc_call *call, 
                 st->call = call;
                 st->cq = cq;
                 st->payload = payload;
-                r = pthread_create(&st->thread, NULL, grpcx_stream_main, st);
-                if (r == 0) {
-                        (void) pthread_setname_np(st->thread, "grpcx-stream");
+                /* Once the thread runs, st is its own: it may end, queue st on
+                 * s->finished and be joined and freed by the reaper before
+                 * pthread_create() even returns here, so st (and the thread's
+                 * id) are not touched after this call succeeds. The thread
+                 * names itself and keeps its own id for the reaper's join. */
+                r = pthread_create(&thread, NULL, grpcx_stream_main, st);
+                if (r == 0)
                         return;
-                }
                 st->payload = NULL;
                 grpcx_stream_free(st);
         }

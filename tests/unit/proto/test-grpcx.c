@@ -189,9 +189,13 @@ static int events_stream(void *userdata, const ProtobufCMessage *req, GrpcxStrea
                          size_t details_size) {
         const Runtime__V1__VersionRequest *r = (const Runtime__V1__VersionRequest *) req;
         TestState *t = userdata;
+        char name[16];
 
         (void) details;
         (void) details_size;
+        /* the stream's thread names itself before its handler runs */
+        if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0 || strcmp(name, "grpcx-stream") != 0)
+                atomic_fetch_add(&t->stream_errors, 1);
         for (int i = 0; i < 3; i++) {
                 char v[DECIMAL_STR_MAX(int) + 8];
 
