@@ -3,6 +3,7 @@
 #include "pods.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -247,6 +248,8 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
                        lc_container_started(p, k));
         if (cj && *st->id)
                 json_object_set_new(cj, "containerID", json_string(cid));
+        if (cj && info->container_extra)
+                info->container_extra(info->extra_userdata, p, c->name, cj);
         *ret_ready = ready;
         return cj;
 }
@@ -370,7 +373,7 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
         /* the UID too: a new spec may come at the address of a freed one */
         fprintf(f, "%s %d %d %d %s\n%s\n%s\n%s\n", p->spec->pod->uid, (int) p->phase, p->observed, p->terminal,
                 p->reason, p->message, info->host_ip ? info->host_ip : "", info->node_name);
-        fprintf(f, "%s\n", p->pod_ip); /* network */
+        fprintf(f, "%s %" PRIu64 "\n", p->pod_ip, info->extra_generation); /* network; the managers' part */
         fwrite(p->statuses, sizeof(*p->statuses), p->n, f);
         /* probes and hooks: the conditions' transitions, the sync's error (waiting reasons) */
         fwrite(p->cond_since, sizeof(p->cond_since), 1, f);

@@ -20,6 +20,12 @@ typedef struct ApiPodsInfo {
         const char *host_ip;          /* NULL when unknown; every pod shares the node's network */
         const char *runtime;          /* containerID prefix, "containerd" */
         int64_t wall_minus_mono_usec; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
+        /* the managers' part of a container's status (a json_t *: the device
+         * manager's allocatedResourcesStatus), NULL for none; and a number
+         * that changes whenever that part may have (part of the cache's key) */
+        void (*container_extra)(void *userdata, const LcPod *p, const char *container, void *json_status);
+        void *extra_userdata;
+        uint64_t extra_generation;
 } ApiPodsInfo;
 
 /* The PodList (malloc'd JSON text), NULL on ENOMEM. */

@@ -16,6 +16,22 @@ static const char *str(json_t *o, const char *k) {
         return s ? s : "";
 }
 
+/* a device's health in a container's allocatedResourcesStatus ("Unknown" when not there) */
+static const char *device_health(json_t *c, const char *resource, const char *id) {
+        json_t *r, *d;
+        size_t i, j;
+
+        json_array_foreach(json_object_get(c, "allocatedResourcesStatus"), i, r) {
+                if (strcmp(str(r, "name"), resource) != 0)
+                        continue;
+                json_array_foreach(json_object_get(r, "resources"), j, d) {
+                        if (id && strcmp(str(d, "resourceID"), id) == 0)
+                                return *str(d, "health") ? str(d, "health") : "Unknown";
+                }
+        }
+        return "Unknown";
+}
+
 static void print_table(json_t *doc) {
         json_t *rt = json_object_get(doc, "runtime"), *pods = json_object_get(doc, "pods"),
                *errors = json_object_get(doc, "errors"), *p, *c, *e;
@@ -112,8 +128,14 @@ static void print_table(json_t *doc) {
 
                                 json_object_foreach(json_object_get(c, "devices"), res, ids) {
                                         printf(" %s", res);
-                                        json_array_foreach(ids, x, id)
-                                                printf("%s%s", x ? "," : " ", json_string_value(id));
+                                        json_array_foreach(ids, x, id) {
+                                                const char *h = device_health(c, res, json_string_value(id));
+
+                                                printf("%s%s%s%s%s", x ? "," : " ", json_string_value(id),
+                                                       strcmp(h, "Healthy") != 0 ? " (" : "",
+                                                       strcmp(h, "Healthy") != 0 ? h : "",
+                                                       strcmp(h, "Healthy") != 0 ? ")" : "");
+                                        }
                                 }
                         }
                         if (*str(c, "waitingReason"))

@@ -369,6 +369,10 @@ typedef struct LcManagerVtable {
         /* its part of a pod's status (json_t *) and of the node's */
         void (*pod_status)(void *m, const LcPod *p, void *json_pod);
         void (*node_status)(void *m, void *json_doc);
+        /* its part of a container's status in the API (/pods, the API
+         * server), and a number it changes whenever that part may have */
+        void (*container_api_status)(void *m, const LcPod *p, const char *container, void *json_status);
+        uint64_t (*api_generation)(void *m);
         /* the node's allocatable of an extended resource changed (devices) */
         void (*node_resource)(void *m, const char *resource, int64_t allocatable);
         /* writes what it holds unsaved (its checkpoints): the loop calls it

@@ -415,6 +415,9 @@ void agent_managers_start(Agent *a);
  * the merge calls it when every source has given its set and none holds a
  * pod back. */
 void agent_managers_restore(Agent *a);
+/* how the API shows pods (/pods, the API server): the node, and the
+ * managers' part of each container's status */
+void agent_api_pods_info(Agent *a, ApiPodsInfo *info);
 void agent_managers_admit_batch(Agent *a);
 /* Each manager's admission in order, its decisions applied (apply: the
  * loop's agent_apply_actions) before the next looks; SIZE_MAX when all

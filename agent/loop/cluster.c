@@ -409,13 +409,11 @@ static void on_api_pods(void *userdata, const json_t *pods) {
 static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
         const json_t *set = kube_pods_set(a->cluster.pods);
-        ApiPodsInfo info = { .node_name = a->core.opt.node_name,
-                             .host_ip = a->core.host_ip[0] ? a->core.host_ip : NULL,
-                             .runtime = "containerd",
-                             .wall_minus_mono_usec = cub_wall_minus_mono_usec(&a->core.wall_minus_mono) };
+        ApiPodsInfo info;
         const char *uid;
         json_t *o, *keep;
 
+        agent_api_pods_info(a, &info);
         (void) sd_event_source_set_time(s, usec + STATUS_TICK_USEC);
         a->cluster.ticks++;
         kube_projected_tick(a->cluster.projected);

@@ -170,6 +170,24 @@ void agent_managers_node_status(Agent *a, json_t *doc) {
         EACH(node_status, doc);
 }
 
+static void container_api_status(void *userdata, const LcPod *p, const char *container, void *json_status) {
+        Agent *a = userdata;
+
+        EACH(container_api_status, p, container, json_status);
+}
+
+void agent_api_pods_info(Agent *a, ApiPodsInfo *info) {
+        *info = (ApiPodsInfo){ .node_name = a->core.opt.node_name,
+                               .host_ip = a->core.host_ip[0] ? a->core.host_ip : NULL,
+                               .runtime = "containerd",
+                               .wall_minus_mono_usec = cub_wall_minus_mono_usec(&a->core.wall_minus_mono),
+                               .container_extra = container_api_status,
+                               .extra_userdata = a };
+        for (size_t i = 0; i < a->mgrs.n_mgr; i++)
+                if (a->mgrs.mgr[i]->api_generation)
+                        info->extra_generation += a->mgrs.mgr[i]->api_generation(a->mgrs.mgr_state[i]);
+}
+
 void agent_managers_node_resource(Agent *a, const char *resource, int64_t allocatable) {
         EACH(node_resource, resource, allocatable);
 }

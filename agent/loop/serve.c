@@ -21,10 +21,7 @@
 #define TICK_USEC CUB_USEC_PER_SEC
 
 static void publish(Agent *a, uint64_t now) {
-        ApiPodsInfo info = { .node_name = a->core.opt.node_name,
-                             .host_ip = a->core.host_ip[0] ? a->core.host_ip : NULL,
-                             .runtime = "containerd",
-                             .wall_minus_mono_usec = cub_wall_minus_mono_usec(&a->core.wall_minus_mono) };
+        ApiPodsInfo info;
         ApiGauges g = { .runtime_ready = a->rt.ready,
                         .version = CUBELET_VERSION,
                         .node_name = a->core.opt.node_name,
@@ -35,6 +32,7 @@ static void publish(Agent *a, uint64_t now) {
 
         if (!s)
                 return;
+        agent_api_pods_info(a, &info);
         api_pods_gauges(a->table.pods, a->table.n_pods, &g);
         s->made_usec = now;
         s->node_name = strdup(a->core.opt.node_name);

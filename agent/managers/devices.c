@@ -37,7 +37,11 @@
 #include "../util/log.h"
 #include "../util/time.h"
 #include "devices-metrics.h"
+#include "devices-status.h"
 #include "managers.h"
+
+#define GPU_RESOURCE "nvidia.com/gpu"
+#define GPU_ENV "NVIDIA_VISIBLE_DEVICES"
 
 typedef struct Devices {
         const LcEnv *env;
@@ -45,7 +49,8 @@ typedef struct Devices {
         sd_event_source *io;
         char **stopping; /* pods whose devices go when their containers stop */
         size_t n_stopping;
-        DevicesMetrics metrics; /* kubelet_device_plugin_* */
+        DevicesMetrics metrics; /* kubelet_device_plugin_*, cubelet_device_* */
+        uint64_t generation;    /* bumped when a health or an allocation changed */
 } Devices;
 
 static void devices_free(void *userdata) {
@@ -81,6 +86,8 @@ static void on_change(void *userdata, const char *resource) {
                         dp_resource_capacity(r), dp_resource_allocatable(r), *r->last_error ? ": " : "", r->last_error);
         else
                 cub_log(LOG_INFO, "device plugin %s: gone", resource);
+        devices_metrics_health(&m->metrics, m->dp);
+        m->generation++;
         announce(m, resource);
 }
 
@@ -100,6 +107,7 @@ static void on_allocated(void *userdata, const char *uid, int r, const char *mes
                 cub_log(LOG_WARNING, "pod uid %s: devices: %s", uid, message);
                 m->env->act(m->env->loop, &a);
         }
+        m->generation++;
         for (size_t i = 0; r >= 0 && i < dp_manager_n_allocations(m->dp); i++)
                 if (strcmp(dp_manager_allocation(m->dp, i)->pod_uid, uid) == 0)
                         devices_metrics_observe(&m->metrics, dp_manager_allocation(m->dp, i)->resource, took_usec);
@@ -259,6 +267,7 @@ static void release(Devices *m, const char *uid) {
         CubError err = {};
 
         (void) stopping_drop(m, uid);
+        m->generation++;
         if (dp_manager_release_pod(m->dp, uid, &err) < 0)
                 cub_log(LOG_ERR, "device manager: releasing pod uid %s: %s", uid, err.msg);
 }
@@ -436,8 +445,10 @@ static int devices_prepare(void *userdata, const LcPod *p, size_t k, LcContainer
         r = dp_manager_container_allocations(m->dp, pod->uid, c->name, &al, &n, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': devices", c->name);
+        /* no GPU asked for, on a node that has them: none seen, even where
+         * the image sets NVIDIA_VISIBLE_DEVICES=all for a container toolkit */
         if (n == 0)
-                return 0;
+                return dp_manager_find(m->dp, GPU_RESOURCE) ? kv_push_checked(&cfg->envs, GPU_ENV, "void", err) : 0;
         r = dp_manager_pre_start_prepare(m->dp, pod->uid, c->name, &ps, err);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s'", c->name);
@@ -524,58 +535,28 @@ static void devices_restore(void *userdata) {
 
 static void devices_pod_status(void *userdata, const LcPod *p, void *json_pod) {
         Devices *m = userdata;
-        json_t *cs = json_object_get(json_pod, "containers"), *c;
-        size_t k;
 
-        if (!m->dp)
-                return;
-        json_array_foreach(cs, k, c) {
-                const char *name = json_string_value(json_object_get(c, "name"));
-                json_t *devs = json_object();
+        if (m->dp)
+                devices_status_pod(m->dp, p, json_pod);
+}
 
-                for (size_t i = 0; name && devs && i < dp_manager_n_allocations(m->dp); i++) {
-                        const DpAllocation *al = dp_manager_allocation(m->dp, i);
-                        json_t *ids;
+static void devices_container_api_status(void *userdata, const LcPod *p, const char *container, void *json_status) {
+        Devices *m = userdata;
+        json_t *l = m->dp ? devices_resources_status(m->dp, p->spec->pod->uid, container) : NULL;
 
-                        if (strcmp(al->pod_uid, p->spec->pod->uid) != 0 || strcmp(al->container, name) != 0)
-                                continue;
-                        ids = json_array();
-                        for (size_t j = 0; ids && j < al->n_ids; j++)
-                                json_array_append_new(ids, json_string(al->ids[j]));
-                        json_object_set_new(devs, al->resource, ids);
-                }
-                if (devs && json_object_size(devs) > 0)
-                        json_object_set_new(c, "devices", devs);
-                else
-                        json_decref(devs);
-        }
+        if (l)
+                json_object_set_new(json_status, "allocatedResourcesStatus", l);
+}
+
+static uint64_t devices_api_generation(void *userdata) {
+        return ((Devices *) userdata)->generation;
 }
 
 static void devices_node_status(void *userdata, void *json_doc) {
         Devices *m = userdata;
-        json_t *l = json_array();
 
-        if (!m->dp || !l) {
-                json_decref(l);
-                return;
-        }
-        for (size_t i = 0; i < dp_manager_n_resources(m->dp); i++) {
-                const DpResource *r = dp_manager_resource(m->dp, i);
-                json_t *unhealthy = json_array(), *o;
-
-                for (size_t j = 0; unhealthy && j < r->n_devices; j++)
-                        if (!r->devices[j].healthy || !r->connected)
-                                json_array_append_new(unhealthy, json_string(r->devices[j].id));
-                o = json_pack("{s:s,s:s,s:b,s:I,s:I,s:o*}", "name", r->name, "endpoint", r->endpoint ? r->endpoint : "",
-                              "connected", r->connected, "capacity", (json_int_t) dp_resource_capacity(r),
-                              "allocatable", (json_int_t) dp_resource_allocatable(r), "unhealthy", unhealthy);
-                if (o && *r->last_error)
-                        json_object_set_new(o, "error", json_string(r->last_error));
-                json_array_append_new(l, o);
-        }
-        json_object_set_new(json_doc, "devicePlugins",
-                            json_pack("{s:s,s:s,s:o}", "dir", dp_manager_dir(m->dp), "checkpointNote",
-                                      dp_manager_checkpoint_note(m->dp), "resources", l));
+        if (m->dp)
+                devices_status_node(m->dp, json_doc);
 }
 
 static void devices_metrics(void *userdata, FILE *f) {
@@ -597,4 +578,6 @@ const LcManagerVtable mgr_devices = {
         .restore = devices_restore,
         .pod_status = devices_pod_status,
         .node_status = devices_node_status,
+        .container_api_status = devices_container_api_status,
+        .api_generation = devices_api_generation,
 };

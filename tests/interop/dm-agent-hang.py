@@ -55,6 +55,8 @@ class Plugin:
         self.hang = threading.Event()
         self.release = threading.Event()
         self.allocate_seen = threading.Event()
+        self.health = {i: "Healthy" for i in DEVICES}
+        self.changed = threading.Event()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         h = {
             "GetDevicePluginOptions": grpc.unary_unary_rpc_method_handler(
@@ -74,9 +76,16 @@ class Plugin:
         self.server.stop(0)
 
     def list_and_watch(self, req, ctx):
-        yield api_pb2.ListAndWatchResponse(devices=[api_pb2.Device(ID=i, health="Healthy") for i in DEVICES])
+        yield api_pb2.ListAndWatchResponse(devices=[api_pb2.Device(ID=i, health=self.health[i]) for i in DEVICES])
         while ctx.is_active():
-            time.sleep(0.05)
+            if self.changed.wait(0.05):
+                self.changed.clear()
+                yield api_pb2.ListAndWatchResponse(devices=[api_pb2.Device(ID=i, health=self.health[i])
+                                                            for i in DEVICES])
+
+    def set_health(self, dev, health):
+        self.health[dev] = health
+        self.changed.set()
 
     def allocate(self, req, ctx):
         self.requests.append(req)
@@ -253,6 +262,32 @@ def main():
         gp = wait_until(lambda: pod(port, "gpu2-n1"), 3.0)
         check(gp is not None and gp["status"]["phase"] == "Pending" and gp["status"].get("reason") is None,
               "the next pod is admitted (not rejected)", gp and gp["status"])
+
+        # (d) its devices' health in its container status (KEP-4680), and on /metrics
+        def ars(health):
+            return [{"name": RESOURCE, "resources": [{"resourceID": d, "health": health.get(d, "Healthy")}
+                                                      for d in DEVICES]}]
+
+        def ars_is(want):
+            q = pod(port, "gpu2-n1")
+            got = q and q["status"]["containerStatuses"][0].get("allocatedResourcesStatus")
+            return got if got == want else None
+        check(wait_until(lambda: ars_is(ars({})), 3.0),
+              "/pods: the container's allocatedResourcesStatus lists its 3 devices, Healthy",
+              (pod(port, "gpu2-n1") or {}).get("status"))
+        plugin.set_health(DEVICES[1], "Unhealthy")
+        check(wait_until(lambda: ars_is(ars({DEVICES[1]: "Unhealthy"})), 4.0),
+              "a device turns Unhealthy on ListAndWatch: /pods shows it so within the snapshot's 2 s",
+              (pod(port, "gpu2-n1") or {}).get("status"))
+        plugin.set_health(DEVICES[1], "Healthy")
+        check(wait_until(lambda: ars_is(ars({})), 4.0), "...and Healthy again when the plugin says so")
+        _, m = get(port, "/metrics", timeout=2)
+        want = [f'cubelet_device_health_changes_total{{resource_name="{RESOURCE}",health="Unhealthy"}} 1',
+                f'cubelet_device_health_changes_total{{resource_name="{RESOURCE}",health="Healthy"}} 1',
+                f'cubelet_device_plugin_devices{{resource_name="{RESOURCE}",health="Healthy"}} 3']
+        check(m is not None and all(w in m.splitlines() for w in want),
+              "/metrics counts the two health changes; 3 devices Healthy",
+              m and [x for x in m.splitlines() if "cubelet_device" in x])
         took, body = get(port, "/healthz")
         check(p.poll() is None and body == "ok", "cubelet is still running and healthy", (p.poll(), body))
     finally:
