@@ -40,6 +40,12 @@ typedef struct CgOptions {
         bool swap_limited;          /* memorySwap.swapBehavior LimitedSwap (else NoSwap) */
         bool swap_controller;       /* memory.swap.max exists in the agent's own cgroup (cgroup v2) */
         uint64_t swap_capacity;     /* SwapTotal, bytes */
+        /* featureGates.MemoryQoS (off by default, as kubelet's): memory.min of
+         * the pod and QoS groups and of each container, memory.high of each
+         * container (KEP-2570) */
+        bool memory_qos;
+        double memory_throttling_factor; /* memoryThrottlingFactor, in (0, 1]; default 0.9 */
+        int64_t page_size;               /* memory.high is a multiple of it (Go's os.Getpagesize()) */
 } CgOptions;
 
 void cg_options_init(CgOptions *o);
@@ -74,7 +80,9 @@ const char *cg_group_get(const CgGroupValues *g, const char *file);
 int cg_pod_path(const char *uid, PodQOSClass qos, CgDriverKind driver, char *buf, size_t size, CubError *err);
 
 /* pkg/kubelet/cm/helpers_linux.go ResourceConfigForPod (1.34) over eff,
- * pod_effective()'s result: pod-level resources are already in it. */
+ * pod_effective()'s result: pod-level resources are already in it. With
+ * o->memory_qos, memory.min (the pod's memory request, when not 0) comes
+ * last, as libcontainer writes the unified map after the other files. */
 int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, const CgOptions *o, CgGroupValues *ret,
                   CubError *err);
 /* The pod cgroup's cpu.max set to "max <period>" (a pod with exclusive CPUs
@@ -89,7 +97,41 @@ typedef struct CgContainerResources {
         int64_t oom_score_adj;
         char cpuset_cpus[128];
         char memory_swap_max[24]; /* unified "memory.swap.max"; "" = not sent (no swap controller) */
+        char memory_min[24];      /* unified "memory.min" (MemoryQoS); "" = not sent */
+        char memory_high[24];     /* unified "memory.high" (MemoryQoS); "" = not sent */
 } CgContainerResources;
+
+/* ---- memory QoS (KEP-2570; memory-qos.c) ----------------------------------
+ * kuberuntime_container_linux.go generateLinuxContainerResources, its
+ * enforceMemoryQoS block (1.34): memory.high for a request and a limit
+ * (0 = none) and the node's allocatable memory (capacity - kube/system
+ * reserved, GetNodeAllocatableAbsolute; 0 = unknown):
+ *   int64(math.Floor(req + (above - req) * factor) / pageSize) * pageSize
+ * in float64, where above is the limit, else the allocatable memory; 0 when
+ * there is neither (kubelet then writes no memory.high). */
+int64_t cg_memory_high(int64_t request, int64_t limit, int64_t allocatable, double factor, int64_t page_size);
+/* res->memory_min and res->memory_high of container c as that block sets
+ * them: nothing unless o->memory_qos; memory.min = the container's own
+ * memory request when not 0; memory.high = cg_memory_high() of its own
+ * request and limit (a pod-level limit does not count) when they differ and
+ * the result is above the request. */
+void cg_container_memory_qos(const PodContainer *c, const CgOptions *o, CgContainerResources *res);
+/* The pod group's memory.min (helpers_linux.go ResourceConfigForPod with
+ * enforceMemoryQoS): appended to g when o->memory_qos and the request > 0. */
+void cg_pod_memory_min(int64_t pod_memory_request, const CgOptions *o, CgGroupValues *g);
+/* qos_container_manager_linux.go setMemoryQoS (1.34), after cg_qos_values():
+ * with o->memory_qos, memory.min of [1] burstable = the sum of the
+ * Burstable pods' memory requests, of [0] kubepods (the Guaranteed group)
+ * = that plus the Guaranteed pods' sum; a sum of 0 writes nothing (kubelet
+ * leaves the file as it was). */
+void cg_qos_memory_min(int64_t guaranteed_memory, int64_t burstable_memory, const CgOptions *o, CgGroupValues ret[3]);
+
+/* The CRI unified map of a container, a flat NULL-terminated key/value
+ * list pointing into res: memory.oom.group "1" (kubelet on cgroup v2 since
+ * 1.28), then those of memory.swap.max, memory.min and memory.high that are
+ * set. Returns the number of pairs. */
+#define CG_UNIFIED_KV_MAX 9
+size_t cg_container_unified(const CgContainerResources *res, const char *kv[static CG_UNIFIED_KV_MAX]);
 
 /* kuberuntime_container_linux.go calcSwapForBurstablePods (1.34):
  * int64(float64(request) / float64(capacity) * float64(swap)); -EINVAL when
@@ -143,11 +185,12 @@ int cg_systemd_parent_slice(const char *unit, char *buf, size_t size, CubError *
  * a has_* false leaves the property out. "max" is CG_USEC_INFINITY /
  * UINT64_MAX, as systemd says infinity on the bus. */
 typedef struct CgUnitProps {
-        bool has_cpu_weight, has_cpu_quota, has_memory_max, has_tasks_max, has_allowed_cpus;
+        bool has_cpu_weight, has_cpu_quota, has_memory_max, has_memory_min, has_tasks_max, has_allowed_cpus;
         uint64_t cpu_weight;             /* CPUWeight: cpu.weight */
         uint64_t cpu_quota_per_sec_usec; /* CPUQuotaPerSecUSec: quota * 1e6 / period */
         uint64_t cpu_quota_period_usec;  /* CPUQuotaPeriodUSec: the period of cpu.max */
         uint64_t memory_max;             /* MemoryMax: memory.max */
+        uint64_t memory_min;             /* MemoryMin: memory.min */
         uint64_t tasks_max;              /* TasksMax: pids.max */
         uint8_t allowed_cpus[128];       /* AllowedCPUs: cpuset.cpus as systemd's CPU bitmask */
         size_t n_allowed_cpus;           /* bytes of allowed_cpus used */
@@ -187,7 +230,8 @@ CgDriverKind cg_driver_default(void);
  *
  * Write order: a group's files are written in the order of
  * CgGroupValues.files, which values.c keeps fixed: cpu.weight, cpu.max,
- * memory.max, pids.max (the QoS groups: cpu.weight, memory.max). Each file
+ * memory.max, pids.max, memory.min (the QoS groups: cpu.weight, memory.max,
+ * pids.max, memory.min; memory.min only with MemoryQoS). Each file
  * is opened O_WRONLY (never created) and written once; the first failure
  * stops the group and names the group, the file and the value:
  *   cgroup 'kubepods/burstable/podX': write 'memory.max' = '1048576': Device or resource busy

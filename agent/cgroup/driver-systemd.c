@@ -151,6 +151,8 @@ static int append_values(sd_bus_message *m, const CgUnitProps *p) {
                                           "CPUQuotaPeriodUSec", "t", p->cpu_quota_period_usec);
         if (r >= 0 && p->has_memory_max)
                 r = sd_bus_message_append(m, "(sv)", "MemoryMax", "t", p->memory_max);
+        if (r >= 0 && p->has_memory_min)
+                r = sd_bus_message_append(m, "(sv)", "MemoryMin", "t", p->memory_min);
         if (r >= 0 && p->has_tasks_max)
                 r = sd_bus_message_append(m, "(sv)", "TasksMax", "t", p->tasks_max);
         if (r >= 0 && p->has_allowed_cpus) {

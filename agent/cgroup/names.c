@@ -187,6 +187,10 @@ int cg_unit_props(const CgGroupValues *g, CgUnitProps *ret, CubError *err) {
                 else if (strcmp(f, "memory.max") == 0) {
                         r = limit_of(v, &p.memory_max);
                         p.has_memory_max = true;
+                } else if (strcmp(f, "memory.min") == 0) {
+                        /* libcontainer's systemd driver: unified memory.min as MemoryMin */
+                        r = limit_of(v, &p.memory_min);
+                        p.has_memory_min = true;
                 } else if (strcmp(f, "pids.max") == 0) {
                         r = limit_of(v, &p.tasks_max);
                         p.has_tasks_max = true;

@@ -3,11 +3,18 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 
 void cg_options_init(CgOptions *o) {
-        *o = (CgOptions){ .driver = CG_DRIVER_CGROUPFS, .enforce_cpu_limits = true, .pod_pids_limit = -1 };
+        long page = sysconf(_SC_PAGESIZE);
+
+        *o = (CgOptions){ .driver = CG_DRIVER_CGROUPFS,
+                          .enforce_cpu_limits = true,
+                          .pod_pids_limit = -1,
+                          .memory_throttling_factor = 0.9,
+                          .page_size = page > 0 ? page : 4096 };
 }
 
 static const char *const driver_names[_CG_DRIVER_MAX] = {
@@ -134,7 +141,7 @@ int cg_pod_path(const char *uid, PodQOSClass qos, CgDriverKind driver, char *buf
 int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, const CgOptions *o, CgGroupValues *ret,
                   CubError *err) {
         CgGroupValues g = {};
-        PodQuantity req_cpu, lim_cpu, lim_mem;
+        PodQuantity req_cpu, lim_cpu, lim_mem, req_mem = {};
         int64_t quota;
         int r;
 
@@ -175,6 +182,8 @@ int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, cons
                 put(&g, "pids.max", o->pod_pids_limit);
         else
                 put(&g, "pids.max", -1);
+        (void) pod_resource_get(&eff->requests, "memory", &req_mem);
+        cg_pod_memory_min(pod_quantity_value(req_mem), o, &g);
         *ret = g;
         return 0;
 }
@@ -252,6 +261,7 @@ void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer 
                 .oom_score_adj = oom_score_adj(pod, qos, c, o->memory_capacity),
         };
         cg_container_swap(pod, qos, c, o, ret->memory_swap_max, sizeof(ret->memory_swap_max));
+        cg_container_memory_qos(c, o, ret);
 }
 
 int cg_swap_for_burstable(int64_t request, int64_t capacity, int64_t swap, int64_t *ret) {

@@ -84,10 +84,16 @@ static json_t *containers_json(const Pod *pod, PodQOSClass qos, const PodContain
                               (json_int_t) res.cpu_period, "memory_limit_in_bytes",
                               (json_int_t) res.memory_limit_in_bytes, "oom_score_adj", (json_int_t) res.oom_score_adj,
                               "cpuset_cpus", res.cpuset_cpus, "exclusiveCPUs", "");
-                /* the unified map's memory.swap.max, only when the swap controller is there */
+                /* the unified map's memory.swap.max (only when the swap controller is
+                 * there), memory.min and memory.high (MemoryQoS), each when set */
                 if (c && res.memory_swap_max[0])
                         json_object_set_new(json_object_get(c, "resources"), "memory_swap_max",
                                             json_string(res.memory_swap_max));
+                if (c && res.memory_min[0])
+                        json_object_set_new(json_object_get(c, "resources"), "memory_min", json_string(res.memory_min));
+                if (c && res.memory_high[0])
+                        json_object_set_new(json_object_get(c, "resources"), "memory_high",
+                                            json_string(res.memory_high));
                 json_array_append_new(arr, c);
         }
         return arr;
@@ -106,12 +112,21 @@ static json_t *warnings_json(const Pod *pod, const char *source) {
         return arr;
 }
 
-static int plan_pod(const Pod *pod, const char *source, const CgOptions *o, json_t **ret, int64_t *ret_burstable_cpu,
+/* What a pod adds to the QoS groups (qos_container_manager_linux.go): its
+ * cpu request to the burstable group's, its memory request to its class's
+ * sum (MemoryQoS). */
+typedef struct PlanQosSums {
+        int64_t burstable_cpu_milli;
+        int64_t burstable_memory;
+        int64_t guaranteed_memory;
+} PlanQosSums;
+
+static int plan_pod(const Pod *pod, const char *source, const CgOptions *o, json_t **ret, PlanQosSums *ret_sums,
                     CubError *err) {
         PodEffective eff;
         PodQOSClass qos = pod_qos_class(pod);
         CgGroupValues g;
-        PodQuantity cpu;
+        PodQuantity cpu, mem = {};
         json_t *j;
         int r;
 
@@ -134,7 +149,12 @@ static int plan_pod(const Pod *pod, const char *source, const CgOptions *o, json
         if (j && pod->warnings.n > 0)
                 json_object_set_new(j, "warnings", warnings_json(pod, source));
         (void) pod_resource_get(&eff.requests, "cpu", &cpu);
-        *ret_burstable_cpu = qos == POD_QOS_BURSTABLE ? pod_quantity_milli(cpu) : 0;
+        (void) pod_resource_get(&eff.requests, "memory", &mem);
+        *ret_sums = (PlanQosSums){
+                .burstable_cpu_milli = qos == POD_QOS_BURSTABLE ? pod_quantity_milli(cpu) : 0,
+                .burstable_memory = qos == POD_QOS_BURSTABLE ? pod_quantity_value(mem) : 0,
+                .guaranteed_memory = qos == POD_QOS_GUARANTEED ? pod_quantity_value(mem) : 0,
+        };
         pod_effective_done(&eff);
         if (!j)
                 return cub_err_set(err, ENOMEM, "out of memory");
@@ -160,6 +180,8 @@ static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, co
                 o->pod_pids_limit = cfg->pod_pids_limit;
                 o->cpu_static = cfg->cpu_manager_policy && strcmp(cfg->cpu_manager_policy, "static") == 0;
                 o->swap_limited = cfg->swap_behavior && strcmp(cfg->swap_behavior, "LimitedSwap") == 0;
+                o->memory_qos = cfg->memory_qos;
+                o->memory_throttling_factor = cfg->memory_throttling_factor;
         }
         o->memory_capacity = node->memory_capacity;
         o->swap_controller = node->swap_controller;
@@ -178,7 +200,8 @@ static void plan_usage(FILE *f) {
               "file values, and the CRI resources of each container. Nothing is changed.\n"
               "\n"
               "  --config FILE   KubeletConfiguration (podPidsLimit, cpuCFSQuota, cgroupDriver,\n"
-              "                  kubeReserved, systemReserved, memorySwap.swapBehavior)\n"
+              "                  kubeReserved, systemReserved, memorySwap.swapBehavior,\n"
+              "                  featureGates.MemoryQoS, memoryThrottlingFactor)\n"
               "  --node FILE     a v1 Node: metadata.name names static pods,\n"
               "                  status.capacity sizes oom_score_adj and kubepods,\n"
               "                  status.nodeInfo.swap.capacity the swap (and says the\n"
@@ -212,7 +235,7 @@ int cli_plan(int argc, char **argv) {
         CgOptions o;
         CgGroupValues qos[3];
         CubError err = {};
-        int64_t burstable_cpu = 0;
+        PlanQosSums sums = {};
         int c, r, rc = 0;
 
         optind = 1;
@@ -266,7 +289,7 @@ int cli_plan(int argc, char **argv) {
                 _cleanup_free_ char *buf = NULL, *abs = NULL;
                 _cleanup_(pod_freep) Pod *pod = NULL;
                 json_t *j = NULL;
-                int64_t bcpu = 0;
+                PlanQosSums ps = {};
                 size_t len;
 
                 cub_err_clear(&err);
@@ -282,18 +305,21 @@ int cli_plan(int argc, char **argv) {
                         r = cub_err_set(&err, EOPNOTSUPP, "%s", msg ? msg : "out of memory");
                 }
                 if (r >= 0)
-                        r = plan_pod(pod, argv[i], &o, &j, &bcpu, &err);
+                        r = plan_pod(pod, argv[i], &o, &j, &ps, &err);
                 if (r < 0) {
                         cub_log(LOG_ERR, "%s", err.msg);
                         json_array_append_new(errors, json_pack("{s:s,s:s}", "source", argv[i], "message", err.msg));
                         rc = CLI_EXIT_BAD_INPUT;
                         continue;
                 }
-                burstable_cpu += bcpu;
+                sums.burstable_cpu_milli += ps.burstable_cpu_milli;
+                sums.burstable_memory += ps.burstable_memory;
+                sums.guaranteed_memory += ps.guaranteed_memory;
                 json_array_append_new(pods, j);
         }
 
-        cg_qos_values(burstable_cpu, &o, qos);
+        cg_qos_values(sums.burstable_cpu_milli, &o, qos);
+        cg_qos_memory_min(sums.guaranteed_memory, sums.burstable_memory, &o, qos);
         qos_arr = json_array();
         for (int i = 0; i < 3; i++)
                 json_array_append_new(qos_arr, group_json(&qos[i]));

@@ -149,6 +149,7 @@ typedef struct LcPod {
         size_t n_victims;
         unsigned resources_gen;    /* the container-resources generation its running containers have */
         int64_t cpu_request_milli; /* the pod's effective cpu request */
+        int64_t memory_request;    /* the pod's effective memory request, bytes (MemoryQoS's QoS sums) */
         uint64_t *numa;            /* LcAdmitResult.numa of its admission, NULL = no hints */
         LcLatency latency;
         /* the manifest file's identity when it was read (st_dev, st_ino,

@@ -31,7 +31,7 @@ const char *lc_container_state_to_string(LcContainerState s) {
 int lc_pod_new(WorkerSpec *spec, LcPod **ret) {
         LcPod *p = calloc(1, sizeof(*p));
         PodEffective eff;
-        PodQuantity cpu;
+        PodQuantity cpu, mem;
 
         if (!p)
                 return -ENOMEM;
@@ -48,6 +48,8 @@ int lc_pod_new(WorkerSpec *spec, LcPod **ret) {
         if (pod_effective(spec->pod, &eff, NULL) >= 0) {
                 (void) pod_resource_get(&eff.requests, "cpu", &cpu);
                 p->cpu_request_milli = pod_quantity_milli(cpu);
+                if (pod_resource_get(&eff.requests, "memory", &mem))
+                        p->memory_request = pod_quantity_value(mem);
                 pod_effective_done(&eff);
         }
         *ret = p;

@@ -222,6 +222,8 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         a->core.cg.kubepods_pids = agent_kubepods_pids(&opt->kc, a->core.node.max_pids);
         a->core.cg.cpu_static = opt->kc.cpu_manager_policy && strcmp(opt->kc.cpu_manager_policy, "static") == 0;
         a->core.cg.swap_limited = opt->kc.swap_behavior && strcmp(opt->kc.swap_behavior, "LimitedSwap") == 0;
+        a->core.cg.memory_qos = opt->kc.memory_qos;
+        a->core.cg.memory_throttling_factor = opt->kc.memory_throttling_factor;
         a->core.cg.swap_controller = a->core.node.swap_controller;
         a->core.cg.swap_capacity = a->core.node.swap_capacity;
 

@@ -12,8 +12,10 @@
  *    loop (LcLatency.cgroup); the loop applies it right after this admit,
  *    before the sync job.
  *  - pods_changed: the burstable group's cpu follows the sum of the cpu
- *    requests of the Burstable pods a source wants; the three groups are
- *    written again when it changed, and after a failed write. */
+ *    requests of the Burstable pods a source wants, and with MemoryQoS
+ *    the memory.min of kubepods and of the burstable group the sums of the
+ *    memory requests (setMemoryQoS); the three groups are written again
+ *    when a sum changed, and after a failed write. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +26,16 @@
 #include "../util/time.h"
 #include "managers.h"
 
+/* What the QoS groups are computed from (kubelet's activePods). */
+typedef struct QosSums {
+        int64_t burstable_milli;   /* the Burstable pods' cpu requests */
+        int64_t burstable_memory;  /* the Burstable pods' memory requests (MemoryQoS) */
+        int64_t guaranteed_memory; /* the Guaranteed pods' memory requests (MemoryQoS) */
+} QosSums;
+
 typedef struct Cgroups {
         const LcEnv *env;
-        int64_t qos_burstable_milli; /* what the burstable QoS group was last given (-1: nothing) */
+        QosSums written; /* what the QoS groups were last given (burstable_milli -1: nothing) */
 } Cgroups;
 
 static int cgroups_new(const LcEnv *env, void **ret, CubError *err) {
@@ -35,7 +44,7 @@ static int cgroups_new(const LcEnv *env, void **ret, CubError *err) {
         if (!m)
                 return cub_err_set(err, ENOMEM, "out of memory");
         m->env = env;
-        m->qos_burstable_milli = -1; /* nothing written yet */
+        m->written.burstable_milli = -1; /* nothing written yet */
         *ret = m;
         return 0;
 }
@@ -68,7 +77,7 @@ static int cgroups_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
 static void cgroups_pods_changed(void *userdata) {
         Cgroups *m = userdata;
         CgGroupValues g[3];
-        int64_t burstable = 0;
+        QosSums sums = {};
         CubError err = {};
         const LcPod *const *pods;
         size_t n;
@@ -76,22 +85,32 @@ static void cgroups_pods_changed(void *userdata) {
         if (!m->env->writer)
                 return;
         pods = m->env->pods(m->env->loop, &n);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                const LcPod *p = pods[i];
+
                 /* kubelet's GetActivePods: admitted, not finished (a rejected
                  * pod asking for 64 CPUs is not in it; the kubelet oracle) */
-                if (pods[i]->wanted && pods[i]->admitted && !pods[i]->terminal &&
-                    pods[i]->phase != LC_PHASE_SUCCEEDED && pods[i]->phase != LC_PHASE_FAILED &&
-                    pods[i]->spec->qos == POD_QOS_BURSTABLE)
-                        burstable += pods[i]->cpu_request_milli;
-        if (burstable == m->qos_burstable_milli)
+                if (!p->wanted || !p->admitted || p->terminal || p->phase == LC_PHASE_SUCCEEDED ||
+                    p->phase == LC_PHASE_FAILED)
+                        continue;
+                if (p->spec->qos == POD_QOS_BURSTABLE) {
+                        sums.burstable_milli += p->cpu_request_milli;
+                        sums.burstable_memory += p->memory_request;
+                } else if (p->spec->qos == POD_QOS_GUARANTEED)
+                        sums.guaranteed_memory += p->memory_request;
+        }
+        if (!m->env->cg->memory_qos)
+                sums.burstable_memory = sums.guaranteed_memory = 0;
+        if (memcmp(&sums, &m->written, sizeof(sums)) == 0)
                 return; /* the QoS groups have these values */
-        m->qos_burstable_milli = burstable;
-        cg_qos_values(burstable, m->env->cg, g);
+        m->written = sums;
+        cg_qos_values(sums.burstable_milli, m->env->cg, g);
+        cg_qos_memory_min(sums.guaranteed_memory, sums.burstable_memory, m->env->cg, g);
         for (int i = 0; i < 3; i++)
                 if (cg_writer_apply(m->env->writer, &g[i], &err) < 0) {
                         cub_log(LOG_ERR, "%s", err.msg);
                         cub_err_clear(&err);
-                        m->qos_burstable_milli = -1; /* written again next time */
+                        m->written.burstable_milli = -1; /* written again next time */
                 }
 }
 

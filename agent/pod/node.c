@@ -266,6 +266,59 @@ static const PodField memory_swap_fields[] = { { .name = "swapBehavior",
                                                  .allowed = swap_behaviors },
                                                {} };
 
+/* featureGates: kubelet's map of gate name -> boolean. The gates cubelet
+ * reads; pod_kubelet_config_decode lists the others in ignored. */
+static const char *const feature_gates[] = { "MemoryQoS", NULL };
+
+static bool feature_gate_known(const char *name) {
+        for (const char *const *g = feature_gates; *g; g++)
+                if (strcmp(*g, name) == 0)
+                        return true;
+        return false;
+}
+
+static int dec_feature_gates(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        PodKubeletConfig *c = (PodKubeletConfig *) ((char *) dst - f->offset);
+        const char *k;
+        json_t *e;
+
+        if (json_is_null(v))
+                return 0;
+        if (!json_is_object(v))
+                return pod_dec_fail(d, 0, NULL, "Invalid type: expected object of booleans, got %s",
+                                    pod_json_type_name(v));
+        json_object_foreach(v, k, e) {
+                if (!json_is_boolean(e)) {
+                        size_t old = pod_dec_push(d, "[%s]", k);
+                        int r = pod_dec_fail(d, pod_tree_line(d->tree, e), NULL,
+                                             "Invalid type: expected boolean, got %s", pod_json_type_name(e));
+
+                        pod_dec_pop(d, old);
+                        return r;
+                }
+                if (strcmp(k, "MemoryQoS") == 0)
+                        c->memory_qos = json_is_true(e);
+        }
+        return 0;
+}
+
+/* memoryThrottlingFactor: a number; validation.go: > 0 and <= 1.0 */
+static int dec_throttling_factor(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        double x;
+
+        (void) f;
+        if (json_is_null(v))
+                return 0;
+        if (!json_is_number(v))
+                return pod_dec_fail(d, 0, NULL, "Invalid type: expected number, got %s", pod_json_type_name(v));
+        x = json_number_value(v);
+        if (!(x > 0 && x <= 1.0))
+                return pod_dec_fail(d, 0, NULL,
+                                    "Invalid value: %g: must be greater than 0 and less than or equal to 1.0", x);
+        *(double *) dst = x;
+        return 0;
+}
+
 static const PodField config_fields[] = {
         { .name = "readOnlyPort",
           .decode = pod_dec_int64,
@@ -313,6 +366,10 @@ static const PodField config_fields[] = {
           .offset = offsetof(PodKubeletConfig, cpu_manager_policy),
           .allowed = cpu_manager_policies },
         { .name = "memorySwap", .decode = pod_dec_inline, .sub = memory_swap_fields },
+        { .name = "featureGates", .decode = dec_feature_gates, .offset = offsetof(PodKubeletConfig, memory_qos) },
+        { .name = "memoryThrottlingFactor",
+          .decode = dec_throttling_factor,
+          .offset = offsetof(PodKubeletConfig, memory_throttling_factor) },
         { .name = "reservedSystemCPUs",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, reserved_system_cpus) },
@@ -374,7 +431,8 @@ void pod_kubelet_config_init(PodKubeletConfig *c) {
                                  .webhook_authn = true,
                                  .register_node = true,
                                  .node_lease_duration_seconds = 40,
-                                 .container_log_max_files = 5 };
+                                 .container_log_max_files = 5,
+                                 .memory_throttling_factor = 0.9 };
 }
 
 void pod_kubelet_config_done(PodKubeletConfig *c) {
@@ -430,13 +488,14 @@ int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, P
         PodTree tree;
         PodDec d = { .err = err };
         const char *key;
-        json_t *v;
+        json_t *v, *gates;
         int r;
 
         r = pod_tree_load(buf, len, source, POD_FORMAT_AUTO, &tree, err);
         if (r < 0)
                 return r;
         d.tree = &tree;
+        gates = json_object_get(tree.root, "featureGates");
         pod_kubelet_config_init(&c);
         r = pod_dec_fields(&d, tree.root, &c, config_fields, NULL);
         /* security context: kubelet refuses to start on a pattern that is not a namespaced sysctl */
@@ -459,10 +518,22 @@ int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, P
                 }
         }
         if (r >= 0) {
-                c.ignored.items = calloc(json_object_size(tree.root) + 1, sizeof(char *));
+                c.ignored.items = calloc(json_object_size(tree.root) + json_object_size(gates) + 1, sizeof(char *));
                 if (!c.ignored.items)
                         r = cub_err_set(err, ENOMEM, "out of memory");
         }
+        /* the feature gates cubelet does not read, as "featureGates.<name>" */
+        if (r >= 0)
+                json_object_foreach(gates, key, v) {
+                        if (feature_gate_known(key))
+                                continue;
+                        if (asprintf(&c.ignored.items[c.ignored.n], "featureGates.%s", key) < 0) {
+                                c.ignored.items[c.ignored.n] = NULL;
+                                r = cub_err_set(err, ENOMEM, "out of memory");
+                                break;
+                        }
+                        c.ignored.n++;
+                }
         if (r >= 0)
                 json_object_foreach(tree.root, key, v) {
                         bool known = strcmp(key, "apiVersion") == 0;

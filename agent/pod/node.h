@@ -74,6 +74,12 @@ typedef struct PodKubeletConfig {
         char *cpu_manager_policy;   /* cpuManagerPolicy: "none" (default) or "static" */
         char *reserved_system_cpus; /* reservedSystemCPUs, a cpu list */
         char *swap_behavior;        /* memorySwap.swapBehavior: "NoSwap" (default, also "") or "LimitedSwap" */
+        /* memory QoS (KEP-2570): featureGates.MemoryQoS (default false; the
+         * other gates land in ignored as "featureGates.<name>") and
+         * memoryThrottlingFactor (default 0.9, in (0, 1] as kubelet's
+         * validation.go wants it, else the decode fails naming the field) */
+        bool memory_qos;
+        double memory_throttling_factor;
         /* eviction: kubelet's maps, signal -> value, kept as text for eviction/ to parse */
         PodStringMap eviction_hard; /* evictionHard; NULL items = kubelet's defaults */
         bool eviction_hard_set;

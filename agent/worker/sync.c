@@ -153,12 +153,11 @@ static int security_config(SyncCtx *x, size_t idx, const PodContainer *c, CriCon
         return 0;
 }
 
-/* The CRI resources of a container: the spec's, with this cpuset. The unified map, in kv (it points into res):
- * memory.oom.group 1, kubelet's on cgroup v2 since 1.28 (singleProcessOOMKill false, the default: an OOM kill takes
- * the whole container), and memory.swap.max when the swap controller is there (configureContainerSwapResources). */
-static CriResources cri_resources(const CgContainerResources *res, const char *cpuset, const char *kv[static 5]) {
-        kv[0] = "memory.oom.group", kv[1] = "1", kv[4] = NULL;
-        kv[2] = res->memory_swap_max[0] ? "memory.swap.max" : NULL, kv[3] = res->memory_swap_max;
+/* The CRI resources of a container: the spec's, with this cpuset. The unified map, in kv (it points into res), is
+ * cg_container_unified()'s: memory.oom.group, and memory.swap.max, memory.min, memory.high when set. */
+static CriResources cri_resources(const CgContainerResources *res, const char *cpuset,
+                                  const char *kv[static CG_UNIFIED_KV_MAX]) {
+        (void) cg_container_unified(res, kv);
         return (CriResources){
                 .unified = kv,
                 .cpu_period = res->cpu_period,
@@ -204,7 +203,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         _cleanup_free_ int64_t *groups = NULL;
         char seccomp_path[PATH_MAX];
         CriContainerConfig cfg;
-        const char *unified[5];
+        const char *unified[CG_UNIFIED_KV_MAX];
         int r;
 
         x->stage = WORKER_FAIL_CREATE;
@@ -573,7 +572,7 @@ int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err) {
                 const CgContainerResources *res = NULL;
                 const char *cpuset = NULL;
                 CriResources cr;
-                const char *unified[5];
+                const char *unified[CG_UNIFIED_KV_MAX];
 
                 if (ct[i].state != CRI_CONTAINER_RUNNING && ct[i].state != CRI_CONTAINER_CREATED)
                         continue;

@@ -192,6 +192,18 @@ else
         diag "$tmp/err"
 fi
 
+# ---- a config kubelet's validation refuses ---------------------------------
+name="plan --config with memoryThrottlingFactor 1.5 exits 2 naming the field"
+printf 'featureGates:\n  MemoryQoS: true\nmemoryThrottlingFactor: 1.5\n' >"$tmp/factor.yaml"
+"$CUBELET" plan --node "$NODE" --config "$tmp/factor.yaml" tests/data/manifests/m01-memqos-burstable.yaml >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -qxF "cubelet: error: $tmp/factor.yaml:3: memoryThrottlingFactor: Invalid value: 1.5: must be greater than 0 and less than or equal to 1.0" "$tmp/err"; then
+        ok "$name"
+else
+        not_ok "$name" "exit status $rc, expected 2 and one line on stderr:"
+        diag "$tmp/err"
+fi
+
 # ---- computed static pod UIDs: stable, and new for new content or path ----
 name="computed UID: same file twice gives the same UID"
 src=tests/data/manifests/x07-no-uid.yaml

@@ -122,7 +122,7 @@ static void test_unit_props(void **state) {
         add(&g, "pids.max", "1024");
         assert_int_equal(cg_unit_props(&g, &p, &err), 0);
         assert_true(p.has_cpu_weight && p.has_cpu_quota && p.has_memory_max && p.has_tasks_max);
-        assert_false(p.has_allowed_cpus);
+        assert_false(p.has_allowed_cpus || p.has_memory_min);
         assert_int_equal(p.cpu_weight, 39);
         assert_int_equal(p.cpu_quota_per_sec_usec, 500000); /* 500 ms per s: half a CPU */
         assert_int_equal(p.cpu_quota_period_usec, 100000);
@@ -152,9 +152,12 @@ static void test_unit_props(void **state) {
         /* the QoS groups carry only some files */
         g = group("kubepods.slice");
         add(&g, "memory.max", "16642998272");
+        add(&g, "memory.min", "5637144576"); /* MemoryQoS: libcontainer's MemoryMin */
         assert_int_equal(cg_unit_props(&g, &p, &err), 0);
         assert_false(p.has_cpu_weight || p.has_cpu_quota || p.has_tasks_max);
         assert_int_equal(p.memory_max, 16642998272);
+        assert_true(p.has_memory_min);
+        assert_int_equal(p.memory_min, 5637144576);
 }
 
 static void test_unit_props_bad(void **state) {

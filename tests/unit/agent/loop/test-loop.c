@@ -134,12 +134,11 @@ static size_t count_submitted(WorkerPool *p, WorkerJobKind kind);
 
 typedef struct CgWrite {
         char path[512];
-        size_t syncs; /* sync jobs submitted when it was written */
+        size_t syncs;                       /* sync jobs submitted when it was written */
+        char memory_min[CG_FILE_VALUE_MAX]; /* its memory.min ("": none) */
 } CgWrite;
 
-static struct {
-        int unused;
-} fake_writer;
+static struct { int unused; } fake_writer;
 static CgWrite cg_writes[CG_WRITES_MAX];
 static size_t n_cg_writes;
 
@@ -161,6 +160,8 @@ int __wrap_cg_writer_apply(CgWriter *w, const CgGroupValues *g, CubError *err) {
         assert_ptr_equal(w, &fake_writer);
         assert_true(n_cg_writes < CG_WRITES_MAX);
         (void) snprintf(cg_writes[n_cg_writes].path, sizeof(cg_writes[n_cg_writes].path), "%s", g->path);
+        (void) snprintf(cg_writes[n_cg_writes].memory_min, sizeof(cg_writes[n_cg_writes].memory_min), "%s",
+                        cg_group_get(g, "memory.min") ? cg_group_get(g, "memory.min") : "");
         cg_writes[n_cg_writes++].syncs = fake_pool ? count_submitted(fake_pool, WORKER_SYNC) : 0;
         return 0;
 }
@@ -176,6 +177,14 @@ static int cg_written(const char *path) {
                 if (strcmp(cg_writes[i].path, path) == 0)
                         return (int) i;
         return -1;
+}
+
+/* the memory.min of the last write of path (NULL: never written) */
+static const char *cg_last_min(const char *path) {
+        for (size_t i = n_cg_writes; i > 0; i--)
+                if (strcmp(cg_writes[i - 1].path, path) == 0)
+                        return cg_writes[i - 1].memory_min;
+        return NULL;
 }
 
 /* The oldest submitted job of kind (NULL: none), out of the list. */
@@ -466,6 +475,52 @@ static void test_rejected_and_broken(void **state) {
         agent_free(a);
 }
 
+/* featureGates.MemoryQoS: each pod cgroup gets its memory request as
+ * memory.min, the QoS groups the sums of the active pods' (setMemoryQoS):
+ * kubepods the Guaranteed and Burstable pods', the burstable group the
+ * Burstable pods'; a sum that falls to 0 is not written (kubelet leaves
+ * the file as it was). */
+static void test_memory_qos(void **state) {
+        Fixture *f = *state;
+        Agent *a = NULL;
+        CubError err = {};
+        WorkerJob *j;
+
+        f->o.kc.memory_qos = true;
+        write_manifest(f, "b.yaml",
+                       "apiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n  containers:\n  - name: app\n"
+                       "    image: busybox\n    resources: {requests: {memory: 64Mi}, limits: {memory: 128Mi}}\n");
+        write_manifest(f, "g.yaml",
+                       "apiVersion: v1\nkind: Pod\nmetadata: {name: g}\nspec:\n  containers:\n  - name: app\n"
+                       "    image: busybox\n    resources: {limits: {cpu: 100m, memory: 32Mi}}\n");
+        if (agent_new(&f->o, &a, &err) < 0)
+                fail_msg("agent_new: %s", err.msg);
+        assert_int_equal(a->table.n_pods, 2);
+        for (size_t i = 0; i < a->table.n_pods; i++) {
+                const CgGroupValues *g = &a->table.pods[i]->spec->cgroup;
+
+                assert_int_not_equal(cg_written(g->path), -1);
+                assert_string_equal(cg_last_min(g->path),
+                                    a->table.pods[i]->spec->qos == POD_QOS_BURSTABLE ? "67108864" : "33554432");
+        }
+        assert_string_equal(cg_last_min("kubepods"), "100663296");
+        assert_string_equal(cg_last_min("kubepods/burstable"), "67108864");
+        assert_string_equal(cg_last_min("kubepods/besteffort"), "");
+
+        /* the syncs end; the Burstable pod's file goes: out of the sums */
+        while ((j = take_submitted(a->core.pool, WORKER_SYNC))) {
+                j->r = 0;
+                answer(a, j);
+        }
+        remove_manifest(f, "b.yaml");
+        for (int i = 0; i < 16 && a->table.n_pods > 1; i++)
+                assert_true(sd_event_run(a->core.event, 100000) >= 0);
+        assert_int_equal(a->table.n_pods, 1);
+        assert_string_equal(cg_last_min("kubepods"), "33554432");
+        assert_string_equal(cg_last_min("kubepods/burstable"), "");
+        agent_free(a);
+}
+
 /* The runtime away: a failed relist sets the next one on the retry policy
  * (1 s, 2 s, 4 s, then every 5 s), not the relist period, with one journal
  * line for the whole outage; the first relist that answers ends the run. */
@@ -509,6 +564,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_manifest_to_stop, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rejected_and_broken, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_away, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_memory_qos, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
