@@ -68,6 +68,10 @@ void podsrc_entry_done(PodsrcEntry *e);
  * the set changes only on a 200 that decodes, so errors (connection,
  * timeout, 4xx/5xx, a body that does not decode, an empty body) keep the
  * last good set; at most 5 redirects; a body over 10 MiB is refused.
+ * Beyond kubelet too: with a cache path, each good answer (its body, ETag
+ * and Last-Modified) is kept on disk (url-cache.c), and a node that starts
+ * with the URL unreachable runs the pods of that answer
+ * (podsrc_http_load_cache()), its ETag making the first GET conditional.
  * libcurl's multi interface runs on the caller's sd-event loop: no thread
  * blocks on HTTP. */
 
@@ -85,7 +89,8 @@ typedef struct PodsrcHttpOptions {
         const char *ca_file; /* each may be NULL */
         const char *client_cert;
         const char *client_key;
-        uint64_t timeout_usec; /* whole transfer; 0 = 10 s */
+        uint64_t timeout_usec;  /* whole transfer; 0 = 10 s */
+        const char *cache_path; /* the last good answer on disk; NULL: none kept */
 } PodsrcHttpOptions;
 
 typedef enum PodsrcHttpResult {
@@ -111,6 +116,9 @@ typedef struct PodsrcHttpStats {
         uint64_t fetches[_PODSRC_HTTP_RESULT_MAX]; /* by result: OK (200), NOT_MODIFIED (304), ERROR */
         size_t n_pods;                             /* pods of the last good set */
         bool have_set;                             /* a 200 has decoded since the start */
+        bool from_cache;                           /* the set in force is the kept answer (no 200 since) */
+        const char *cache_path;                    /* NULL: none kept */
+        char cache_error[CUB_ERR_MSG_MAX];         /* the last write of the cache failed: why; "" else */
 } PodsrcHttpStats;
 
 const char *podsrc_http_result_to_string(PodsrcHttpResult r); /* "ok", "notModified", "error", "none" */
@@ -131,6 +139,17 @@ int podsrc_http_begin(PodsrcHttp *h, CURL **ret, CubError *err);
  * name the body defines twice); 0: unchanged (304, the same bytes); a
  * negative errno: an error, err says "<url>: <what>". */
 int podsrc_http_finish(PodsrcHttp *h, CURL *easy, CURLcode code, PodsrcSet *ret, CubError *err);
+
+/* The answer kept in the cache path, before the first GET: 1 with its set
+ * in *ret (decoded as a fetched body is) and its ETag, Last-Modified and
+ * body hash taken as the last good answer's, so that the first GET is
+ * conditional and an unchanged URL answers 304; 0 when nothing is kept (no
+ * cache path, no file); a negative errno with err naming the file when it
+ * cannot be used (unreadable, not a cache file, another URL's answer, a
+ * body that no longer decodes): nothing changes then. Finish() writes
+ * the cache after each 200 that is a new set or brings new validators; a
+ * failed write is kept in the stats' cache_error, never fails the fetch. */
+int podsrc_http_load_cache(PodsrcHttp *h, PodsrcSet *ret, CubError *err);
 
 /* The poller on an sd-event loop: a GET at once, then every period_usec
  * after the previous one ended. fn gets finish()'s result (set is NULL unless

@@ -2,7 +2,6 @@
 /* The manifest URL: one conditional GET with libcurl and what its answer
  * means for the URL's set of pods. */
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,9 +50,12 @@ int podsrc_http_new(const PodsrcHttpOptions *o, PodsrcHttp **ret, CubError *err)
         h->client_cert = dup_or_null(o->client_cert);
         h->client_key = dup_or_null(o->client_key);
         h->timeout_usec = o->timeout_usec ? o->timeout_usec : DEFAULT_TIMEOUT_USEC;
+        h->cache_path = dup_or_null(o->cache_path);
         h->stats.url = h->url;
+        h->stats.cache_path = h->cache_path;
         if (!h->url || !h->node_name || (o->ca_file && *o->ca_file && !h->ca_file) ||
-            (o->client_cert && !h->client_cert) || (o->client_key && !h->client_key))
+            (o->cache_path && *o->cache_path && !h->cache_path) || (o->client_cert && !h->client_cert) ||
+            (o->client_key && !h->client_key))
                 goto oom;
         for (size_t i = 0; i < o->n_headers; i++) {
                 struct curl_slist *l = curl_slist_append(h->headers, o->headers[i]);
@@ -93,6 +95,7 @@ PodsrcHttp *podsrc_http_free(PodsrcHttp *h) {
         free(h->ca_file);
         free(h->client_cert);
         free(h->client_key);
+        free(h->cache_path);
         free(h->etag);
         free(h->last_modified);
         free(h);
@@ -216,6 +219,10 @@ int podsrc_http_begin(PodsrcHttp *h, CURL **ret, CubError *err) {
         return 0;
 }
 
+static bool streq_null(const char *a, const char *b) {
+        return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
 static char *header_value(CURL *c, const char *name) {
         struct curl_header *hdr = NULL;
 
@@ -232,12 +239,6 @@ static PodFormat body_format(const char *buf, size_t len) {
         while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
                 i++;
         return i < len && buf[i] == '{' ? POD_FORMAT_JSON : POD_FORMAT_YAML;
-}
-
-static int body_hash(const char *buf, size_t len, unsigned char out[static 32]) {
-        unsigned int n = 0;
-
-        return EVP_Digest(buf, len, out, &n, EVP_sha256(), NULL) && n == 32 ? 0 : -EIO;
 }
 
 /* The pods of a body that decoded; a name defined twice keeps the first
@@ -351,7 +352,7 @@ int podsrc_http_finish(PodsrcHttp *h, CURL *easy, CURLcode code, PodsrcSet *ret,
         }
         if (h->len == 0)
                 return fail(h, ENODATA, err, "%s: zero-length body, keeping the last good set", h->url);
-        if (body_hash(h->body, h->len, hash) < 0)
+        if (podsrc_http_body_hash(h->body, h->len, hash) < 0)
                 return fail(h, EIO, err, "%s: hashing the body failed", h->url);
         etag = header_value(easy, "ETag");
         last_modified = header_value(easy, "Last-Modified");
@@ -373,16 +374,63 @@ int podsrc_http_finish(PodsrcHttp *h, CURL *easy, CURLcode code, PodsrcSet *ret,
                 for (size_t i = 0; i < ret->n; i++)
                         h->stats.n_pods += ret->items[i].pod != NULL;
         }
+        /* a new set, new validators or a write that failed before: keep it */
+        if (h->cache_path && (r == 1 || !streq_null(etag, h->etag) || !streq_null(last_modified, h->last_modified) ||
+                              h->stats.cache_error[0])) {
+                CubError cerr = {};
+
+                if (podsrc_http_cache_write(h->cache_path, h->url, etag, last_modified, h->body, h->len, hash, &cerr) <
+                    0)
+                        (void) snprintf(h->stats.cache_error, sizeof(h->stats.cache_error), "%s", cerr.msg);
+                else
+                        h->stats.cache_error[0] = '\0';
+        }
         /* the validators of the set in force */
         free(h->etag);
         h->etag = TAKE_PTR(etag);
         free(h->last_modified);
         h->last_modified = TAKE_PTR(last_modified);
         h->stats.have_set = true;
+        h->stats.from_cache = false;
         h->stats.last_result = PODSRC_HTTP_OK;
         h->stats.fetches[PODSRC_HTTP_OK]++;
         h->stats.last_ok_usec = h->stats.last_fetch_usec;
         h->stats.last_error[0] = '\0';
         transfer_done(h);
         return r;
+}
+
+int podsrc_http_load_cache(PodsrcHttp *h, PodsrcSet *ret, CubError *err) {
+        _cleanup_(podsrc_http_cache_done) PodsrcHttpCache c = {};
+        Pod **pods = NULL;
+        size_t n = 0;
+        CubError derr = {};
+        int r;
+
+        if (!h->cache_path)
+                return 0;
+        r = podsrc_http_cache_read(h->cache_path, h->url, &c, &derr);
+        if (r == -ENOENT)
+                return 0; /* nothing kept, not an error: err stays as it is */
+        if (r < 0)
+                return cub_err_set(err, -r, "%s", derr.msg);
+        r = pod_decode_static_list(c.body, c.len, h->url, body_format(c.body, c.len), h->node_name, POD_SOURCE_HTTP,
+                                   h->url, &pods, &n, &derr);
+        if (r < 0)
+                return cub_err_set(err, -r, "'%s': the kept answer: %s", h->cache_path, derr.msg);
+        r = make_set(h, pods, n, ret);
+        pod_list_free(pods, n);
+        if (r < 0)
+                return cub_err_set(err, ENOMEM, "'%s': out of memory", h->cache_path);
+        free(h->etag);
+        h->etag = TAKE_PTR(c.etag);
+        free(h->last_modified);
+        h->last_modified = TAKE_PTR(c.last_modified);
+        memcpy(h->body_hash, c.hash, sizeof(h->body_hash));
+        h->have_hash = true;
+        h->stats.from_cache = true;
+        h->stats.n_pods = 0;
+        for (size_t i = 0; i < ret->n; i++)
+                h->stats.n_pods += ret->items[i].pod != NULL;
+        return 1;
 }

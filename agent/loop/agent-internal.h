@@ -166,7 +166,8 @@ typedef struct AgentSourceDir {
 
 /* The manifest URL: written by source-http.c alone. */
 typedef struct AgentSourceHttp {
-        PodsrcHttp *source; /* NULL without one */
+        PodsrcHttp *source;                /* NULL without one */
+        char cache_error[CUB_ERR_MSG_MAX]; /* the cache write error last logged */
 } AgentSourceHttp;
 
 /* The sources' errors for cubelet status: written by source-state.c alone. */
@@ -266,6 +267,8 @@ void agent_source_dir_done(Agent *a);
 
 /* ---- source-http.c: the manifest URL ------------------------------------------ */
 int agent_source_http_attach(Agent *a);
+/* the answer kept on disk as the URL's set, before the first GET ends */
+void agent_source_http_load_cache(Agent *a);
 void agent_source_http_done(Agent *a);
 /* the "manifestURL" object and the URL's errors of the status document */
 void agent_source_http_status(Agent *a, json_t *doc);

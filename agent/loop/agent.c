@@ -305,6 +305,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         agent_decisions_init(a);
         agent_managers_pods_changed(a); /* the QoS groups, before any pod */
         agent_rescan(a);
+        agent_source_http_load_cache(a);
         agent_managers_start(a);
         agent_apply_actions(a);
         agent_request_relist(a);

@@ -6,7 +6,10 @@
  * running) and is kept for `cubelet status` and logged once per message.
  * Names are unique per source, as kubelet's merge checks them: the
  * directory and the URL may both define a name, and both pods run (their
- * UIDs differ, "file:" and "url:" hashes). */
+ * UIDs differ, "file:" and "url:" hashes).
+ * Each good answer is kept in the state directory (CACHE_NAME); at the
+ * start, its pods are the URL's set at once, before the first GET ends,
+ * so a node that starts with the URL unreachable runs them. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -15,8 +18,11 @@
 #include <string.h>
 
 #include "../config/podsrc.h"
+#include "../util/cleanup.h"
 #include "../util/log.h"
 #include "agent-internal.h"
+
+#define CACHE_NAME "manifest_url_cache"
 
 /* a 200 that decodes: the URL's whole set, for the loop's merge (agent/loop/merge.c) */
 static void apply(Agent *a, PodsrcSet *set) {
@@ -35,11 +41,20 @@ static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err,
         const PodsrcHttpStats *st = podsrc_http_stats(h);
 
         agent_metrics_url_fetch(a, podsrc_http_result_to_string(st->last_result));
+        if (strcmp(st->cache_error, a->url.cache_error) != 0) {
+                if (st->cache_error[0])
+                        cub_log(LOG_ERR, "%s; the pods run, a restart without the URL would not find them",
+                                st->cache_error);
+                else if (a->url.cache_error[0])
+                        cub_log(LOG_INFO, "'%s': the last good answer is kept again", st->cache_path);
+                (void) snprintf(a->url.cache_error, sizeof(a->url.cache_error), "%s", st->cache_error);
+        }
         if (r < 0) {
                 if (a->errs.n_url == 0 || strcmp(a->errs.url[0].message, err->msg) != 0)
                         cub_log(LOG_ERR, "%s; %s", err->msg,
-                                st->have_set ? "the pods of the last good answer keep running"
-                                             : "no pods from this URL yet");
+                                st->have_set     ? "the pods of the last good answer keep running"
+                                : st->from_cache ? "the pods of the answer kept on disk keep running"
+                                                 : "no pods from this URL yet");
                 agent_source_http_fetch_error(a, err->msg);
                 agent_notify_status(a);
                 return;
@@ -52,7 +67,9 @@ static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err,
                 cub_log(LOG_INFO, "%s: %zu pods (HTTP %ld, %" PRIu64 " ms)", a->core.opt.manifest_url, st->n_pods,
                         st->last_status, st->last_duration_usec / 1000);
                 apply(a, set);
-        }
+        } else if (st->from_cache && st->last_result == PODSRC_HTTP_NOT_MODIFIED && st->fetches[PODSRC_HTTP_OK] == 0 &&
+                   st->fetches[PODSRC_HTTP_NOT_MODIFIED] == 1)
+                cub_log(LOG_INFO, "%s: unchanged since the answer kept on disk (HTTP 304)", a->core.opt.manifest_url);
         agent_apply_actions(a);
 }
 
@@ -68,11 +85,18 @@ int agent_source_http_attach(Agent *a) {
                 .client_key = kc ? kc->static_pod_url_client_key : NULL,
                 .timeout_usec = a->core.opt.http_timeout_usec,
         };
+        _cleanup_free_ char *cache_path = NULL;
         CubError err = {};
         int r;
 
         if (!a->core.opt.manifest_url || !*a->core.opt.manifest_url)
                 return 0;
+        if (asprintf(&cache_path, "%s/" CACHE_NAME, a->core.opt.state_dir) < 0) {
+                cache_path = NULL;
+                cub_log(LOG_ERR, "%s: out of memory", a->core.opt.manifest_url);
+                return -ENOMEM;
+        }
+        o.cache_path = cache_path;
         r = podsrc_http_new(&o, &a->url.source, &err);
         if (r >= 0)
                 r = podsrc_http_attach(a->url.source, a->core.event, a->core.opt.http_check_usec, on_result, a, &err);
@@ -81,6 +105,26 @@ int agent_source_http_attach(Agent *a) {
                 return r;
         }
         return 0;
+}
+
+void agent_source_http_load_cache(Agent *a) {
+        PodsrcSet set = {};
+        CubError err = {};
+        int r;
+
+        if (!a->url.source)
+                return;
+        /* a file that cannot be used costs nothing but waiting for the URL */
+        r = podsrc_http_load_cache(a->url.source, &set, &err);
+        if (r < 0)
+                cub_log(LOG_WARNING, "%s, ignoring", err.msg);
+        else if (r == 1) {
+                cub_log(LOG_INFO, "%s: %zu pods from the answer kept in '%s', until the URL answers",
+                        a->core.opt.manifest_url, podsrc_http_stats(a->url.source)->n_pods,
+                        podsrc_http_stats(a->url.source)->cache_path);
+                apply(a, &set);
+        }
+        podsrc_set_done(&set);
 }
 
 void agent_source_http_done(Agent *a) {
@@ -118,4 +162,8 @@ void agent_source_http_status(Agent *a, json_t *doc) {
                           (json_int_t) st->n_pods, "fetches", "ok", (json_int_t) st->fetches[PODSRC_HTTP_OK],
                           "notModified", (json_int_t) st->fetches[PODSRC_HTTP_NOT_MODIFIED], "error",
                           (json_int_t) st->fetches[PODSRC_HTTP_ERROR]));
+        if (st->cache_path)
+                json_object_set_new(json_object_get(doc, "manifestURL"), "cache",
+                                    json_pack("{s:s,s:b,s:s}", "path", st->cache_path, "inUse", st->from_cache, "error",
+                                              st->cache_error));
 }

@@ -25,7 +25,8 @@ bool agent_pod_from_dir(const Agent *a, const LcPod *p) {
 }
 
 bool agent_sources_ready(const Agent *a) {
-        return (!a->url.source || podsrc_http_stats(a->url.source)->have_set) &&
+        return (!a->url.source || podsrc_http_stats(a->url.source)->have_set ||
+                podsrc_http_stats(a->url.source)->from_cache) &&
                (!a->cluster.pods || kube_pods_synced(a->cluster.pods));
 }
 

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
+#include <openssl/evp.h>
 
 #include "agent/loop/agent-internal.h"
 #include "agent/util/cleanup.h"
@@ -559,12 +561,53 @@ static void test_runtime_away(void **state) {
         agent_free(a);
 }
 
+/* A node that starts with its manifest URL unreachable: the answer kept in
+ * the state directory is the URL's set at once (admitted and synced like a
+ * manifest's pod, the sources ready), and a failed GET keeps it. */
+static void test_url_offline(void **state) {
+        Fixture *f = *state;
+        Agent *a = NULL;
+        CubError err = {};
+        unsigned char md[32];
+        unsigned int n = 0;
+        char hex[65];
+        _cleanup_free_ char *cache = NULL;
+        json_t *j;
+
+        assert_true(asprintf(&f->o.manifest_url, "http://127.0.0.1:1/pods.yaml") > 0);
+        assert_true(asprintf(&cache, "%s/manifest_url_cache", f->o.state_dir) > 0);
+        assert_int_equal(EVP_Digest(WEB, strlen(WEB), md, &n, EVP_sha256(), NULL), 1);
+        for (size_t i = 0; i < 32; i++)
+                (void) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+        j = json_pack("{s:i,s:s,s:s,s:s,s:s}", "version", 1, "url", f->o.manifest_url, "etag", "\"1\"", "sha256", hex,
+                      "body", WEB);
+        assert_int_equal(json_dump_file(j, cache, 0), 0);
+        json_decref(j);
+        if (agent_new(&f->o, &a, &err) < 0)
+                fail_msg("agent_new: %s", err.msg);
+        assert_int_equal(a->table.n_pods, 1);
+        assert_true(a->table.pods[0]->wanted && a->table.pods[0]->admitted);
+        assert_true(agent_pod_from_url(a, a->table.pods[0]));
+        assert_int_equal(count_submitted(a->core.pool, WORKER_SYNC), 1);
+        assert_true(agent_sources_ready(a));
+        assert_true(status_has(a, "\"inUse\": true"));
+        /* the GET fails (nothing on port 1): the pod stays */
+        for (int i = 0; i < 50 && podsrc_http_stats(a->url.source)->fetches[PODSRC_HTTP_ERROR] == 0; i++)
+                assert_true(sd_event_run(a->core.event, 100000) >= 0);
+        assert_int_equal(podsrc_http_stats(a->url.source)->fetches[PODSRC_HTTP_ERROR], 1);
+        assert_int_equal(a->table.n_pods, 1);
+        assert_true(a->table.pods[0]->wanted);
+        assert_true(status_has(a, "127.0.0.1:1"));
+        agent_free(a);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_manifest_to_stop, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rejected_and_broken, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_away, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_memory_qos, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_url_offline, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
