@@ -6,8 +6,10 @@
 # (d), a broken body changes nothing and is reported with the URL, line and
 # field (e), a removed pod goes (f), the directory and the URL may define the
 # same name, both run (g), a restart with the wrong client certificate is
-# refused and reported, and stops nothing (h), an empty PodList removes the
-# URL's pods (i).
+# refused and reported, and stops nothing: the URL's pod is known from the
+# answer kept on disk (h), a start with nginx down and the pod's processes
+# killed (a reboot's state) runs it again from that answer, and nginx back
+# with an empty PodList removes it (i).
 # vm-guest: b
 # vm-timeout: 1200
 # vm-mem: 2048M
@@ -180,23 +182,39 @@ t_contains "$(status_py "s['manifestURL']['lastError']")" "$URL: 400 Bad Request
 sleep 3
 t_ok "h. the URL's pod has its sandbox and container ($ctrs)" test "$ctrs" -ge 2
 t_is "$(sandboxes_of "$WEB_UID")" "$ctrs" "h. ... and keeps them while the URL has not answered"
-t_is "$(status_py "[p['source'] for p in s['pods']]")" "['$M/web.yaml']" "h. only the directory's pod is known"
+t_is "$(url_pod web uid)" "$WEB_UID" "h. the URL's web is known from the answer kept on disk"
+t_is "$(status_py "s['manifestURL']['cache']['inUse']")" True "h. status: the kept answer is in use"
 t_is "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" "$tasks" \
 	"h. all $tasks tasks still run: the directory's pod's and the URL's"
-t_contains "$(journalctl -u cubelet --no-pager)" "$URL: 400 Bad Request; no pods from this URL yet" "h. the journal"
+t_contains "$(journalctl -u cubelet --no-pager)" "$URL: 400 Bad Request; the pods of the answer kept on disk keep running" \
+	"h. the journal"
 
-# ---- i. the right certificate again, then an empty PodList
+# ---- i. a start with nginx down and web's processes killed (what a reboot
+# leaves), the right certificate again; then nginx back with an empty PodList
+WEB_CTRS=$(url_pod web containers)
+systemctl stop cubelet
+nginx_stop
+for cg in $(find /sys/fs/cgroup/kubepods* -maxdepth 3 -type d -name "*pod$WEB_UID*" 2>/dev/null); do
+	echo 1 >"$cg/cgroup.kill"
+done
 sed -i "s|$D/pki/wrong.crt|$D/pki/client.crt|; s|$D/pki/wrong.key|$D/pki/client.key|" /etc/cubelet/config.yaml
-systemctl restart cubelet
-t_ok "i. the URL's web is adopted again" wait_for 60 is "url_pod web uid" "$WEB_UID"
+systemctl start cubelet
+t_ok "i. nginx down: web runs again from the answer kept on disk" wait_for 180 eval \
+	'[ "$(url_pod web phase)" = Running ] && [ "$(url_pod web containers)" != "$WEB_CTRS" ]'
+t_is "$(url_pod web uid)" "$WEB_UID" "i. with its UID"
+t_contains "$(journalctl -u cubelet --no-pager)" "$URL: 1 pods from the answer kept in '/var/lib/cubelet/manifest_url_cache'" \
+	"i. the journal says where its pods come from"
+t_ok "i. the fetch fails and is retried" wait_for 20 eval \
+	"status_py \"s['manifestURL']['lastError']\" | grep -q 'Failed to connect'"
 serve
-t_ok "i. an empty PodList removes it" wait_for 30 is "url_pod web uid" ""
+nginx_start
+t_ok "i. nginx back with an empty PodList: web goes" wait_for 30 is "url_pod web uid" ""
 t_ok "i. its sandbox is removed" wait_for 60 is "sandboxes_of $WEB_UID" 0
 t_is "$(status_py "[p['source'] for p in s['pods']]")" "['$M/web.yaml']" "i. the directory's pod stays"
 
 "$CUBELET" status >"$VM_OUT/status.txt" 2>&1
 t_ok "the status table shows the URL" grep -Eq \
-	"^manifest URL $URL: (ok \\(HTTP 200\\)|notModified \\(HTTP 304\\)) at [0-9T:Z-]+, 0 pods; fetches [0-9]+ ok, [0-9]+ not modified, 0 errors$" \
+	"^manifest URL $URL: (ok \\(HTTP 200\\)|notModified \\(HTTP 304\\)) at [0-9T:Z-]+, 0 pods; fetches [0-9]+ ok, [0-9]+ not modified, [0-9]+ errors$" \
 	"$VM_OUT/status.txt"
 journalctl -u cubelet --no-pager >"$VM_OUT/cubelet.journal" 2>&1
 nginx_stop
