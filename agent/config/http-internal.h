@@ -13,6 +13,8 @@ struct PodsrcHttp {
         char *ca_file, *client_cert, *client_key;
         uint64_t timeout_usec;
         char *cache_path; /* the last good answer on disk (url-cache.c); NULL: none */
+        char *save_body;  /* the last good answer's body, until podsrc_http_save_cache() */
+        size_t save_len;
         /* the last good 200 */
         char *etag, *last_modified;
         unsigned char body_hash[32];

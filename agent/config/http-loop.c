@@ -23,6 +23,7 @@ static void on_done(CURL *easy, CURLcode code, void *userdata) {
         if (h->fn)
                 h->fn(h, r, r == 1 ? &set : NULL, &err, h->userdata);
         podsrc_set_done(&set);
+        (void) podsrc_http_save_cache(h); /* fn may have done it */
         (void) sd_event_source_set_time_relative(h->period_timer, h->poll_again ? 0 : h->period_usec);
         (void) sd_event_source_set_enabled(h->period_timer, SD_EVENT_ONESHOT);
         h->poll_again = false;

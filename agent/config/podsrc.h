@@ -146,10 +146,15 @@ int podsrc_http_finish(PodsrcHttp *h, CURL *easy, CURLcode code, PodsrcSet *ret,
  * conditional and an unchanged URL answers 304; 0 when nothing is kept (no
  * cache path, no file); a negative errno with err naming the file when it
  * cannot be used (unreadable, not a cache file, another URL's answer, a
- * body that no longer decodes): nothing changes then. Finish() writes
- * the cache after each 200 that is a new set or brings new validators; a
- * failed write is kept in the stats' cache_error, never fails the fetch. */
+ * body that no longer decodes): nothing changes then. */
 int podsrc_http_load_cache(PodsrcHttp *h, PodsrcSet *ret, CubError *err);
+/* Writes the answer finish() took, when it was a 200 that is a new set or
+ * brings new validators (or the last write failed), to the cache path;
+ * nothing to do otherwise (0). Apart from finish() so that the set is
+ * applied before the disk is waited for (the poller calls it after fn).
+ * A failed write is kept in the stats' cache_error ("" after a good one)
+ * and returned; it never changes the set. */
+int podsrc_http_save_cache(PodsrcHttp *h);
 
 /* The poller on an sd-event loop: a GET at once, then every period_usec
  * after the previous one ended. fn gets finish()'s result (set is NULL unless

@@ -96,6 +96,7 @@ PodsrcHttp *podsrc_http_free(PodsrcHttp *h) {
         free(h->client_cert);
         free(h->client_key);
         free(h->cache_path);
+        free(h->save_body);
         free(h->etag);
         free(h->last_modified);
         free(h);
@@ -374,16 +375,14 @@ int podsrc_http_finish(PodsrcHttp *h, CURL *easy, CURLcode code, PodsrcSet *ret,
                 for (size_t i = 0; i < ret->n; i++)
                         h->stats.n_pods += ret->items[i].pod != NULL;
         }
-        /* a new set, new validators or a write that failed before: keep it */
+        /* a new set, new validators or a write that failed before: to be
+         * kept (podsrc_http_save_cache(), once the set is applied) */
         if (h->cache_path && (r == 1 || !streq_null(etag, h->etag) || !streq_null(last_modified, h->last_modified) ||
                               h->stats.cache_error[0])) {
-                CubError cerr = {};
-
-                if (podsrc_http_cache_write(h->cache_path, h->url, etag, last_modified, h->body, h->len, hash, &cerr) <
-                    0)
-                        (void) snprintf(h->stats.cache_error, sizeof(h->stats.cache_error), "%s", cerr.msg);
-                else
-                        h->stats.cache_error[0] = '\0';
+                free(h->save_body);
+                h->save_body = TAKE_PTR(h->body);
+                h->save_len = h->len;
+                h->len = h->cap = 0;
         }
         /* the validators of the set in force */
         free(h->etag);
@@ -433,4 +432,18 @@ int podsrc_http_load_cache(PodsrcHttp *h, PodsrcSet *ret, CubError *err) {
         for (size_t i = 0; i < ret->n; i++)
                 h->stats.n_pods += ret->items[i].pod != NULL;
         return 1;
+}
+
+int podsrc_http_save_cache(PodsrcHttp *h) {
+        _cleanup_free_ char *body = TAKE_PTR(h->save_body);
+        CubError err = {};
+        int r;
+
+        if (!body)
+                return 0;
+        /* the answer in force: its validators and hash are the source's now */
+        r = podsrc_http_cache_write(h->cache_path, h->url, h->etag, h->last_modified, body, h->save_len, h->body_hash,
+                                    &err);
+        (void) snprintf(h->stats.cache_error, sizeof(h->stats.cache_error), "%s", r < 0 ? err.msg : "");
+        return r;
 }

@@ -36,19 +36,26 @@ static void apply(Agent *a, PodsrcSet *set) {
         agent_update_push(a, u);
 }
 
+/* after the set is applied and its jobs submitted: the disk never delays
+ * a pod */
+static void save_cache(Agent *a) {
+        const PodsrcHttpStats *st = podsrc_http_stats(a->url.source);
+
+        (void) podsrc_http_save_cache(a->url.source);
+        if (strcmp(st->cache_error, a->url.cache_error) == 0)
+                return;
+        if (st->cache_error[0])
+                cub_log(LOG_ERR, "%s; the pods run, a restart without the URL would not find them", st->cache_error);
+        else if (a->url.cache_error[0])
+                cub_log(LOG_INFO, "'%s': the last good answer is kept again", st->cache_path);
+        (void) snprintf(a->url.cache_error, sizeof(a->url.cache_error), "%s", st->cache_error);
+}
+
 static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err, void *userdata) {
         Agent *a = userdata;
         const PodsrcHttpStats *st = podsrc_http_stats(h);
 
         agent_metrics_url_fetch(a, podsrc_http_result_to_string(st->last_result));
-        if (strcmp(st->cache_error, a->url.cache_error) != 0) {
-                if (st->cache_error[0])
-                        cub_log(LOG_ERR, "%s; the pods run, a restart without the URL would not find them",
-                                st->cache_error);
-                else if (a->url.cache_error[0])
-                        cub_log(LOG_INFO, "'%s': the last good answer is kept again", st->cache_path);
-                (void) snprintf(a->url.cache_error, sizeof(a->url.cache_error), "%s", st->cache_error);
-        }
         if (r < 0) {
                 if (a->errs.n_url == 0 || strcmp(a->errs.url[0].message, err->msg) != 0)
                         cub_log(LOG_ERR, "%s; %s", err->msg,
@@ -67,10 +74,12 @@ static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err,
                 cub_log(LOG_INFO, "%s: %zu pods (HTTP %ld, %" PRIu64 " ms)", a->core.opt.manifest_url, st->n_pods,
                         st->last_status, st->last_duration_usec / 1000);
                 apply(a, set);
-        } else if (st->from_cache && st->last_result == PODSRC_HTTP_NOT_MODIFIED && st->fetches[PODSRC_HTTP_OK] == 0 &&
-                   st->fetches[PODSRC_HTTP_NOT_MODIFIED] == 1)
+        }
+        if (r == 0 && st->from_cache && st->last_result == PODSRC_HTTP_NOT_MODIFIED &&
+            st->fetches[PODSRC_HTTP_OK] == 0 && st->fetches[PODSRC_HTTP_NOT_MODIFIED] == 1)
                 cub_log(LOG_INFO, "%s: unchanged since the answer kept on disk (HTTP 304)", a->core.opt.manifest_url);
         agent_apply_actions(a);
+        save_cache(a);
 }
 
 int agent_source_http_attach(Agent *a) {

@@ -167,6 +167,10 @@ static inline PodsrcHttp *make(const char *path, const PodsrcHttpOptions *extra)
 static inline int fetch(PodsrcHttp *h, PodsrcSet *set, CubError *err) {
         CURL *c = NULL;
 
+        int r;
+
         assert_int_equal(podsrc_http_begin(h, &c, err), 0);
-        return podsrc_http_finish(h, c, curl_easy_perform(c), set, err);
+        r = podsrc_http_finish(h, c, curl_easy_perform(c), set, err);
+        (void) podsrc_http_save_cache(h); /* as the poller does: after the set */
+        return r;
 }
