@@ -8,7 +8,7 @@
 # The evented relist (h): containerd's event stream is subscribed again
 # after the outage, a steady node relists on the long period, and a
 # container killed is restarted from its exit event, not from a timer.
-# vm-timeout: 900
+# vm-timeout: 1200
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"

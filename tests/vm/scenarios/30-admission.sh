@@ -7,7 +7,7 @@
 # pod asking for a host port a host process listens on is rejected
 # (NodePorts).
 # vm-guest-systemd: b
-# vm-timeout: 900
+# vm-timeout: 1200
 # vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091

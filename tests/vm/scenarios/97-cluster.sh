@@ -24,7 +24,7 @@
 # and the API server's faults: tests/cluster/run-node.sh and run-hostile.sh,
 # on the host, in make test.)
 # vm-guest: main
-# vm-timeout: 900
+# vm-timeout: 1800
 # vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091

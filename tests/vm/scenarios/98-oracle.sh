@@ -12,7 +12,7 @@
 # row of tests/data/oracle/accepted.tsv, "deliberate" ones also in
 # docs/differences-from-kubelet.md's oracle table; "todo" rows are printed.
 # vm-guest: own
-# vm-timeout: 2100
+# vm-timeout: 3000
 # vm-mem: 3072M
 set -u
 # shellcheck disable=SC1091
