@@ -37,25 +37,6 @@ static CgOptions qos_opts(void) {
         return o;
 }
 
-/* CRI resources of container `name` (app or init) of spec under o. */
-static CgContainerResources container_res(const char *spec, const char *name, const CgOptions *o) {
-        Pod *pod = pod_of(spec);
-        const PodContainer *c = NULL;
-        CgContainerResources r;
-
-        for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++)
-                if (strcmp(pod_container_at(pod, i, NULL)->name, name) == 0)
-                        c = pod_container_at(pod, i, NULL);
-        if (!c) {
-                pod_free(pod);
-                fail_msg("no container %s", name);
-        }
-        memset(&r, 0x5a, sizeof(r));
-        cg_container_resources(pod, pod_qos_class(pod), c, o, &r);
-        pod_free(pod);
-        return r;
-}
-
 #define ASSERT_QOS(spec, name, o, want_min, want_high)                        \
         do {                                                                  \
                 CgContainerResources r_ = container_res((spec), (name), (o)); \

@@ -25,28 +25,6 @@
                 assert_string_equal((g)->files[(i)].value, (want)); \
         } while (0)
 
-/* CRI resources of container `name` (app or init) of spec. */
-static CgContainerResources container_res(const char *spec, const char *name, const CgOptions *o) {
-        Pod *pod = pod_of(spec);
-        const PodContainer *c = NULL;
-        CgContainerResources r;
-
-        for (size_t i = 0; i < pod->n_containers; i++)
-                if (strcmp(pod->containers[i].name, name) == 0)
-                        c = &pod->containers[i];
-        for (size_t i = 0; i < pod->n_init_containers; i++)
-                if (strcmp(pod->init_containers[i].name, name) == 0)
-                        c = &pod->init_containers[i];
-        if (!c) {
-                pod_free(pod);
-                fail_msg("no container %s", name);
-        }
-        memset(&r, 0x5a, sizeof(r));
-        cg_container_resources(pod, pod_qos_class(pod), c, o, &r);
-        pod_free(pod);
-        return r;
-}
-
 static int64_t oom_of(const char *spec, const char *name) {
         CgOptions o = opts();
 
