@@ -20,27 +20,11 @@ t_node_clean
 . "$VM_LIB/cubelet.sh"
 CUBELET_DRIVER=systemd
 
-DP=/var/lib/kubelet/device-plugins
-FAKE=/etc/fake-nvml.conf
-G0=GPU-0a1b2c3d-0000-4000-8000-000000000000
-G1=GPU-0a1b2c3d-1111-4111-8111-111111111111
+# shellcheck disable=SC1091
+. "$VM_LIB/gpu.sh"
 
 cubelet_install
-install -D -m 0755 "$VM_REPO/build/cubelet-gpu-plugin" /usr/local/bin/cubelet-gpu-plugin
-install -D -m 0755 "$VM_REPO/build/tests/fakes/libnvidia-ml.so.1" /usr/local/lib/fake-nvml/libnvidia-ml.so.1
-install -D -m 0644 "$VM_REPO/packaging/systemd/cubelet-gpu-plugin.service" /etc/systemd/system/cubelet-gpu-plugin.service
-mkdir -p /etc/systemd/system/cubelet-gpu-plugin.service.d
-cat >/etc/systemd/system/cubelet-gpu-plugin.service.d/fake.conf <<'U'
-[Service]
-Environment=FAKE_NVML_CONFIG=/etc/fake-nvml.conf
-ExecStart=
-ExecStart=/usr/local/bin/cubelet-gpu-plugin --nvml-library /usr/local/lib/fake-nvml/libnvidia-ml.so.1 --health-recheck-sec 2
-U
-for n in 0 1; do rm -f /dev/nvidia$n; mknod -m 0666 /dev/nvidia$n c 195 $n; done
-rm -f /dev/nvidiactl /dev/nvidia-uvm /dev/char/195:* /dev/char/235:0
-mknod -m 0666 /dev/nvidiactl c 195 255
-mknod -m 0666 /dev/nvidia-uvm c 235 0
-printf 'gpu %s 0 00000000:3B:00.0 Fake GPU\ngpu %s 1 00000000:86:00.0 Fake GPU\n' "$G0" "$G1" >"$FAKE"
+gpu_fake_install --health-recheck-sec 2
 
 # an image that sets NVIDIA_VISIBLE_DEVICES=all, as CUDA images do: busybox's
 # layer under another config
@@ -68,20 +52,6 @@ systemctl start cubelet
 for i in $(seq 60); do status_json >/dev/null && break; sleep 0.5; done
 systemctl start cubelet-gpu-plugin
 
-jqs() { status_json | jq -r "$@"; }
-podq() { status_json | jq -r --arg n "$1-$NODE" ".pods[] | select(.name==\$n) | $2"; }
-alloc() { jqs '.devicePlugins.resources[] | select(.name=="nvidia.com/gpu") | .allocatable'; }
-wait_alloc() { # wait_alloc N [SECONDS]
-	for i in $(seq $((${2:-30} * 2))); do
-		[ "$(alloc)" = "$1" ] && return 0
-		sleep 0.5
-	done
-	echo "allocatable nvidia.com/gpu: $(alloc), want $1"
-	return 1
-}
-in_ctr() { # in_ctr POD COMMAND
-	ctr -n k8s.io tasks exec --exec-id "chk$RANDOM" "$(podq "$1" '.containers[0].id')" sh -c "$2" 2>&1
-}
 health_of() { podq "$1" '.containers[0].allocatedResourcesStatus[0].resources[0].health'; }
 wait_health() { # wait_health POD HEALTH SECONDS
 	for i in $(seq $(($3 * 2))); do
@@ -99,18 +69,7 @@ t_ok "the plugin registers: allocatable nvidia.com/gpu is 2" wait_alloc 2 60
 t_is "$(readlink /dev/char/195:0) $(readlink /dev/char/195:1) $(readlink /dev/char/195:255) $(readlink /dev/char/235:0)" \
 	"../nvidia0 ../nvidia1 ../nvidiactl ../nvidia-uvm" "the plugin made the /dev/char links of the NVIDIA nodes"
 
-cat >"$M/a.yaml" <<Y
-apiVersion: v1
-kind: Pod
-metadata: {name: a}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: cuda
-    image: localhost/cubelet/busybox:1
-    command: [sleep, "3600"]
-    resources: {limits: {nvidia.com/gpu: 1, memory: 32Mi}}
-Y
+gpu_pod a
 cat >"$M/p.yaml" <<Y
 apiVersion: v1
 kind: Pod
@@ -125,7 +84,7 @@ spec:
 Y
 t_ok "GPU pod a reaches Running" wait_phase "a-$NODE" Running 180
 t_ok "pod p (no GPU) reaches Running" wait_phase "p-$NODE" Running 180
-ga=$(podq a '.containers[0].devices["nvidia.com/gpu"][0]')
+ga=$(gpu_of a)
 dev=/dev/nvidia0
 [ "$ga" = "$G1" ] && dev=/dev/nvidia1
 t_ok "a opens its GPU node $dev (the device cgroup lets it; the fake node has no driver)" opens "$dev"
@@ -149,18 +108,7 @@ t_is "$(podq a '.containers[0].restarts')" 0 "and its container never restarted"
 other=1
 [ "$dev" = /dev/nvidia1 ] && other=0
 rm "/dev/char/195:$other"
-cat >"$M/c.yaml" <<Y
-apiVersion: v1
-kind: Pod
-metadata: {name: c}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: cuda
-    image: localhost/cubelet/busybox:1
-    command: [sleep, "3600"]
-    resources: {limits: {nvidia.com/gpu: 1, memory: 32Mi}}
-Y
+gpu_pod c
 t_ok "control: GPU pod c, created with /dev/char/195:$other removed, reaches Running" wait_phase "c-$NODE" Running 180
 t_ok "control: c opens /dev/nvidia$other before a reload" opens /dev/nvidia$other c
 systemctl daemon-reload

@@ -17,45 +17,17 @@ t_node_clean
 # shellcheck disable=SC1091
 . "$VM_LIB/cubelet.sh"
 
-DP=/var/lib/kubelet/device-plugins
-FAKE=/etc/fake-nvml.conf
-G0=GPU-0a1b2c3d-0000-4000-8000-000000000000
-G1=GPU-0a1b2c3d-1111-4111-8111-111111111111
+# shellcheck disable=SC1091
+. "$VM_LIB/gpu.sh"
 
 cubelet_install
-install -D -m 0755 "$VM_REPO/build/cubelet-gpu-plugin" /usr/local/bin/cubelet-gpu-plugin
-install -D -m 0755 "$VM_REPO/build/tests/fakes/libnvidia-ml.so.1" /usr/local/lib/fake-nvml/libnvidia-ml.so.1
-install -D -m 0644 "$VM_REPO/packaging/systemd/cubelet-gpu-plugin.service" /etc/systemd/system/cubelet-gpu-plugin.service
-mkdir -p /etc/systemd/system/cubelet-gpu-plugin.service.d
-cat >/etc/systemd/system/cubelet-gpu-plugin.service.d/fake.conf <<'U'
-[Service]
-Environment=FAKE_NVML_CONFIG=/etc/fake-nvml.conf
-ExecStart=
-ExecStart=/usr/local/bin/cubelet-gpu-plugin --nvml-library /usr/local/lib/fake-nvml/libnvidia-ml.so.1
-U
-# the guest's fake GPUs: device nodes as the NVIDIA driver makes them
-for n in 0 1; do rm -f /dev/nvidia$n; mknod -m 0666 /dev/nvidia$n c 195 $n; done
-rm -f /dev/nvidiactl /dev/nvidia-uvm
-mknod -m 0666 /dev/nvidiactl c 195 255
-mknod -m 0666 /dev/nvidia-uvm c 235 0
-printf 'gpu %s 0 00000000:3B:00.0 Fake GPU\ngpu %s 1 00000000:86:00.0 Fake GPU\n' "$G0" "$G1" >"$FAKE"
+gpu_fake_install
 systemctl daemon-reload
 systemctl start cubelet
 for i in $(seq 60); do status_json >/dev/null && break; sleep 0.5; done
 t_ok "the device manager serves $DP/kubelet.sock" test -S "$DP/kubelet.sock"
 systemctl start cubelet-gpu-plugin
 
-jqs() { status_json | jq -r "$@"; }
-podq() { status_json | jq -r --arg n "$1-$NODE" ".pods[] | select(.name==\$n) | $2"; }
-alloc() { jqs '.devicePlugins.resources[] | select(.name=="nvidia.com/gpu") | .allocatable'; }
-wait_alloc() { # wait_alloc N [SECONDS]
-	for i in $(seq $((${2:-30} * 2))); do
-		[ "$(alloc)" = "$1" ] && return 0
-		sleep 0.5
-	done
-	echo "allocatable nvidia.com/gpu: $(alloc), want $1"
-	return 1
-}
 wait_reason() { # wait_reason POD REASON
 	for i in $(seq 60); do
 		[ "$(podq "$1" .reason)" = "$2" ] && return 0
@@ -64,26 +36,6 @@ wait_reason() { # wait_reason POD REASON
 	echo "reason of $1: $(podq "$1" .reason), want $2"
 	return 1
 }
-gpu_pod() { # gpu_pod NAME
-	cat >"$M/$1.yaml" <<Y
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: cuda
-    image: localhost/cubelet/busybox:1
-    command: [sleep, "3600"]
-    resources: {limits: {nvidia.com/gpu: 1, memory: 32Mi}}
-Y
-}
-in_ctr() { # in_ctr POD COMMAND: runs COMMAND in the pod's container
-	local id
-	id=$(podq "$1" '.containers[0].id')
-	ctr -n k8s.io tasks exec --exec-id "chk$RANDOM" "$id" sh -c "$2" 2>&1
-}
-gpu_of() { podq "$1" '.containers[0].devices["nvidia.com/gpu"][0]'; }
 dev_of() { [ "$1" = "$G0" ] && echo /dev/nvidia0 || echo /dev/nvidia1; }
 
 t_ok "the plugin registers: allocatable nvidia.com/gpu is 2" wait_alloc 2 60
