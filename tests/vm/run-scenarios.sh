@@ -15,13 +15,22 @@
 # A guest that freezes (killed by run-vm.sh's watchdog, or no result) gets
 # its scenarios that did not finish run once more in a fresh VM.
 #
-#   VM_SCENARIOS="00-boot 10-*"   run only these (shell patterns on the name)
+# Two tiers. `make test` runs the "ci" tier: every scenario but those whose
+# header says "# vm-tier: full", and only 10-cgroup-kubepods a second time
+# under the systemd driver (22-cgroup-driver runs pods under both drivers).
+# `make test-full` (VM_TIER=full) runs everything: those scenarios, the whole
+# driver matrix and tests/vm/extra. Under software emulation on 2 cores the
+# full tier takes about twice as long as CI allows (tests/vm/README.md).
+#   VM_TIER=ci|full               which tier (default ci)
+#   VM_SCENARIOS="00-boot 10-*"   run only these (shell patterns on the name;
+#                                 a named scenario runs whatever its tier)
 #   VM_DRIVER_MATRIX="20-pods ..." the scenarios run a second time with the
 #                                 systemd cgroup driver, as NAME@systemd
-#                                 (default: 10-cgroup-kubepods 20-pods
-#                                 21-recovery 30-admission 40-eviction;
-#                                 empty: none)
+#                                 (ci: 10-cgroup-kubepods; full: also
+#                                 20-pods 21-recovery 30-admission
+#                                 40-eviction; empty: none)
 #   VM_JOBS=N                     guests run at once (default 2)
+#   VM_PLAN_ONLY=1                print each guest's scenarios and stop
 #   VM_TIMINGS=FILE               "WHAT<TAB>SECONDS" lines appended: each
 #                                 guest's boot and wall, each scenario
 #   VM_IMAGES_BUILDER=PATH        the image builder (default
@@ -38,7 +47,15 @@ VM_DIR=$(cd "$VM_DIR" && pwd)
 export VM_DIR
 VM_JOBS=${VM_JOBS:-2}
 
-VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction}
+VM_TIER=${VM_TIER:-ci}
+case $VM_TIER in
+ci) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods} ;;
+full) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction} ;;
+*)
+	echo "run-scenarios: VM_TIER must be ci or full, not '$VM_TIER'" >&2
+	exit 2
+	;;
+esac
 pass=0 fail=0 skip=0 n=0
 emit() { # emit "ok"|"not ok" DESCRIPTION
 	n=$((n + 1))
@@ -50,8 +67,11 @@ emit() { # emit "ok"|"not ok" DESCRIPTION
 }
 timing() { [ -n "${VM_TIMINGS:-}" ] && printf '%s\t%s\n' "$1" "$2" >>"$VM_TIMINGS"; }
 
-selected() { # selected NAME: does VM_SCENARIOS pick it?
-	[ -z "${VM_SCENARIOS:-}" ] && return 0
+selected() { # selected NAME [PATH]: does VM_SCENARIOS (else the tier) pick it?
+	if [ -z "${VM_SCENARIOS:-}" ]; then
+		[ "$VM_TIER" = full ] || [ -z "${2:-}" ] || [ "$(header "$2" tier)" != full ]
+		return
+	fi
 	for p in $VM_SCENARIOS; do
 		# shellcheck disable=SC2254
 		case $1 in $p | $p.sh) return 0 ;; esac
@@ -101,15 +121,22 @@ add() { # add NAME PATH DRIVER
 	[ -f "$plans/$g.plan" ] || guests+=("$g")
 	echo "$1 $2 $3 $t" >>"$plans/$g.plan"
 }
-for s in "$HERE"/scenarios/*.sh; do
+scenario_files=("$HERE"/scenarios/*.sh)
+[ "$VM_TIER" = full ] && scenario_files+=("$HERE"/extra/*.sh)
+skipped_tier=()
+for s in "${scenario_files[@]}"; do
 	[ -f "$s" ] || continue
 	name=$(basename "$s" .sh)
-	selected "$name" && add "$name" "$s" cgroupfs
+	if selected "$name" "$s"; then
+		add "$name" "$s" cgroupfs
+	elif [ -z "${VM_SCENARIOS:-}" ]; then
+		skipped_tier+=("$name")
+	fi
 done
-for s in "$HERE"/scenarios/*.sh; do
+for s in "${scenario_files[@]}"; do
 	[ -f "$s" ] || continue
 	name=$(basename "$s" .sh)
-	if in_matrix "$name" && { selected "$name" || selected "$name@systemd"; }; then
+	if in_matrix "$name" && { selected "$name" "$s" || selected "$name@systemd" "$s"; }; then
 		add "$name@systemd" "$s" systemd
 	fi
 done
@@ -229,7 +256,15 @@ report_guest() {
 	done <"$plans/$g.plan"
 }
 
+if [ -n "${VM_PLAN_ONLY:-}" ]; then # the guests' plans, nothing booted
+	for g in "${order[@]}"; do echo "$g: $(cut -d' ' -f1 "$plans/$g.plan" | tr '\n' ' ')"; done
+	[ "${#skipped_tier[@]}" -gt 0 ] && echo "full tier only: ${skipped_tier[*]}"
+	exit 0
+fi
 total_start=$(date +%s)
+echo "# vm: tier $VM_TIER; driver matrix: ${VM_DRIVER_MATRIX:-none}"
+[ "${#skipped_tier[@]}" -gt 0 ] &&
+	echo "# vm: in the full tier only (make test-full): ${skipped_tier[*]}"
 for g in "${order[@]}"; do
 	echo "# vm: guest $g: $(cut -d' ' -f1 "$plans/$g.plan" | tr '\n' ' ')"
 done

@@ -6,7 +6,7 @@
 # full node a high-priority pod preempts a low-priority one (Preempted); a
 # pod asking for a host port a host process listens on is rejected
 # (NodePorts).
-# vm-guest-systemd: b
+# vm-guest: b
 # vm-timeout: 1200
 # vm-mem: 2048M
 set -u

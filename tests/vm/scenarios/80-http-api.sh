@@ -10,6 +10,7 @@
 # /metrics, /pods and /metrics/resource, and manifest → cgroup latency of
 # HTTP_PODS pods created while scraped once a second.
 # vm-guest: b
+# vm-tier: full
 # vm-timeout: 1500
 # vm-mem: 2048M
 set -u

@@ -10,6 +10,7 @@
 # sandbox cannot be torn down (the CNI plugins gone): its stop is retried with
 # the pod worker's back-off, not in a hot loop (CPU, attempts, journal lines).
 # vm-guest: b
+# vm-tier: full
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u

@@ -9,6 +9,7 @@
 # order of the lines in the container's log) (e); a failing postStart kills
 # the container (PostStartHookError) (f).
 # vm-guest: b
+# vm-tier: full
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u

@@ -11,6 +11,7 @@
 # reason, and a copy without the volume and the probes proves the image and
 # kubeadm's command line instead.
 # vm-guest: b
+# vm-tier: full
 # vm-timeout: 420
 # vm-mem: 2048M
 set -u
