@@ -23,7 +23,8 @@
 # full tier takes about twice as long as CI allows (tests/vm/README.md).
 #   VM_TIER=ci|full               which tier (default ci)
 #   VM_SCENARIOS="00-boot 10-*"   run only these (shell patterns on the name;
-#                                 a named scenario runs whatever its tier)
+#                                 a named scenario runs whatever its tier, and
+#                                 NAME@systemd whatever the matrix)
 #   VM_DRIVER_MATRIX="20-pods ..." the scenarios run a second time with the
 #                                 systemd cgroup driver, as NAME@systemd
 #                                 (ci: 10-cgroup-kubepods; full: also
@@ -88,7 +89,7 @@ header() { head -n 30 "$1" | sed -n "s/^# vm-$2: *\([^ ]*\).*/\1/p" | head -n 1;
 
 # The local images, built once on the host for every scenario.
 builder=${VM_IMAGES_BUILDER:-$REPO/packaging/images/build-images.sh}
-if [ -z "${VM_IMAGES:-}" ] && [ -x "$builder" ]; then
+if [ -z "${VM_IMAGES:-}" ] && [ -z "${VM_PLAN_ONLY:-}" ] && [ -x "$builder" ]; then
 	rm -rf "$VM_DIR/images"
 	if "$builder" "$VM_DIR/images" >"$VM_DIR/images.log" 2>&1; then
 		export VM_IMAGES=$VM_DIR/images
@@ -136,7 +137,9 @@ done
 for s in "${scenario_files[@]}"; do
 	[ -f "$s" ] || continue
 	name=$(basename "$s" .sh)
-	if in_matrix "$name" && { selected "$name" "$s" || selected "$name@systemd" "$s"; }; then
+	# the matrix's second runs of the tier, or a NAME@systemd named in VM_SCENARIOS
+	if { in_matrix "$name" && selected "$name" "$s"; } ||
+		{ [ -n "${VM_SCENARIOS:-}" ] && selected "$name@systemd"; }; then
 		add "$name@systemd" "$s" systemd
 	fi
 done
