@@ -74,6 +74,7 @@ CPUMGR_SRCS := $(wildcard agent/cpumanager/*.c)
 ADMIT_SRCS  := $(wildcard agent/admit/*.c)
 EVICT_SRCS  := $(wildcard eviction/*.c)
 VOL_SRCS    := $(wildcard agent/volumes/*.c)
+SHUTDOWN_SRCS := $(wildcard agent/shutdown/*.c)
 PROTO_SRCS := $(wildcard proto/*.c)
 CRI_SRCS   := $(wildcard cri/*.c)
 DP_SRCS    := $(wildcard deviceplugin/*.c)
@@ -82,7 +83,7 @@ PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto proto/grpc/health
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/libworker.a $(B)/libprobes.a $(B)/libcluster.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/liblogs.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libevict.a \
+LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/libworker.a $(B)/libprobes.a $(B)/libcluster.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/liblogs.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libshutdown.a $(B)/libevict.a \
 	$(B)/libvol.a $(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
 	$(B)/libcubutil.a
 
@@ -153,6 +154,8 @@ $(B)/libadmit.a: $(call obj,$(ADMIT_SRCS))
 $(B)/libevict.a: $(call obj,$(EVICT_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(B)/libvol.a: $(call obj,$(VOL_SRCS))
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
+$(B)/libshutdown.a: $(call obj,$(SHUTDOWN_SRCS))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 
 $(B)/cubelet: $(call obj,$(AGENT_SRCS) $(MGR_SRCS)) $(LIBS)

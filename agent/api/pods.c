@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../shutdown/shutdown.h"
+
 const char *api_rfc3339(int64_t unix_s, char buf[static 32]) {
         struct tm tm;
         time_t t = (time_t) unix_s;
@@ -256,6 +258,12 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
 
 /* probes and hooks: kubelet's condition with its reason, message and
  * lastTransitionTime (since: unix s, 0 = unknown) */
+/* stopped by the graceful node shutdown (agent/shutdown): kubelet sets
+ * DisruptionTarget with the pod's message */
+static bool shut_down(const LcPod *p) {
+        return strcmp(p->reason, SHUTDOWN_REASON) == 0 && strcmp(p->message, SHUTDOWN_MESSAGE) == 0;
+}
+
 static json_t *condition(const char *type, bool status, const char *reason, const char *message, int64_t since) {
         json_t *c = json_pack("{s:s,s:s,s:n}", "type", type, "status", status ? "True" : "False", "lastProbeTime");
         char when[32];
@@ -305,11 +313,12 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
                 condition("PodScheduled", true, NULL, NULL, p->latency.event ? pod_start(p, info) : 0));
         /* kubelet's eviction manager and admission preemption: the pod's
          * disruption, for controllers and PodDisruptionBudgets */
-        if (conds && p->terminal && (p->evicted || strcmp(p->reason, "Preempted") == 0))
+        if (conds && p->terminal && (p->evicted || strcmp(p->reason, "Preempted") == 0 || shut_down(p)))
                 json_array_append_new(conds, condition("DisruptionTarget", true, "TerminationByKubelet",
-                                                       p->evicted ? p->message
-                                                                  : "Pod was preempted by Kubelet to accommodate a "
-                                                                    "critical pod.",
+                                                       p->evicted || shut_down(p)
+                                                               ? p->message
+                                                               : "Pod was preempted by Kubelet to accommodate a "
+                                                                 "critical pod.",
                                                        p->cond_since[LC_POD_COND_READY]));
         meta = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "name", pod->name, "namespace", pod->namespace_, "uid", pod->uid,
                          "creationTimestamp", api_rfc3339(pod_start(p, info), when), "labels", string_map(&pod->labels),

@@ -9,7 +9,8 @@
  * conditions, evictions), devices.c (deviceplugin/: plugins, device
  * allocations), volumes.c (agent/volumes/: pod volumes, emptyDir
  * sizeLimit evictions), cgroups.c (agent/cgroup: the pod cgroups and the
- * QoS-level groups). A new manager is one file here, its logic in its
+ * QoS-level groups), shutdown.c (agent/shutdown: graceful node shutdown
+ * through logind). A new manager is one file here, its logic in its
  * own folder, and one line in mgr_table (managers.c); the loop does not
  * change.
  */
@@ -24,6 +25,7 @@ extern const LcManagerVtable mgr_volumes;
 extern const LcManagerVtable mgr_logs;
 extern const LcManagerVtable mgr_probes;
 extern const LcManagerVtable mgr_cgroups;
+extern const LcManagerVtable mgr_shutdown;
 
 /* The table, in the order the loop calls the hooks. */
 const LcManagerVtable *const *mgr_table(size_t *ret_n);

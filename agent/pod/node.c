@@ -259,6 +259,14 @@ static const PodField authz_fields[] = { { .name = "mode",
                                            .allowed = authz_modes },
                                          {} };
 
+static const PodField shutdown_priority_fields[] = {
+        { .name = "priority", .decode = pod_dec_int32, .offset = offsetof(PodShutdownPriority, priority) },
+        { .name = "shutdownGracePeriodSeconds",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodShutdownPriority, grace_s) },
+        {}
+};
+
 static const char *const swap_behaviors[] = { "", "NoSwap", "LimitedSwap", NULL };
 static const PodField memory_swap_fields[] = { { .name = "swapBehavior",
                                                  .decode = pod_dec_string,
@@ -411,6 +419,19 @@ static const PodField config_fields[] = {
         { .name = "nodeLeaseDurationSeconds",
           .decode = pod_dec_int64,
           .offset = offsetof(PodKubeletConfig, node_lease_duration_seconds) },
+        /* graceful node shutdown */
+        { .name = "shutdownGracePeriod",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, shutdown_grace_period) },
+        { .name = "shutdownGracePeriodCriticalPods",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, shutdown_grace_period_critical_pods) },
+        { .name = "shutdownGracePeriodByPodPriority",
+          .decode = pod_dec_object_array,
+          .offset = offsetof(PodKubeletConfig, shutdown_by_priority),
+          .count_offset = offsetof(PodKubeletConfig, n_shutdown_by_priority),
+          .elem_size = sizeof(PodShutdownPriority),
+          .sub = shutdown_priority_fields },
         /* logs */
         { .name = "podLogsDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, pod_logs_dir) },
         { .name = "containerLogMaxSize",
@@ -479,6 +500,9 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->cni_conf_dir);
         free(c->node_status_update_frequency);
         free(c->node_status_report_frequency);
+        free(c->shutdown_grace_period);
+        free(c->shutdown_grace_period_critical_pods);
+        free(c->shutdown_by_priority);
         pod_strv_done(&c->ignored);
         pod_kubelet_config_init(c);
 }

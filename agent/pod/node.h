@@ -55,6 +55,12 @@ static inline void pod_node_freep(PodNode **p) {
 int pod_node_load_file(const char *path, PodNode **ret, CubError *err);
 int pod_node_decode(const char *buf, size_t len, const char *source, PodNode **ret, CubError *err);
 
+/* one item of shutdownGracePeriodByPodPriority */
+typedef struct PodShutdownPriority {
+        int32_t priority;
+        int64_t grace_s; /* shutdownGracePeriodSeconds */
+} PodShutdownPriority;
+
 /* The KubeletConfiguration fields cubelet supports so far. */
 typedef struct PodKubeletConfig {
         int64_t pod_pids_limit; /* podPidsLimit, -1 = unlimited */
@@ -134,6 +140,12 @@ typedef struct PodKubeletConfig {
         bool register_node;
         char *node_status_update_frequency, *node_status_report_frequency;
         int64_t node_lease_duration_seconds;
+        /* graceful node shutdown (agent/shutdown): shutdownGracePeriod and
+         * shutdownGracePeriodCriticalPods (Go durations, NULL = "0s"), or
+         * shutdownGracePeriodByPodPriority */
+        char *shutdown_grace_period, *shutdown_grace_period_critical_pods;
+        PodShutdownPriority *shutdown_by_priority;
+        size_t n_shutdown_by_priority;
         PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 
