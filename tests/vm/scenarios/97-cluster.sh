@@ -145,7 +145,7 @@ EOF
 running() { [ "$(pods app%3Dweb | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null and .metadata.deletionTimestamp == null)] | length')" = "$1" ]; }
 t2=$(date +%s.%N)
 kc apply -f "$D/web.yaml" >/dev/null
-wait_until 300 running 3
+wait_until 600 running 3
 api_s=$(since "$t2")
 t_ok "3 replicas scheduled onto the node and Running with pod IPs ($api_s s)" running 3
 t_is "$(pods app%3Dweb | jq -r '[.items[].spec.nodeName] | unique | join(",")')" "$NODE_LC" \

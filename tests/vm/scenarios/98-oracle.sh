@@ -12,7 +12,7 @@
 # row of tests/data/oracle/accepted.tsv, "deliberate" ones also in
 # docs/differences-from-kubelet.md's oracle table; "todo" rows are printed.
 # vm-guest: own
-# vm-timeout: 3000
+# vm-timeout: 3700
 # vm-mem: 3072M
 set -u
 # shellcheck disable=SC1091
@@ -70,9 +70,10 @@ run_agent() {
 	agent_start "$agent"
 	_digest=""
 	# (kubelet takes ~270 s alone on a guest and ~490 s in make test,
-	# beside another guest: the deadline leaves room for a slower host)
+	# beside another guest, on a 2.6 GHz host; on a 2.45 GHz one with two
+	# more guests beside it, 900 s were not enough: the deadline leaves room)
 	# shellcheck disable=SC2086
-	until settled "$n_first" $stuck || [ "$(since "$t0")" -ge 900 ]; do sleep 2; done
+	until settled "$n_first" $stuck || [ "$(since "$t0")" -ge 1500 ]; do sleep 2; done
 	# shellcheck disable=SC2086
 	t_ok "$agent: the $n_first pods of the corpus settle: none being created, phases and container states the same for 20 s ($(since "$t0") s)" settled "$n_first" $stuck
 	# crash loops and activeDeadlineSeconds: 120 s after the start
@@ -81,7 +82,7 @@ run_agent() {
 	t1=$(date +%s.%N)
 	_digest=""
 	# shellcheck disable=SC2086
-	until settled $((n_first + n_late)) $stuck || [ "$(since "$t1")" -ge 300 ]; do sleep 2; done
+	until settled $((n_first + n_late)) $stuck || [ "$(since "$t1")" -ge 600 ]; do sleep 2; done
 	# shellcheck disable=SC2086
 	t_ok "$agent: the $n_late late pods settle ($(since "$t1") s)" settled $((n_first + n_late)) $stuck
 	sleep 5
