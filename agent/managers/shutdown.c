@@ -259,10 +259,11 @@ static void shutdown_pod_stopped(void *userdata, const char *uid) {
 
 static void shutdown_node_status(void *userdata, void *json_doc) {
         Shutdown *m = userdata;
-        json_t *groups = json_array(), *o;
+        json_t *groups, *o;
 
         if (m->period_s <= 0)
                 return;
+        groups = json_array();
         for (size_t i = 0; groups && i < m->plan.n; i++)
                 json_array_append_new(groups,
                                       json_pack("{s:i,s:I}", "priority", (int) m->plan.groups[i].priority,
