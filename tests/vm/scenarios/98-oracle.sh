@@ -12,6 +12,7 @@
 # row of tests/data/oracle/accepted.tsv, "deliberate" ones also in
 # docs/differences-from-kubelet.md's oracle table; "todo" rows are printed.
 # vm-guest: own
+# vm-tier: full
 # vm-timeout: 3700
 # vm-mem: 3072M
 set -u
