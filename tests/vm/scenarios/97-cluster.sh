@@ -245,10 +245,15 @@ wait_until 120 stubborn_running
 t5=$(date +%s.%N)
 kc delete pod stubborn --grace-period=2 --wait=false >/dev/null
 stubborn_gone() { absent stubborn; }
-wait_until 60 stubborn_gone
+# (the grace cubelet used is read from its journal: on a 2.45 GHz host the API
+# server's watch and status alone took ~90 s, past the 60 s a wall-clock bound
+# would have to stay under)
+wait_until 180 stubborn_gone
 t5_s=$(since "$t5")
-t_ok "kubectl delete --grace-period=2 of a pod with 60 s of its own that ignores SIGTERM: gone in $t5_s s (< 45, its own grace 60)" \
-	awk -v s="$t5_s" 'BEGIN { exit !(s < 45) }'
+t_ok "kubectl delete --grace-period=2 of a pod with 60 s of its own that ignores SIGTERM: gone ($t5_s s after the delete)" \
+	stubborn_gone
+t_is "$(journalctl -u cubelet -o cat | grep -c 'stopping pod default/stubborn (uid [^)]*), grace period 2s$')" 1 \
+	"cubelet stopped it once, with the delete's 2 s, not its own 60"
 gpu_pods() { pods | jq '{items: [.items[] | select(.metadata.name | test("^gpu-[123]$"))]}'; }
 gpu_running() { [ "$(gpu_pods | jq '[.items[] | select(.status.phase == "Running")] | length')" = 2 ]; }
 t_ok "two GPU pods placed by the scheduler and Running" wait_until 120 gpu_running
