@@ -8,6 +8,7 @@
 # an ignored field runs with a warning (f).
 # Run once per cgroup driver (CUBELET_DRIVER, lib/cubelet.sh); with systemd
 # the pod slices also show their values as unit properties (systemctl show).
+# vm-guest: b
 # vm-timeout: 1200
 # vm-mem: 2048M
 set -u
