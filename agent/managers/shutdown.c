@@ -82,10 +82,10 @@ static void start_group(Shutdown *m, size_t g) {
 
         pending_clear(m);
         m->group_timer = sd_event_source_disable_unref(m->group_timer);
+        m->pending = calloc(n_pods + 1, sizeof(char *)); /* the UIDs of one group at a time */
         for (; g < m->plan.n; g++) {
                 const ShutdownGroup *grp = &m->plan.groups[g];
 
-                m->pending = calloc(n_pods + 1, sizeof(char *));
                 for (size_t i = 0; m->pending && i < n_pods; i++) {
                         const LcPod *p = pods[i];
                         const Pod *pod = p->spec->pod;
@@ -105,11 +105,8 @@ static void start_group(Shutdown *m, size_t g) {
                                 pod->name, pod->priority, (long long) act.grace);
                         m->env->act(m->env->loop, &act);
                 }
-                if (m->n_pending == 0) {
-                        free(m->pending);
-                        m->pending = NULL;
+                if (m->n_pending == 0)
                         continue; /* kubelet does not wait for an empty group */
-                }
                 m->group = g;
                 r = sd_event_add_time_relative(m->env->event, &m->group_timer, CLOCK_MONOTONIC,
                                                (uint64_t) grp->grace_s * CUB_USEC_PER_SEC, 0, on_group_timer, m);
