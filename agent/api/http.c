@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 
 #include "../util/cleanup.h"
@@ -37,6 +38,7 @@ struct ApiHttp {
         ApiSnapshot *snap;    /* under lock */
         _Atomic uint64_t heartbeat, runtime_down_since;
         atomic_bool wanted, synced;
+        int wake_fd;             /* not owned */
         char network_error[768]; /* under lock: why the runtime's network is not ready, "" = it is */
         unsigned port;
         /* the kubelet server's (NULL otherwise) */
@@ -115,6 +117,8 @@ ApiSnapshot *api_http_snapshot(ApiHttp *h) {
         clock_gettime(CLOCK_MONOTONIC, &deadline);
         deadline.tv_sec += (time_t) (API_HTTP_STALE_USEC / CUB_USEC_PER_SEC);
         pthread_mutex_lock(&h->lock);
+        if ((!h->snap || now - h->snap->made_usec > API_HTTP_STALE_USEC) && h->wake_fd >= 0)
+                (void) eventfd_write(h->wake_fd, 1); /* the loop renders now, not on its next tick */
         while ((!h->snap || now - h->snap->made_usec > API_HTTP_STALE_USEC) && loop_alive(h, now, &age) &&
                pthread_cond_timedwait(&h->fresh, &h->lock, &deadline) == 0)
                 now = now_usec();
@@ -384,7 +388,8 @@ void api_http_config_init(ApiHttpConfig *c) {
                               .fs_path = "/",
                               .stall_usec = 30 * CUB_USEC_PER_SEC,
                               .connection_limit = 64,
-                              .timeout_sec = 10 };
+                              .timeout_sec = 10,
+                              .wake_fd = -1 };
 }
 
 bool api_http_address_is_loopback(const char *address) {
@@ -445,6 +450,7 @@ int api_http_new(const ApiHttpConfig *c, ApiHttp **ret, CubError *err) {
         pthread_cond_init(&h->fresh, &ca);
         pthread_condattr_destroy(&ca);
         h->stall_usec = c->stall_usec;
+        h->wake_fd = c->wake_fd;
         atomic_store(&h->heartbeat, now_usec());
         h->address = strdup(c->address);
         h->cgroup_root = strdup(c->cgroup_root);

@@ -13,7 +13,9 @@
  *
  * Freshness: the loop renders a snapshot on its next tick (1 s) after a
  * client asked (api_http_take_wanted); a request that finds the snapshot
- * older than API_HTTP_STALE_USEC waits up to that long for a fresh one.
+ * older than API_HTTP_STALE_USEC (or none yet) wakes the loop at once
+ * through the config's wake_fd (an eventfd the loop watches) and waits up
+ * to that long for a fresh one.
  *
  *   GET /healthz /livez /readyz /pods /metrics /metrics/resource /stats/summary
  *   (HEAD too); other paths 404, other methods 405, a body 413.
@@ -80,6 +82,7 @@ typedef struct ApiHttpConfig {
          * runtime_endpoint. */
         ApiAuth *auth;
         const char *runtime_endpoint;
+        int wake_fd; /* an eventfd the loop watches: written when a request waits for a snapshot; -1 = none */
 } ApiHttpConfig;
 
 void api_http_config_init(ApiHttpConfig *c);

@@ -189,6 +189,7 @@ typedef struct AgentApi {
         char *self_cert, *self_key; /* its self-signed pair, without tlsCertFile */
         ApiPodCache pod_cache;
         sd_event_source *timer;
+        sd_event_source *wake;       /* owns the eventfd a waiting request writes (ApiHttpConfig.wake_fd) */
         uint64_t runtime_down_since; /* CLOCK_MONOTONIC µs of the first tick it was seen down, 0 = up */
 } AgentApi;
 

@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 #include "../api/selfsigned.h"
 #include "../util/cleanup.h"
@@ -75,6 +78,42 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
                 }
         if (wanted)
                 publish(a, now);
+        return 0;
+}
+
+/* A request found the snapshot stale: render it now rather than on the
+ * next tick. At most once per API_HTTP_STALE_USEC however many clients
+ * ask: the snapshot this publishes is fresh for that long. */
+static int on_wake(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Agent *a = userdata;
+        eventfd_t v;
+        bool wanted = false;
+
+        (void) src;
+        (void) revents;
+        (void) eventfd_read(fd, &v);
+        for (ApiHttp *const *h = (ApiHttp *const[]){ a->api.http, a->api.kubelet, NULL }, *const *end = h + 2; h < end;
+             h++)
+                if (*h)
+                        wanted |= api_http_take_wanted(*h);
+        if (wanted)
+                publish(a, agent_now_usec());
+        return 0;
+}
+
+static int wake_start(Agent *a, int *ret_fd, CubError *err) {
+        int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), r;
+
+        if (fd < 0)
+                return cub_err_set(err, errno, "HTTP API: eventfd: %s", strerror(errno));
+        r = sd_event_add_io(a->core.event, &a->api.wake, fd, EPOLLIN, on_wake, a);
+        if (r < 0) {
+                close(fd);
+                return cub_err_set(err, -r, "HTTP API: watching its eventfd: %s", strerror(-r));
+        }
+        (void) sd_event_source_set_io_fd_own(a->api.wake, true);
+        (void) sd_event_source_set_description(a->api.wake, "http-api-wake");
+        *ret_fd = fd;
         return 0;
 }
 
@@ -155,6 +194,11 @@ int agent_http_start(Agent *a, CubError *err) {
         c.fs_path = a->core.opt.state_dir;
         if (sd_watchdog_enabled(false, &wd) > 0 && wd > 0)
                 c.stall_usec = wd;
+        if ((!a->core.opt.kubeconfig || a->core.kc->port == 0) && a->core.opt.http_port == 0)
+                return 0; /* no server */
+        r = wake_start(a, &c.wake_fd, err);
+        if (r < 0)
+                return r;
         r = kubelet_server_start(a, &c, err);
         if (r >= 0 && a->core.opt.http_port != 0) {
                 c.port = a->core.opt.http_port;
@@ -181,6 +225,7 @@ void agent_http_stop(Agent *a) {
         /* the server thread first: it may read the snapshot */
         a->api.http = api_http_free(a->api.http);
         a->api.kubelet = api_http_free(a->api.kubelet);
+        a->api.wake = sd_event_source_disable_unref(a->api.wake); /* closes the eventfd: no server writes it now */
         a->api.auth = api_auth_free(a->api.auth);
         kube_config_done(&a->api.review_cfg);
         free(a->api.self_cert);
