@@ -8,6 +8,7 @@
 #include <syslog.h>
 #include <time.h>
 
+#include "../util/cleanup.h"
 #include "../util/log.h"
 #include "../util/retry.h"
 #include "../util/time.h"
@@ -484,4 +485,40 @@ json_t *kube_node_status_json(const KubeNode *n) {
                          n->name, "registered", n->registered, "uid", n->uid, "statusSent", n->sent_time,
                          "statusUpdates", (json_int_t) n->status_updates, "leaseRenewed", n->renew_time,
                          "leaseRenewals", (json_int_t) n->renewals, "error", error);
+}
+
+/* key=value pairs, comma-separated (--node-labels) */
+void kube_node_labels_add(json_t *labels, const char *list) {
+        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
+        char *save = NULL;
+
+        for (char *kv = copy ? strtok_r(copy, ",", &save) : NULL; kv; kv = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(kv, '=');
+
+                if (eq) {
+                        *eq = 0;
+                        json_object_set_new(labels, kv, json_string(eq + 1));
+                }
+        }
+}
+
+/* key[=value]:Effect, comma-separated (--register-with-taints) */
+json_t *kube_node_taints_parse(const char *list) {
+        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
+        json_t *l = json_array();
+        char *save = NULL;
+
+        for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && l; t = strtok_r(NULL, ",", &save)) {
+                char *colon = strrchr(t, ':'), *eq;
+
+                if (!colon)
+                        continue;
+                *colon = 0;
+                eq = strchr(t, '=');
+                if (eq)
+                        *eq = 0;
+                json_array_append_new(
+                        l, json_pack("{s:s,s:s,s:s}", "key", t, "value", eq ? eq + 1 : "", "effect", colon + 1));
+        }
+        return l;
 }

@@ -49,3 +49,8 @@ const char *kube_node_uid(const KubeNode *n);
 /* For `cubelet status`: registered, uid, the last status and lease times,
  * the failing request's error. A new reference. */
 json_t *kube_node_status_json(const KubeNode *n);
+
+/* --node-labels: key=value pairs, comma-separated, into labels */
+void kube_node_labels_add(json_t *labels, const char *list);
+/* --register-with-taints: key[=value]:Effect, comma-separated, as a list of v1 Taints */
+json_t *kube_node_taints_parse(const char *list);

@@ -8,9 +8,11 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "../util/cleanup.h"
 #include "../util/log.h"
 #include "../util/retry.h"
 #include "../util/time.h"
+#include "pods-cache.h"
 #include "pods.h"
 
 /* client-go's reflector: a watch asks the server to end it after a random
@@ -37,6 +39,12 @@ struct KubePods {
         CubRetry retry;
         uint64_t lists, watches, events;
         uint64_t watch_start_usec, watch_start_events; /* of the watch under way */
+        /* kube_pods_set_cache */
+        char *cache_path, *cache_fp, cache_error[CUB_ERR_MSG_MAX];
+        bool offline_start;
+        json_t *offline; /* the file's pods until the first list, when offline_start */
+        size_t offline_started;
+        uint64_t cache_writes;
 };
 
 static uint64_t now_mono(void) {
@@ -48,10 +56,41 @@ static void arm(KubePods *p, uint64_t at) {
         (void) sd_event_source_set_enabled(p->timer, SD_EVENT_ONESHOT);
 }
 
+/* the set to fn, and to the file when its pods changed */
+static void deliver(KubePods *p) {
+        _cleanup_free_ char *fp = p->cache_path ? kube_pods_cache_fingerprint(p->set) : NULL;
+        CubError err = {};
+        size_t n;
+
+        p->fn(p->userdata, p->set);
+        if (!fp || (p->cache_fp && strcmp(fp, p->cache_fp) == 0))
+                return;
+        if (kube_pods_cache_write(p->cache_path, p->node, p->set, &n, &err) < 0) {
+                if (strcmp(p->cache_error, err.msg) != 0)
+                        cub_log(LOG_WARNING, "API server: pods file: %s; written again with the next change", err.msg);
+                (void) snprintf(p->cache_error, sizeof(p->cache_error), "%s", err.msg);
+                return;
+        }
+        p->cache_error[0] = 0;
+        p->cache_writes++;
+        free(p->cache_fp);
+        p->cache_fp = TAKE_PTR(fp);
+}
+
 static void failed(KubePods *p, const char *what, const char *error) {
         if (cub_retry_failed(&p->retry, &watch_retry, now_mono(), error, cub_retry_draw()))
                 cub_log(LOG_WARNING, "API server: pods: %s: %s; retrying", what, error);
         arm(p, p->retry.next_usec);
+        /* offlinePods: start: the first list failed, the node starts what it ran */
+        if (!p->synced && p->offline && !p->offline_started) {
+                p->offline_started = json_object_size(p->offline);
+                cub_log(LOG_WARNING,
+                        "API server: unreachable at the start: the %zu pods of its last list from '%s' "
+                        "(offlinePods: start) until a list answers",
+                        p->offline_started, p->cache_path);
+                if (p->offline_started)
+                        p->fn(p->userdata, p->offline);
+        }
 }
 
 static void succeeded(KubePods *p) {
@@ -96,11 +135,11 @@ static void on_line(void *userdata, const char *line, size_t len) {
         } else if (uid && (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)) {
                 take_rv(p, json_object_get(obj, "metadata"));
                 json_object_set(p->set, uid, obj);
-                p->fn(p->userdata, p->set);
+                deliver(p);
         } else if (uid && strcmp(type, "DELETED") == 0) {
                 take_rv(p, json_object_get(obj, "metadata"));
                 json_object_del(p->set, uid);
-                p->fn(p->userdata, p->set);
+                deliver(p);
         }
         json_decref(ev);
 }
@@ -148,7 +187,9 @@ static void on_list(void *userdata, long status, json_t *body, const char *error
                 cub_log(LOG_INFO, "API server: %zu pods bound to node '%s'", json_object_size(p->set), p->node);
         p->synced = true;
         p->relist = false;
-        p->fn(p->userdata, p->set);
+        json_decref(p->offline);
+        p->offline = NULL;
+        deliver(p);
         step(p);
 }
 
@@ -222,13 +263,34 @@ KubePods *kube_pods_free(KubePods *p) {
                 kube_client_cancel(p->client, p->req);
         p->timer = sd_event_source_disable_unref(p->timer);
         json_decref(p->set);
+        json_decref(p->offline);
+        free(p->cache_path);
+        free(p->cache_fp);
         free(p->node);
         free(p->selector);
         free(p);
         return NULL;
 }
 
+int kube_pods_set_cache(KubePods *p, const char *dir, bool offline_start, CubError *err) {
+        free(p->cache_path);
+        if (asprintf(&p->cache_path, "%s/" KUBE_PODS_FILE, dir) < 0)
+                return p->cache_path = NULL, cub_err_set(err, ENOMEM, "out of memory");
+        p->offline_start = offline_start;
+        return 0;
+}
+
 void kube_pods_start(KubePods *p) {
+        CubError err = {};
+
+        if (p->cache_path && p->offline_start) {
+                p->offline = kube_pods_cache_read(p->cache_path, p->node, &err);
+                if (p->offline)
+                        p->cache_fp = kube_pods_cache_fingerprint(p->offline);
+                else
+                        cub_log(err.code == ENOENT ? LOG_INFO : LOG_WARNING,
+                                "API server: pods file: %s: nothing starts before the first list", err.msg);
+        }
         arm(p, now_mono());
 }
 
@@ -241,8 +303,13 @@ bool kube_pods_synced(const KubePods *p) {
 }
 
 json_t *kube_pods_status_json(const KubePods *p) {
-        return json_pack("{s:b,s:I,s:s,s:I,s:I,s:I,s:s}", "synced", p->synced, "pods",
+        return json_pack("{s:b,s:I,s:s,s:I,s:I,s:I,s:s,s:o*}", "synced", p->synced, "pods",
                          (json_int_t) json_object_size(p->set), "resourceVersion", p->rv, "lists",
                          (json_int_t) p->lists, "watches", (json_int_t) p->watches, "events", (json_int_t) p->events,
-                         "error", p->retry.failures ? p->retry.error : "");
+                         "error", p->retry.failures ? p->retry.error : "", "file",
+                         p->cache_path ? json_pack("{s:s,s:s,s:I,s:I,s:s}", "path", p->cache_path, "offlinePods",
+                                                   p->offline_start ? "start" : "keep", "writes",
+                                                   (json_int_t) p->cache_writes, "startedOffline",
+                                                   (json_int_t) p->offline_started, "error", p->cache_error)
+                                       : NULL);
 }

@@ -27,6 +27,13 @@ typedef void (*KubePodsFn)(void *userdata, const json_t *pods);
 int kube_pods_new(sd_event *e, KubeClient *c, const char *node_name, KubePodsFn fn, void *userdata, KubePods **ret,
                   CubError *err);
 KubePods *kube_pods_free(KubePods *p);
+/* Keeps the set in dir's KUBE_PODS_FILE (pods-cache.h) whenever its pods
+ * change. With offline_start (cubelet.offlinePods: start), a first list
+ * that fails hands fn the file's pods, once, until a list answers; keep
+ * (false) is kubelet's behaviour: nothing runs before the first list.
+ * Before kube_pods_start. */
+#define KUBE_PODS_FILE "api_pods"
+int kube_pods_set_cache(KubePods *p, const char *dir, bool offline_start, CubError *err);
 void kube_pods_start(KubePods *p);
 /* uid → Pod, as last listed or watched (borrowed) */
 const json_t *kube_pods_set(const KubePods *p);

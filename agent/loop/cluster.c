@@ -116,42 +116,6 @@ static json_t *node_info(Agent *a) {
                                                : NULL);
 }
 
-/* key=value pairs, comma-separated (--node-labels) */
-static void add_labels(json_t *labels, const char *list) {
-        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
-        char *save = NULL;
-
-        for (char *kv = copy ? strtok_r(copy, ",", &save) : NULL; kv; kv = strtok_r(NULL, ",", &save)) {
-                char *eq = strchr(kv, '=');
-
-                if (eq) {
-                        *eq = 0;
-                        json_object_set_new(labels, kv, json_string(eq + 1));
-                }
-        }
-}
-
-/* key[=value]:Effect, comma-separated (--register-with-taints) */
-static json_t *taints(const char *list) {
-        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
-        json_t *l = json_array();
-        char *save = NULL;
-
-        for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && l; t = strtok_r(NULL, ",", &save)) {
-                char *colon = strrchr(t, ':'), *eq;
-
-                if (!colon)
-                        continue;
-                *colon = 0;
-                eq = strchr(t, '=');
-                if (eq)
-                        *eq = 0;
-                json_array_append_new(
-                        l, json_pack("{s:s,s:s,s:s}", "key", t, "value", eq ? eq + 1 : "", "effect", colon + 1));
-        }
-        return l;
-}
-
 static json_t *node_json(void *userdata) {
         Agent *a = userdata;
         _cleanup_(pod_resource_list_done) PodResourceList alloc = {};
@@ -169,7 +133,7 @@ static json_t *node_json(void *userdata) {
                 json_decref(labels), json_decref(cap), json_decref(al), json_decref(conds);
                 return NULL;
         }
-        add_labels(labels, a->core.opt.node_labels);
+        kube_node_labels_add(labels, a->core.opt.node_labels);
         /* capacity: the machine; allocatable: kubelet's (capacity − reserved − hard eviction) */
         quantity(cap, "cpu", a->core.cg.cpu_capacity_milli, true);
         quantity(cap, "memory", (int64_t) a->core.cg.memory_capacity, false);
@@ -208,8 +172,8 @@ static json_t *node_json(void *userdata) {
         agent_cluster_node_condition_events(a, conds);
         node = json_pack("{s:{s:o,s:{s:s}},s:{s:o},s:{s:o,s:o,s:o,s:[{s:s,s:s},{s:s,s:s}],s:o,s:{s:{s:I}}}}",
                          "metadata", "labels", labels, "annotations", ANNOTATION_ATTACH, "true", "spec", "taints",
-                         taints(a->core.opt.register_taints), "status", "capacity", cap, "allocatable", al,
-                         "conditions", conds, "addresses", "type", "InternalIP", "address", ip, "type", "Hostname",
+                         kube_node_taints_parse(a->core.opt.register_taints), "status", "capacity", cap, "allocatable",
+                         al, "conditions", conds, "addresses", "type", "InternalIP", "address", ip, "type", "Hostname",
                          "address", a->core.opt.node_name, "nodeInfo", node_info(a), "daemonEndpoints",
                          "kubeletEndpoint", "Port", (json_int_t) agent_kubelet_port(a));
         return node;
@@ -534,6 +498,9 @@ int agent_cluster_start(Agent *a, CubError *err) {
         if (r >= 0)
                 r = kube_pods_new(a->core.event, a->cluster.client, a->core.opt.node_name, on_api_pods, a,
                                   &a->cluster.pods, err);
+        if (r >= 0) /* offlinePods */
+                r = kube_pods_set_cache(a->cluster.pods, a->core.opt.state_dir,
+                                        a->core.kc->offline_pods && !strcmp(a->core.kc->offline_pods, "start"), err);
         if (r >= 0)
                 r = kube_status_new(a->cluster.client, &a->cluster.status, err);
         if (r >= 0)

@@ -164,6 +164,7 @@ static const char *const cgroup_drivers[] = { "cgroupfs", "systemd", NULL };
 
 static const char *const cpu_manager_policies[] = { "none", "static", NULL };
 static const char *const eviction_policies[] = { "cubelet", "kubelet", NULL };
+static const char *const offline_modes[] = { "keep", "start", NULL };
 
 /* staticPodURLHeader: a map of header name -> list of values, kept as
  * "Name: value" lines */
@@ -233,6 +234,10 @@ static const PodField cubelet_fields[] = {
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, device_plugin_dir) },
         { .name = "cniConfDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cni_conf_dir) },
+        { .name = "offlinePods",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, offline_pods),
+          .allowed = offline_modes },
         {},
 };
 
@@ -498,6 +503,7 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         free(c->cluster_domain);
         free(c->resolv_conf);
         free(c->cni_conf_dir);
+        free(c->offline_pods);
         free(c->node_status_update_frequency);
         free(c->node_status_report_frequency);
         free(c->shutdown_grace_period);

@@ -135,6 +135,9 @@ typedef struct PodKubeletConfig {
         char *resolv_conf;
         /* cubelet's own cniConfDir: where 10-cubelet.conflist goes, NULL = /etc/cni/net.d, "" = none */
         char *cni_conf_dir;
+        /* cubelet's offlinePods: "keep" (NULL, the default) or "start" the API pods of the last list when the
+         * API server is unreachable at the start */
+        char *offline_pods;
         /* the API server: registerNode (default true), nodeStatusUpdateFrequency (default "10s"),
          * nodeStatusReportFrequency (default "5m"), nodeLeaseDurationSeconds (default 40) */
         bool register_node;

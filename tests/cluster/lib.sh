@@ -17,7 +17,8 @@ status_json() { "$CUBELET" status --socket "$T/$1/cubelet.sock" -o json 2>/dev/n
 
 # run NAME ARGS...: a cubelet of its own (state, socket) in the background,
 # its log in $T/NAME.log, its PID in PID_NAME; RUN_CONFIG: more lines of its
-# configuration (top level, unindented); RUN_PORT: the kubelet server's port
+# configuration (top level, unindented); RUN_CUBELET: one more line of its
+# cubelet: section (offlinePods: start); RUN_PORT: the kubelet server's port
 # (default 0: off, so that several run at once)
 run() {
 	local name=$1
@@ -33,6 +34,7 @@ run() {
 		  stateDir: $T/$name/state
 		  socket: $T/$name/cubelet.sock
 		  cniConfDir: ""
+		  ${RUN_CUBELET:-}
 		${RUN_CONFIG:-}
 	EOC
 	"$CUBELET" run --config "$T/$name/config.yaml" --manifest-dir "$T/$name/manifests" \

@@ -410,6 +410,29 @@ is "$(curl -s --max-time 20 --cacert "$T/a/state/pki/kubelet.crt" -H "Authorizat
 	"...which serves (a client that trusts it, with the reader's token: 200)"
 stop a
 
+# ---- offlinePods: the last list's pods when the API server is unreachable at the start ------
+# a kept the API's pods in its state directory (keep, the default, writes the
+# file too): plain among them, the mirror pod not
+plain_uid=$(pj plain .metadata.uid)
+check "the pods file holds the API's pod plain (offlinePods: keep writes it too)" \
+	grep -q "\"$plain_uid\"" "$T/a/state/api_pods"
+check "...and no mirror pod" sh -c "! grep -q 'kubernetes.io/config.mirror' '$T/a/state/api_pods'"
+sed 's|server: https://127.0.0.1:6443|server: https://127.0.0.1:6449|' "$T/cp/pki/node.kubeconfig" >"$T/dead.kubeconfig"
+has_plain() { [ "$(status_json a | jq -r --arg u "$plain_uid" '[.pods[] | select(.uid == $u)] | length')" = 1 ]; }
+RUN_CUBELET="offlinePods: start" run a --node-name "$NODE" --kubeconfig "$T/dead.kubeconfig" --node-ip 127.0.0.1
+check "offlinePods: start, the API server unreachable (connection refused): the pod plain of the last list" \
+	wait_until 20 has_plain
+contains "$(cat "$T/a.log")" "API server: unreachable at the start: the" "the journal says so..."
+contains "$(cat "$T/a.log")" "from '$T/a/state/api_pods' (offlinePods: start) until a list answers" \
+	"...naming the file"
+stop a
+run a --node-name "$NODE" --kubeconfig "$T/dead.kubeconfig" --node-ip 127.0.0.1
+list_failed() { grep -q 'API server: pods: list: ' "$T/a.log"; }
+check "offlinePods: keep (the default, kubelet's): the list fails..." wait_until 20 list_failed
+no_plain() { status_json a | jq -e --arg u "$plain_uid" '.pods and ([.pods[] | select(.uid == $u)] | length) == 0' >/dev/null; }
+check "...and nothing starts from the file" no_plain
+stop a
+
 # ---- a broken kubeconfig -------------------------------------------------------------------
 sed 's/^current-context: .*/current-context: nowhere/' "$T/cp/pki/node.kubeconfig" >"$T/bad.kubeconfig"
 out=$(timeout 20 "$CUBELET" run --config "$T/a/config.yaml" --manifest-dir "$T/a/manifests" \
