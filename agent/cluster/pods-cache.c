@@ -48,10 +48,8 @@ char *kube_pods_cache_fingerprint(const json_t *pods) {
         }
         qsort(parts, n, sizeof(char *), cmp_str);
         out = calloc(1, len);
-        for (size_t i = 0; out && i < n; i++) {
-                strcat(out, parts[i]);
-                strcat(out, " ");
-        }
+        for (size_t i = 0, at = 0; out && i < n; i++)
+                at += (size_t) snprintf(out + at, len - at, "%s ", parts[i]);
 out:
         for (size_t i = 0; i < n; i++)
                 free(parts[i]);
