@@ -243,8 +243,8 @@ VM_TESTS ?= 1
 test:
 	@VM_TESTS=$(VM_TESTS) tests/test-all.sh $(BUILD) "$(MAKE)"
 
-# The same, with the VM's full tier: the scenarios marked "# vm-tier: full",
-# the whole systemd-driver matrix and tests/vm/extra (tests/vm/README.md)
+# The same, with the VM's full tier: the scenarios marked "# vm-tier: full"
+# and the whole systemd-driver matrix (tests/vm/README.md)
 test-full:
 	@VM_TIER=full VM_TESTS=$(VM_TESTS) tests/test-all.sh $(BUILD) "$(MAKE)"
 
