@@ -19,8 +19,10 @@
 # header says "# vm-tier: full", and only 10-cgroup-kubepods a second time
 # under the systemd driver (22-cgroup-driver runs pods under both drivers).
 # tests/vm/extra (issue 23's scenarios) is in both. `make test-full`
-# (VM_TIER=full) runs everything: those scenarios and the whole driver matrix. Under software emulation on 2 cores the
-# full tier takes about twice as long as CI allows (tests/vm/README.md).
+# (VM_TIER=full) runs everything: those scenarios, the whole driver matrix
+# and the parts of 97-cluster it keeps for that tier (VM_TIER reaches the
+# guests). Under software emulation on 2 cores the full tier takes about
+# twice as long as CI allows (tests/vm/README.md).
 #   VM_TIER=ci|full               which tier (default ci)
 #   VM_SCENARIOS="00-boot 10-*"   run only these (shell patterns on the name;
 #                                 a named scenario runs whatever its tier, and
@@ -49,6 +51,7 @@ export VM_DIR
 VM_JOBS=${VM_JOBS:-2}
 
 VM_TIER=${VM_TIER:-ci}
+export VM_TIER # the guests' too (run-vm.sh writes it in their env)
 case $VM_TIER in
 ci) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods} ;;
 full) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction} ;;
