@@ -24,7 +24,7 @@
 # (The Node's fields, the Lease, NodeRestriction, mirror pods, token volumes
 # and the API server's faults: tests/cluster/run-node.sh and run-hostile.sh,
 # on the host, in make test.)
-# vm-guest: own
+# vm-guest: main
 # vm-timeout: 3000
 # vm-mem: 2048M
 set -u
