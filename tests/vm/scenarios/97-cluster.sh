@@ -97,7 +97,7 @@ systemctl start cubelet-gpu-plugin
 ready() { [ "$(jqn '.status.conditions[] | select(.type == "Ready") | .status')" = True ]; }
 t1=$(date +%s.%N)
 wait_until 180 ready
-t_ok "the node registers and is Ready ($(since "$t1") s after cubelet's start)" ready
+t_ok "the node registers and is Ready ($(since "$t1") s after cubelet's start)" waited
 t_is "$(jqn '.status.nodeInfo.containerRuntimeVersion' | cut -d/ -f1-2)" "containerd:/" \
 	"nodeInfo: containerRuntimeVersion containerd://..."
 untainted() { [ "$(jqn '[.spec.taints[]? | select(.key == "node.kubernetes.io/not-ready")] | length')" = 0 ]; }
@@ -151,7 +151,7 @@ t2=$(date +%s.%N)
 kc apply -f "$D/web.yaml" >/dev/null
 wait_until 600 running 3
 api_s=$(since "$t2")
-t_ok "3 replicas scheduled onto the node and Running with pod IPs ($api_s s)" running 3
+t_ok "3 replicas scheduled onto the node and Running with pod IPs ($api_s s)" waited
 t_is "$(pods app%3Dweb | jq -r '[.items[].spec.nodeName] | unique | join(",")')" "$NODE_LC" \
 	"the scheduler placed them on this node"
 t_is "$(pods app%3Dweb | jq -r '[.items[].status.containerStatuses[0].containerID | split("://")[0]] | unique | join(",")')" \
@@ -165,7 +165,7 @@ t_is "$(cat "/srv/cubelet-cluster-vm/out/$first.env" 2>/dev/null)" "fast s3cr3t 
 reasons() { events "$first" | jq -r '[.items[] | select(.source.component == "kubelet") | .reason] | sort | unique | join(",")'; }
 started_ev() { case $(reasons) in *Created*Started*) return 0 ;; *) return 1 ;; esac; }
 wait_until 30 started_ev
-t_ok "the pod's Events from kubelet (cubelet) in the API: $(reasons)" started_ev
+t_ok "the pod's Events from kubelet (cubelet) in the API: $(reasons)" waited
 # the ConfigMap edited: the mounted file follows within 90 s, the env does not
 # (checked below, after the deletions; a pod that is not the next victim)
 watcher=$(pods app%3Dweb | jq -r '.items[1].metadata.name')
@@ -187,7 +187,7 @@ static_running() { [ "$(status_json | jq '[.pods[] | select((.name | startswith(
 t3=$(date +%s.%N)
 wait_until 300 static_running
 static_s=$(since "$t3")
-t_ok "the same 3 pods as static manifests Running ($static_s s)" static_running
+t_ok "the same 3 pods as static manifests Running ($static_s s)" waited
 t_diag "create → Running: 3 pods through the API server and the scheduler $api_s s, as static manifests $static_s s (ratio $(awk -v a="$api_s" -v s="$static_s" 'BEGIN { printf "%.2f", a / s }'))"
 rm -f "$M"/static-*.yaml
 
@@ -197,7 +197,7 @@ t4=$(date +%s.%N)
 kc delete pod "$victim" --wait=false >/dev/null
 gone() { absent "$victim"; }
 wait_until 120 gone
-t_ok "kubectl delete pod: the pod object goes once cubelet stopped it ($(since "$t4") s)" gone
+t_ok "kubectl delete pod: the pod object goes once cubelet stopped it ($(since "$t4") s)" waited
 t_is "$(cat "/srv/cubelet-cluster-vm/out/$victim" 2>/dev/null)" TERM "the container saw SIGTERM"
 t_ok "the ReplicaSet's replacement runs" wait_until 300 running 3
 t_is "$(journalctl -u cubelet -o cat | grep -c "pod default/$victim .*no longer wanted")" 1 \
@@ -281,7 +281,7 @@ api /api/v1/namespaces/default/secrets -X POST -H 'Content-Type: application/jso
 t6=$(date +%s.%N)
 needsecret_running() { [ "$(pod needsecret | jq -r .status.phase)" = Running ]; }
 wait_until 90 needsecret_running
-t_ok "...created: the container starts ($(since "$t6") s)" needsecret_running
+t_ok "...created: the container starts ($(since "$t6") s)" waited
 followed() { [ "$(cat "/srv/cubelet-cluster-vm/out/$watcher.cm" 2>/dev/null)" = "fast slow" ]; }
 wait_until $((90 - $(date +%s) + ${t_cm%.*})) followed
 at=$(($(cat "/srv/cubelet-cluster-vm/out/$watcher.at" 2>/dev/null || echo 0) - ${t_cm%.*}))
@@ -380,14 +380,14 @@ timeout 25 "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" logs -f chatty
 lf=$!
 ticks() { [ "$(grep -c '^tick ' "$K")" -ge 3 ]; }
 wait_until 24 ticks
-t_ok "kubectl logs -f: new lines arrive ($(grep -c '^tick ' "$K") ticks: $(head -n 1 "$K") ... $(tail -n 1 "$K"))" ticks
+t_ok "kubectl logs -f: new lines arrive ($(grep -c '^tick ' "$K") ticks: $(head -n 1 "$K") ... $(tail -n 1 "$K"))" waited
 kill "$lf" 2>/dev/null
 wait "$lf" 2>/dev/null
 timeout 25 "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" attach chatty -c app >"$K.att" 2>&1 &
 att=$!
 att_ticks() { [ "$(grep -c '^tick ' "$K.att")" -ge 2 ]; }
 wait_until 24 att_ticks
-t_ok "kubectl attach: the running container's output, live ($(grep -c '^tick ' "$K.att") ticks)" att_ticks
+t_ok "kubectl attach: the running container's output, live ($(grep -c '^tick ' "$K.att") ticks)" waited
 kill "$att" 2>/dev/null
 wait "$att" 2>/dev/null
 kc exec chatty -- sh -c 'echo to-out; echo to-err >&2; exit 7' >"$K" 2>"$K.err"
@@ -445,7 +445,7 @@ sleep 8
 t_is "$(running_tasks)" "$n_tasks" "cubelet back while the API server does not answer: no container stopped (sources not synced)"
 kill -CONT "$(cat "$D/apiserver.pid")"
 wait_until 120 ready
-t_ok "the API server back: the node Ready" ready
+t_ok "the API server back: the node Ready" waited
 gone_down() { absent "$gone_while_down"; }
 t_ok "a pod deleted while cubelet was away: stopped and its object gone once it is back" wait_until 120 gone_down
 after=$(web)
