@@ -6,9 +6,10 @@
 # cluster CA, a ConfigMap created later and changed), configMap and secret
 # volumes (a Secret on tmpfs) and the Node authorizer's limit on Secrets, an
 # API server that stops answering and comes back, a restart that keeps the
-# Node, a broken kubeconfig. No container runtime here (the
-# pods from the API server run in the VM): the node is NotReady, as kubelet's
-# is without one. TAP; 77 without root, a cgroup2 mount, etcd or Go.
+# Node, the last list's pods started while the API server refuses
+# (cubelet.offlinePods: start; keep starts nothing), a broken kubeconfig. No
+# container runtime here (the pods from the API server run in the VM): the
+# node is NotReady, as kubelet's is without one. TAP; 77 without root, a cgroup2 mount, etcd or Go.
 #
 #   tests/cluster/run-node.sh BUILD_DIR    (its cubelet; the control plane from
 #                                           build/cluster/kube, built here)
