@@ -60,10 +60,21 @@ static void publish(Agent *a, uint64_t now) {
                 api_snapshot_unref(s);
 }
 
+/* a snapshot when a client of either server asked since the last one */
+static void publish_if_wanted(Agent *a, uint64_t now) {
+        bool wanted = false;
+
+        for (ApiHttp *const *h = (ApiHttp *const[]){ a->api.http, a->api.kubelet, NULL }, *const *end = h + 2; h < end;
+             h++)
+                if (*h)
+                        wanted |= api_http_take_wanted(*h);
+        if (wanted)
+                publish(a, now);
+}
+
 static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
         Agent *a = userdata;
         uint64_t now = agent_now_usec();
-        bool wanted = false;
 
         (void) sd_event_source_set_time(src, usec + TICK_USEC);
         if (a->rt.ready || !a->rt.known)
@@ -72,12 +83,9 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
                 a->api.runtime_down_since = now;
         for (ApiHttp *const *h = (ApiHttp *const[]){ a->api.http, a->api.kubelet, NULL }, *const *end = h + 2; h < end;
              h++)
-                if (*h) {
+                if (*h)
                         api_http_heartbeat(*h, now, a->api.runtime_down_since, a->rt.notified_ready);
-                        wanted |= api_http_take_wanted(*h);
-                }
-        if (wanted)
-                publish(a, now);
+        publish_if_wanted(a, now);
         return 0;
 }
 
@@ -85,19 +93,12 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
  * next tick. At most once per API_HTTP_STALE_USEC however many clients
  * ask: the snapshot this publishes is fresh for that long. */
 static int on_wake(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        Agent *a = userdata;
         eventfd_t v;
-        bool wanted = false;
 
         (void) src;
         (void) revents;
         (void) eventfd_read(fd, &v);
-        for (ApiHttp *const *h = (ApiHttp *const[]){ a->api.http, a->api.kubelet, NULL }, *const *end = h + 2; h < end;
-             h++)
-                if (*h)
-                        wanted |= api_http_take_wanted(*h);
-        if (wanted)
-                publish(a, agent_now_usec());
+        publish_if_wanted(userdata, agent_now_usec());
         return 0;
 }
 

@@ -138,7 +138,7 @@ wait_until() {
 	while :; do
 		_w_t0=${EPOCHREALTIME/./}
 		"$@" >/dev/null 2>&1 && { _w_rc=0; return 0; }
-		[ "$(date +%s)" -ge "$_w_end" ] && { _w_rc=1; return 1; }
+		[ "$(date +%s)" -ge "$_w_end" ] && return 1
 		_w_took=$((${EPOCHREALTIME/./} - _w_t0))
 		if [ -n "${WAIT_PACE:-}" ] && [ "$_w_took" -gt 200000 ]; then
 			sleep "$((_w_took / 1000000)).$(printf %06d $((_w_took % 1000000)))"
