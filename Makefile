@@ -306,6 +306,7 @@ bench: deps
 	@$(MAKE) --no-print-directory bench-host
 	@$(MAKE) --no-print-directory bench-vm
 	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh tests/vm/bench/eviction.sh
+	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh tests/vm/bench/resize.sh
 	@$(MAKE) --no-print-directory bench-faults
 	@$(MAKE) --no-print-directory bench-cluster
 	@$(MAKE) --no-print-directory bench-peer

@@ -248,8 +248,20 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
         cj = json_pack("{s:s,s:o,s:o,s:b,s:i,s:s,s:s,s:b}", "name", c->name, "state", state, "lastState", last, "ready",
                        ready, "restartCount", (int) st->restarts, "image", c->image, "imageID", "", "started",
                        lc_container_started(p, k));
-        if (cj && *st->id)
+        if (cj && *st->id) {
+                /* in-place resize: what is allocated, and what the running
+                 * container has (the spec before the resize while it is in
+                 * progress) */
+                const PodContainer *ac = p->resize.actual ? pod_container_at(p->resize.actual->pod, k, NULL) : c;
+
                 json_object_set_new(cj, "containerID", json_string(cid));
+                if (c->requests.n > 0)
+                        json_object_set_new(cj, "allocatedResources", resources(&c->requests));
+                if (ac->requests.n > 0 || ac->limits.n > 0)
+                        json_object_set_new(cj, "resources",
+                                            json_pack("{s:o,s:o}", "limits", resources(&ac->limits), "requests",
+                                                      resources(&ac->requests)));
+        }
         if (cj && info->container_extra)
                 info->container_extra(info->extra_userdata, p, c->name, cj);
         *ret_ready = ready;
@@ -320,6 +332,13 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
                                                                : "Pod was preempted by Kubelet to accommodate a "
                                                                  "critical pod.",
                                                        p->cond_since[LC_POD_COND_READY]));
+        /* in-place resize: kubelet 1.34's two conditions */
+        if (conds && *p->resize.pending)
+                json_array_append_new(conds, condition("PodResizePending", true, p->resize.pending, p->resize.message,
+                                                       p->resize.pending_since));
+        if (conds && p->resize.in_progress)
+                json_array_append_new(conds, condition("PodResizeInProgress", true, *p->resize.error ? "Error" : NULL,
+                                                       p->resize.error, p->resize.progress_since));
         meta = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "name", pod->name, "namespace", pod->namespace_, "uid", pod->uid,
                          "creationTimestamp", api_rfc3339(pod_start(p, info), when), "labels", string_map(&pod->labels),
                          "annotations", string_map(&pod->annotations));
@@ -392,6 +411,9 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
          * crash back-off (CrashLoopBackOff's message) */
         fprintf(f, "%d %zu %u\n", (int) p->failure, p->failure_container, p->sync_retry.failures);
         fwrite(p->backoff, sizeof(*p->backoff), p->n, f);
+        /* in-place resize */
+        fprintf(f, "%s %s %d %s %p\n", p->resize.pending, p->resize.message, p->resize.in_progress, p->resize.error,
+                (void *) p->resize.actual);
         if (fclose(f) != 0) {
                 free(key);
                 return NULL;

@@ -140,6 +140,20 @@ void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char
                 if (json_is_array(l))
                         (void) json_array_append_new(l, json_pack("{s:s}", "$patch", "replace"));
         }
+        /* conditions merge by "type": the resize conditions cubelet no
+         * longer reports are deleted (conditions of others stay) */
+        for (const char *const *t = (const char *const[]){ "PodResizePending", "PodResizeInProgress", NULL };
+             patch && *t; t++) {
+                json_t *l = json_object_get(json_object_get(patch, "status"), "conditions"), *c;
+                bool has = false;
+                size_t i;
+
+                json_array_foreach(l, i, c) {
+                        has = has || strcmp(json_string_value(json_object_get(c, "type")) ?: "", *t) == 0;
+                }
+                if (json_is_array(l) && !has)
+                        (void) json_array_append_new(l, json_pack("{s:s,s:s}", "type", *t, "$patch", "delete"));
+        }
         (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", ns, name);
         if (patch)
                 send(s, "PATCH", path, patch, uid, status);

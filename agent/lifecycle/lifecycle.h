@@ -126,6 +126,22 @@ typedef struct LcEvent {
 /* at most this many a pod (the oldest goes), as a bounded ring */
 #define LC_EVENTS_MAX 12
 
+/* In-place resize (KEP-1287): the spec is what is allocated; the source's
+ * pod waits in want until it fits; the runtime has it once actuated. */
+typedef struct LcResize {
+        WorkerSpec *want;             /* the source's pod (same identity, other cpu/memory), not allocated yet */
+        char pending[16];             /* want's PodResizePending reason: "Deferred", "Infeasible"; "" */
+        char message[LC_MESSAGE_MAX]; /* ... and its message */
+        bool in_progress;             /* allocated, not actuated yet (PodResizeInProgress) */
+        char error[LC_MESSAGE_MAX];   /* the last actuation's error ("": none) */
+        bool *restart;                /* per container: stopped for the resize (RestartContainer), then started */
+        uint64_t next_usec;           /* CLOCK_MONOTONIC: no try before (after a Deferred one or an error) */
+        unsigned tries;               /* failed actuations in a row (its back-off) */
+        uint64_t started_usec;        /* the allocation's time, for the latency */
+        WorkerSpec *actual;           /* while in progress: the spec the running containers still have */
+        int64_t pending_since, progress_since; /* unix s: the conditions' lastTransitionTime */
+} LcResize;
+
 typedef struct LcPod {
         WorkerSpec *spec;
         bool busy;     /* a job of it is in flight */
@@ -171,6 +187,7 @@ typedef struct LcPod {
          * (unix s; 0: not computed yet), by lc_pod_track_conditions() */
         bool cond_value[_LC_POD_COND_MAX];
         int64_t cond_since[_LC_POD_COND_MAX];
+        LcResize resize; /* in-place resize (agent/loop/resize.c) */
 } LcPod;
 
 /* ---- kubelet's words (agent/lifecycle/reasons.c) -------------------------- */
@@ -197,6 +214,9 @@ void lc_pod_pull_events(LcPod *p, const WorkerPull *pulls, size_t n);
 
 /* Takes a reference on spec. */
 int lc_pod_new(WorkerSpec *spec, LcPod **ret);
+/* p's spec is now spec (a reference is taken, the old one dropped), and
+ * its effective requests spec's: an in-place resize */
+void lc_pod_set_spec(LcPod *p, WorkerSpec *spec);
 LcPod *lc_pod_free(LcPod *p);
 /* A terminal pod becomes a new attempt: statuses and back-off reset. */
 void lc_pod_reset(LcPod *p);
@@ -388,4 +408,9 @@ typedef struct LcManagerVtable {
          * no source wants are gone; what it derives from the whole table
          * (LcEnv.pods: the QoS groups' values) */
         void (*pods_changed)(void *m);
+        /* in-place resize: admitted pod p asks for the resources of want
+         * (same UID); ret->admit: it now holds want (want stays valid while
+         * p's spec is want's), else reason "Deferred" or "Infeasible" and
+         * kubelet's message */
+        int (*resize)(void *m, const LcPod *p, const Pod *want, LcAdmitResult *ret, CubError *err);
 } LcManagerVtable;

@@ -28,10 +28,25 @@ const char *lc_container_state_to_string(LcContainerState s) {
         return s >= 0 && s < _LC_CONTAINER_STATE_MAX ? state_names[s] : NULL;
 }
 
-int lc_pod_new(WorkerSpec *spec, LcPod **ret) {
-        LcPod *p = calloc(1, sizeof(*p));
+void lc_pod_set_spec(LcPod *p, WorkerSpec *spec) {
         PodEffective eff;
         PodQuantity cpu, mem;
+        WorkerSpec *old = p->spec;
+
+        p->spec = worker_spec_ref(spec);
+        worker_spec_unref(old);
+        p->cpu_request_milli = p->memory_request = 0;
+        if (pod_effective(spec->pod, &eff, NULL) >= 0) {
+                (void) pod_resource_get(&eff.requests, "cpu", &cpu);
+                p->cpu_request_milli = pod_quantity_milli(cpu);
+                if (pod_resource_get(&eff.requests, "memory", &mem))
+                        p->memory_request = pod_quantity_value(mem);
+                pod_effective_done(&eff);
+        }
+}
+
+int lc_pod_new(WorkerSpec *spec, LcPod **ret) {
+        LcPod *p = calloc(1, sizeof(*p));
 
         if (!p)
                 return -ENOMEM;
@@ -43,15 +58,8 @@ int lc_pod_new(WorkerSpec *spec, LcPod **ret) {
                 lc_pod_free(p);
                 return -ENOMEM;
         }
-        p->spec = worker_spec_ref(spec);
         p->phase = LC_PHASE_PENDING;
-        if (pod_effective(spec->pod, &eff, NULL) >= 0) {
-                (void) pod_resource_get(&eff.requests, "cpu", &cpu);
-                p->cpu_request_milli = pod_quantity_milli(cpu);
-                if (pod_resource_get(&eff.requests, "memory", &mem))
-                        p->memory_request = pod_quantity_value(mem);
-                pod_effective_done(&eff);
-        }
+        lc_pod_set_spec(p, spec);
         *ret = p;
         return 0;
 }
@@ -60,6 +68,9 @@ LcPod *lc_pod_free(LcPod *p) {
         if (!p)
                 return NULL;
         worker_spec_unref(p->spec);
+        worker_spec_unref(p->resize.want);
+        worker_spec_unref(p->resize.actual);
+        free(p->resize.restart);
         free(p->numa);
         for (size_t i = 0; i < p->n_victims; i++)
                 free(p->victims[i]);

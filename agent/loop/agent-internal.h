@@ -219,8 +219,16 @@ typedef struct AgentCluster {
         json_t *node_conditions;
 } AgentCluster;
 
+/* in-place resize's checkpoint (resize.c): <stateDir>/pod_resources,
+ * uid → {inProgress, containers: the allocated cpu/memory} of the pods
+ * whose allocation differs from their source's pod or is not actuated */
+typedef struct AgentResize {
+        json_t *ckpt; /* NULL until loaded */
+} AgentResize;
+
 struct Agent {
         AgentCore core;         /* agent.c */
+        AgentResize resize;     /* resize.c */
         AgentPodTable table;    /* podtable.c */
         AgentDecisions decided; /* actions.c */
         AgentManagers mgrs;     /* managers.c */
@@ -351,6 +359,22 @@ void agent_submit_sync(Agent *a, LcPod *p, uint64_t now);
 void agent_update_resources(Agent *a);
 /* probes and hooks: stop container k (its id) of p with grace */
 void agent_submit_stop_container(Agent *a, const LcPod *p, size_t k, const char *container_id, int64_t grace);
+bool agent_submit_resize(Agent *a, LcPod *p, bool *skip);
+
+/* resize.c: in-place resize (KEP-1287). The merge hands a wanted pod's new
+ * pod of the same identity (takes *pod when its cpu/memory differ); the
+ * loop tries what waits after each relist; the UPDATE job's end. */
+void agent_pod_resize_want(Agent *a, LcPod *p, Pod **pod);
+/* podtable.c: p's spec replaced (the UID index follows) */
+void agent_pod_set_spec(Agent *a, LcPod *p, WorkerSpec *spec);
+void agent_resizes_retry(Agent *a);
+void agent_resize_done(Agent *a, LcPod *p, const WorkerJob *j);
+/* a pod new to the table: its checkpointed allocation replaces pod's
+ * cpu/memory (before its spec is made); then, once inserted, what is not
+ * actuated is, and a source's pod that differs becomes its want */
+void agent_resize_restore_pod(Agent *a, Pod *pod);
+void agent_resize_restored(Agent *a, LcPod *p);
+void agent_resize_free(Agent *a);
 /* A stop of uid, its first attempt or its retry when due (a stop in flight
  * or waiting for its retry is left alone). */
 void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace);
@@ -442,6 +466,7 @@ void agent_managers_metrics(Agent *a, FILE *f);
 /* the pod table changed (and once at start, before the first scan): the
  * cgroups manager writes the QoS groups again when their values changed */
 void agent_managers_pods_changed(Agent *a);
+void agent_managers_resize(Agent *a, LcPod *p, const Pod *want, LcAdmitResult *ret);
 /* The decisions the managers queued (LcEnv.act) since the last take; false
  * when none (ret untouched). */
 bool agent_managers_take_actions(Agent *a, LcActions *ret);

@@ -327,6 +327,7 @@ Agent *agent_free(Agent *a) {
         if (!a)
                 return NULL;
         agent_cluster_free(a);
+        agent_resize_free(a);
         a->core.pool = worker_pool_free(a->core.pool);
         agent_events_detach(a);
         a->core.status = api_server_free(a->core.status);

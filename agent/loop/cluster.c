@@ -14,6 +14,7 @@
 
 #include "../../cri/cri.h"
 #include "../managers/managers.h"
+#include "../pod/resize.h"
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
 #include "../util/fnv.h"
@@ -194,7 +195,7 @@ static void api_entry(const json_t *o, PodsrcEntry *e) {
                         json_string_value(json_object_get(meta, "namespace")) ?: "default",
                         json_string_value(json_object_get(meta, "name")) ?: "?");
         e->path = strdup(AGENT_SOURCE_API);
-        spec = json_dumps(json_object_get(o, "spec"), JSON_COMPACT | JSON_SORT_KEYS);
+        spec = pod_resize_spec_text(json_object_get(o, "spec")); /* a resize keeps the hash */
         if (text) {
                 /* what the API server sets or has applied (generateName:
                  * the name is made), and the service account fields whose

@@ -150,6 +150,7 @@ static void on_relist(Agent *a, WorkerJob *j) {
                 agent_submit_sync(a, plan.sync[i], now);
         for (size_t i = 0; i < plan.n_kill; i++)
                 agent_submit_kill_entry(a, plan.kill[i], plan.kill_new[i]);
+        agent_resizes_retry(a); /* what waits for room, or for its actuation again */
         a->rt.relist_steady = plan.steady;
         a->rt.next_due = plan.next_due;
         relist_plan_done(&plan);
@@ -355,7 +356,9 @@ int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         if (p) {
                                 agent_metrics_job(a, p, j);
                                 p->busy = false;
-                                if (j->r < 0) {
+                                if (j->resize) {
+                                        agent_resize_done(a, p, j);
+                                } else if (j->r < 0) {
                                         p->resources_gen = 0; /* retried at the next relist */
                                         cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_,
                                                 j->spec->pod->name, j->error);
@@ -369,6 +372,7 @@ int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata
                 worker_job_free(j);
                 j = next;
         }
+        agent_resizes_retry(a); /* a resize that waited for its pod's job */
         agent_apply_actions(a);
         return 0;
 }

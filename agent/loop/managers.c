@@ -200,6 +200,22 @@ void agent_managers_metrics(Agent *a, FILE *f) {
         EACH(metrics, f);
 }
 
+/* one manager alone judges a resize today (admission); the first that
+ * refuses decides */
+void agent_managers_resize(Agent *a, LcPod *p, const Pod *want, LcAdmitResult *ret) {
+        *ret = (LcAdmitResult){ .admit = true };
+        for (size_t i = 0; i < a->mgrs.n_mgr && ret->admit; i++) {
+                CubError err = {};
+
+                if (a->mgrs.mgr[i]->resize && a->mgrs.mgr[i]->resize(a->mgrs.mgr_state[i], p, want, ret, &err) < 0) {
+                        cub_log(LOG_ERR, "pod %s/%s: resize: %s: %s", want->namespace_, want->name,
+                                a->mgrs.mgr[i]->name, err.msg);
+                        *ret = (LcAdmitResult){ .reason = "Deferred" };
+                        (void) snprintf(ret->message, sizeof(ret->message), "%s", err.msg);
+                }
+        }
+}
+
 void agent_managers_pods_changed(Agent *a) {
         EACH(pods_changed);
 }

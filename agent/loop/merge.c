@@ -40,6 +40,8 @@ static bool pod_new(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
         _cleanup_free_ char *uid = e->pod ? strdup(e->pod->uid) : NULL;
         LcPod *p;
 
+        if (e->pod)
+                agent_resize_restore_pod(a, e->pod); /* its allocation, after a restart */
         if (worker_spec_new(TAKE_PTR(e->pod), e->path, &a->core.cg, a->core.log_root, &spec, &err) < 0) {
                 cub_log(LOG_ERR, "%s: %s, skipping this manifest", e->path, err.msg);
                 return false;
@@ -50,8 +52,10 @@ static bool pod_new(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
                 agent_pod_start(a, p);
         }
         p = uid ? agent_find_pod(a, uid) : NULL;
-        if (p)
+        if (p) {
                 pod_set_file_id(p, &e->id);
+                agent_resize_restored(a, p);
+        }
         return true;
 }
 
@@ -80,7 +84,8 @@ static void merge_dir_set(Agent *a, PodsrcSet *set, uint64_t now) {
 
                 if (p && strcmp(p->spec->pod->config_hash, ep->config_hash) == 0) {
                         p->wanted = true;
-                        pod_set_file_id(p, &set->items[i].id); /* touched, same pod */
+                        pod_set_file_id(p, &set->items[i].id);           /* touched, same pod */
+                        agent_pod_resize_want(a, p, &set->items[i].pod); /* or resized */
                 }
         }
         for (size_t i = 0; i < a->table.n_pods; i++)
@@ -140,7 +145,8 @@ static void merge_file(Agent *a, const char *path, PodsrcEntry *e, uint64_t even
                         continue;
                 if (e->pod && strcmp(p->spec->pod->uid, e->pod->uid) == 0 &&
                     strcmp(p->spec->pod->config_hash, e->pod->config_hash) == 0) {
-                        pod_set_file_id(p, &e->id); /* rewritten, same pod */
+                        pod_set_file_id(p, &e->id);           /* rewritten, same pod */
+                        agent_pod_resize_want(a, p, &e->pod); /* or resized */
                         return;
                 }
                 pod_gone(a, p);
@@ -183,8 +189,10 @@ static void merge_set(Agent *a, PodsrcSet *set, uint64_t now, bool api) {
                 LcPod *p = set->items[i].pod ? agent_find_pod(a, set->items[i].pod->uid) : NULL;
 
                 if (p && from_source(a, p, api) &&
-                    strcmp(p->spec->pod->config_hash, set->items[i].pod->config_hash) == 0)
+                    strcmp(p->spec->pod->config_hash, set->items[i].pod->config_hash) == 0) {
                         p->wanted = true;
+                        agent_pod_resize_want(a, p, &set->items[i].pod); /* the same pod, or resized */
+                }
         }
         for (size_t i = 0; i < a->table.n_pods; i++)
                 if (was[i] && !a->table.pods[i]->wanted) {
@@ -200,6 +208,8 @@ static void merge_set(Agent *a, PodsrcSet *set, uint64_t now, bool api) {
                                 agent_source_http_error(a, e->error);
                         continue;
                 }
+                if (!e->pod)
+                        continue; /* taken by a resize */
                 p = agent_find_pod(a, e->pod->uid);
                 if (p && p->wanted) {
                         if (!from_source(a, p, api)) {

@@ -38,6 +38,18 @@ static void unindex(Agent *a, LcPod *p) {
                 }
 }
 
+/* An in-place resize: p's spec is now spec; the index follows (its key is
+ * the spec's UID string). */
+void agent_pod_set_spec(Agent *a, LcPod *p, WorkerSpec *spec) {
+        bool indexed = cub_hashmap_get(a->table.by_uid, p->spec->pod->uid) == p;
+
+        if (indexed)
+                (void) cub_hashmap_remove(a->table.by_uid, p->spec->pod->uid, p);
+        lc_pod_set_spec(p, spec);
+        if (indexed && cub_hashmap_put(a->table.by_uid, p->spec->pod->uid, p) < 0)
+                cub_log(LOG_ERR, "pod %s/%s: out of memory indexing it", p->spec->pod->namespace_, p->spec->pod->name);
+}
+
 /* Every manager lets go of what the pod holds. */
 void agent_pod_forget(Agent *a, LcPod *p) {
         if (!p->admitted)

@@ -101,6 +101,10 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
         }
         /* probes and hooks: the Ready condition */
         json_object_set_new(pj, "ready", json_boolean(p->cond_value[LC_POD_COND_READY]));
+        /* in-place resize: what waits (PodResizePending), what is being actuated */
+        json_object_set_new(pj, "resize",
+                            json_pack("{s:s,s:s,s:b,s:s}", "pending", p->resize.pending, "message", p->resize.message,
+                                      "inProgress", p->resize.in_progress, "error", p->resize.error));
         json_object_set_new(pj, "events", events_json(p, agent_now_usec(), cub_now_usec(CLOCK_REALTIME)));
         /* the fields of its manifest cubelet accepts and ignores */
         if (pod->warnings.n > 0) {

@@ -118,6 +118,31 @@ void agent_update_resources(Agent *a) {
         }
 }
 
+/* an in-place resize's actuation (agent/loop/resize.c): takes skip */
+bool agent_submit_resize(Agent *a, LcPod *p, bool *skip) {
+        WorkerContainerConfig *sets;
+        WorkerJob *j;
+        CubError err = {};
+        size_t k;
+
+        sets = container_configs(a, p, false, &k, &err);
+        j = worker_job_new(WORKER_UPDATE);
+        if (!sets || !j) {
+                worker_container_configs_free(sets, p->n);
+                worker_job_free(j);
+                free(skip);
+                return false;
+        }
+        j->spec = worker_spec_ref(p->spec);
+        j->configs = sets;
+        j->resize = true;
+        j->skip = skip;
+        p->resources_gen = a->decided.resources_gen;
+        p->busy = true;
+        worker_pool_submit(a->core.pool, j);
+        return true;
+}
+
 void agent_submit_stop_container(Agent *a, const LcPod *p, size_t k, const char *container_id, int64_t grace) {
         WorkerJob *j = worker_job_new(WORKER_STOP_CONTAINER);
 

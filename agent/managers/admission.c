@@ -481,6 +481,82 @@ static void admission_node_resource(void *userdata, const char *resource, int64_
                 cub_log(LOG_ERR, "allocatable %s: %s", resource, err.msg);
 }
 
+/* kubelet's canResizePod (allocation_manager.go, 1.34): Infeasible for a
+ * Guaranteed pod whose cpu changes under the static CPU manager (without
+ * the alpha InPlacePodVerticalScalingExclusiveCPUs) and for a pod above
+ * the node's allocatable (capacity − reserved); Deferred when the other
+ * admitted pods leave no room (the admit handlers, without preemption). */
+static bool cpu_request_changes(const Pod *a, const Pod *b) {
+        for (size_t k = 0; k < a->n_init_containers + a->n_containers && k < b->n_init_containers + b->n_containers;
+             k++) {
+                PodQuantity qa, qb;
+                bool ha = pod_resource_get(&pod_container_at(a, k, NULL)->requests, "cpu", &qa);
+                bool hb = pod_resource_get(&pod_container_at(b, k, NULL)->requests, "cpu", &qb);
+
+                if (ha != hb || pod_quantity_cmp(qa, qb) != 0)
+                        return true;
+        }
+        return false;
+}
+
+static int admission_resize(void *userdata, const LcPod *p, const Pod *want, LcAdmitResult *ret, CubError *err) {
+        Admission *m = userdata;
+        int64_t cpu = pod_quantity_milli(pod_request_quantity(want, "cpu"));
+        int64_t mem = pod_quantity_value(pod_request_quantity(want, "memory"));
+        AdmitOptions o = m->opt;
+        AdmitDecision d;
+        CubError e2 = {};
+        int r;
+
+        *ret = (LcAdmitResult){ .admit = true };
+        if (pod_qos_class(want) == POD_QOS_GUARANTEED && cpumgr_policy(m->cpu) == CPUMGR_POLICY_STATIC &&
+            cpu_request_changes(p->spec->pod, want)) {
+                *ret = (LcAdmitResult){ .reason = "Infeasible" };
+                (void) snprintf(ret->message, sizeof(ret->message),
+                                "Resize is infeasible for Guaranteed Pods alongside CPU Manager policy \"static\"");
+                return 0;
+        }
+        if (mem > m->env->cg->kubepods_memory || cpu > m->env->cg->kubepods_cpu_milli) {
+                *ret = (LcAdmitResult){ .reason = "Infeasible" };
+                if (mem > m->env->cg->kubepods_memory)
+                        (void) snprintf(ret->message, sizeof(ret->message),
+                                        "Node didn't have enough capacity: memory, requested: %" PRId64
+                                        ", capacity: %" PRId64,
+                                        mem, m->env->cg->kubepods_memory);
+                else
+                        (void) snprintf(ret->message, sizeof(ret->message),
+                                        "Node didn't have enough capacity: cpu, requested: %" PRId64
+                                        ", capacity: %" PRId64,
+                                        cpu, m->env->cg->kubepods_cpu_milli);
+                return 0;
+        }
+        /* the others as they are; the pod's own CPUs stay (no cpu change
+         * reaches here for a pod that holds exclusive ones) */
+        if (admit_snapshot_remove(m->snap, want->uid) < 0)
+                return cub_err_set(err, ENOENT, "not admitted");
+        admit_snapshot_set_cpumgr(m->snap, NULL);
+        o.preemption = false;
+        r = admit_decide(m->snap, want, &o, &d, err);
+        admit_snapshot_set_cpumgr(m->snap, m->cpu);
+        if (r < 0 || !d.admit) {
+                if (r >= 0) {
+                        *ret = (LcAdmitResult){ .reason = "Deferred" };
+                        (void) snprintf(ret->message, sizeof(ret->message), "%s", d.message);
+                        admit_decision_done(&d);
+                }
+                /* a started pod's entry is confirmed (admission_started) */
+                if (admit_snapshot_add(m->snap, p->spec->pod, &e2) < 0)
+                        cub_log(LOG_ERR, "pod %s/%s: %s", want->namespace_, want->name, e2.msg);
+                return r < 0 ? r : 0;
+        }
+        admit_decision_done(&d);
+        r = admit_snapshot_add(m->snap, want, err);
+        if (r < 0)
+                return r;
+        save(m);
+        return 0;
+}
+
 const LcManagerVtable mgr_admission = {
         .flush = admission_flush,
         .name = "admission",
@@ -495,4 +571,5 @@ const LcManagerVtable mgr_admission = {
         .pod_status = admission_pod_status,
         .node_status = admission_node_status,
         .node_resource = admission_node_resource,
+        .resize = admission_resize,
 };

@@ -481,7 +481,7 @@ static int decode_static_at(const PodTree *tree, json_t *root, const char *prefi
         r = decode_tree(tree, root, prefix, false, &pod, err);
         if (r < 0)
                 return r;
-        canonical = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+        canonical = pod_resize_identity(root, pod);
         if (!canonical)
                 return cub_err_set(err, ENOMEM, "%s: out of memory", source);
         r = pod_apply_static(pod, canonical, node_name, kind, uid_source ? uid_source : source, err);

@@ -283,6 +283,12 @@ static const PodFieldRule lifecycle[] = {
         END,
 };
 
+static const PodFieldRule resize_policy[] = {
+        A("resourceName"),
+        A("restartPolicy"),
+        END,
+};
+
 static const PodFieldRule container[] = {
         A("name"),
         A("image"),
@@ -296,7 +302,7 @@ static const PodFieldRule container[] = {
         AO("resources", resource_requirements),
         A("restartPolicy"),
         AO("securityContext", security_context),
-        W("resizePolicy", "ignored: an edited manifest is a new pod, nothing is resized in place"),
+        AL("resizePolicy", resize_policy),
         WI("terminationMessagePath", "ignored: cubelet does not read termination messages", message_path_default),
         WI("terminationMessagePolicy", "ignored: cubelet does not read termination messages", message_policy_default),
         AL("volumeMounts", volume_mount),

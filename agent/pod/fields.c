@@ -218,6 +218,7 @@ static int walk_object(Walk *w, json_t *obj, const PodFieldRule *rules) {
 
 int pod_fields_check(const PodTree *t, json_t *root, const char *prefix, bool api, Pod *pod, CubError *err) {
         Walk w = { .d = { .tree = t, .err = err }, .pod = pod, .api = api };
+        int r;
 
         pod_field_notes_done(&pod->refused);
         pod_field_notes_done(&pod->warnings);
@@ -226,7 +227,8 @@ int pod_fields_check(const PodTree *t, json_t *root, const char *prefix, bool ap
         /* a PodList item: its paths start with "items[i]" */
         if (prefix)
                 w.d.path_len = (size_t) snprintf(w.d.path, sizeof(w.d.path), "%s", prefix);
-        return walk_object(&w, root, pod_field_table);
+        r = walk_object(&w, root, pod_field_table);
+        return r < 0 ? r : pod_resize_policy_decode(t, root, prefix, pod, err);
 }
 
 /* ---- the table, for the README and the tests ------------------------------------- */

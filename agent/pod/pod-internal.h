@@ -250,6 +250,14 @@ extern const PodFieldRule pod_field_table[];
 /* Checks the tree against the table; fills the pod's refused and
  * warnings. Fails only when out of memory. */
 int pod_fields_check(const PodTree *t, json_t *root, const char *prefix, bool api, Pod *pod, CubError *err);
+/* resizePolicy of every container into its resize_restart_* (resize.c), with
+ * validateResizePolicy's checks */
+/* A static pod's identity text, what its UID hashes: the manifest as
+ * canonical JSON with the resizable resources taken out, and the QoS class
+ * when something was (a resize keeps the UID, a QoS change does not);
+ * NULL when out of memory (resize.c). */
+char *pod_resize_identity(const json_t *root, const Pod *pod);
+int pod_resize_policy_decode(const PodTree *t, json_t *root, const char *prefix, Pod *pod, CubError *err);
 
 /* volumes (decode-volumes.c): spec.volumes, the containers' volumeMounts,
  * securityContext.fsGroup/fsGroupChangePolicy; run after the containers */

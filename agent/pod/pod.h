@@ -340,6 +340,9 @@ typedef struct PodContainer {
         PodProbe liveness_probe, readiness_probe, startup_probe;
         bool liveness_probe_set, readiness_probe_set, startup_probe_set;
         PodLifecycle lifecycle;
+        /* resizePolicy: a resize of cpu / memory restarts the container
+         * (RestartContainer); false: NotRequired, the default */
+        bool resize_restart_cpu, resize_restart_memory;
 } PodContainer;
 
 /* probes and hooks */

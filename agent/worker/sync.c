@@ -155,7 +155,7 @@ static int security_config(SyncCtx *x, size_t idx, const PodContainer *c, CriCon
 
 /* The CRI resources of a container: the spec's, with this cpuset. The unified map, in kv (it points into res), is
  * cg_container_unified()'s: memory.oom.group, and memory.swap.max, memory.min, memory.high when set. */
-static CriResources cri_resources(const CgContainerResources *res, const char *cpuset,
+CriResources worker_cri_resources(const CgContainerResources *res, const char *cpuset,
                                   const char *kv[static CG_UNIFIED_KV_MAX]) {
         (void) cg_container_unified(res, kv);
         return (CriResources){
@@ -170,7 +170,7 @@ static CriResources cri_resources(const CgContainerResources *res, const char *c
 }
 
 /* The resources of the pod's container idx, in pod_container_at()'s order. */
-static const CgContainerResources *resources_at(const WorkerSpec *s, size_t idx) {
+const CgContainerResources *worker_resources_at(const WorkerSpec *s, size_t idx) {
         return idx < s->pod->n_init_containers ? &s->init_res[idx] : &s->app_res[idx - s->pod->n_init_containers];
 }
 
@@ -190,7 +190,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         const Pod *pod = x->s->pod;
         bool init;
         const PodContainer *c = pod_container_at(pod, idx, &init);
-        const CgContainerResources *res = resources_at(x->s, idx);
+        const CgContainerResources *res = worker_resources_at(x->s, idx);
         const WorkerContainerConfig *mc = x->configs ? &x->configs[idx] : NULL;
         const char *cpuset = mc && mc->cpuset ? mc->cpuset : res->cpuset_cpus;
         WorkerLabels labels = {};
@@ -312,7 +312,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 .labels = labels.kv,
                 .annotations = mc ? (const char *const *) mc->annotations : NULL,
                 .log_path = log_path,
-                .resources = cri_resources(res, cpuset, unified),
+                .resources = worker_cri_resources(res, cpuset, unified),
                 .mounts = mounts,
                 .n_mounts = mounts ? n_mounts : 0,
                 .devices = devices,
@@ -551,46 +551,4 @@ int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err) {
         int r = sync_pod(&x, p, j, err);
 
         return failed_at(j, x.stage, x.stage_container, r);
-}
-
-/* The CPU manager's reconcile: running containers of the pod get their
- * current cpuset (the shared pool changes as exclusive pods come and go). */
-int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err) {
-        const WorkerSpec *s = j->spec;
-        const Pod *pod = s->pod;
-        const char *selector[] = { WORKER_LABEL_UID, pod->uid, NULL };
-        CriContainer *ct = NULL;
-        size_t n = 0;
-        int r;
-
-        if (!j->configs)
-                return 0;
-        r = cri_list_containers(p->cri, NULL, selector, &ct, &n, err);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n; i++) {
-                const CgContainerResources *res = NULL;
-                const char *cpuset = NULL;
-                CriResources cr;
-                const char *unified[CG_UNIFIED_KV_MAX];
-
-                if (ct[i].state != CRI_CONTAINER_RUNNING && ct[i].state != CRI_CONTAINER_CREATED)
-                        continue;
-                for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++)
-                        if (strcmp(pod_container_at(pod, k, NULL)->name, ct[i].name) == 0) {
-                                res = resources_at(s, k);
-                                cpuset = j->configs[k].cpuset;
-                        }
-                if (!res || !cpuset || !*cpuset)
-                        continue;
-                /* containerd keeps the fields left at 0; send them all again anyway */
-                cr = cri_resources(res, cpuset, unified);
-                r = cri_update_container_resources(p->cri, ct[i].id, &cr, err);
-                if (r < 0) {
-                        (void) cub_err_wrap(err, "container '%s': update cpuset '%s'", ct[i].name, cpuset);
-                        break;
-                }
-        }
-        cri_containers_free(ct, n);
-        return r;
 }

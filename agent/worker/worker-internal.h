@@ -49,6 +49,12 @@ int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err);
 int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err);
 int worker_job_kill(WorkerPool *p, WorkerJob *j, CubError *err);
 int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err);
+/* sync.c: the CRI resources of a container (the spec's, with this cpuset;
+ * the unified map in kv points into res), and the resources of the pod's
+ * container idx in pod_container_at()'s order */
+CriResources worker_cri_resources(const CgContainerResources *res, const char *cpuset,
+                                  const char *kv[static CG_UNIFIED_KV_MAX]);
+const CgContainerResources *worker_resources_at(const WorkerSpec *s, size_t idx);
 /* probes and hooks (kill.c) */
 int worker_job_stop_container(WorkerPool *p, WorkerJob *j, CubError *err);
 /* Runs the preStop hook of container c (id) within grace seconds; returns

@@ -186,6 +186,7 @@ WorkerJob *worker_job_free(WorkerJob *j) {
                 worker_container_configs_free(j->configs, j->spec->pod->n_init_containers + j->spec->pod->n_containers);
         worker_spec_unref(j->spec);
         free(j->may_start);
+        free(j->skip);
         free(j->uid);
         free(j->cgroup);
         free(j->pod_ip);

@@ -193,6 +193,11 @@ typedef struct WorkerJob {
         /* SYNC and UPDATE: each container's config from the managers at
          * submit time (init containers first); NULL = the spec's alone */
         WorkerContainerConfig *configs;
+        /* UPDATE of an in-place resize: the pod cgroup too, every running
+         * container (but those with skip[k]: restarted for it), and no
+         * memory limit below the usage it would cut */
+        bool resize;
+        bool *skip;
         /* KILL */
         char *uid;
         char *cgroup;

@@ -15,6 +15,7 @@
 # through the scheduler, the third is Unschedulable; cubelet stopped: the
 # pods run on; cubelet back while the API server is frozen: nothing stopped;
 # then Ready, no container restarted, a pod deleted meanwhile cleaned up (e);
+# a pod resized in place through the resize subresource (b);
 # kubectl logs, attach, exec,
 # port-forward and top against a pod, through the kubelet server (k); a
 # bound pod that does not fit is Failed/OutOfmemory with kubelet's message (d); memory pressure
@@ -145,6 +146,18 @@ spec:
         envFrom: [{prefix: CFG_, configMapRef: {name: web-config}}]
         command: [sh, -c, 'S=/var/run/secrets/kubernetes.io/serviceaccount; H=\$(hostname); echo "\$(cat \$S/namespace) \$(wc -c < \$S/token) \$(head -n 1 \$S/ca.crt)" > /out/\$H.sa; echo "\$MODE \$PW \$CFG_host \$(cat /etc/creds/password) \$(stat -c %a /etc/creds/..data/password)" > /out/\$H.env; trap "echo TERM > /out/\$H; exit 0" TERM; while true; do m=\$(cat /etc/web/mode); [ "\$m" = "\$l" ] || date +%s > /out/\$H.at; l=\$m; echo "\$MODE \$m" > /out/\$H.t; mv /out/\$H.t /out/\$H.cm; sleep 1; done']
         volumeMounts: [{name: out, mountPath: /out}, {name: config, mountPath: /etc/web}, {name: creds, mountPath: /etc/creds}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: rs, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  automountServiceAccountToken: false
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+    resources: {requests: {cpu: 100m, memory: 16Mi}, limits: {cpu: 200m, memory: 64Mi}}
 EOF
 running() { [ "$(pods app%3Dweb | jq '[.items[] | select(.status.phase == "Running" and .status.podIP != null and .metadata.deletionTimestamp == null)] | length')" = "$1" ]; }
 t2=$(date +%s.%N)
@@ -168,6 +181,30 @@ wait_until 30 started_ev
 t_ok "the pod's Events from kubelet (cubelet) in the API: $(reasons)" waited
 # the ConfigMap edited: the mounted file follows within 90 s, the env does not
 # (checked below, after the deletions; a pod that is not the next victim)
+
+# in-place resize through the API server's resize subresource (issue 23
+# part 2; started with the Deployment): the running container's cgroup
+# changes, its container and restart count stay; the status says so
+rs_running() { [ "$(pod rs | jq -r '.status.containerStatuses[0].state.running != null')" = true ]; }
+wait_until 300 rs_running
+t_ok "pod rs (Burstable, cpu 100m/200m) Running" waited
+rs=$(pod rs)
+rs_cid=$(echo "$rs" | jq -r '.status.containerStatuses[0].containerID')
+rs_cg=/sys/fs/cgroup/$(cg_ctr "kubepods/burstable/pod$(echo "$rs" | jq -r .metadata.uid)" "${rs_cid#containerd://}")
+t_is "$(echo "$rs" | jq -c '.status.containerStatuses[0].resources.limits')" '{"cpu":"200m","memory":"64Mi"}' \
+	"its container status carries resources (what lets the API server accept a resize)"
+t_is "$(api /api/v1/namespaces/default/pods/rs/resize -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
+	-d '{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"150m"},"limits":{"cpu":"400m"}}}]}}' \
+	-o /dev/null -w '%{http_code}')" 200 "PATCH pods/rs/resize: cpu 150m/400m accepted"
+resized() { [ "$(pod rs | jq -c '.status.containerStatuses[0] | [.allocatedResources.cpu, .resources.limits.cpu, .restartCount]')" = '["150m","400m",0]' ]; }
+wait_until 120 resized
+t_ok "the status: allocatedResources cpu 150m, resources limits cpu 400m, no restart" waited
+t_is "$(cat "$rs_cg/cpu.max" 2>/dev/null)" "40000 100000" "the running container's cpu.max is 400m"
+t_is "$(pod rs | jq -r '.status.containerStatuses[0].containerID')" "$rs_cid" "the same container"
+rs_done() { events rs | jq -e '[.items[] | select(.reason == "ResizeCompleted")] | length > 0' >/dev/null; }
+wait_until 60 rs_done
+t_ok "a ResizeCompleted event" waited
+kc delete pod rs --wait=false >/dev/null 2>&1
 watcher=$(pods app%3Dweb | jq -r '.items[1].metadata.name')
 api /api/v1/namespaces/default/configmaps/web-config -X PATCH -H 'Content-Type: application/merge-patch+json' \
 	-d '{"data": {"mode": "slow"}}' >/dev/null
