@@ -5,10 +5,11 @@
 # counts) and changes the pod's and the containers' cgroups; a container
 # whose resizePolicy says RestartContainer for what changed restarts, alone;
 # a resize beyond the node is Infeasible, one the other pods leave no room
-# for is Deferred until they go; a memory limit below what a container uses
+# for is Deferred until they go (a restart meanwhile keeps the allocation:
+# the checkpoint); a memory limit below what a container uses
 # waits (PodResizeInProgress, reason Error) and never OOM-kills it. Prints the edit → cpu.max latency beside a raw
 # write of cpu.max.
-# vm-timeout: 600
+# vm-timeout: 900
 # vm-mem: 1024M
 set -u
 # shellcheck disable=SC1091
@@ -110,6 +111,13 @@ t_ok "app's 500m request is Deferred while big runs" wait_until 30 sh -c \
 	"[ \"\$($STATUS_JSON | jq -r --arg n $P '.pods[] | select(.name == \$n) | .resize.pending')\" = Deferred ]"
 t_contains "$(pods_cond PodResizePending)" "Deferred|" "/pods: PodResizePending, reason Deferred"
 log "deferred: $(pj .resize.message)"
+# a restart while it waits: the pod keeps its allocation (the checkpoint),
+# the manifest's resize waits again once the rescan reads the file
+systemctl restart cubelet
+t_ok "after a restart: Deferred again (the allocation from <stateDir>/pod_resources)" wait_until 90 sh -c \
+	"[ \"\$($STATUS_JSON | jq -r --arg n $P '.pods[] | select(.name == \$n) | .resize.pending')\" = Deferred ]"
+t_is "$(cat "$app_cg/cpu.max")" "40000 100000" "app's cpu.max is still the allocated 400m"
+t_is "$(ctr_id app)" "$app" "app kept its container through the restart"
 rm -f "$M/big.yaml"
 t_ok "pod big goes" wait_gone "big-$NODE" 90
 t_ok "then the deferred resize is allocated and app's cpu.max is 50000 100000" wait_until 60 sh -c \
@@ -136,19 +144,19 @@ t_is "$(restarts_of app)" 0 "and never restarted"
 
 # 5. edit → cpu.max, against a raw write of cpu.max (make bench's tests/vm/bench/resize.sh does 20)
 lat=()
+d=$(cgdir app)
 for i in $(seq 5); do
 	lim=$((300 + (i % 2) * 100))
 	want="$((lim * 100)) 100000"
 	t0=${EPOCHREALTIME/./}
 	manifest 100m "${lim}m" 24Mi 96Mi
-	while [ "$(cat "$(cgdir app)/cpu.max")" != "$want" ]; do
+	while read -r v <"$d/cpu.max" && [ "$v" != "$want" ]; do
 		[ $((${EPOCHREALTIME/./} - t0)) -gt 30000000 ] && break
 		sleep 0.01
 	done
 	lat+=($(((${EPOCHREALTIME/./} - t0) / 1000)))
 done
 raw=()
-d=$(cgdir app)
 for i in $(seq 5); do
 	t0=${EPOCHREALTIME/./}
 	echo "$(((300 + (i % 2) * 100) * 100)) 100000" >"$d/cpu.max"
