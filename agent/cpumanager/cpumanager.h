@@ -154,6 +154,12 @@ int cpumgr_allocate_pod(CpumgrState *s, const Pod *pod, PodQOSClass qos, CubErro
  * naming the CPUs that are taken. */
 int cpumgr_assign_container(CpumgrState *s, const char *pod_uid, const char *container, const CpumgrSet *cpus,
                             CubError *err);
+/* In-place resize: pod (its new resources; same UID) holds as many
+ * exclusive CPUs per resizable container as it now asks: each keeps those
+ * it holds, takes more from the free ones or returns what it needs no more.
+ * -ENOSPC (kubelet's "not enough cpus available" words) when too few are
+ * free: nothing changed. */
+int cpumgr_resize_pod(CpumgrState *s, const Pod *pod, PodQOSClass qos, CubError *err);
 /* Releases every assignment of the pod; its CPUs go back to the pool. */
 void cpumgr_release_pod(CpumgrState *s, const char *pod_uid);
 /* kubelet's RemoveContainer: releases one assignment; its CPUs go back to the

@@ -467,6 +467,66 @@ int cpumgr_allocate_pod(CpumgrState *s, const Pod *pod, PodQOSClass qos, CubErro
         return 0;
 }
 
+/* In-place resize (kubelet's alpha InPlacePodVerticalScalingExclusiveCPUs,
+ * on in cubelet): each resizable container keeps the CPUs it holds and
+ * takes the more it now needs from the free ones, or keeps as many of its
+ * own as it still needs (topology-packed) and returns the rest. */
+int cpumgr_resize_pod(CpumgrState *s, const Pod *pod, PodQOSClass qos, CubError *err) {
+        bool exclusive = pod_gets_exclusive_cpus(pod, qos);
+        unsigned need = 0, have_free;
+        CpumgrSet avail;
+        int r;
+
+        if (s->policy != CPUMGR_POLICY_STATIC || !pod->uid)
+                return 0;
+        cpumgr_free_exclusive(s, &avail);
+        for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
+                bool init;
+                const PodContainer *c = pod_container_at(pod, i, &init);
+                const CpumgrEntry *e = cpumgr_entry_find(s, pod->uid, c->name);
+                unsigned k = exclusive ? cpumgr_guaranteed_cpus(qos, c) : 0, have = e ? cpumgr_set_count(&e->cpus) : 0;
+
+                if ((!init || pod_container_is_sidecar(c)) && k > have)
+                        need += k - have;
+        }
+        have_free = cpumgr_set_count(&avail);
+        if (need > have_free)
+                return cub_err_set(err, ENOSPC,
+                                   "not enough cpus available to satisfy request: requested=%u, available=%u", need,
+                                   have_free);
+        for (size_t i = 0; i < pod->n_init_containers + pod->n_containers; i++) {
+                bool init;
+                const PodContainer *c = pod_container_at(pod, i, &init);
+                const CpumgrEntry *e = cpumgr_entry_find(s, pod->uid, c->name);
+                unsigned k = exclusive ? cpumgr_guaranteed_cpus(qos, c) : 0, have = e ? cpumgr_set_count(&e->cpus) : 0;
+                CpumgrSet held = e ? e->cpus : (CpumgrSet){}, next = {}, add;
+
+                if ((init && !pod_container_is_sidecar(c)) || k == have)
+                        continue;
+                if (k > have) {
+                        r = cpumgr_index_take(s->idx, &avail, k - have, &add, err);
+                        if (r < 0)
+                                return r;
+                        cpumgr_set_subtract(&avail, &add);
+                        next = held;
+                        cpumgr_set_union(&next, &add);
+                } else if (k > 0) {
+                        r = cpumgr_index_take(s->idx, &held, k, &next, err);
+                        if (r < 0)
+                                return r;
+                }
+                (void) release_matching(s, pod->uid, c->name);
+                if (k > 0) {
+                        r = cpumgr_entry_add(s, pod->uid, c->name, &next, err);
+                        if (r < 0)
+                                return r;
+                        cpumgr_set_subtract(&s->shared, &next);
+                }
+        }
+        strs_compact(s);
+        return 0;
+}
+
 /* ---- what containers run on ---------------------------------------------- */
 
 const CpumgrSet *cpumgr_container_cpus(const CpumgrState *s, const char *pod_uid, const char *container) {

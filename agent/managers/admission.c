@@ -482,23 +482,12 @@ static void admission_node_resource(void *userdata, const char *resource, int64_
 }
 
 /* kubelet's canResizePod (allocation_manager.go, 1.34): Infeasible for a
- * Guaranteed pod whose cpu changes under the static CPU manager (without
- * the alpha InPlacePodVerticalScalingExclusiveCPUs) and for a pod above
- * the node's allocatable (capacity − reserved); Deferred when the other
- * admitted pods leave no room (the admit handlers, without preemption). */
-static bool cpu_request_changes(const Pod *a, const Pod *b) {
-        for (size_t k = 0; k < a->n_init_containers + a->n_containers && k < b->n_init_containers + b->n_containers;
-             k++) {
-                PodQuantity qa, qb;
-                bool ha = pod_resource_get(&pod_container_at(a, k, NULL)->requests, "cpu", &qa);
-                bool hb = pod_resource_get(&pod_container_at(b, k, NULL)->requests, "cpu", &qb);
-
-                if (ha != hb || pod_quantity_cmp(qa, qb) != 0)
-                        return true;
-        }
-        return false;
-}
-
+ * pod above the node's allocatable (capacity − reserved); Deferred when
+ * the other admitted pods leave no room (the admit handlers, without
+ * preemption), or, under the static CPU manager, too few CPUs are free for
+ * a Guaranteed container's new whole CPUs (kubelet 1.34 says Infeasible
+ * there unless its alpha InPlacePodVerticalScalingExclusiveCPUs is on;
+ * cubelet resizes them: cpumgr_resize_pod). */
 static int admission_resize(void *userdata, const LcPod *p, const Pod *want, LcAdmitResult *ret, CubError *err) {
         Admission *m = userdata;
         int64_t cpu = pod_quantity_milli(pod_request_quantity(want, "cpu"));
@@ -506,16 +495,10 @@ static int admission_resize(void *userdata, const LcPod *p, const Pod *want, LcA
         AdmitOptions o = m->opt;
         AdmitDecision d;
         CubError e2 = {};
+        CpumgrSet before = *cpumgr_shared_pool(m->cpu);
         int r;
 
         *ret = (LcAdmitResult){ .admit = true };
-        if (pod_qos_class(want) == POD_QOS_GUARANTEED && cpumgr_policy(m->cpu) == CPUMGR_POLICY_STATIC &&
-            cpu_request_changes(p->spec->pod, want)) {
-                *ret = (LcAdmitResult){ .reason = "Infeasible" };
-                (void) snprintf(ret->message, sizeof(ret->message),
-                                "Resize is infeasible for Guaranteed Pods alongside CPU Manager policy \"static\"");
-                return 0;
-        }
         if (mem > m->env->cg->kubepods_memory || cpu > m->env->cg->kubepods_cpu_milli) {
                 *ret = (LcAdmitResult){ .reason = "Infeasible" };
                 if (mem > m->env->cg->kubepods_memory)
@@ -530,8 +513,8 @@ static int admission_resize(void *userdata, const LcPod *p, const Pod *want, LcA
                                         cpu, m->env->cg->kubepods_cpu_milli);
                 return 0;
         }
-        /* the others as they are; the pod's own CPUs stay (no cpu change
-         * reaches here for a pod that holds exclusive ones) */
+        /* the others as they are, the CPU manager aside (the pod's own
+         * exclusive CPUs are still its: cpumgr_resize_pod below) */
         if (admit_snapshot_remove(m->snap, want->uid) < 0)
                 return cub_err_set(err, ENOENT, "not admitted");
         admit_snapshot_set_cpumgr(m->snap, NULL);
@@ -550,10 +533,17 @@ static int admission_resize(void *userdata, const LcPod *p, const Pod *want, LcA
                 return r < 0 ? r : 0;
         }
         admit_decision_done(&d);
+        /* whole CPUs taken or returned (the others' pool changes with them) */
+        if (cpumgr_resize_pod(m->cpu, want, pod_qos_class(want), &e2) < 0) {
+                *ret = (LcAdmitResult){ .reason = "Deferred" };
+                (void) snprintf(ret->message, sizeof(ret->message), "%s", e2.msg);
+                return admit_snapshot_add(m->snap, p->spec->pod, err);
+        }
         r = admit_snapshot_add(m->snap, want, err);
         if (r < 0)
                 return r;
         save(m);
+        pool_changed(m, &before);
         return 0;
 }
 

@@ -7,7 +7,9 @@
 # a resize beyond the node is Infeasible, one the other pods leave no room
 # for is Deferred until they go (a restart meanwhile keeps the allocation:
 # the checkpoint); a memory limit below what a container uses
-# waits (PodResizeInProgress, reason Error) and never OOM-kills it. Prints the edit → cpu.max latency beside a raw
+# waits (PodResizeInProgress, reason Error) and never OOM-kills it; under the
+# static CPU manager a Guaranteed container's exclusive CPUs grow and shrink
+# in place. Prints the edit → cpu.max latency beside a raw
 # write of cpu.max.
 # vm-timeout: 900
 # vm-mem: 1024M
@@ -172,5 +174,47 @@ t_ok "each of 5 edits reached cpu.max within 30 s" sh -c "[ $p99 -lt 30000 ]"
 
 rm -f "$M/r.yaml"
 t_ok "pod r goes" wait_gone "$P" 90
+
+# 6. the static CPU manager: a Guaranteed container's whole CPUs grow and
+# shrink in place, the CPUs it held kept (kubelet 1.34: Infeasible unless
+# its alpha InPlacePodVerticalScalingExclusiveCPUs)
+systemctl stop cubelet
+rm -f /var/lib/cubelet/cpu_manager_state
+sed -i '/^cgroupDriver:/a cpuManagerPolicy: static' /etc/cubelet/config.yaml
+gman() { # gman CPUS
+	cat >"$M/.g.yaml" <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: g}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+    resources: {requests: {cpu: "$1", memory: 32Mi}, limits: {cpu: "$1", memory: 32Mi}}
+Y
+	mv "$M/.g.yaml" "$M/g.yaml"
+}
+gman 1
+systemctl start cubelet
+P=g-$NODE
+t_ok "pod g (Guaranteed, 1 CPU) reaches Running under the static policy" wait_phase "$P" Running 180
+g_app=$(ctr_id app)
+g_cg=$(cgdir app)
+one=$(cat "$g_cg/cpuset.cpus")
+t_ok "app holds one exclusive CPU ($one)" sh -c "echo '$one' | grep -Eq '^[0-9]+\$'"
+gman 2
+ncpus() { tr ',' '\n' <"$g_cg/cpuset.cpus" | awk -F- '{ n += (NF == 2 ? $2 - $1 + 1 : 1) } END { print n + 0 }'; }
+has_one() { tr ',' '\n' <"$g_cg/cpuset.cpus" | awk -F- -v c="$one" '{ lo = $1; hi = (NF == 2 ? $2 : $1); if (c >= lo && c <= hi) f = 1 } END { exit !f }'; }
+two_with_one() { [ "$(ncpus)" = 2 ] && has_one; }
+t_ok "resized to 2 CPUs: its cpuset is 2 CPUs with $one among them" wait_until 60 two_with_one
+log "g: $one -> $(cat "$g_cg/cpuset.cpus"); cpu_manager_state $(cat /var/lib/cubelet/cpu_manager_state)"
+t_is "$(ctr_id app)" "$g_app" "app keeps its container"
+gman 1
+one_cpu() { [ "$(ncpus)" = 1 ]; }
+t_ok "resized back to 1 CPU: its cpuset is one CPU again" wait_until 60 one_cpu
+rm -f "$M/g.yaml"
+t_ok "pod g goes" wait_gone "$P" 90
 cubelet_teardown
 t_done

@@ -190,6 +190,45 @@ static void test_guaranteed_integer(void **state) {
         cpumgr_free(s);
 }
 
+/* in-place resize: whole CPUs taken and returned, the held ones kept */
+static void test_resize(void **state) {
+        CpumgrState *s = state_a();
+        Pod *pod = pod_of(HDR("u1") "  containers:\n" C("app", GUAR("2"))), *p3, *p1, *frac, *big;
+        const CpumgrSet *held;
+        CubError err = {};
+
+        (void) state;
+        allocate_ok(s, pod);
+        assert_string_equal(fmt(cpumgr_container_cpus(s, "u1", "app")), "1,5");
+        p3 = pod_of(HDR("u1") "  containers:\n" C("app", GUAR("3")));
+        assert_int_equal(cpumgr_resize_pod(s, p3, pod_qos_class(p3), &err), 0);
+        held = cpumgr_container_cpus(s, "u1", "app");
+        assert_int_equal(cpumgr_set_count(held), 3);
+        assert_true(cpumgr_set_has(held, 1) && cpumgr_set_has(held, 5));
+        assert_int_equal(cpumgr_set_count(cpumgr_shared_pool(s)), 5);
+        p1 = pod_of(HDR("u1") "  containers:\n" C("app", GUAR("1")));
+        assert_int_equal(cpumgr_resize_pod(s, p1, pod_qos_class(p1), &err), 0);
+        assert_int_equal(cpumgr_set_count(cpumgr_container_cpus(s, "u1", "app")), 1);
+        assert_int_equal(cpumgr_set_count(cpumgr_shared_pool(s)), 7);
+        /* too many: nothing changes, kubelet's words */
+        big = pod_of(HDR("u1") "  containers:\n" C("app", GUAR("9")));
+        held = cpumgr_container_cpus(s, "u1", "app");
+        assert_int_equal(cpumgr_resize_pod(s, big, pod_qos_class(big), &err), -ENOSPC);
+        assert_string_equal(err.msg, "not enough cpus available to satisfy request: requested=8, available=6");
+        assert_int_equal(cpumgr_set_count(held), 1);
+        /* a fraction of a CPU: all of them back to the pool */
+        frac = pod_of(HDR("u1") "  containers:\n" C("app", GUAR("1500m")));
+        assert_int_equal(cpumgr_resize_pod(s, frac, pod_qos_class(frac), &err), 0);
+        assert_null(cpumgr_container_cpus(s, "u1", "app"));
+        assert_pool(s, "0-7");
+        pod_free(pod);
+        pod_free(p3);
+        pod_free(p1);
+        pod_free(big);
+        pod_free(frac);
+        cpumgr_free(s);
+}
+
 static void test_guaranteed_non_integer_is_shared(void **state) {
         CpumgrState *s = state_a();
         Pod *pod = pod_of(HDR("u1") "  containers:\n" C("app", GUAR("1500m")) C("b", GUAR("1")));
@@ -534,6 +573,7 @@ int main(void) {
                 cmocka_unit_test(test_policy_none),
                 cmocka_unit_test(test_guaranteed_integer),
                 cmocka_unit_test(test_guaranteed_non_integer_is_shared),
+                cmocka_unit_test(test_resize),
                 cmocka_unit_test(test_burstable_is_shared),
                 cmocka_unit_test(test_pod_level_resources_are_shared),
                 cmocka_unit_test(test_init_reuse),
