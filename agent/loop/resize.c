@@ -271,7 +271,7 @@ void agent_resizes_retry(Agent *a) {
         for (size_t i = 0; i < a->table.n_pods; i++) {
                 LcPod *p = a->table.pods[i];
 
-                if (p->resize.in_progress && !p->busy && now >= p->resize.next_usec && !p->terminal)
+                if (p->resize.in_progress && p->admitted && !p->busy && now >= p->resize.next_usec && !p->terminal)
                         actuate(a, p);
                 else
                         try_one(a, p, now);

@@ -13,6 +13,7 @@
 # and daemonEndpoints port with the admin's credentials, verified by the CA.
 #
 #   tests/cluster/control-plane.sh start [-b KUBE] [-d DIR] [-n NODE]
+#   tests/cluster/control-plane.sh metrics [-b KUBE] [-d DIR]   (metrics-server later)
 #   tests/cluster/control-plane.sh stop [-d DIR]
 #
 # With LEAN=1 (the VM's scenarios, where every CPU cycle is emulated): no
@@ -179,5 +180,8 @@ metrics_server() {
 case $cmd in
 start) start ;;
 stop) stop ;;
-*) echo "usage: $0 start|stop [-b KUBE] [-d DIR] [-n NODE]" >&2; exit 2 ;;
+metrics)
+	# metrics-server alone, beside a control plane started without it
+	metrics_server || { echo "metrics-server did not start; its log:" >&2; tail -n 5 "$DIR/metrics-server.log" >&2; exit 1; } ;;
+*) echo "usage: $0 start|stop|metrics [-b KUBE] [-d DIR] [-n NODE]" >&2; exit 2 ;;
 esac

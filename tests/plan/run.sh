@@ -228,10 +228,22 @@ else
 fi
 
 name="computed UID: changed content at the same path gets another UID"
-sed 's/cpu: 200m/cpu: 300m/' "$src" >"$tmp/copy.yaml"
+sed 's/app:1.0/app:1.1/' "$src" >"$tmp/copy.yaml"
 "$CUBELET" plan --node "$NODE" "$tmp/copy.yaml" >"$tmp/d" 2>/dev/null
 ud=$(plan_uid "$tmp/d")
 if [ -n "$ud" ] && [ "$ud" != "$uc" ] && [ "$ud" != "$ua" ]; then
+        ok "$name"
+else
+        not_ok "$name" "'$ud' after the edit, '$uc' before"
+fi
+
+# in-place resize (docs/resize.md): cpu/memory of a container are not part
+# of the identity while the QoS class stays
+name="computed UID: a cpu-only change at the same path keeps the UID (an in-place resize)"
+sed 's/cpu: 200m/cpu: 300m/' "$src" >"$tmp/copy.yaml"
+"$CUBELET" plan --node "$NODE" "$tmp/copy.yaml" >"$tmp/d" 2>/dev/null
+ud=$(plan_uid "$tmp/d")
+if [ -n "$ud" ] && [ "$ud" = "$uc" ]; then
         ok "$name"
 else
         not_ok "$name" "'$ud' after the edit, '$uc' before"

@@ -187,7 +187,9 @@ rm -f "$M/spin.yaml"
 
 # ---- d. edit and delete ----------------------------------------------------------------------
 oldpath=$(pod_field "silver-$NODE" cgroup)
-sed -i 's/memory: 96Mi/memory: 128Mi/' "$M/burstable.yaml"
+# the memory limit and app's command: a new pod (cpu/memory alone would be an
+# in-place resize, tests/vm/extra/54-resize.sh)
+sed -i -e 's/memory: 96Mi/memory: 128Mi/' -e '0,/sleep, "3600"/s/sleep, "3600"/sleep, "3601"/' "$M/burstable.yaml"
 newuid=$(plan_value "$M/burstable.yaml" uid)
 t_ok "the edited pod gets a new UID and runs again" sh -c "
 	for i in \$(seq 360); do
