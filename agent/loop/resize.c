@@ -132,12 +132,13 @@ static void try_one(Agent *a, LcPod *p, uint64_t now);
 
 void agent_pod_resize_want(Agent *a, LcPod *p, Pod **pod) {
         const Pod *cur = p->spec->pod;
-        _cleanup_free_ PodResizeChange *ch = calloc(p->n + 1, sizeof(PodResizeChange));
+        _cleanup_free_ PodResizeChange *ch = NULL;
         WorkerSpec *spec = NULL;
         CubError err = {};
         bool any = false;
 
-        if (!ch || !*pod)
+        /* a rescan's unchanged file comes without a pod: nothing to compare */
+        if (!*pod || !(ch = calloc(p->n + 1, sizeof(PodResizeChange))))
                 return;
         if (pod_resize_compare(cur, *pod, ch, &any, &err) < 0) {
                 cub_log(LOG_ERR, "%s: pod %s/%s: %s; not resized", p->spec->source, cur->namespace_, cur->name,
@@ -213,13 +214,15 @@ static bool swap_resize(const LcPod *p) {
  * they fit */
 static void try_one(Agent *a, LcPod *p, uint64_t now) {
         const Pod *pod = p->spec->pod;
-        _cleanup_free_ PodResizeChange *ch = calloc(p->n + 1, sizeof(PodResizeChange));
+        _cleanup_free_ PodResizeChange *ch = NULL;
         LcAdmitResult r;
         CubError err = {};
         bool any = false, restart = false;
 
-        if (!ch || !p->resize.want || !p->admitted || !p->started || p->terminal || p->busy || p->resize.in_progress ||
-            now < p->resize.next_usec)
+        /* called for every pod after each relist and job batch: nothing
+         * allocated unless a resize waits and may go now */
+        if (!p->resize.want || !p->admitted || !p->started || p->terminal || p->busy || p->resize.in_progress ||
+            now < p->resize.next_usec || !(ch = calloc(p->n + 1, sizeof(PodResizeChange))))
                 return;
         if (pod_resize_compare(pod, p->resize.want->pod, ch, &any, &err) < 0)
                 return;
