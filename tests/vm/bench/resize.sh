@@ -13,7 +13,7 @@ set -u
 N=${BENCH_RESIZES:-20}
 
 manifest() { # manifest CPU_LIMIT
-	cat >"$M/.r.yaml" <<Y
+	manifest_put r.yaml <<Y
 apiVersion: v1
 kind: Pod
 metadata: {name: r}
@@ -25,7 +25,6 @@ spec:
     command: [sleep, "3600"]
     resources: {requests: {cpu: 100m, memory: 16Mi}, limits: {cpu: $1, memory: 64Mi}}
 Y
-	mv "$M/.r.yaml" "$M/r.yaml"
 }
 pct() { sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END { i = int((NR * p + 99) / 100); if (i < 1) i = 1; print v[i] }'; }
 

@@ -27,7 +27,7 @@ P="r-$NODE"
 # r: app (cpu NotRequired, memory NotRequired by default) and rc (memory:
 # RestartContainer); both sleep
 manifest() { # manifest APP_CPU_REQ APP_CPU_LIM APP_MEM_LIM RC_MEM_LIM [APP_MEM_REQ]
-	cat >"$M/.r.yaml" <<Y
+	manifest_put r.yaml <<Y
 apiVersion: v1
 kind: Pod
 metadata: {name: r}
@@ -45,7 +45,6 @@ spec:
     resizePolicy: [{resourceName: memory, restartPolicy: RestartContainer}]
     resources: {requests: {cpu: 50m, memory: 16Mi}, limits: {cpu: 100m, memory: $4}}
 Y
-	mv "$M/.r.yaml" "$M/r.yaml"
 }
 pj() { status_json | jq -c --arg n "$P" ".pods[] | select(.name == \$n) | $1"; }
 ctr_id() { pj ".containers[] | select(.name == \"$1\") | .id" | tr -d '"'; }
@@ -182,7 +181,7 @@ systemctl stop cubelet
 rm -f /var/lib/cubelet/cpu_manager_state
 sed -i '/^cgroupDriver:/a cpuManagerPolicy: static' /etc/cubelet/config.yaml
 gman() { # gman CPUS
-	cat >"$M/.g.yaml" <<Y
+	manifest_put g.yaml <<Y
 apiVersion: v1
 kind: Pod
 metadata: {name: g}
@@ -194,7 +193,6 @@ spec:
     command: [sleep, "3600"]
     resources: {requests: {cpu: "$1", memory: 32Mi}, limits: {cpu: "$1", memory: 32Mi}}
 Y
-	mv "$M/.g.yaml" "$M/g.yaml"
 }
 gman 1
 systemctl start cubelet

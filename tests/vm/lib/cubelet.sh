@@ -184,6 +184,12 @@ describe_event() {
 	case "$j" in *"$3"*) ;; *) return 1 ;; esac
 }
 
+# manifest_put FILE: stdin becomes $M/FILE at once (written beside it as a
+# dot file, which the source ignores, then renamed: one complete event)
+manifest_put() {
+	cat >"$M/.$1" && mv "$M/.$1" "$M/$1"
+}
+
 wait_phase() { # wait_phase POD PHASE [SECONDS]
 	for i in $(seq $((${3:-90} * 2))); do
 		[ "$(pod_field "$1" phase)" = "$2" ] && return 0
