@@ -349,6 +349,9 @@ typedef struct LcEnv {
          * token renewed, a ConfigMap changed): the volume manager writes the
          * pods' projected volumes again */
         uint64_t (*api_generation)(void *loop);
+        /* ends the loop (cubelet exits): for a manager that held a SIGTERM
+         * (LcManagerVtable.terminate) once its work is done */
+        void (*quit)(void *loop);
         void *loop;
 } LcEnv;
 
@@ -413,4 +416,8 @@ typedef struct LcManagerVtable {
          * p's spec is want's), else reason "Deferred" or "Infeasible" and
          * kubelet's message */
         int (*resize)(void *m, const LcPod *p, const Pod *want, LcAdmitResult *ret, CubError *err);
+        /* SIGTERM: true when the manager has work to finish before cubelet
+         * exits (the graceful node shutdown of a system going down); it
+         * calls LcEnv.quit when that is done */
+        bool (*terminate)(void *m);
 } LcManagerVtable;

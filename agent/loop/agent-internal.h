@@ -86,6 +86,7 @@ typedef struct AgentCore {
         char *log_root;
         char host_ip[64];
         int64_t wall_minus_mono; /* cub_wall_minus_mono_usec()'s kept offset */
+        bool terminating;        /* a SIGTERM came (agent.c's) */
 } AgentCore;
 
 /* The pod table: written by podtable.c alone. Which pods a source still
@@ -467,6 +468,8 @@ void agent_managers_metrics(Agent *a, FILE *f);
  * cgroups manager writes the QoS groups again when their values changed */
 void agent_managers_pods_changed(Agent *a);
 void agent_managers_resize(Agent *a, LcPod *p, const Pod *want, LcAdmitResult *ret);
+/* SIGTERM: true when a manager holds the exit (it ends the loop itself) */
+bool agent_managers_terminate(Agent *a);
 /* The decisions the managers queued (LcEnv.act) since the last take; false
  * when none (ret untouched). */
 bool agent_managers_take_actions(Agent *a, LcActions *ret);

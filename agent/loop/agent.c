@@ -153,6 +153,21 @@ static int agent_set_node_env(Agent *a, CubError *err) {
         return r < 0 ? cub_err_set(err, -r, "out of memory") : 0;
 }
 
+/* SIGTERM: cubelet exits (its pods keep running), unless a manager has
+ * work to finish first (the graceful node shutdown of a system going
+ * down); a second SIGTERM exits at once */
+static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Agent *a = userdata;
+
+        (void) si;
+        if (!a->core.terminating) {
+                a->core.terminating = true;
+                if (agent_managers_terminate(a))
+                        return 0;
+        }
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
 static int on_post(sd_event_source *s, void *userdata) {
         (void) s;
         agent_managers_flush(userdata);
@@ -162,7 +177,7 @@ static int on_post(sd_event_source *s, void *userdata) {
 static int add_sources(Agent *a, int worker_fd) {
         int r;
 
-        (void) sd_event_add_signal(a->core.event, NULL, SIGTERM | SD_EVENT_SIGNAL_PROCMASK, NULL, NULL);
+        (void) sd_event_add_signal(a->core.event, NULL, SIGTERM | SD_EVENT_SIGNAL_PROCMASK, on_sigterm, a);
         (void) sd_event_add_signal(a->core.event, NULL, SIGINT | SD_EVENT_SIGNAL_PROCMASK, NULL, NULL);
         (void) sd_event_add_signal(a->core.event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, a);
         (void) sd_event_set_watchdog(a->core.event, true);

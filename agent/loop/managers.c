@@ -31,6 +31,12 @@ static void env_act(void *loop, const LcAction *act) {
         (void) sd_event_source_set_enabled(a->core.actions_src, SD_EVENT_ONESHOT);
 }
 
+static void env_quit(void *loop) {
+        Agent *a = loop;
+
+        (void) sd_event_exit(a->core.event, 0);
+}
+
 bool agent_managers_take_actions(Agent *a, LcActions *ret) {
         if (a->mgrs.actions.n == 0)
                 return false;
@@ -52,6 +58,7 @@ int agent_managers_new(Agent *a, CubError *err) {
                 .conditions = a->decided.conditions,
                 .pods = env_pods,
                 .act = env_act,
+                .quit = env_quit,
                 .api_files = a->core.opt.kubeconfig ? agent_cluster_api_files : NULL,
                 .api_generation = a->core.opt.kubeconfig ? agent_cluster_api_generation : NULL,
                 .loop = a,
@@ -218,4 +225,13 @@ void agent_managers_resize(Agent *a, LcPod *p, const Pod *want, LcAdmitResult *r
 
 void agent_managers_pods_changed(Agent *a) {
         EACH(pods_changed);
+}
+
+bool agent_managers_terminate(Agent *a) {
+        bool hold = false;
+
+        for (size_t i = 0; i < a->mgrs.n_mgr; i++)
+                if (a->mgrs.mgr[i]->terminate && a->mgrs.mgr[i]->terminate(a->mgrs.mgr_state[i]))
+                        hold = true;
+        return hold;
 }

@@ -11,11 +11,19 @@
  * down. PrepareForShutdown(false) ends the sequence (the pods stopped
  * stay Failed) and takes the lock again. While the node
  * shuts down, new pods are rejected (NodeShutdown). Without a bus or
- * logind the start is retried with back-off. */
+ * logind the start is retried with back-off.
+ *
+ * Beyond kubelet: a shutdown that does not go through logind (`systemctl
+ * start poweroff.target`, an isolate, anything that has systemd start
+ * shutdown.target itself) sends no PrepareForShutdown; systemd stops
+ * cubelet's unit with SIGTERM. When systemd's SystemState is then
+ * "stopping", the same sequence runs before cubelet exits, with the unit's
+ * stop timeout extended to cover it (EXTEND_TIMEOUT_USEC). */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "../shutdown/shutdown.h"
@@ -38,8 +46,9 @@ typedef struct Shutdown {
         sd_event_source *retry_timer, *group_timer;
         CubRetry retry;
         bool shutting_down;
-        size_t group;   /* the group being stopped (plan.n: all done) */
-        char **pending; /* UIDs of its pods not stopped yet */
+        bool quit_when_done; /* a SIGTERM waits for the sequence's end */
+        size_t group;        /* the group being stopped (plan.n: all done) */
+        char **pending;      /* UIDs of its pods not stopped yet */
         size_t n_pending;
         uint64_t started_usec, ended_usec; /* CLOCK_REALTIME µs of the last shutdown */
         char error[CUB_ERR_MSG_MAX];
@@ -119,6 +128,15 @@ static void start_group(Shutdown *m, size_t g) {
         cub_log(LOG_INFO, "graceful node shutdown: every pod stopped; releasing the inhibitor lock, the node "
                           "shuts down");
         release_lock(m);
+        if (m->quit_when_done)
+                m->env->quit(m->env->loop);
+}
+
+static void begin(Shutdown *m) {
+        m->shutting_down = true;
+        m->started_usec = cub_now_usec(CLOCK_REALTIME);
+        m->ended_usec = 0;
+        start_group(m, 0);
 }
 
 static void on_prepare(bool start, void *userdata) {
@@ -140,10 +158,45 @@ static void on_prepare(bool start, void *userdata) {
         }
         if (m->shutting_down)
                 return;
-        m->shutting_down = true;
-        m->started_usec = cub_now_usec(CLOCK_REALTIME);
-        m->ended_usec = 0;
-        start_group(m, 0);
+        begin(m);
+}
+
+/* the groups still to stop, from the current one: their periods' sum */
+static int64_t period_left(const Shutdown *m) {
+        int64_t s = 0;
+
+        for (size_t g = m->group; g < m->plan.n; g++)
+                s += m->plan.groups[g].grace_s;
+        return s;
+}
+
+static bool shutdown_terminate(void *userdata) {
+        Shutdown *m = userdata;
+        CubError err = {};
+        bool stopping = false;
+
+        if (m->period_s <= 0)
+                return false;
+        if (!m->shutting_down) {
+                if (logind_system_stopping(m->logind, &stopping, &err) < 0)
+                        cub_log(LOG_WARNING, "graceful node shutdown: SIGTERM: %s; exiting", err.msg);
+                if (!stopping)
+                        return false; /* `systemctl stop cubelet`: the pods keep running */
+                cub_log(LOG_INFO, "graceful node shutdown: systemd stops the system without logind's "
+                                  "PrepareForShutdown; stopping the pods before exiting");
+                m->quit_when_done = true;
+                (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
+                                  (unsigned long long) (m->period_s + 5) * CUB_USEC_PER_SEC);
+                begin(m);
+                return true; /* begin() quits at once when no pod is left */
+        }
+        if (m->group >= m->plan.n)
+                return false; /* done: the lock is released */
+        cub_log(LOG_INFO, "graceful node shutdown: SIGTERM while pods stop; exiting once they have");
+        m->quit_when_done = true;
+        (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
+                          (unsigned long long) (period_left(m) + 5) * CUB_USEC_PER_SEC);
+        return true;
 }
 
 /* connects, makes InhibitDelayMaxSec cover the period, takes the lock */
@@ -294,4 +347,5 @@ const LcManagerVtable mgr_shutdown = {
         .admit = shutdown_admit,
         .pod_stopped = shutdown_pod_stopped,
         .node_status = shutdown_node_status,
+        .terminate = shutdown_terminate,
 };

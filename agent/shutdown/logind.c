@@ -141,3 +141,24 @@ int logind_inhibit(Logind *l, int *ret_fd, CubError *err) {
         *ret_fd = fd;
         return 0;
 }
+
+int logind_system_stopping(Logind *l, bool *ret, CubError *err) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;
+        _cleanup_free_ char *state = NULL;
+        sd_bus *bus = l ? l->bus : NULL;
+        int r;
+
+        if (!bus) {
+                r = sd_bus_open_system(&own);
+                if (r < 0)
+                        return cub_err_set(err, -r, "cannot connect to the system bus: %s", strerror(-r));
+                bus = own;
+        }
+        r = sd_bus_get_property_string(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                       "org.freedesktop.systemd1.Manager", "SystemState", &e, &state);
+        if (r < 0)
+                return cub_err_set(err, -r, "failed reading systemd's SystemState: %s", bus_text(&e, r));
+        *ret = strcmp(state, "stopping") == 0;
+        return 0;
+}

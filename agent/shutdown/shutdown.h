@@ -83,6 +83,11 @@ int logind_override_delay(Logind *l, const char *dir, const char *name, int64_t 
 /* A delay inhibitor lock on shutdown ("cubelet"): the fd to close when done */
 int logind_inhibit(Logind *l, int *ret_fd, CubError *err);
 
+/* Whether systemd is taking the system down (its SystemState is
+ * "stopping": a job for shutdown.target is queued or runs). Over l's bus,
+ * or a connection of its own when l is NULL. */
+int logind_system_stopping(Logind *l, bool *ret, CubError *err);
+
 /* cubelet's drop-in: after every "zz-…" and "99-…" of other programs, so
  * that a smaller InhibitDelayMaxSec of theirs does not cut the grace short */
 #define SHUTDOWN_LOGIND_DIR "/etc/systemd/logind.conf.d"

@@ -26,6 +26,12 @@ set +a
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 up() { cut -d' ' -f1 /proc/uptime; }
 cd /tmp || exit 1
+# A scenario may shut the guest down (55-poweroff, 56-shutdown-now): the
+# unit's stop sends SIGTERM to this script alone (KillMode=mixed), which
+# carries on so that the scenario's results, journal and "done" are written
+# (a trap, not an ignored signal: the scenarios' children keep SIGTERM's
+# default action)
+trap 'echo "# vm: SIGTERM: the guest shuts down; the plan goes on until then"' TERM
 
 # The boot settles (no start-up job running but this unit's own) before the
 # node's state is recorded: at most 30 s.

@@ -19,7 +19,9 @@
 # kubectl logs, attach, exec,
 # port-forward and top against a pod, through the kubelet server (k); a
 # bound pod that does not fit is Failed/OutOfmemory with kubelet's message (d); memory pressure
-# evicts the lowest-ranked pod: Failed/Evicted in the API (f); the same
+# evicts the lowest-ranked pod: Failed/Evicted in the API (f); LimitedSwap
+# on a zram swap: a Burstable API pod swaps at most its share, a Guaranteed
+# one is OOM-killed (h); the same
 # under the systemd cgroup driver: pods in slices, graceful deletion (g).
 # Image pull secrets and g run in the full tier only (VM_TIER=full).
 # (The Node's fields, the Lease, NodeRestriction, mirror pods, token volumes
@@ -552,6 +554,83 @@ t_is "$(pod hog | jq -r '.status.conditions[] | select(.type == "DisruptionTarge
 evicted_ev() { [ "$(events hog | jq -r '[.items[] | select(.source.component == "kubelet" and .reason == "Evicted")] | length')" -ge 1 ]; }
 t_ok "an Evicted event from kubelet (cubelet) for it" wait_until 30 evicted_ev
 t_ok "the Deployment's 3 pods are untouched" running 3
+
+# ---- h. swap: LimitedSwap (KEP-2400) on a zram device --------------------------------------------
+# cubelet restarted with memorySwap.swapBehavior LimitedSwap over 1 GiB of
+# zram swap: the Node reports SwapTotal; an API pod (static pods are
+# critical and never swap) that is Burstable gets memory.swap.max = request
+# / MemTotal × SwapTotal (kubelet's calcSwapForBurstablePods) and, writing
+# 40Mi past its memory limit into its root filesystem (tmpfs pages in the
+# guest), swaps them and runs on; a Guaranteed one (memory.swap.max 0)
+# writing past its limit is OOM-killed. Each writes once the test has read
+# its cgroup (a file in a hostPath). (docs/swap.md)
+SW=/run/cubelet-swap-test
+mkdir -p $SW
+swap_on() {
+	modprobe zram && echo 1G >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0
+}
+if swap_on; then
+	swap_total=$(awk '$1 == "SwapTotal:" { print $2 * 1024 }' /proc/meminfo)
+	mem_total=$(awk '$1 == "MemTotal:" { print $2 * 1024 }' /proc/meminfo)
+	sed -i '/^eviction/d' /etc/cubelet/config.yaml
+	printf 'memorySwap: {swapBehavior: LimitedSwap}\n' >>/etc/cubelet/config.yaml
+	systemctl restart cubelet
+	for _ in $(seq 60); do status_json >/dev/null && break; sleep 0.5; done
+	swap_cap() { [ "$(jqn '.status.nodeInfo.swap.capacity')" = "$swap_total" ]; }
+	t_ok "swap: the Node's status.nodeInfo.swap.capacity is SwapTotal ($swap_total)" wait_until 60 swap_cap
+	swap_pod() { # swap_pod NAME REQUEST LIMIT WRITE_MIB
+		kc apply -f - >/dev/null <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: default}
+spec:
+  nodeName: $NODE_LC
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  automountServiceAccountToken: false
+  volumes: [{name: x, hostPath: {path: $SW}}]
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    resources: {requests: {cpu: 100m, memory: $2}, limits: {cpu: 100m, memory: $3}}
+    volumeMounts: [{name: x, mountPath: /x}]
+    command: [sh, -c, "while [ ! -e /x/$1.go ]; do sleep 0.5; done; dd if=/dev/zero of=/big bs=1M count=$4 2>/x/$1.dd && echo written >/x/$1.done; exec sleep 3600"]
+Y
+	}
+	swap_pod swapb 128Mi 160Mi 200
+	swap_pod swapg 160Mi 160Mi 200
+	swap_running() { [ "$(pod "$1" | jq -r .status.phase)" = Running ]; }
+	for p in swapb swapg; do
+		t_ok "swap: pod $p Running" wait_until 240 swap_running $p
+	done
+	swap_max() { # swap_max POD: the container's memory.swap.max
+		cat "/sys/fs/cgroup/$(cg_ctr "$(pod_field "$1" cgroup)" "$(ctr_field "$1" app id)")/memory.swap.max" 2>/dev/null
+	}
+	want=$(awk -v r=$((128 * MiB)) -v m="$mem_total" -v s="$swap_total" 'BEGIN { printf "%d", r / m * s }')
+	t_is "$(swap_max swapb)" "$want" "swap: Burstable swapb: memory.swap.max = 128Mi / MemTotal × SwapTotal"
+	t_is "$(swap_max swapg)" 0 "swap: Guaranteed swapg: memory.swap.max 0"
+	b_cg=/sys/fs/cgroup/$(cg_ctr "$(pod_field swapb cgroup)" "$(ctr_field swapb app id)")
+	touch $SW/swapb.go $SW/swapg.go
+	t_ok "swap: swapb wrote 200Mi past its 160Mi limit" wait_until 120 test -e $SW/swapb.done
+	sc=$(cat "$b_cg/memory.swap.current" 2>/dev/null)
+	t_diag "swapb: memory.swap.current $sc, memory.swap.max $want, memory.current $(cat "$b_cg/memory.current" 2>/dev/null)"
+	t_ok "swap: swapb swapped at least the 40Mi over its limit, at most its share" \
+		awk -v c="${sc:-0}" -v m="$want" -v o=$((40 * MiB)) 'BEGIN { exit !(c >= o && c <= m) }'
+	t_is "$(awk '$1 == "oom_kill" { print $2 }' "$b_cg/memory.events" 2>/dev/null)" 0 "swap: swapb had no OOM kill"
+	g_oom() { [ "$(pod swapg | jq -r '.status.containerStatuses[0].state.terminated.reason')" = OOMKilled ]; }
+	t_ok "swap: swapg, which may not swap, is OOMKilled" wait_until 120 g_oom
+	t_is "$(pod swapb | jq -r '"\(.status.phase) \(.status.containerStatuses[0].restartCount)"')" "Running 0" \
+		"swap: swapb runs on, not restarted"
+	kc delete pod swapb swapg --wait=false >/dev/null
+	swap_gone() { absent swapb && absent swapg; }
+	t_ok "swap: both pods go" wait_until 120 swap_gone
+	sed -i '/^memorySwap/d' /etc/cubelet/config.yaml
+	swapoff /dev/zram0
+	echo 1 >/sys/block/zram0/reset
+	rm -rf $SW
+else
+	t_fail "swap: a zram device as swap (modprobe zram, mkswap, swapon)"
+fi
 
 # ---- g. the systemd cgroup driver -------------------------------------------------------------
 # The same node under cgroupDriver: systemd (containerd's runc with
