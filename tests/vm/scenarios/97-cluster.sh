@@ -21,7 +21,8 @@
 # bound pod that does not fit is Failed/OutOfmemory with kubelet's message (d); memory pressure
 # evicts the lowest-ranked pod: Failed/Evicted in the API (f); LimitedSwap
 # on a zram swap: a Burstable API pod swaps at most its share, a Guaranteed
-# one is OOM-killed (h); the same
+# one is OOM-killed (h); a start with the API server unreachable runs the
+# last list's pods (offlinePods: start), which stay once it answers (i); the same
 # under the systemd cgroup driver: pods in slices, graceful deletion (g).
 # Image pull secrets and g run in the full tier only (VM_TIER=full).
 # (The Node's fields, the Lease, NodeRestriction, mirror pods, token volumes
@@ -631,6 +632,46 @@ Y
 else
 	t_fail "swap: a zram device as swap (modprobe zram, mkswap, swapon)"
 fi
+
+# ---- i. a node that starts offline (cubelet.offlinePods: start; issue 23 part 6) ---------------
+# What a reboot with the API server unreachable leaves: cubelet stopped, the
+# web pods' processes killed (cgroup.kill), the API server's port refusing
+# connections (a packet-filter rule); cubelet started with offlinePods:
+# start: the first list fails and the 3 pods of its last list
+# (<stateDir>/api_pods) run again, same UIDs, new containers. The port open
+# again: the list answers and the pods started offline stay as they are.
+web_of() { status_json | jq -r "[.pods[] | select(.name | startswith(\"web-\")) | $1] | sort | join(\" \")"; }
+uids=$(web_of .uid)
+ctrs=$(web_of '.containers[0].id')
+t_is "$(echo "$uids" | wc -w)" 3 "offline: the Deployment's 3 pods run before"
+systemctl stop cubelet
+for u in $uids; do
+	for cg in $(find /sys/fs/cgroup/kubepods -maxdepth 2 -type d -name "pod$u" 2>/dev/null); do
+		echo 1 >"$cg/cgroup.kill"
+	done
+done
+iptables -I INPUT -p tcp --dport 6443 -j REJECT --reject-with tcp-reset
+sed -i 's|^  socket: /run/cubelet/cubelet.sock$|&\n  offlinePods: start|' /etc/cubelet/config.yaml
+off_start=$(date +%s)
+systemctl start cubelet
+offline_running() {
+	[ "$(status_json | jq '[.pods[] | select((.name | startswith("web-")) and .phase == "Running")] | length')" = 3 ] &&
+		[ "$(web_of '.containers[0].id')" != "$ctrs" ]
+}
+t_ok "offline: the API server unreachable, offlinePods: start: the 3 pods of the last list run again ($(since "$off_start") s)" \
+	wait_until 300 offline_running
+t_is "$(web_of .uid)" "$uids" "offline: with their UIDs"
+off_journal() { journalctl -u cubelet --no-pager -q -S "@$off_start" 2>/dev/null; }
+t_contains "$(off_journal)" "API server: unreachable at the start: the 3 pods of its last list from '/var/lib/cubelet/api_pods'" \
+	"offline: the journal says where they come from"
+ctrs=$(web_of '.containers[0].id')
+iptables -D INPUT -p tcp --dport 6443 -j REJECT --reject-with tcp-reset
+list_back() { off_journal | grep -q 'API server: pods: working again'; }
+t_ok "offline: the port open again: the list answers" wait_until 180 list_back
+t_ok "offline: the Deployment's 3 pods Running in the API" wait_until 120 running 3
+t_is "$(web_of .uid) $(web_of '.containers[0].id')" "$uids $ctrs" \
+	"offline: the pods started offline stay (same UIDs, same containers)"
+sed -i '/^  offlinePods: start$/d' /etc/cubelet/config.yaml
 
 # ---- g. the systemd cgroup driver -------------------------------------------------------------
 # The same node under cgroupDriver: systemd (containerd's runc with
