@@ -4,7 +4,8 @@
  *
  *   {"version":1,"node":"<node name>","pods":{"<uid>":{"metadata":...,"spec":...}}}
  *
- * Mirror pods and pods being deleted are left out, and so is each pod's
+ * Mirror pods, pods being deleted and pods that have ended (status.phase
+ * Succeeded or Failed: never run again) are left out, and so is each pod's
  * status: what a node needs to start them again, not what it reported. */
 #include <errno.h>
 #include <stdbool.h>
@@ -20,9 +21,11 @@
 
 static bool kept(const json_t *pod) {
         const json_t *meta = json_object_get(pod, "metadata");
+        const char *ph = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
 
         return json_is_object(json_object_get(pod, "spec")) && !json_object_get(meta, "deletionTimestamp") &&
-               !json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror");
+               !json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror") &&
+               !(ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0));
 }
 
 static int cmp_str(const void *x, const void *y) {

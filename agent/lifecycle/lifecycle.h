@@ -156,6 +156,7 @@ typedef struct LcPod {
         bool terminal; /* Failed: rejected, preempted or evicted; never synced again */
         bool evicted;  /* terminal by eviction: admitted again once the pressure is gone */
         bool rejected; /* terminal by admission (kubelet's rejectPod: a status of phase, reason, message) */
+        bool api_terminal; /* terminal in the API server before this process saw it: never run, status left alone */
         char reason[LC_REASON_MAX];
         char message[LC_MESSAGE_MAX];
         /* 0: its first admission; lc_pod_reset counts the new attempts */

@@ -328,6 +328,11 @@ LcPod *agent_pod_insert(Agent *a, WorkerSpec *spec, uint64_t event_usec);
 /* A new pod of the table, wanted: admitted, its pod cgroup written and its
  * sync queued. */
 void agent_pod_start(Agent *a, LcPod *p);
+/* A new pod of the table, wanted, that the API server already has as
+ * Succeeded or Failed (Pod.api_phase): terminal with that phase, reason and
+ * message, never admitted or run (kubelet's pod workers after a restart);
+ * the relist stops what the runtime still has of it. */
+void agent_pod_api_terminal(Agent *a, LcPod *p);
 /* Admits (again) a pod of the table; returns whether its sync may start. */
 bool agent_pod_admit(Agent *a, LcPod *p);
 /* Every manager lets go of what the pod holds. */

@@ -237,6 +237,18 @@ static void api_entry(const json_t *o, PodsrcEntry *e) {
         (void) snprintf(hash, sizeof(hash), "%08x", cub_fnv32a_str(CUB_FNV32_OFFSET, spec));
         free(e->pod->config_hash);
         e->pod->config_hash = strdup(hash);
+        /* already Succeeded or Failed (before a restart of cubelet, or on
+         * another node's watch): kubelet does not run such a pod again */
+        {
+                const json_t *st = json_object_get(o, "status");
+                const char *ph = json_string_value(json_object_get(st, "phase"));
+
+                if (ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0)) {
+                        e->pod->api_phase = strdup(ph);
+                        e->pod->api_reason = strdup(json_string_value(json_object_get(st, "reason")) ?: "");
+                        e->pod->api_message = strdup(json_string_value(json_object_get(st, "message")) ?: "");
+                }
+        }
 }
 
 /* a pod being deleted with a deletionGracePeriodSeconds shorter than its own
@@ -333,9 +345,11 @@ static void on_api_pods(void *userdata, const json_t *pods) {
                 api_entry(o, &u->set.items[n]);
                 if (u->set.items[n].error)
                         cub_log(LOG_ERR, "API server: %s", u->set.items[n].error);
-                /* a new pod whose volumes need the API server's data waits for it */
+                /* a new pod whose volumes need the API server's data waits for it
+                 * (one that has ended is never run: nothing to wait for) */
                 /* (asked for even when it runs: what a pass does not ask for is dropped) */
-                else if (!u->set.items[n].pod->refused.n && pod_has_api_data(u->set.items[n].pod) &&
+                else if (!u->set.items[n].pod->refused.n && !u->set.items[n].pod->api_phase &&
+                         pod_has_api_data(u->set.items[n].pod) &&
                          !agent_cluster_volumes_ready(a, u->set.items[n].pod, why, sizeof(why)) &&
                          !agent_find_pod(a, uid)) {
                         if (*why && waiting)
@@ -401,7 +415,9 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                         (void) kube_status_reconcile(
                                 a->cluster.status, p->spec->pod->uid,
                                 json_object_get(json_object_get(set, p->spec->pod->uid), "status"));
-                pj = api ? api_pod_json(p, &info) : NULL;
+                /* a pod already terminal in the API when cubelet first saw it
+                 * keeps the API's status */
+                pj = api && !p->api_terminal ? api_pod_json(p, &info) : NULL;
                 if (pj)
                         kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,
                                         p->spec->pod->uid, json_object_get(pj, "status"));

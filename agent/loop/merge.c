@@ -49,7 +49,10 @@ static bool pod_new(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
         p = agent_pod_insert(a, spec, event_usec);
         if (p) {
                 p->wanted = true; /* before its admission, which may look (LcEnv.pods) */
-                agent_pod_start(a, p);
+                if (p->spec->pod->api_phase)
+                        agent_pod_api_terminal(a, p);
+                else
+                        agent_pod_start(a, p);
         }
         p = uid ? agent_find_pod(a, uid) : NULL;
         if (p) {

@@ -196,6 +196,18 @@ void agent_pod_start(Agent *a, LcPod *p) {
                 agent_submit_sync(a, p, agent_now_usec());
 }
 
+void agent_pod_api_terminal(Agent *a, LcPod *p) {
+        const Pod *pod = p->spec->pod;
+
+        lc_pod_set_failed(p, pod->api_reason ?: "", pod->api_message ?: "", 0);
+        if (strcmp(pod->api_phase, "Succeeded") == 0)
+                p->phase = LC_PHASE_SUCCEEDED;
+        p->api_terminal = true;
+        cub_log(LOG_INFO, "pod %s/%s (uid %s) is %s in the API server: not run again", pod->namespace_, pod->name,
+                pod->uid, pod->api_phase);
+        agent_notify_status(a);
+}
+
 bool agent_pod_fail(Agent *a, LcPod *p, const char *reason, const char *message, int64_t grace) {
         const Pod *pod = p->spec->pod;
 

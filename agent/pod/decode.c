@@ -99,6 +99,7 @@ Pod *pod_free(Pod *pod) {
         free(pod->restart_policy);
         free(pod->service_account_name), free(pod->service_account); /* env sources */
         pod_strv_done(&pod->image_pull_secrets);
+        free(pod->api_phase), free(pod->api_reason), free(pod->api_message);
         free(pod->priority_class_name);
         free(pod->preemption_policy);
         free(pod->node_name);

@@ -438,6 +438,9 @@ typedef struct Pod {
         /* env sources */
         char *service_account_name, *service_account; /* spec.serviceAccountName, the deprecated serviceAccount */
         PodStrv image_pull_secrets;                   /* spec.imagePullSecrets[].name (pods of the API server) */
+        /* a pod of the API server whose status.phase is already Succeeded or
+         * Failed: that phase, its reason and message (else NULL) */
+        char *api_phase, *api_reason, *api_message;
         /* network */
         char *hostname;  /* spec.hostname, NULL = the pod's name */
         char *subdomain; /* spec.subdomain */

@@ -434,6 +434,28 @@ no_plain() { status_json a | jq -e --arg u "$plain_uid" '.pods and ([.pods[] | s
 check "...and nothing starts from the file" no_plain
 stop a
 
+# ---- a pod that has ended in the API server is not run again --------------------------------
+# (kubelet's pod workers after a restart: a terminal phase in the API and
+# nothing running: terminated, never started; issue 105523)
+pod ended '"automountServiceAccountToken": false,' '' | kc create -f - >/dev/null
+kc patch pod ended --subresource=status --type=merge \
+	-p '{"status": {"phase": "Failed", "reason": "Ended", "message": "ended before the start"}}' >/dev/null
+ended_uid=$(pj ended .metadata.uid)
+run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig" --node-ip 127.0.0.1
+ended_seen() {
+	[ "$(status_json a | jq -r --arg u "$ended_uid" '.pods[] | select(.uid == $u) | "\(.phase) \(.reason) \(.admitted)"')" = \
+		"Failed Ended false" ]
+}
+check "a pod Failed in the API server before cubelet started: Failed with its reason, never admitted nor run" \
+	wait_until 30 ended_seen
+contains "$(cat "$T/a.log")" "pod default/ended (uid $ended_uid) is Failed in the API server: not run again" \
+	"...the journal says so"
+is "$(pj ended '"\(.status.phase) \(.status.reason) \(.status.message)"')" "Failed Ended ended before the start" \
+	"...its status in the API is left as it was"
+check "...and the pods file (offlinePods) leaves it out" sh -c "! grep -q '$ended_uid' '$T/a/state/api_pods'"
+stop a
+kc delete pod ended --wait=false >/dev/null
+
 # ---- a broken kubeconfig -------------------------------------------------------------------
 sed 's/^current-context: .*/current-context: nowhere/' "$T/cp/pki/node.kubeconfig" >"$T/bad.kubeconfig"
 out=$(timeout 20 "$CUBELET" run --config "$T/a/config.yaml" --manifest-dir "$T/a/manifests" \

@@ -635,17 +635,33 @@ fi
 
 # ---- i. a node that starts offline (cubelet.offlinePods: start; issue 23 part 6) ---------------
 # What a reboot with the API server unreachable leaves: cubelet stopped, the
-# web pods' processes killed (cgroup.kill), the API server's port refusing
-# connections (a packet-filter rule); cubelet started with offlinePods:
-# start: the first list fails and the 3 pods of its last list
-# (<stateDir>/api_pods) run again, same UIDs, new containers. The port open
-# again: the list answers and the pods started offline stay as they are.
-web_of() { status_json | jq -r "[.pods[] | select(.name | startswith(\"web-\")) | $1] | sort | join(\" \")"; }
-uids=$(web_of .uid)
-ctrs=$(web_of '.containers[0].id')
-t_is "$(echo "$uids" | wc -w)" 3 "offline: the Deployment's 3 pods run before"
+# processes of every pod killed (cgroup.kill), the API server's port
+# refusing connections (a packet-filter rule). cubelet started with
+# offlinePods: start: the first list fails and the pods of its last list
+# (<stateDir>/api_pods) are started: pod offline (no API volume) runs again,
+# same UID, a new container; the web pods (a token volume, a ConfigMap)
+# wait for the API server. The port open again: the list answers, the web
+# pods run again, offline stays as it is.
+kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: offline, namespace: default}
+spec:
+  nodeName: $NODE_LC
+  terminationGracePeriodSeconds: 1
+  automountServiceAccountToken: false
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sleep, "3600"]
+EOF
+of() { status_json | jq -r --arg n "$1" ".pods[] | select(.name == \$n) | $2"; }
+off_running() { [ "$(of offline .phase)" = Running ]; }
+t_ok "offline: pod offline (no API volume) Running" wait_until 240 off_running
+uid=$(of offline .uid) ctr=$(of offline '.containers[0].id')
+web_uids=$(status_json | jq -r '[.pods[] | select(.name | startswith("web-")) | .uid] | sort | join(" ")')
 systemctl stop cubelet
-for u in $uids; do
+for u in $uid $web_uids; do
 	for cg in $(find /sys/fs/cgroup/kubepods -maxdepth 2 -type d -name "pod$u" 2>/dev/null); do
 		echo 1 >"$cg/cgroup.kill"
 	done
@@ -654,23 +670,23 @@ iptables -I INPUT -p tcp --dport 6443 -j REJECT --reject-with tcp-reset
 sed -i 's|^  socket: /run/cubelet/cubelet.sock$|&\n  offlinePods: start|' /etc/cubelet/config.yaml
 off_start=$(date +%s)
 systemctl start cubelet
-offline_running() {
-	[ "$(status_json | jq '[.pods[] | select((.name | startswith("web-")) and .phase == "Running")] | length')" = 3 ] &&
-		[ "$(web_of '.containers[0].id')" != "$ctrs" ]
-}
-t_ok "offline: the API server unreachable, offlinePods: start: the 3 pods of the last list run again ($(since "$off_start") s)" \
-	wait_until 300 offline_running
-t_is "$(web_of .uid)" "$uids" "offline: with their UIDs"
+off_again() { [ "$(of offline .phase)" = Running ] && [ "$(of offline '.containers[0].id')" != "$ctr" ]; }
+t_ok "offline: the API server unreachable, offlinePods: start: pod offline runs again from the last list ($(since "$off_start") s)" \
+	wait_until 300 off_again
+t_is "$(of offline .uid)" "$uid" "offline: with its UID"
 off_journal() { journalctl -u cubelet --no-pager -q -S "@$off_start" 2>/dev/null; }
-t_contains "$(off_journal)" "API server: unreachable at the start: the 3 pods of its last list from '/var/lib/cubelet/api_pods'" \
+t_contains "$(off_journal)" "API server: unreachable at the start: the 4 pods of its last list from '/var/lib/cubelet/api_pods'" \
 	"offline: the journal says where they come from"
-ctrs=$(web_of '.containers[0].id')
+t_is "$(status_json | jq '[.pods[] | select((.name | startswith("web-")) and .phase == "Running")] | length')" 0 \
+	"offline: the web pods, whose volumes need the API server, wait for it"
+ctr=$(of offline '.containers[0].id')
 iptables -D INPUT -p tcp --dport 6443 -j REJECT --reject-with tcp-reset
 list_back() { off_journal | grep -q 'API server: pods: working again'; }
 t_ok "offline: the port open again: the list answers" wait_until 180 list_back
-t_ok "offline: the Deployment's 3 pods Running in the API" wait_until 120 running 3
-t_is "$(web_of .uid) $(web_of '.containers[0].id')" "$uids $ctrs" \
-	"offline: the pods started offline stay (same UIDs, same containers)"
+t_ok "offline: the Deployment's 3 pods Running again" wait_until 300 running 3
+t_is "$(of offline .uid) $(of offline '.containers[0].id') $(of offline .phase)" "$uid $ctr Running" \
+	"offline: pod offline stays as it was started offline (same UID, same container)"
+kc delete pod offline --wait=false >/dev/null
 sed -i '/^  offlinePods: start$/d' /etc/cubelet/config.yaml
 
 # ---- g. the systemd cgroup driver -------------------------------------------------------------

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The file of the node's last API pods (cubelet.offlinePods): what it keeps
- * (metadata and spec; no mirror pod, no pod being deleted, no status), the
+ * (metadata and spec; no mirror pod, no pod being deleted or ended, no status), the
  * fingerprint that a status change leaves alone, and a file that is not
  * this node's, another version's or not JSON refused and named. */
 #include <errno.h>
@@ -36,6 +36,19 @@ static void test_fingerprint(void **state) {
         assert_string_not_equal(fa, fc);    /* a new generation: written again */
         free(fa), free(fb), free(fc);
         json_decref(a), json_decref(b), json_decref(c);
+}
+
+/* a pod that has ended (Succeeded, Failed) is never run again: left out,
+ * and the file is written again when a pod ends */
+static void test_ended(void **state) {
+        json_t *f = pods("Failed", 1), *s = pods("Succeeded", 1);
+        char *ff = kube_pods_cache_fingerprint(f), *fs = kube_pods_cache_fingerprint(s);
+
+        (void) state;
+        assert_string_equal(ff, "");
+        assert_string_equal(fs, "");
+        free(ff), free(fs);
+        json_decref(f), json_decref(s);
 }
 
 static void test_round_trip(void **state) {
@@ -87,6 +100,7 @@ static void test_round_trip(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fingerprint),
+                cmocka_unit_test(test_ended),
                 cmocka_unit_test(test_round_trip),
         };
 
