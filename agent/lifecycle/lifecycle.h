@@ -151,11 +151,11 @@ typedef struct LcPod {
         LcBackoff *backoff;          /* init containers first, then app containers */
         LcContainerStatus *statuses; /* same order */
         size_t n;
-        bool admitted; /* admitted by every manager (assumed or confirmed) */
-        bool started;  /* pod_started was sent */
-        bool terminal; /* Failed: rejected, preempted or evicted; never synced again */
-        bool evicted;  /* terminal by eviction: admitted again once the pressure is gone */
-        bool rejected; /* terminal by admission (kubelet's rejectPod: a status of phase, reason, message) */
+        bool admitted;     /* admitted by every manager (assumed or confirmed) */
+        bool started;      /* pod_started was sent */
+        bool terminal;     /* Failed: rejected, preempted or evicted; never synced again */
+        bool evicted;      /* terminal by eviction: admitted again once the pressure is gone */
+        bool rejected;     /* terminal by admission (kubelet's rejectPod: a status of phase, reason, message) */
         bool api_terminal; /* terminal in the API server before this process saw it: never run, status left alone */
         char reason[LC_REASON_MAX];
         char message[LC_MESSAGE_MAX];
