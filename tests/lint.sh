@@ -68,6 +68,14 @@ long=$(wc -l $(find agent cri proto eviction deviceplugin -name '*.[ch]' -not -p
 if [ -n "$long" ]; then
         echo "lint: files over 600 lines:"; echo "$long"; rc=1
 fi
+# A VM scenario's "# vm-…" headers are read from its first 30 lines alone (run-vm.sh,
+# run-scenarios.sh): one further down is silently the default (97-cluster's vm-timeout once).
+late=$(for f in tests/vm/scenarios/*.sh tests/vm/extra/*.sh; do
+        grep -n '^# vm-[a-z-]*:' "$f" | awk -F: -v f="$f" '$1 > 30 { print f ":" $1 ": " $2 }'
+done)
+if [ -n "$late" ]; then
+        echo "lint: VM scenario headers past line 30 (not read):"; echo "$late"; rc=1
+fi
 # The docs (issue 25): the quoted test data equals its file, relative links resolve, README.md is
 # at most 250 lines. Needs no build; `bash tests/docs-check.sh` runs it alone.
 if ! bash tests/docs-check.sh; then

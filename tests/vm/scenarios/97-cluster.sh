@@ -1,4 +1,7 @@
 #!/bin/bash
+# vm-guest: main
+# vm-timeout: 3000
+# vm-mem: 2048M
 # cubelet as a node of the real control plane, all on the guest's loopback:
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler
 # (tests/cluster/control-plane.sh, build/cluster/kube) and cubelet with
@@ -28,9 +31,6 @@
 # (The Node's fields, the Lease, NodeRestriction, mirror pods, token volumes
 # and the API server's faults: tests/cluster/run-node.sh and run-hostile.sh,
 # on the host, in make test.)
-# vm-guest: main
-# vm-timeout: 3000
-# vm-mem: 2048M
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
