@@ -561,7 +561,7 @@ t_ok "the Deployment's 3 pods are untouched" running 3
 # zram swap: the Node reports SwapTotal; an API pod (static pods are
 # critical and never swap) that is Burstable gets memory.swap.max = request
 # / MemTotal × SwapTotal (kubelet's calcSwapForBurstablePods) and, writing
-# 40Mi past its memory limit into its root filesystem (tmpfs pages in the
+# 20Mi past its memory limit into its root filesystem (tmpfs pages in the
 # guest), swaps them and runs on; a Guaranteed one (memory.swap.max 0)
 # writing past its limit is OOM-killed. Each writes once the test has read
 # its cgroup (a file in a hostPath). (docs/swap.md)
@@ -598,8 +598,8 @@ spec:
     command: [sh, -c, "while [ ! -e /x/$1.go ]; do sleep 0.5; done; dd if=/dev/zero of=/big bs=1M count=$4 2>/x/$1.dd && echo written >/x/$1.done; exec sleep 3600"]
 Y
 	}
-	swap_pod swapb 128Mi 160Mi 200
-	swap_pod swapg 160Mi 160Mi 200
+	swap_pod swapb 64Mi 80Mi 100
+	swap_pod swapg 80Mi 80Mi 100
 	swap_running() { [ "$(pod "$1" | jq -r .status.phase)" = Running ]; }
 	for p in swapb swapg; do
 		t_ok "swap: pod $p Running" wait_until 240 swap_running $p
@@ -607,16 +607,18 @@ Y
 	swap_max() { # swap_max POD: the container's memory.swap.max
 		cat "/sys/fs/cgroup/$(cg_ctr "$(pod_field "$1" cgroup)" "$(ctr_field "$1" app id)")/memory.swap.max" 2>/dev/null
 	}
-	want=$(awk -v r=$((128 * MiB)) -v m="$mem_total" -v s="$swap_total" 'BEGIN { printf "%d", r / m * s }')
-	t_is "$(swap_max swapb)" "$want" "swap: Burstable swapb: memory.swap.max = 128Mi / MemTotal × SwapTotal"
+	want=$(awk -v r=$((64 * MiB)) -v m="$mem_total" -v s="$swap_total" 'BEGIN { printf "%d", r / m * s }')
+	# (the kernel keeps the value cubelet sends rounded down to a page)
+	t_is "$(swap_max swapb)" "$((want / 4096 * 4096))" \
+		"swap: Burstable swapb: memory.swap.max = 64Mi / MemTotal × SwapTotal ($want), to a page"
 	t_is "$(swap_max swapg)" 0 "swap: Guaranteed swapg: memory.swap.max 0"
 	b_cg=/sys/fs/cgroup/$(cg_ctr "$(pod_field swapb cgroup)" "$(ctr_field swapb app id)")
 	touch $SW/swapb.go $SW/swapg.go
-	t_ok "swap: swapb wrote 200Mi past its 160Mi limit" wait_until 120 test -e $SW/swapb.done
+	t_ok "swap: swapb wrote 100Mi past its 80Mi limit" wait_until 120 test -e $SW/swapb.done
 	sc=$(cat "$b_cg/memory.swap.current" 2>/dev/null)
 	t_diag "swapb: memory.swap.current $sc, memory.swap.max $want, memory.current $(cat "$b_cg/memory.current" 2>/dev/null)"
-	t_ok "swap: swapb swapped at least the 40Mi over its limit, at most its share" \
-		awk -v c="${sc:-0}" -v m="$want" -v o=$((40 * MiB)) 'BEGIN { exit !(c >= o && c <= m) }'
+	t_ok "swap: swapb swapped at least the 20Mi over its limit, at most its share" \
+		awk -v c="${sc:-0}" -v m="$want" -v o=$((20 * MiB)) 'BEGIN { exit !(c >= o && c <= m) }'
 	t_is "$(awk '$1 == "oom_kill" { print $2 }' "$b_cg/memory.events" 2>/dev/null)" 0 "swap: swapb had no OOM kill"
 	g_oom() { [ "$(pod swapg | jq -r '.status.containerStatuses[0].state.terminated.reason')" = OOMKilled ]; }
 	t_ok "swap: swapg, which may not swap, is OOMKilled" wait_until 120 g_oom
