@@ -45,8 +45,12 @@ uint64_t agent_relist_period(Agent *a, uint64_t now) {
 }
 
 /* A runtime event (or the stream's loss or return): relist now, and on the
- * short period for two more periods, since the CRI plugin applies the same
- * event to its own state meanwhile and the first relist may not see it. */
+ * short period for the next 10 s (at least two and a half periods), since
+ * the CRI plugin applies the same event to its own state meanwhile and the
+ * first relists may not see it: containerd 1.6 marks a container exited
+ * only once its task is deleted, which took over 2.5 s in a loaded guest
+ * (21-recovery's kill -9 was seen only at the 60 s relist in a CI run). */
+#define EVENT_HOT_USEC (10 * CUB_USEC_PER_SEC)
 static int on_runtime_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Agent *a = userdata;
         uint64_t now = agent_now_usec();
@@ -57,6 +61,8 @@ static int on_runtime_event(sd_event_source *s, int fd, uint32_t revents, void *
         if (cri_events_take(a->rt.events) == 0)
                 return 0;
         a->rt.relist_hot_until = now + 2 * a->core.opt.relist_usec + a->core.opt.relist_usec / 2;
+        if (a->rt.relist_hot_until < now + EVENT_HOT_USEC)
+                a->rt.relist_hot_until = now + EVENT_HOT_USEC;
         relist_timer_at(a, now + a->core.opt.relist_usec);
         agent_request_relist(a);
         return 0;

@@ -54,6 +54,9 @@ typedef struct Shutdown {
         char error[CUB_ERR_MSG_MAX];
 } Shutdown;
 
+/* after the sequence, for cubelet's exit (its jobs in flight end first) */
+#define SHUTDOWN_EXIT_USEC (30 * CUB_USEC_PER_SEC)
+
 static void start_group(Shutdown *m, size_t g);
 
 static void pending_clear(Shutdown *m) {
@@ -128,8 +131,12 @@ static void start_group(Shutdown *m, size_t g) {
         cub_log(LOG_INFO, "graceful node shutdown: every pod stopped; releasing the inhibitor lock, the node "
                           "shuts down");
         release_lock(m);
-        if (m->quit_when_done)
+        if (m->quit_when_done) {
+                /* cubelet's own exit waits for the jobs in flight (a stop
+                 * whose group's period ran out): time for that too */
+                (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu", (unsigned long long) SHUTDOWN_EXIT_USEC);
                 m->env->quit(m->env->loop);
+        }
 }
 
 static void begin(Shutdown *m) {
@@ -186,7 +193,7 @@ static bool shutdown_terminate(void *userdata) {
                                   "PrepareForShutdown; stopping the pods before exiting");
                 m->quit_when_done = true;
                 (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
-                                  (unsigned long long) (m->period_s + 5) * CUB_USEC_PER_SEC);
+                                  (unsigned long long) (m->period_s + 5) * CUB_USEC_PER_SEC + SHUTDOWN_EXIT_USEC);
                 begin(m);
                 return true; /* begin() quits at once when no pod is left */
         }
@@ -195,7 +202,7 @@ static bool shutdown_terminate(void *userdata) {
         cub_log(LOG_INFO, "graceful node shutdown: SIGTERM while pods stop; exiting once they have");
         m->quit_when_done = true;
         (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
-                          (unsigned long long) (period_left(m) + 5) * CUB_USEC_PER_SEC);
+                          (unsigned long long) (period_left(m) + 5) * CUB_USEC_PER_SEC + SHUTDOWN_EXIT_USEC);
         return true;
 }
 

@@ -624,13 +624,7 @@ Y
 	t_ok "swap: swapg, which may not swap, is OOMKilled" wait_until 120 g_oom
 	t_is "$(pod swapb | jq -r '"\(.status.phase) \(.status.containerStatuses[0].restartCount)"')" "Running 0" \
 		"swap: swapb runs on, not restarted"
-	kc delete pod swapb swapg --wait=false >/dev/null
-	swap_gone() { absent swapb && absent swapg; }
-	t_ok "swap: both pods go" wait_until 120 swap_gone
-	sed -i '/^memorySwap/d' /etc/cubelet/config.yaml
-	swapoff /dev/zram0
-	echo 1 >/sys/block/zram0/reset
-	rm -rf $SW
+	swap_ok=1 # swapb serves i as its pod without API volumes; both go after i
 else
 	t_fail "swap: a zram device as swap (modprobe zram, mkswap, swapon)"
 fi
@@ -640,11 +634,16 @@ fi
 # processes of every pod killed (cgroup.kill), the API server's port
 # refusing connections (a packet-filter rule). cubelet started with
 # offlinePods: start: the first list fails and the pods of its last list
-# (<stateDir>/api_pods) are started: pod offline (no API volume) runs again,
+# (<stateDir>/api_pods) are started: h's swapb (no API volume) runs again,
 # same UID, a new container; the web pods (a token volume, a ConfigMap)
-# wait for the API server. The port open again: the list answers, the web
-# pods run again, offline stays as it is.
-kc apply -f - >/dev/null <<EOF
+# wait for the API server; swapg, Failed in the API, is not in the file.
+# The port open again: the list answers, the web pods run again, swapb
+# stays as it is, and swapg is not run again (it has ended).
+of() { status_json | jq -r --arg n "$1" ".pods[] | select(.name == \$n) | $2"; }
+OFF=swapb
+if [ "${swap_ok:-0}" != 1 ]; then # (h could not run: a pod of its own)
+	OFF=offline
+	kc apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
 metadata: {name: offline, namespace: default}
@@ -657,10 +656,10 @@ spec:
     image: localhost/cubelet/busybox:1
     command: [sleep, "3600"]
 EOF
-of() { status_json | jq -r --arg n "$1" ".pods[] | select(.name == \$n) | $2"; }
-off_running() { [ "$(of offline .phase)" = Running ]; }
-t_ok "offline: pod offline (no API volume) Running" wait_until 240 off_running
-uid=$(of offline .uid) ctr=$(of offline '.containers[0].id')
+	off_running() { [ "$(of offline .phase)" = Running ]; }
+	t_ok "offline: pod offline (no API volume) Running" wait_until 240 off_running
+fi
+uid=$(of $OFF .uid) ctr=$(of $OFF '.containers[0].id')
 web_uids=$(status_json | jq -r '[.pods[] | select(.name | startswith("web-")) | .uid] | sort | join(" ")')
 systemctl stop cubelet
 for u in $uid $web_uids; do
@@ -672,24 +671,37 @@ iptables -I INPUT -p tcp --dport 6443 -j REJECT --reject-with tcp-reset
 sed -i 's|^  socket: /run/cubelet/cubelet.sock$|&\n  offlinePods: start|' /etc/cubelet/config.yaml
 off_start=$(date +%s)
 systemctl start cubelet
-off_again() { [ "$(of offline .phase)" = Running ] && [ "$(of offline '.containers[0].id')" != "$ctr" ]; }
-t_ok "offline: the API server unreachable, offlinePods: start: pod offline runs again from the last list ($(since "$off_start") s)" \
+off_again() { [ "$(of $OFF .phase)" = Running ] && [ "$(of $OFF '.containers[0].id')" != "$ctr" ]; }
+t_ok "offline: the API server unreachable, offlinePods: start: pod $OFF runs again from the last list ($(since "$off_start") s)" \
 	wait_until 300 off_again
-t_is "$(of offline .uid)" "$uid" "offline: with its UID"
+t_is "$(of $OFF .uid)" "$uid" "offline: with its UID"
 off_journal() { journalctl -u cubelet --no-pager -q -S "@$off_start" 2>/dev/null; }
 t_contains "$(off_journal)" "API server: unreachable at the start: the 4 pods of its last list from '/var/lib/cubelet/api_pods'" \
-	"offline: the journal says where they come from"
+	"offline: the journal says where they come from (the web pods and $OFF; not an ended pod)"
 t_is "$(status_json | jq '[.pods[] | select((.name | startswith("web-")) and .phase == "Running")] | length')" 0 \
 	"offline: the web pods, whose volumes need the API server, wait for it"
-ctr=$(of offline '.containers[0].id')
+ctr=$(of $OFF '.containers[0].id')
 iptables -D INPUT -p tcp --dport 6443 -j REJECT --reject-with tcp-reset
 list_back() { off_journal | grep -q 'API server: pods: working again'; }
 t_ok "offline: the port open again: the list answers" wait_until 180 list_back
 t_ok "offline: the Deployment's 3 pods Running again" wait_until 300 running 3
-t_is "$(of offline .uid) $(of offline '.containers[0].id') $(of offline .phase)" "$uid $ctr Running" \
-	"offline: pod offline stays as it was started offline (same UID, same container)"
-kc delete pod offline --wait=false >/dev/null
-sed -i '/^  offlinePods: start$/d' /etc/cubelet/config.yaml
+t_is "$(of $OFF .uid) $(of $OFF '.containers[0].id') $(of $OFF .phase)" "$uid $ctr Running" \
+	"offline: pod $OFF stays as it was started offline (same UID, same container)"
+if [ "$OFF" = swapb ]; then
+	t_contains "$(off_journal)" "pod default/swapg (uid $(pod swapg | jq -r .metadata.uid)) is Failed in the API server: not run again" \
+		"offline: swapg, OOMKilled before the restart, is not run again"
+	t_is "$(of swapg .phase) $(pod swapg | jq -r '.status.containerStatuses[0].state.terminated.reason')" "Failed OOMKilled" \
+		"offline: ...Failed in cubelet's status, its status in the API as it was"
+fi
+kc delete pod $OFF swapg --wait=false --ignore-not-found >/dev/null
+off_gone() { absent $OFF && absent swapg; }
+t_ok "offline: its pods go" wait_until 120 off_gone
+sed -i '/^  offlinePods: start$/d; /^memorySwap/d' /etc/cubelet/config.yaml
+if [ "${swap_ok:-0}" = 1 ]; then
+	swapoff /dev/zram0
+	echo 1 >/sys/block/zram0/reset
+fi
+rm -rf "$SW"
 
 # ---- g. the systemd cgroup driver -------------------------------------------------------------
 # The same node under cgroupDriver: systemd (containerd's runc with
