@@ -3,7 +3,6 @@
 # command of kubelet's "does not work" reports: with Debian 12's systemd it
 # goes through logind as `systemctl poweroff` does (lib/poweroff.sh). The
 # guest powers off at the end.
-# vm-guest: b
 # vm-order: last
 # vm-timeout: 420
 # vm-mem: 2048M
