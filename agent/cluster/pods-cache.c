@@ -16,16 +16,16 @@
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
 #include "pods-cache.h"
+#include "status.h"
 
 #define PODS_CACHE_MAX (64U * 1024 * 1024)
 
 static bool kept(const json_t *pod) {
         const json_t *meta = json_object_get(pod, "metadata");
-        const char *ph = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
 
         return json_is_object(json_object_get(pod, "spec")) && !json_object_get(meta, "deletionTimestamp") &&
                !json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror") &&
-               !(ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0));
+               !kube_status_terminal(json_object_get(pod, "status"));
 }
 
 static int cmp_str(const void *x, const void *y) {

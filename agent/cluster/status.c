@@ -112,7 +112,7 @@ static void send(KubeStatus *s, const char *method, const char *path, const json
                 s->deletes++;
 }
 
-static bool terminal(const json_t *status) {
+bool kube_status_terminal(const json_t *status) {
         const char *ph = json_string_value(json_object_get(status, "phase"));
 
         return ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0);
@@ -128,7 +128,7 @@ void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char
         if (sent && json_equal(sent, (json_t *) status))
                 return;
         /* a terminal phase never goes back (kubelet's status manager) */
-        if (sent && terminal(sent) && !terminal(status))
+        if (sent && kube_status_terminal(sent) && !kube_status_terminal(status))
                 return;
         patch = json_pack("{s:{s:s},s:o}", "metadata", "uid", uid, "status", json_deep_copy(status));
         /* hostIPs and podIPs merge by "ip" in a strategic merge patch: the

@@ -24,6 +24,8 @@ int kube_status_new(KubeClient *c, KubeStatus **ret, CubError *err);
 KubeStatus *kube_status_free(KubeStatus *s);
 /* The pod's status as the node sees it now (a v1 PodStatus). */
 void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char *uid, const json_t *status);
+/* Whether a pod status's phase is Succeeded or Failed (never left again) */
+bool kube_status_terminal(const json_t *status);
 /* The deleted pod's containers are stopped: the final DELETE, once. */
 /* kubelet's 10 s resync: when the API server's status of the pod
  * (api_status, from the watch) says something else than what was sent

@@ -241,10 +241,9 @@ static void api_entry(const json_t *o, PodsrcEntry *e) {
          * another node's watch): kubelet does not run such a pod again */
         {
                 const json_t *st = json_object_get(o, "status");
-                const char *ph = json_string_value(json_object_get(st, "phase"));
 
-                if (ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0)) {
-                        e->pod->api_phase = strdup(ph);
+                if (kube_status_terminal(st)) {
+                        e->pod->api_phase = strdup(json_string_value(json_object_get(st, "phase")));
                         e->pod->api_reason = strdup(json_string_value(json_object_get(st, "reason")) ?: "");
                         e->pod->api_message = strdup(json_string_value(json_object_get(st, "message")) ?: "");
                 }

@@ -177,6 +177,14 @@ static int64_t period_left(const Shutdown *m) {
         return s;
 }
 
+/* a SIGTERM waits for the sequence: the stop timeout covers left seconds of
+ * it, then cubelet's exit */
+static void hold_exit(Shutdown *m, int64_t left_s) {
+        m->quit_when_done = true;
+        (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
+                          (unsigned long long) (left_s + 5) * CUB_USEC_PER_SEC + SHUTDOWN_EXIT_USEC);
+}
+
 static bool shutdown_terminate(void *userdata) {
         Shutdown *m = userdata;
         CubError err = {};
@@ -184,25 +192,21 @@ static bool shutdown_terminate(void *userdata) {
 
         if (m->period_s <= 0)
                 return false;
-        if (!m->shutting_down) {
-                if (logind_system_stopping(m->logind, &stopping, &err) < 0)
-                        cub_log(LOG_WARNING, "graceful node shutdown: SIGTERM: %s; exiting", err.msg);
-                if (!stopping)
-                        return false; /* `systemctl stop cubelet`: the pods keep running */
-                cub_log(LOG_INFO, "graceful node shutdown: systemd stops the system without logind's "
-                                  "PrepareForShutdown; stopping the pods before exiting");
-                m->quit_when_done = true;
-                (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
-                                  (unsigned long long) (m->period_s + 5) * CUB_USEC_PER_SEC + SHUTDOWN_EXIT_USEC);
-                begin(m);
-                return true; /* begin() quits at once when no pod is left */
+        if (m->shutting_down) {
+                if (m->group >= m->plan.n)
+                        return false; /* done: the lock is released */
+                cub_log(LOG_INFO, "graceful node shutdown: SIGTERM while pods stop; exiting once they have");
+                hold_exit(m, period_left(m));
+                return true;
         }
-        if (m->group >= m->plan.n)
-                return false; /* done: the lock is released */
-        cub_log(LOG_INFO, "graceful node shutdown: SIGTERM while pods stop; exiting once they have");
-        m->quit_when_done = true;
-        (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
-                          (unsigned long long) (period_left(m) + 5) * CUB_USEC_PER_SEC + SHUTDOWN_EXIT_USEC);
+        if (logind_system_stopping(m->logind, &stopping, &err) < 0)
+                cub_log(LOG_WARNING, "graceful node shutdown: SIGTERM: %s; exiting", err.msg);
+        if (!stopping)
+                return false; /* `systemctl stop cubelet`: the pods keep running */
+        cub_log(LOG_INFO, "graceful node shutdown: systemd stops the system without logind's "
+                          "PrepareForShutdown; stopping the pods before exiting");
+        hold_exit(m, m->period_s);
+        begin(m); /* quits at once when no pod is left */
         return true;
 }
 
