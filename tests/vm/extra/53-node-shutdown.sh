@@ -44,26 +44,9 @@ t_is "$(delay_usec)" 3000000 "a: zz-other.conf sets logind's InhibitDelayMaxUSec
 
 cubelet_install
 printf 'shutdownGracePeriod: 40s\nshutdownGracePeriodCriticalPods: 20s\n' >>/etc/cubelet/config.yaml
-pod() { # pod NAME GRACE [PRIORITY_CLASS]
-	cat >"$M/$1.yaml" <<Y
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  terminationGracePeriodSeconds: $2
-  ${3:+priorityClassName: $3}
-  volumes: [{name: x, hostPath: {path: $X}}]
-  containers:
-  - name: app
-    image: localhost/cubelet/busybox:1
-    command: [sh, -c, "trap 'read u _ </proc/uptime; echo \$u >/x/$1-term; exit 0' TERM; while true; do sleep 1; done"]
-    volumeMounts: [{name: x, mountPath: /x}]
-    lifecycle: {preStop: {exec: {command: [sh, -c, "read u _ </proc/uptime; echo \$u >/x/$1-prestop"]}}}
-Y
-}
-pod regular 30
-pod quick 2
-pod critical 30 system-node-critical
+shutdown_pod regular 30
+shutdown_pod quick 2
+shutdown_pod critical 30 system-node-critical
 systemctl start cubelet
 for p in regular quick critical; do
 	t_ok "pod $p reaches Running" wait_phase "$p-$NODE" Running 180
@@ -80,7 +63,7 @@ t_is "$(status_json | jq -c '.gracefulShutdown | [.periodSeconds, .groups, .inhi
 read -r t0 _ </proc/uptime
 dbus-send --system --type=signal /org/freedesktop/login1 org.freedesktop.login1.Manager.PrepareForShutdown boolean:true
 t_ok "c: the pods are Failed" wait_until 60 sh -c "[ \"\$($STATUS_JSON | jq -r '[.pods[] | select(.phase == \"Failed\")] | length')\" = 3 ]"
-pod late 30
+shutdown_pod late 30
 t_ok "c: a pod that arrives while the node shuts down is Failed" wait_phase "late-$NODE" Failed 60
 t_is "$(podq late '.reason + ": " + .message')" \
 	"NodeShutdown: Pod was rejected: Pod was rejected as the node is shutting down." \

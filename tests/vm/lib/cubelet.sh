@@ -184,6 +184,29 @@ describe_event() {
 	case "$j" in *"$3"*) ;; *) return 1 ;; esac
 }
 
+# shutdown_pod NAME GRACE [PRIORITY_CLASS [AFTER_TERM]]: a static pod for
+# the graceful node shutdown scenarios (53, lib/poweroff.sh): its preStop
+# hook and its SIGTERM write the guest's uptime to $X/NAME-prestop and
+# $X/NAME-term (X: a host directory, a hostPath at /x); AFTER_TERM is shell
+# the SIGTERM's handler runs after that mark, before it exits
+shutdown_pod() {
+	cat >"$M/$1.yaml" <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  terminationGracePeriodSeconds: $2
+  ${3:+priorityClassName: $3}
+  volumes: [{name: x, hostPath: {path: $X}}]
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, "trap 'read u _ </proc/uptime; echo \$u >/x/$1-term; ${4:+$4; }exit 0' TERM; while true; do sleep 1; done"]
+    volumeMounts: [{name: x, mountPath: /x}]
+    lifecycle: {preStop: {exec: {command: [sh, -c, "read u _ </proc/uptime; echo \$u >/x/$1-prestop"]}}}
+Y
+}
+
 # manifest_put FILE: stdin becomes $M/FILE at once (written beside it as a
 # dot file, which the source ignores, then renamed: one complete event)
 manifest_put() {

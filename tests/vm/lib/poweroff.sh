@@ -34,35 +34,8 @@ poweroff_scenario() {
 	cubelet_install
 	printf 'shutdownGracePeriod: 20s\nshutdownGracePeriodCriticalPods: 8s\n' >>/etc/cubelet/config.yaml
 	# the regular pod takes 3 s to handle SIGTERM: longer than zz-other.conf's delay
-	cat >"$M/regular.yaml" <<Y
-apiVersion: v1
-kind: Pod
-metadata: {name: regular}
-spec:
-  terminationGracePeriodSeconds: 30
-  volumes: [{name: x, hostPath: {path: $X}}]
-  containers:
-  - name: app
-    image: localhost/cubelet/busybox:1
-    command: [sh, -c, "trap 'read u _ </proc/uptime; echo \$u >/x/regular-term; sleep 3; read u _ </proc/uptime; echo \$u >/x/regular-exit; exit 0' TERM; while true; do sleep 1; done"]
-    volumeMounts: [{name: x, mountPath: /x}]
-    lifecycle: {preStop: {exec: {command: [sh, -c, "read u _ </proc/uptime; echo \$u >/x/regular-prestop"]}}}
-Y
-	cat >"$M/critical.yaml" <<Y
-apiVersion: v1
-kind: Pod
-metadata: {name: critical}
-spec:
-  terminationGracePeriodSeconds: 30
-  priorityClassName: system-node-critical
-  volumes: [{name: x, hostPath: {path: $X}}]
-  containers:
-  - name: app
-    image: localhost/cubelet/busybox:1
-    command: [sh, -c, "trap 'read u _ </proc/uptime; echo \$u >/x/critical-term; exit 0' TERM; while true; do sleep 1; done"]
-    volumeMounts: [{name: x, mountPath: /x}]
-    lifecycle: {preStop: {exec: {command: [sh, -c, "read u _ </proc/uptime; echo \$u >/x/critical-prestop"]}}}
-Y
+	shutdown_pod regular 30 "" 'sleep 3; read u _ </proc/uptime; echo $u >/x/regular-exit'
+	shutdown_pod critical 30 system-node-critical
 	systemctl start cubelet
 	for p in regular critical; do
 		t_ok "pod $p reaches Running" wait_phase "$p-$NODE" Running 180
