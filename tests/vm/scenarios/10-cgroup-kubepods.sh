@@ -3,7 +3,6 @@
 # write it: the limits read back exactly, and the kernel enforces them. With
 # CUBELET_DRIVER=systemd, the same through slice properties (systemctl
 # set-property) on kubelet's slice names.
-# vm-guest-systemd: b
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
