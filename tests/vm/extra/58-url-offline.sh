@@ -8,7 +8,6 @@
 # list: the node converges (the old pod goes, the new one runs).
 # 70-http-source (the full tier) does the same over mutual TLS among its
 # other checks.
-# vm-guest: b
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u
