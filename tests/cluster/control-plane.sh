@@ -187,10 +187,8 @@ metrics_server() {
 # the garbage collector's discovery reaches it every 30 s: in a guest, CPU
 # taken from everything after kubectl top.
 metrics_server_stop() {
-	"$KUBE" kubectl --kubeconfig "$DIR/pki/admin.kubeconfig" delete --ignore-not-found \
-		apiservice/v1beta1.metrics.k8s.io >/dev/null &&
-		"$KUBE" kubectl --kubeconfig "$DIR/pki/admin.kubeconfig" delete --ignore-not-found \
-			-n kube-system service/metrics-server >/dev/null || return 1
+	"$KUBE" kubectl --kubeconfig "$DIR/pki/admin.kubeconfig" delete --ignore-not-found -n kube-system \
+		apiservice/v1beta1.metrics.k8s.io service/metrics-server >/dev/null || return 1
 	if [ -f "$DIR/metrics-server.pid" ]; then
 		kill "$(cat "$DIR/metrics-server.pid")" 2>/dev/null
 		rm -f "$DIR/metrics-server.pid"
