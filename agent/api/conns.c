@@ -205,12 +205,12 @@ static void set_peer(ApiConn *c, const struct sockaddr *peer) {
 }
 
 /* Who makes room for c (conns.h): of the other waiting connections, one
- * that has received the fewest bytes, the newest of those; NULL when none. */
+ * that has received the fewest bytes, the oldest of those; NULL when none. */
 static ApiConn *victim(ApiConns *t, const ApiConn *c) {
         ApiConn *v = NULL;
         uint64_t least = UINT64_MAX;
 
-        for (ApiConn *o = t->tail; o && least > 0; o = o->prev) {
+        for (ApiConn *o = t->head; o && least > 0; o = o->next) {
                 uint64_t n;
 
                 if (o == c)

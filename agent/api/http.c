@@ -484,7 +484,7 @@ int api_http_new(const ApiHttpConfig *c, ApiHttp **ret, CubError *err) {
          * timeout (timeout_sec without traffic) applies after; when
          * connection_limit connections are open, a new one takes the slot of
          * one still sending its headers (of those that sent the fewest
-         * bytes, the newest), and an address may have at most half of them
+         * bytes, the oldest), and an address may have at most half of them
          * in flight: conns.h says why a good client is then served. The
          * request line and headers live in the per-connection memory: 32 KiB
          * is plenty for a GET and cuts off oversized requests (431/413).

@@ -125,7 +125,7 @@ static void test_deadline(void **state) {
 }
 
 /* A full table: of the others waiting, one that has sent the fewest bytes
- * goes, the newest of those; a request in flight never does. */
+ * goes, the oldest of those; a request in flight never does. */
 static void test_full(void **state) {
         Fake f;
         ApiConns *t = table(&f, 4, 4, false, 10 * S);
@@ -144,16 +144,16 @@ static void test_full(void **state) {
         f.received[3] = 3;
         f.received[4] = 80;
         assert_int_equal(api_conns_request(t, c[4]), 0);
-        /* the new one has sent nothing yet: the newest of the two trickles makes room */
+        /* the new one has sent nothing yet: the older of the two trickles makes room */
         c[5] = open_at(t, 5, "127.0.0.1", 4);
-        assert_true(f.dropped[3]);
+        assert_true(f.dropped[2]);
         assert_int_equal(f.n_dropped, 1);
         /* then one that has sent nothing yet, before the other trickle */
         c[6] = open_at(t, 6, "127.0.0.1", 5);
         assert_true(f.dropped[5]);
         f.received[6] = 60;
         c[7] = open_at(t, 7, "127.0.0.1", 6);
-        assert_true(f.dropped[2]);
+        assert_true(f.dropped[3]);
         c[0] = open_at(t, 8, "127.0.0.1", 7);
         assert_true(f.dropped[7]);
         assert_int_equal(f.n_dropped, 4);

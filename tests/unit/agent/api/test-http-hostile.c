@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* agent/api/http.c against hostile clients (issue 25, section 4): the
  * header deadline (not reset by each byte; a TLS handshake too), a full
- * table making room for a good client, requests in flight per address; and
+ * table making room for a good client (one accepted mid-flood too), requests
+ * in flight per address; and
  * http-hostile.py, as a new user would write it: 1,000 connections from
  * 127.0.0.1 that trickle request headers (and over TLS, 1,000 that stall in
  * the handshake) while it asks /healthz, /readyz and /metrics from a fresh
@@ -212,6 +213,44 @@ static void test_full_table(void **state) {
         api_http_free(h);
 }
 
+/* A good client accepted in the middle of a flood, its request not sent
+ * yet: the silent connections older than it make room for the next two, so
+ * its request is answered (the newest of equals made room before, so the
+ * next connection pushed it out: a probe of http-hostile.py in a CI). */
+static void test_good_client_mid_flood(void **state) {
+        ApiHttp *h = start_with(NULL, NULL, NULL, 4, 0);
+        unsigned port = api_http_port(h), n_closed = 0;
+        int flood[6], good = -1;
+        char b[4096];
+        ssize_t n;
+
+        (void) state;
+        for (size_t i = 0; i < 6; i++) {
+                if (i == 4) {
+                        good = connect_to(port);
+                        usleep(100 * 1000); /* accepted: the first silent one made room */
+                }
+                flood[i] = connect_to(port);
+                usleep(100 * 1000);
+        }
+        assert_false(closed(good, 0));
+        send_all(good, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        n = recv(good, b, sizeof(b) - 1, 0);
+        assert_true(n > 0);
+        b[n] = '\0';
+        assert_non_null(strstr(b, "HTTP/1.1 200"));
+        close(good);
+        for (size_t i = 0; i < 6; i++) {
+                bool shut = closed(flood[i], 100);
+
+                n_closed += shut;
+                assert_int_equal(shut, i < 3); /* the three oldest */
+                close(flood[i]);
+        }
+        assert_int_equal(n_closed, 3);
+        api_http_free(h);
+}
+
 /* Two requests in flight from 127.0.0.1 (of 4 slots): the third is 503
  * until one of them is done. The responses (32 MiB) outgrow the sockets'
  * buffers, so that they stay in flight while their clients do not read. */
@@ -305,6 +344,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_header_deadline),
                 cmocka_unit_test(test_full_table),
+                cmocka_unit_test(test_good_client_mid_flood),
                 cmocka_unit_test(test_in_flight_per_address),
                 cmocka_unit_test(test_trickle),
         };
