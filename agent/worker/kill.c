@@ -5,7 +5,10 @@
 #include <string.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include "../util/cleanup.h"
 #include "../util/log.h"
@@ -81,13 +84,160 @@ int worker_job_stop_container(WorkerPool *p, WorkerJob *j, CubError *err) {
         return cri_stop_container(p->cri, j->container_id, grace, err);
 }
 
-/* Stops and removes every container of a sandbox (grace split over them,
- * at least 2 s each, as kubelet's minimum; grace 0 is SIGKILL at once),
- * then the sandbox; pod (NULL: unknown) gives the preStop hooks. */
+/* The pod's container named name: its index in pod_container_at()'s order,
+ * or -1 (no pod, or a name the spec does not have). */
+static ssize_t spec_index(const Pod *pod, const char *name) {
+        for (size_t k = 0; pod && name && k < pod->n_init_containers + pod->n_containers; k++)
+                if (strcmp(pod_container_at(pod, k, NULL)->name, name) == 0)
+                        return (ssize_t) k;
+        return -1;
+}
+
+void worker_stop_order(const Pod *pod, const char *const *names, size_t n, bool *prereq) {
+        memset(prereq, 0, n * n * sizeof(*prereq));
+        for (size_t i = 0; i < n; i++) {
+                ssize_t si = spec_index(pod, names[i]);
+
+                if (si < 0 || (size_t) si >= pod->n_init_containers ||
+                    !pod_container_is_sidecar(pod_container_at(pod, (size_t) si, NULL)))
+                        continue;
+                for (size_t k = 0; k < n; k++) {
+                        ssize_t sk = spec_index(pod, names[k]);
+
+                        /* every app container; each sidecar after this one */
+                        if (k != i && sk >= 0 &&
+                            ((size_t) sk >= pod->n_init_containers ||
+                             (sk > si && pod_container_is_sidecar(pod_container_at(pod, (size_t) sk, NULL)))))
+                                prereq[i * n + k] = true;
+                }
+        }
+}
+
+/* The stops of one sandbox's containers, each on a thread of its own. */
+typedef struct StopAll {
+        pthread_mutex_t lock;
+        pthread_cond_t cond; /* CLOCK_MONOTONIC: a container has stopped */
+        WorkerPool *p;
+        const Pod *pod;
+        const char *pod_ip;
+        int64_t grace;
+        const CriContainer *const *ct; /* the n to stop */
+        size_t n;
+        const bool *prereq; /* worker_stop_order() */
+        bool *stopped;
+} StopAll;
+
+typedef struct StopOne {
+        StopAll *all;
+        size_t i;
+        pthread_t thread;
+        bool threaded;
+        int r;
+        CubError err;
+} StopOne;
+
+/* kubelet's waitForTurn: until every container that i waits for has
+ * stopped, for at most left seconds; the whole seconds waited. */
+static int64_t wait_turn(StopAll *a, size_t i, int64_t left) {
+        uint64_t start = worker_now_usec(), until = start + (uint64_t) left * CUB_USEC_PER_SEC;
+        struct timespec ts = { .tv_sec = (time_t) (until / CUB_USEC_PER_SEC),
+                               .tv_nsec = (long) (until % CUB_USEC_PER_SEC * CUB_NSEC_PER_USEC) };
+        bool ready = false;
+
+        pthread_mutex_lock(&a->lock);
+        while (!ready) {
+                ready = true;
+                for (size_t k = 0; k < a->n && ready; k++)
+                        ready = !a->prereq[i * a->n + k] || a->stopped[k];
+                if (!ready && pthread_cond_timedwait(&a->cond, &a->lock, &ts) == ETIMEDOUT)
+                        break;
+        }
+        pthread_mutex_unlock(&a->lock);
+        return (int64_t) ((worker_now_usec() - start) / CUB_USEC_PER_SEC);
+}
+
+/* kubelet's killContainer: the preStop hook, the container's turn, then
+ * StopContainer with what is left of the grace period, at least 2 s (grace
+ * 0, a hard eviction, kills at once: the memory is needed now). */
+static void *stop_one(void *userdata) {
+        StopOne *o = userdata;
+        StopAll *a = o->all;
+        const CriContainer *c = a->ct[o->i];
+        int64_t left = a->grace;
+
+        if (a->grace > 0 && c->state == CRI_CONTAINER_RUNNING)
+                left = worker_pre_stop(a->p, a->pod, container_named(a->pod, c->name), c->id, a->pod_ip, left);
+        if (a->grace > 0)
+                left -= wait_turn(a, o->i, left);
+        o->r = cri_stop_container(a->p->cri, c->id, a->grace <= 0 ? 0 : left < 2 ? 2 : left, &o->err);
+        if (o->r >= 0) {
+                pthread_mutex_lock(&a->lock);
+                a->stopped[o->i] = true;
+                pthread_cond_broadcast(&a->cond);
+                pthread_mutex_unlock(&a->lock);
+        }
+        return NULL;
+}
+
+/* The running and created containers of ct stopped at once, as kubelet's
+ * killContainersWithSyncResult does; sidecars in kubelet's termination
+ * order. The first failure, in ct's order. */
+static int stop_all(WorkerPool *p, const Pod *pod, const char *pod_ip, int64_t grace, const CriContainer *ct,
+                    size_t n_ct, CubError *err) {
+        _cleanup_free_ const CriContainer **run = calloc(n_ct ? n_ct : 1, sizeof(*run));
+        _cleanup_free_ const char **names = calloc(n_ct ? n_ct : 1, sizeof(*names));
+        _cleanup_free_ bool *prereq = NULL, *stopped = calloc(n_ct ? n_ct : 1, sizeof(*stopped));
+        _cleanup_free_ StopOne *one = calloc(n_ct ? n_ct : 1, sizeof(*one));
+        pthread_condattr_t ca;
+        StopAll a = { .p = p, .pod = pod, .pod_ip = pod_ip, .grace = grace, .stopped = stopped };
+        int r = 0;
+
+        if (!run || !names || !stopped || !one)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        for (size_t i = 0; i < n_ct; i++)
+                if (ct[i].state == CRI_CONTAINER_RUNNING || ct[i].state == CRI_CONTAINER_CREATED) {
+                        names[a.n] = ct[i].name;
+                        run[a.n++] = &ct[i];
+                }
+        if (a.n == 0)
+                return 0;
+        prereq = calloc(a.n * a.n, sizeof(*prereq));
+        if (!prereq)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        worker_stop_order(pod, names, a.n, prereq);
+        a.ct = run;
+        a.prereq = prereq;
+        pthread_mutex_init(&a.lock, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&a.cond, &ca);
+        pthread_condattr_destroy(&ca);
+        for (size_t i = 0; i < a.n; i++) {
+                one[i] = (StopOne){ .all = &a, .i = i };
+                /* one alone, or no thread to be had: here (a wait for its
+                 * turn still ends with the grace period) */
+                one[i].threaded = a.n > 1 && pthread_create(&one[i].thread, NULL, stop_one, &one[i]) == 0;
+                if (!one[i].threaded)
+                        (void) stop_one(&one[i]);
+        }
+        for (size_t i = 0; i < a.n; i++) {
+                if (one[i].threaded)
+                        pthread_join(one[i].thread, NULL);
+                if (one[i].r < 0 && r == 0) {
+                        r = one[i].r;
+                        *err = one[i].err;
+                }
+        }
+        pthread_cond_destroy(&a.cond);
+        pthread_mutex_destroy(&a.lock);
+        return r;
+}
+
+/* Stops every container of a sandbox (stop_all), removes them, then the
+ * sandbox; pod (NULL: unknown) gives the preStop hooks and the order. */
 static int teardown_sandbox(WorkerPool *p, const Pod *pod, const char *sandbox_id, int64_t grace, CubError *err) {
         CriContainer *ct = NULL;
         size_t n = 0;
-        uint64_t deadline = worker_now_usec() + (uint64_t) (grace > 0 ? grace : 0) * 1000000ULL;
         _cleanup_free_ char *pod_ip = NULL;
         int r;
 
@@ -97,28 +247,13 @@ static int teardown_sandbox(WorkerPool *p, const Pod *pod, const char *sandbox_i
         /* the preStop httpGet hooks' target (network) */
         if (pod && !pod->host_network)
                 (void) worker_sandbox_ip(p, sandbox_id, &pod_ip, NULL);
-        for (size_t i = 0; i < n; i++) {
-                int64_t left =
-                        (int64_t) ((deadline > worker_now_usec() ? deadline - worker_now_usec() : 0) / 1000000ULL);
-
-                if (ct[i].state == CRI_CONTAINER_RUNNING || ct[i].state == CRI_CONTAINER_CREATED) {
-                        /* grace 0 (a hard eviction) kills at once: the memory is needed now;
-                         * otherwise at least kubelet's 2 s, after the preStop hook */
-                        if (grace > 0 && ct[i].state == CRI_CONTAINER_RUNNING)
-                                left = worker_pre_stop(p, pod, container_named(pod, ct[i].name), ct[i].id, pod_ip,
-                                                       left < 2 ? 2 : left);
-                        r = cri_stop_container(p->cri, ct[i].id, grace <= 0 ? 0 : left < 2 ? 2 : left, err);
-                        if (r < 0)
-                                goto out;
-                }
+        r = stop_all(p, pod, pod_ip, grace, ct, n, err);
+        for (size_t i = 0; i < n && r >= 0; i++)
                 r = cri_remove_container(p->cri, ct[i].id, err);
-                if (r < 0)
-                        goto out;
-        }
-        r = cri_stop_pod_sandbox(p->cri, sandbox_id, err);
+        if (r >= 0)
+                r = cri_stop_pod_sandbox(p->cri, sandbox_id, err);
         if (r >= 0)
                 r = cri_remove_pod_sandbox(p->cri, sandbox_id, err);
-out:
         cri_containers_free(ct, n);
         return r;
 }

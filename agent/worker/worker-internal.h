@@ -66,6 +66,14 @@ int64_t worker_pre_stop(WorkerPool *p, const Pod *pod, const PodContainer *c, co
 void worker_hook_target(const PodContainer *c, const PodHandler *h, const char *id, const char *pod_ip,
                         int64_t timeout_s, ProbeTarget *ret);
 
+/* kubelet's termination ordering (kuberuntime_termination_order.go) for
+ * the n containers to stop, by name: with sidecars, a sidecar's stop waits
+ * for every app container and for each sidecar after it in the spec (until
+ * its grace period has passed); the others stop at once, together.
+ * prereq[i * n + k] (n * n, filled): container i waits for container k.
+ * No pod (NULL), or a name not in its spec: no order. */
+void worker_stop_order(const Pod *pod, const char *const *names, size_t n, bool *prereq);
+
 /* Tears down the sandboxes of pod uid; with keep_hash, the first ready one
  * of that config hash is kept and its id returned in *ret_ready_id, and
  * *ret_attempt is set past every attempt seen. */

@@ -8,9 +8,10 @@
 # dbus-send as kubelet's node e2e tests do: the guest cannot power off
 # under the harness) the regular pods stop first with their preStop hooks
 # and min(their grace, 20 s), then the critical one (system-node-critical),
-# each Failed with kubelet's reason, message and DisruptionTarget; a pod
-# that arrives meanwhile is rejected (NodeShutdown); then the lock is
-# released (c); PrepareForShutdown(false) takes it again (d).
+# each Failed with kubelet's reason, message and DisruptionTarget, a pod's
+# app containers stopped together and its sidecar after them; a pod that
+# arrives meanwhile is rejected (NodeShutdown); then the lock is released
+# (c); PrepareForShutdown(false) takes it again (d).
 # vm-timeout: 480
 # vm-mem: 1024M
 set -u
@@ -47,8 +48,35 @@ printf 'shutdownGracePeriod: 40s\nshutdownGracePeriodCriticalPods: 20s\n' >>/etc
 shutdown_pod regular 30
 shutdown_pod quick 2
 shutdown_pod critical 30 system-node-critical
+# multi: two app containers that take 5 s to exit after SIGTERM, and a
+# sidecar; each marks its SIGTERM (and the apps their exit) in $X
+mark() { echo "read u _ </proc/uptime; echo \$u >/x/multi-$1"; }
+loop='while true; do sleep 1 & wait $!; done'
+cat >"$M/multi.yaml" <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: multi}
+spec:
+  terminationGracePeriodSeconds: 30
+  volumes: [{name: x, hostPath: {path: $X}}]
+  initContainers:
+  - name: side
+    image: localhost/cubelet/busybox:1
+    restartPolicy: Always
+    command: [sh, -c, "trap '$(mark side-term); exit 0' TERM; $loop"]
+    volumeMounts: [{name: x, mountPath: /x}]
+  containers:
+  - name: a
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, "trap '$(mark a-term); sleep 5; $(mark a-exit); exit 0' TERM; $loop"]
+    volumeMounts: [{name: x, mountPath: /x}]
+  - name: b
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, "trap '$(mark b-term); sleep 5; $(mark b-exit); exit 0' TERM; $loop"]
+    volumeMounts: [{name: x, mountPath: /x}]
+Y
 systemctl start cubelet
-for p in regular quick critical; do
+for p in regular quick critical multi; do
 	t_ok "pod $p reaches Running" wait_phase "$p-$NODE" Running 180
 done
 t_is "$(delay_usec)" 40000000 "a: cubelet's drop-in wins: InhibitDelayMaxUSec is the 40 s grace period"
@@ -62,7 +90,7 @@ t_is "$(status_json | jq -c '.gracefulShutdown | [.periodSeconds, .groups, .inhi
 # ---- c. the shutdown -----------------------------------------------------------------------
 read -r t0 _ </proc/uptime
 dbus-send --system --type=signal /org/freedesktop/login1 org.freedesktop.login1.Manager.PrepareForShutdown boolean:true
-t_ok "c: the pods are Failed" wait_until 60 sh -c "[ \"\$($STATUS_JSON | jq -r '[.pods[] | select(.phase == \"Failed\")] | length')\" = 3 ]"
+t_ok "c: the pods are Failed" wait_until 60 sh -c "[ \"\$($STATUS_JSON | jq -r '[.pods[] | select(.phase == \"Failed\")] | length')\" = 4 ]"
 shutdown_pod late 30
 t_ok "c: a pod that arrives while the node shuts down is Failed" wait_phase "late-$NODE" Failed 60
 t_is "$(podq late '.reason + ": " + .message')" \
@@ -85,6 +113,18 @@ rt=$(cat $X/regular-term) qt=$(cat $X/quick-term) cp=$(cat $X/critical-prestop)
 t_diag "since PrepareForShutdown (guest uptime $t0): quick SIGTERM $(awk -v a="$t0" -v b="$qt" 'BEGIN { printf "%.1f", b - a }') s," \
 	"regular SIGTERM $(awk -v a="$t0" -v b="$rt" 'BEGIN { printf "%.1f", b - a }') s," \
 	"critical preStop $(awk -v a="$t0" -v b="$cp" 'BEGIN { printf "%.1f", b - a }') s"
+# kubelet's killContainersWithSyncResult: every container at once, sidecars
+# after the app containers (kuberuntime_termination_order.go)
+t_ok "c: multi: its sidecar had SIGTERM" wait_until 30 test -s "$X/multi-side-term"
+read -r at _ <"$X/multi-a-term"; read -r bt _ <"$X/multi-b-term"; read -r st _ <"$X/multi-side-term"
+read -r ae _ <"$X/multi-a-exit"; read -r be _ <"$X/multi-b-exit"
+t_diag "multi, since PrepareForShutdown: SIGTERM a $(awk -v a="$t0" -v b="$at" 'BEGIN { printf "%.1f", b - a }') s," \
+	"b $(awk -v a="$t0" -v b="$bt" 'BEGIN { printf "%.1f", b - a }') s; a exited $(awk -v a="$t0" -v b="$ae" 'BEGIN { printf "%.1f", b - a }') s," \
+	"b $(awk -v a="$t0" -v b="$be" 'BEGIN { printf "%.1f", b - a }') s; SIGTERM side $(awk -v a="$t0" -v b="$st" 'BEGIN { printf "%.1f", b - a }') s"
+t_ok "c: multi: its two app containers had SIGTERM together (not one after the other's 5 s exit)" \
+	awk -v a="$at" -v b="$bt" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 3) }'
+t_ok "c: multi: its sidecar had SIGTERM once both app containers had exited" \
+	awk -v s="$st" -v a="$ae" -v b="$be" 'BEGIN { exit !(s >= a && s >= b) }'
 t_ok "c: the critical pod's preStop ran after the regular pods had stopped" \
 	awk -v r="$rt" -v q="$qt" -v c="$cp" 'BEGIN { exit !(c >= r && c >= q) }'
 t_ok "c: then the lock is released" wait_until 30 sh -c "! systemd-inhibit --list --no-pager | grep -q '^ *cubelet '"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* agent/worker/worker.c, its pure part: the restart rule, what a sync does
- * with each container (init gating, sidecars, back-off), label parsing and
- * the bounded label list. */
+ * with each container (init gating, sidecars, back-off), label parsing, the
+ * bounded label list, and the order in which a pod's containers stop. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "agent/pod/pod.h"
+#include "agent/worker/worker-internal.h"
 #include "agent/worker/worker.h"
 
 static void test_should_restart(void **state) {
@@ -216,9 +218,40 @@ static void test_job_holds_last_spec_reference(void **state) {
         assert_null(worker_job_free(j));
 }
 
+/* kubelet's termination ordering: app containers and regular init
+ * containers stop at once; a sidecar waits for every app container and for
+ * the sidecars after it; a container the spec does not name waits for
+ * nothing and holds nothing back; without a pod, nothing waits. */
+static void test_stop_order(void **state) {
+        char always[] = "Always", n_init[] = "init", n_a[] = "side-a", n_b[] = "side-b", n_app1[] = "app1",
+             n_app2[] = "app2";
+        PodContainer init[] = { { .name = n_init }, { .name = n_a, .restart_policy = always },
+                                { .name = n_b, .restart_policy = always } };
+        PodContainer apps[] = { { .name = n_app1 }, { .name = n_app2 } };
+        Pod pod = { .init_containers = init, .n_init_containers = 3, .containers = apps, .n_containers = 2 };
+        const char *names[] = { "app2", "side-a", "app1", "side-b", "ghost", "init" };
+        bool want[6][6] = {}, got[36];
+
+        (void) state;
+        want[1][0] = want[1][2] = want[1][3] = true; /* side-a: the apps and side-b */
+        want[3][0] = want[3][2] = true;              /* side-b: the apps */
+        worker_stop_order(&pod, names, 6, got);
+        for (size_t i = 0; i < 6; i++)
+                for (size_t k = 0; k < 6; k++) {
+                        if (got[i * 6 + k] != want[i][k])
+                                fail_msg("%s waits for %s: %d, want %d", names[i], names[k], got[i * 6 + k],
+                                         want[i][k]);
+                }
+        memset(got, 1, sizeof(got));
+        worker_stop_order(NULL, names, 6, got);
+        for (size_t i = 0; i < 36; i++)
+                assert_false(got[i]);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_should_restart),
+                cmocka_unit_test(test_stop_order),
                 cmocka_unit_test(test_container_action),
                 cmocka_unit_test(test_label_int),
                 cmocka_unit_test(test_labels_are_bounded),
