@@ -225,7 +225,8 @@ static int stop_all(WorkerPool *p, const Pod *pod, const char *pod_ip, int64_t g
                         pthread_join(one[i].thread, NULL);
                 if (one[i].r < 0 && r == 0) {
                         r = one[i].r;
-                        *err = one[i].err;
+                        if (err)
+                                *err = one[i].err;
                 }
         }
         pthread_cond_destroy(&a.cond);
