@@ -139,7 +139,9 @@ typedef struct StopOne {
 /* kubelet's waitForTurn: until every container that i waits for has
  * stopped, for at most left seconds; the whole seconds waited. */
 static int64_t wait_turn(StopAll *a, size_t i, int64_t left) {
-        uint64_t start = worker_now_usec(), until = start + (uint64_t) left * CUB_USEC_PER_SEC;
+        /* (at most 2^32 s, ~136 years: no wrap in microseconds for any grace period) */
+        uint64_t start = worker_now_usec(),
+                 until = start + (uint64_t) (left < INT64_C(1) << 32 ? left : INT64_C(1) << 32) * CUB_USEC_PER_SEC;
         struct timespec ts = { .tv_sec = (time_t) (until / CUB_USEC_PER_SEC),
                                .tv_nsec = (long) (until % CUB_USEC_PER_SEC * CUB_NSEC_PER_USEC) };
         bool ready = false;
