@@ -64,14 +64,19 @@ int64_t worker_pre_stop(WorkerPool *p, const Pod *pod, const PodContainer *c, co
         return grace - used < 2 ? 2 : grace - used;
 }
 
-static const PodContainer *container_named(const Pod *pod, const char *name) {
-        for (size_t k = 0; pod && name && k < pod->n_init_containers + pod->n_containers; k++) {
-                const PodContainer *c = pod_container_at(pod, k, NULL);
+/* The pod's container named name: its index in pod_container_at()'s order,
+ * or -1 (no pod, or a name the spec does not have). */
+static ssize_t spec_index(const Pod *pod, const char *name) {
+        for (size_t k = 0; pod && name && k < pod->n_init_containers + pod->n_containers; k++)
+                if (strcmp(pod_container_at(pod, k, NULL)->name, name) == 0)
+                        return (ssize_t) k;
+        return -1;
+}
 
-                if (strcmp(c->name, name) == 0)
-                        return c;
-        }
-        return NULL;
+static const PodContainer *container_named(const Pod *pod, const char *name) {
+        ssize_t k = spec_index(pod, name);
+
+        return k < 0 ? NULL : pod_container_at(pod, (size_t) k, NULL);
 }
 
 int worker_job_stop_container(WorkerPool *p, WorkerJob *j, CubError *err) {
@@ -82,15 +87,6 @@ int worker_job_stop_container(WorkerPool *p, WorkerJob *j, CubError *err) {
         int64_t grace = worker_pre_stop(p, pod, c, j->container_id, j->pod_ip, j->grace);
 
         return cri_stop_container(p->cri, j->container_id, grace, err);
-}
-
-/* The pod's container named name: its index in pod_container_at()'s order,
- * or -1 (no pod, or a name the spec does not have). */
-static ssize_t spec_index(const Pod *pod, const char *name) {
-        for (size_t k = 0; pod && name && k < pod->n_init_containers + pod->n_containers; k++)
-                if (strcmp(pod_container_at(pod, k, NULL)->name, name) == 0)
-                        return (ssize_t) k;
-        return -1;
 }
 
 void worker_stop_order(const Pod *pod, const char *const *names, size_t n, bool *prereq) {
@@ -181,34 +177,44 @@ static void *stop_one(void *userdata) {
         return NULL;
 }
 
+static bool to_stop(const CriContainer *c) {
+        return c->state == CRI_CONTAINER_RUNNING || c->state == CRI_CONTAINER_CREATED;
+}
+
 /* The running and created containers of ct stopped at once, as kubelet's
  * killContainersWithSyncResult does; sidecars in kubelet's termination
  * order. The first failure, in ct's order. */
 static int stop_all(WorkerPool *p, const Pod *pod, const char *pod_ip, int64_t grace, const CriContainer *ct,
                     size_t n_ct, CubError *err) {
-        _cleanup_free_ const CriContainer **run = calloc(n_ct ? n_ct : 1, sizeof(*run));
-        _cleanup_free_ const char **names = calloc(n_ct ? n_ct : 1, sizeof(*names));
-        _cleanup_free_ bool *prereq = NULL, *stopped = calloc(n_ct ? n_ct : 1, sizeof(*stopped));
-        _cleanup_free_ StopOne *one = calloc(n_ct ? n_ct : 1, sizeof(*one));
+        _cleanup_free_ const CriContainer **run = NULL;
+        _cleanup_free_ const char **names = NULL;
+        _cleanup_free_ bool *prereq = NULL, *stopped = NULL;
+        _cleanup_free_ StopOne *one = NULL;
         pthread_condattr_t ca;
-        StopAll a = { .p = p, .pod = pod, .pod_ip = pod_ip, .grace = grace, .stopped = stopped };
+        StopAll a = { .p = p, .pod = pod, .pod_ip = pod_ip, .grace = grace };
+        size_t n = 0;
         int r = 0;
 
-        if (!run || !names || !stopped || !one)
+        for (size_t i = 0; i < n_ct; i++)
+                n += to_stop(&ct[i]);
+        if (n == 0)
+                return 0;
+        run = calloc(n, sizeof(*run));
+        names = calloc(n, sizeof(*names));
+        stopped = calloc(n, sizeof(*stopped));
+        one = calloc(n, sizeof(*one));
+        prereq = calloc(n * n, sizeof(*prereq));
+        if (!run || !names || !stopped || !one || !prereq)
                 return cub_err_set(err, ENOMEM, "out of memory");
         for (size_t i = 0; i < n_ct; i++)
-                if (ct[i].state == CRI_CONTAINER_RUNNING || ct[i].state == CRI_CONTAINER_CREATED) {
+                if (to_stop(&ct[i])) {
                         names[a.n] = ct[i].name;
                         run[a.n++] = &ct[i];
                 }
-        if (a.n == 0)
-                return 0;
-        prereq = calloc(a.n * a.n, sizeof(*prereq));
-        if (!prereq)
-                return cub_err_set(err, ENOMEM, "out of memory");
         worker_stop_order(pod, names, a.n, prereq);
         a.ct = run;
         a.prereq = prereq;
+        a.stopped = stopped;
         pthread_mutex_init(&a.lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -110,9 +110,10 @@ t_is "$(curl -s http://127.0.0.1:10255/pods | jq -r --arg n "regular-$NODE" '.it
 	"True TerminationByKubelet Pod was terminated in response to imminent node shutdown." \
 	"c: /pods: regular has the DisruptionTarget condition"
 rt=$(cat $X/regular-term) qt=$(cat $X/quick-term) cp=$(cat $X/critical-prestop)
-t_diag "since PrepareForShutdown (guest uptime $t0): quick SIGTERM $(awk -v a="$t0" -v b="$qt" 'BEGIN { printf "%.1f", b - a }') s," \
-	"regular SIGTERM $(awk -v a="$t0" -v b="$rt" 'BEGIN { printf "%.1f", b - a }') s," \
-	"critical preStop $(awk -v a="$t0" -v b="$cp" 'BEGIN { printf "%.1f", b - a }') s"
+since_t0() { awk -v a="$t0" -v b="$1" 'BEGIN { printf "%.1f", b - a }'; }
+t_diag "since PrepareForShutdown (guest uptime $t0): quick SIGTERM $(since_t0 "$qt") s," \
+	"regular SIGTERM $(since_t0 "$rt") s," \
+	"critical preStop $(since_t0 "$cp") s"
 # kubelet's killContainersWithSyncResult: every container at once, sidecars
 # after the app containers (kuberuntime_termination_order.go). One after the
 # other, the second SIGTERM would come once StopContainer of the first had
@@ -120,9 +121,9 @@ t_diag "since PrepareForShutdown (guest uptime $t0): quick SIGTERM $(awk -v a="$
 t_ok "c: multi: its sidecar had SIGTERM" wait_until 30 test -s "$X/multi-side-term"
 read -r at _ <"$X/multi-a-term"; read -r bt _ <"$X/multi-b-term"; read -r st _ <"$X/multi-side-term"
 read -r ae _ <"$X/multi-a-exit"; read -r be _ <"$X/multi-b-exit"
-t_diag "multi, since PrepareForShutdown: SIGTERM a $(awk -v a="$t0" -v b="$at" 'BEGIN { printf "%.1f", b - a }') s," \
-	"b $(awk -v a="$t0" -v b="$bt" 'BEGIN { printf "%.1f", b - a }') s; a exited $(awk -v a="$t0" -v b="$ae" 'BEGIN { printf "%.1f", b - a }') s," \
-	"b $(awk -v a="$t0" -v b="$be" 'BEGIN { printf "%.1f", b - a }') s; SIGTERM side $(awk -v a="$t0" -v b="$st" 'BEGIN { printf "%.1f", b - a }') s"
+t_diag "multi, since PrepareForShutdown: SIGTERM a $(since_t0 "$at") s," \
+	"b $(since_t0 "$bt") s; a exited $(since_t0 "$ae") s," \
+	"b $(since_t0 "$be") s; SIGTERM side $(since_t0 "$st") s"
 t_ok "c: multi: its two app containers had SIGTERM together (not one after the other's 5 s exit)" \
 	awk -v a="$at" -v b="$bt" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 5) }'
 t_ok "c: multi: its sidecar had SIGTERM once both app containers had exited" \
