@@ -46,6 +46,7 @@
 #include "../cluster/node.h"
 #include "../cluster/pods.h"
 #include "../cluster/projected.h"
+#include "../cluster/services.h"
 #include "../cluster/status.h"
 #include "../config/podsrc.h"
 #include "../lifecycle/lifecycle.h"
@@ -202,6 +203,8 @@ typedef struct AgentCluster {
         KubeStatus *status;       /* their status, and the final DELETE */
         KubeEvents *events;       /* their events */
         KubeProjected *projected; /* tokens and ConfigMaps of their volumes */
+        KubeServices *services;   /* the Services, for the containers' env */
+        bool services_synced;     /* their first list has been seen (on_services) */
         sd_event_source *status_timer;
         uint64_t skipped_mirror, skipped_deleting, ticks;
         /* pods waiting for their volumes' data: uid → {ns, name, message, first} (FailedMount events) */

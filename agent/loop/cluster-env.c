@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A container's env from the API server: envFrom (every key of a ConfigMap
  * or Secret, prefixed) and env[].valueFrom.configMapKeyRef/secretKeyRef, as
- * kubelet's makeEnvironmentVariables takes them; and the credentials of the
+ * kubelet's makeEnvironmentVariables takes them, and the Services'
+ * variables (kubelet's getServiceEnvVarMap); and the credentials of the
  * pod's image pull secrets for its image (kubelet's keyring). Resolved on
  * the loop when a sync is submitted (the data is the cluster layer's),
  * handed to the worker in the container's config, and used only when the
@@ -22,8 +23,15 @@ static int keys(Agent *a, const Pod *pod, bool secret, const char *name, const j
         return kube_projected_keys(a->cluster.projected, secret, pod->namespace_, name, ret, err);
 }
 
+/* kubelet waits for the Services' first list before it makes an API pod's
+ * env (a static pod's is made from what is there) */
+static bool services_wanted(Agent *a, const Pod *pod) {
+        return !pod_is_static(pod) && !kube_services_synced(a->cluster.services);
+}
+
 bool agent_cluster_env_ready(Agent *a, const Pod *pod) {
-        bool ready = true;
+        /* held while the list is on its way; one that fails shows as kubelet's error */
+        bool ready = !services_wanted(a, pod) || kube_services_failing(a->cluster.services);
 
         for (size_t i = 0; i < pod->image_pull_secrets.n; i++) {
                 const json_t *o;
@@ -137,6 +145,19 @@ int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c,
                 return 0;
         if (pod->image_pull_secrets.n > 0 && (r = pull_auths(a, pod, c, cfg)) < 0)
                 return r;
+        if (services_wanted(a, pod))
+                return (cfg->env_error =
+                                strdup("services have not yet been read at least once, cannot construct envvars"))
+                               ? 0
+                               : -ENOMEM;
+        if (a->cluster.services) {
+                CubError e = {};
+
+                r = kube_service_env(kube_services_set(a->cluster.services), pod->namespace_, pod_service_links(pod),
+                                     &cfg->service_env, &e);
+                if (r < 0)
+                        return r;
+        }
         if (!pod_container_has_api_env(c))
                 return 0;
         for (size_t i = 0; i < c->n_env_from && r == 0 && !cfg->env_error; i++) {

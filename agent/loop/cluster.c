@@ -490,6 +490,16 @@ static void on_projected(void *userdata) {
                 on_api_pods(a, kube_pods_set(a->cluster.pods));
 }
 
+/* the Services' first list: the API pods that waited for it go on */
+static void on_services(void *userdata) {
+        Agent *a = userdata;
+
+        if (!a->cluster.services_synced && kube_services_synced(a->cluster.services)) {
+                a->cluster.services_synced = true;
+                on_projected(a);
+        }
+}
+
 int agent_cluster_start(Agent *a, CubError *err) {
         KubeConfig cfg = {};
         KubeNodeOptions no = {
@@ -524,6 +534,8 @@ int agent_cluster_start(Agent *a, CubError *err) {
         if (r >= 0)
                 r = kube_projected_new(a->cluster.client, on_projected, a, &a->cluster.projected, err);
         if (r >= 0)
+                r = kube_services_new(a->core.event, a->cluster.client, on_services, a, &a->cluster.services, err);
+        if (r >= 0)
                 agent_cluster_node_event(a, "Starting", "Starting kubelet.");
         if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster.status_timer, CLOCK_MONOTONIC,
                                                       STATUS_TICK_USEC, CUB_USEC_PER_MSEC * 10, on_status_tick, a)) < 0)
@@ -532,6 +544,7 @@ int agent_cluster_start(Agent *a, CubError *err) {
                 return r;
         (void) sd_event_source_set_enabled(a->cluster.status_timer, SD_EVENT_ON);
         (void) sd_event_source_set_description(a->cluster.status_timer, "kube-pod-status");
+        kube_services_start(a->cluster.services);
         kube_pods_start(a->cluster.pods);
         cub_log(LOG_INFO, "API server %s: node '%s' (kubeconfig '%s')", kube_client_server(a->cluster.client),
                 a->core.opt.node_name, a->core.opt.kubeconfig);
@@ -556,6 +569,7 @@ void agent_cluster_status(Agent *a, json_t *doc) {
                 json_object_set_new(o, "podStatus", kube_status_json(a->cluster.status));
                 json_object_set_new(o, "events", kube_events_status_json(a->cluster.events));
                 json_object_set_new(o, "volumes", kube_projected_status_json(a->cluster.projected));
+                json_object_set_new(o, "services", kube_services_status_json(a->cluster.services));
                 json_object_set_new(o, "waitingForVolumes",
                                     json_integer((json_int_t) json_object_size(a->cluster.held)));
                 json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
@@ -569,6 +583,7 @@ void agent_cluster_free(Agent *a) {
         a->cluster.status = kube_status_free(a->cluster.status);
         a->cluster.events = kube_events_free(a->cluster.events);
         a->cluster.projected = kube_projected_free(a->cluster.projected);
+        a->cluster.services = kube_services_free(a->cluster.services);
         json_decref(a->cluster.node_conditions);
         a->cluster.node_conditions = NULL;
         json_decref(a->cluster.waiting);

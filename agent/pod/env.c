@@ -213,7 +213,7 @@ static const PodContainer *find_container(const Pod *pod, const char *name) {
 int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *node_ctx, char ***ret_env,
                     CubError *err) {
         PodEnvContext lctx = *node_ctx, *ctx = &lctx;
-        size_t n_from = 0, o = 0;
+        size_t n_from = 0, n_svc = 0, o = 0;
         char **env;
         int r = 0;
 
@@ -222,7 +222,9 @@ int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *
 
         while (ctx->env_from && ctx->env_from[n_from] && ctx->env_from[n_from + 1])
                 n_from += 2;
-        env = calloc(n_from + 2 * c->n_env + 1, sizeof(char *));
+        while (ctx->service_env && ctx->service_env[n_svc] && ctx->service_env[n_svc + 1])
+                n_svc += 2;
+        env = calloc(n_from + 2 * c->n_env + n_svc + 1, sizeof(char *));
         if (!env)
                 return cub_err_set(err, ENOMEM, "out of memory");
         for (; o < n_from; o++)
@@ -264,10 +266,10 @@ int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *
                         break;
                 }
                 default: {
-                        const char *const *maps[] = { (const char *const *) env };
+                        const char *const *maps[] = { (const char *const *) env, ctx->service_env };
 
-                        /* the env so far (tmpEnv); no service env: a static pod has no services */
-                        v = pod_env_expand(e->value ? e->value : "", maps, 1);
+                        /* the env so far (tmpEnv), then the services' (kubelet's MappingFuncFor) */
+                        v = pod_env_expand(e->value ? e->value : "", maps, ctx->service_env ? 2 : 1);
                         if (!v)
                                 r = cub_err_set(err, ENOMEM, "out of memory");
                         break;
@@ -282,6 +284,16 @@ int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *
                 env[o] = strdup(e->name);
                 env[o + 1] = v;
                 if (!env[o])
+                        r = cub_err_set(err, ENOMEM, "out of memory");
+                o += 2;
+        }
+        /* the services' variables that the pod's env does not set */
+        for (size_t i = 0; i < n_svc && r >= 0; i += 2) {
+                const char *const *maps[] = { (const char *const *) env };
+
+                if (lookup(ctx->service_env[i], strlen(ctx->service_env[i]), maps, 1))
+                        continue;
+                if (!(env[o] = strdup(ctx->service_env[i])) || !(env[o + 1] = strdup(ctx->service_env[i + 1])))
                         r = cub_err_set(err, ENOMEM, "out of memory");
                 o += 2;
         }

@@ -26,6 +26,10 @@ typedef struct PodEnvContext {
         const char *const *env_from;
         const char *const *ref_values;
         size_t n_ref_values;
+        /* the Services' variables (kubelet's getServiceEnvVarMap: flat,
+         * NULL-terminated, NULL = none): seen by $(VAR) after the pod's own
+         * env, and appended for each name the pod's env does not set */
+        const char *const *service_env;
 } PodEnvContext;
 
 /* The value of a fieldRef path (metadata.name, metadata.labels['k'], ...);
@@ -43,8 +47,9 @@ int pod_env_resource_value(const PodContainer *c, const char *resource, PodQuant
 char *pod_env_expand(const char *in, const char *const *const *maps, size_t n_maps);
 /* Container c's env as a flat, NULL-terminated name/value list (owned):
  * envFrom's keys first, then env in manifest order, values expanded
- * against the earlier env, valueFrom resolved (a later pair of a name wins,
- * as in the runtime); a resourceFieldRef limit not set is the pod-level
+ * against the earlier env and then ctx's service env, valueFrom resolved (a
+ * later pair of a name wins, as in the runtime), then each service variable
+ * whose name neither sets; a resourceFieldRef limit not set is the pod-level
  * limit when the pod has one (pod_downward_allocatable), else ctx's node
  * allocatable. */
 int pod_env_resolve(const Pod *pod, const PodContainer *c, const PodEnvContext *ctx, char ***ret_env, CubError *err);

@@ -517,7 +517,7 @@ static const PodFieldRule pod_spec[] = {
         W("serviceAccountName", NO_SA_TOKEN),
         W("serviceAccount", NO_SA_TOKEN),
         W("automountServiceAccountToken", NO_SA_TOKEN),
-        WI("enableServiceLinks", "ignored: there are no services on one node", is_true),
+        A("enableServiceLinks"),
         RA("imagePullSecrets", "static pods may not reference secrets", local_object_reference),
         RW("resourceClaims", "static pods may not use ResourceClaims"),
         R("activeDeadlineSeconds"),

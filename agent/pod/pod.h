@@ -438,6 +438,7 @@ typedef struct Pod {
         /* env sources */
         char *service_account_name, *service_account; /* spec.serviceAccountName, the deprecated serviceAccount */
         PodStrv image_pull_secrets;                   /* spec.imagePullSecrets[].name (pods of the API server) */
+        bool enable_service_links, enable_service_links_set; /* not set: true (pod_service_links) */
         /* a pod of the API server whose status.phase is already Succeeded or
          * Failed: that phase, its reason and message (else NULL) */
         char *api_phase, *api_reason, *api_message;
@@ -531,6 +532,8 @@ const PodContainer *pod_container_at(const Pod *pod, size_t k, bool *ret_init);
 bool pod_builtin_priority(const char *class_name, int32_t *ret);
 /* kubelet's IsStaticPod: a config.source annotation other than "api". */
 bool pod_is_static(const Pod *pod);
+/* spec.enableServiceLinks, true when not set: the pod's namespace's Services in its env */
+bool pod_service_links(const Pod *pod);
 /* kubelet's IsCriticalPod: static, or priority >= POD_PRIORITY_CRITICAL. */
 bool pod_is_critical(const Pod *pod);
 /* IsCriticalPod and priorityClassName system-node-critical. */

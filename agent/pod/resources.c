@@ -40,6 +40,10 @@ bool pod_is_static(const Pod *pod) {
         return false;
 }
 
+bool pod_service_links(const Pod *pod) {
+        return !pod->enable_service_links_set || pod->enable_service_links;
+}
+
 bool pod_is_critical(const Pod *pod) {
         return pod_is_static(pod) || (pod->priority_set && pod->priority >= POD_PRIORITY_CRITICAL);
 }

@@ -244,6 +244,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                         .alloc_memory = ne->alloc_memory,
                         .alloc_ephemeral_storage = ne->alloc_ephemeral_storage,
                         .env_from = mc ? (const char *const *) mc->env_from : NULL,
+                        .service_env = mc ? (const char *const *) mc->service_env : NULL,
                         .ref_values = mc ? (const char *const *) mc->env_refs : NULL,
                         .n_ref_values = mc ? mc->n_env_refs : 0,
                 };

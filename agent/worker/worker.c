@@ -150,6 +150,7 @@ void worker_container_config_done(WorkerContainerConfig *c) {
         cri_strv_free(c->annotations);
         cri_strv_free(c->labels);
         cri_strv_free(c->env_from);
+        cri_strv_free(c->service_env);
         for (size_t i = 0; c->env_refs && i < c->n_env_refs; i++)
                 free(c->env_refs[i]);
         free(c->env_refs);

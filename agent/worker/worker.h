@@ -125,6 +125,9 @@ typedef struct WorkerContainerConfig {
          * the CreateContainerConfigError message when a value cannot be
          * had (kubelet's: `secret "creds" not found`) */
         char **env_from;
+        /* the Services' variables (kube_service_env: flat, NULL-terminated;
+         * NULL: none, as on a node without an API server) */
+        char **service_env;
         char **env_refs;
         size_t n_env_refs;
         char *env_error;

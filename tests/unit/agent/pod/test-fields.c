@@ -249,8 +249,7 @@ static void test_warnings(void **state) {
                    "messages; spec.containers[0].securityContext.windowsOptions: ignored on Linux; "
                    "spec.schedulerName: ignored: a static pod is not scheduled; spec.serviceAccount: ignored: static "
                    "pods get no service account token; spec.automountServiceAccountToken: ignored: static pods get "
-                   "no service account token; spec.enableServiceLinks: ignored: there are no services on one node; "
-                   "spec.schedulingGates: ignored: a static pod is not scheduled; spec.affinity.podAffinity: "
+                   "no service account token; spec.schedulingGates: ignored: a static pod is not scheduled; spec.affinity.podAffinity: "
                    "ignored: a static pod is not scheduled; status: ignored: cubelet computes the status");
         free(s);
         /* the line of each field, booleans included */
@@ -357,8 +356,8 @@ static void test_table(void **state) {
         assert_false(c.shared_twice);
         print_message("# fields: %zu implemented, %zu accepted with a warning, %zu refused\n",
                       c.n[POD_FIELD_IMPLEMENTED], c.n[POD_FIELD_WARN], c.n[POD_FIELD_REFUSE]);
-        assert_int_equal(c.n[POD_FIELD_IMPLEMENTED], 176);
-        assert_int_equal(c.n[POD_FIELD_WARN], 23);
+        assert_int_equal(c.n[POD_FIELD_IMPLEMENTED], 177);
+        assert_int_equal(c.n[POD_FIELD_WARN], 22);
         assert_int_equal(c.n[POD_FIELD_REFUSE], 57);
         assert_string_equal(pod_field_class_to_string(POD_FIELD_REFUSE), "refuse");
         assert_null(pod_field_class_to_string(_POD_FIELD_CLASS_MAX));
