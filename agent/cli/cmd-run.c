@@ -14,6 +14,7 @@
 #include "../../cri/cri.h"
 #include "../../eviction/eviction.h"
 #include "../cgroup/cgroup.h"
+#include "../cluster/node.h"
 #include "../loop/agent.h"
 #include "../node/machine.h"
 #include "../util/log.h"
@@ -158,6 +159,10 @@ static int run_cluster_options(AgentOptions *opt, const char *f_kubeconfig, int 
         if (opt->kc.node_lease_duration_seconds < 1 || opt->kc.node_lease_duration_seconds > 3600) {
                 cub_log(LOG_ERR, "run: nodeLeaseDurationSeconds %lld: expected 1 to 3600",
                         (long long) opt->kc.node_lease_duration_seconds);
+                return -EINVAL;
+        }
+        if (kube_node_labels_check(f_labels, &err) < 0) {
+                cub_log(LOG_ERR, "run: %s", err.msg);
                 return -EINVAL;
         }
         opt->node_lease_seconds = opt->kc.node_lease_duration_seconds;
@@ -354,7 +359,8 @@ int cli_run(int argc, char **argv) {
             set_str(&opt.state_dir, f_state, opt.kc.state_dir, "/var/lib/cubelet") < 0 ||
             set_str(&opt.node_name, f_node, opt.kc.node_name, host.name) < 0 ||
             set_str(&opt.socket_path, f_socket, opt.kc.socket_path, "/run/cubelet/cubelet.sock") < 0 ||
-            set_str(&opt.http_address, f_http_address, opt.kc.address, "127.0.0.1") < 0) {
+            set_str(&opt.http_address, f_http_address, opt.kc.address, "127.0.0.1") < 0 ||
+            set_str(&opt.kubelet_address, f_http_address, opt.kc.address, "0.0.0.0") < 0) {
                 cub_log(LOG_ERR, "out of memory");
                 agent_options_done(&opt);
                 return 1;

@@ -45,6 +45,10 @@ struct KubeNode {
         uint64_t status_updates;
         /* the Lease */
         json_t *lease; /* as last read or written; NULL: GET it first */
+        /* the Node's UID from a GET of this round, for a Lease without an
+         * owner ("": not read yet); node_missing: it was not found (logged once) */
+        char owner[64];
+        bool node_missing;
         CubRetry lease_retry;
         uint64_t lease_req;
         char renew_time[40];
@@ -355,6 +359,40 @@ static void on_lease_renewed(void *userdata, long status, json_t *body, const ch
         arm(n->lease_timer, now_mono() + renew_interval(n));
 }
 
+static bool lease_has_owner(const KubeNode *n) {
+        return json_array_size(json_object_get(json_object_get(n->lease, "metadata"), "ownerReferences")) > 0;
+}
+
+/* kubelet's SetNodeOwnerFunc: a Lease without an owner gets the Node's UID
+ * from a GET of the Node; a Node that is not there (deleted) gets no Lease
+ * this round (the garbage collector would delete one owned by a UID that
+ * is gone), and the next renewal looks again */
+static void on_lease_node(void *userdata, long status, json_t *body, const char *error) {
+        KubeNode *n = userdata;
+        const char *uid = json_string_value(json_object_get(json_object_get(body, "metadata"), "uid"));
+
+        n->lease_req = 0;
+        if (*error || !uid) {
+                if (status == 404 && !n->node_missing)
+                        cub_log(LOG_WARNING, "API server: node '%s' not found: no node lease until it is back", n->name);
+                n->node_missing = status == 404;
+                if (status != 404)
+                        failed(n, &n->lease_retry, n->lease_timer, "node lease: the node's UID",
+                               *error ? error : "no metadata.uid");
+                else {
+                        json_decref(n->lease); /* read again next round */
+                        n->lease = NULL;
+                        arm(n->lease_timer, now_mono() + renew_interval(n));
+                }
+                return;
+        }
+        if (n->node_missing)
+                cub_log(LOG_INFO, "API server: node '%s' is back (uid %s): its lease too", n->name, uid);
+        n->node_missing = false;
+        (void) snprintf(n->owner, sizeof(n->owner), "%s", uid);
+        lease_step(n);
+}
+
 static json_t *lease_object(KubeNode *n) {
         char now[40];
         json_t *l;
@@ -365,9 +403,10 @@ static json_t *lease_object(KubeNode *n) {
                                                  "Lease", "metadata", "name", n->name, "namespace", LEASE_NAMESPACE);
         if (!l)
                 return NULL;
-        json_object_set_new(json_object_get(l, "metadata"), "ownerReferences",
-                            json_pack("[{s:s,s:s,s:s,s:s}]", "apiVersion", "v1", "kind", "Node", "name", n->name, "uid",
-                                      n->uid));
+        if (!lease_has_owner(n))
+                json_object_set_new(json_object_get(l, "metadata"), "ownerReferences",
+                                    json_pack("[{s:s,s:s,s:s,s:s}]", "apiVersion", "v1", "kind", "Node", "name",
+                                              n->name, "uid", n->owner));
         json_object_set_new(l, "spec",
                             json_pack("{s:s,s:I,s:s}", "holderIdentity", n->name, "leaseDurationSeconds",
                                       (json_int_t) n->o.lease_seconds, "renewTime", now));
@@ -385,6 +424,9 @@ static void lease_step(KubeNode *n) {
                 (void) snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s",
                                 LEASE_NAMESPACE, n->name);
                 r = request(n, &n->lease_req, "GET", path, NULL, NULL, on_lease_get);
+        } else if (!lease_has_owner(n) && !n->owner[0]) {
+                (void) snprintf(path, sizeof(path), "/api/v1/nodes/%s", n->name);
+                r = request(n, &n->lease_req, "GET", path, NULL, NULL, on_lease_node);
         } else {
                 l = lease_object(n);
                 if (json_is_object(n->lease))
@@ -397,6 +439,7 @@ static void lease_step(KubeNode *n) {
                                 on_lease_renewed)
                       : -ENOMEM;
                 json_decref(l);
+                n->owner[0] = 0; /* a GET of the Node for each Lease without an owner */
         }
         if (r < 0)
                 failed(n, &n->lease_retry, n->lease_timer, "node lease", "cannot start the request");

@@ -50,6 +50,12 @@ const char *kube_node_uid(const KubeNode *n);
  * the failing request's error. A new reference. */
 json_t *kube_node_status_json(const KubeNode *n);
 
+/* --node-labels as kubelet checks them (labels.c): a key of the
+ * kubernetes.io or k8s.io namespaces outside kubelet's allowed set and
+ * prefixes (kube_node_label_forbidden) is -EINVAL with kubelet's message;
+ * an item without '=' too. NULL list: 0. */
+int kube_node_labels_check(const char *list, CubError *err);
+bool kube_node_label_forbidden(const char *key);
 /* --node-labels: key=value pairs, comma-separated, into labels */
 void kube_node_labels_add(json_t *labels, const char *list);
 /* --register-with-taints: key[=value]:Effect, comma-separated, as a list of v1 Taints */

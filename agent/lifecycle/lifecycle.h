@@ -189,6 +189,9 @@ typedef struct LcPod {
         bool cond_value[_LC_POD_COND_MAX];
         int64_t cond_since[_LC_POD_COND_MAX];
         LcResize resize; /* in-place resize (agent/loop/resize.c) */
+        /* CLOCK_REALTIME ns when a source first gave it (kubelet's
+         * kubernetes.io/config.seen, which its mirror pod carries) */
+        int64_t seen_ns;
 } LcPod;
 
 /* ---- kubelet's words (agent/lifecycle/reasons.c) -------------------------- */

@@ -50,6 +50,7 @@ void agent_options_done(AgentOptions *o) {
         free(o->socket_path);
         free(o->config_path);
         free(o->http_address);
+        free(o->kubelet_address);
         free(o->manifest_url);
         free(o->kubeconfig);
         free(o->node_ip);
@@ -112,6 +113,7 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->rescan_usec = src->rescan_usec ? src->rescan_usec : 20 * CUB_USEC_PER_SEC;
         dst->workers = src->workers ? src->workers : 4;
         dst->http_address = dup_or_null(src->http_address ? src->http_address : "127.0.0.1");
+        dst->kubelet_address = dup_or_null(src->kubelet_address);
         dst->http_port = src->http_port;
         dst->kubeconfig = dup_or_null(src->kubeconfig);
         dst->node_ip = dup_or_null(src->node_ip);
@@ -128,7 +130,8 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         if (!dst->manifest_dir || !dst->runtime_endpoint || !dst->cgroup_root || !dst->state_dir || !dst->node_name ||
             !dst->socket_path || (src->config_path && !dst->config_path) || !dst->http_address ||
             (src->manifest_url && !dst->manifest_url) || (src->kubeconfig && !dst->kubeconfig) ||
-            (src->node_labels && !dst->node_labels) || (src->register_taints && !dst->register_taints))
+            (src->node_labels && !dst->node_labels) || (src->register_taints && !dst->register_taints) ||
+            (src->kubelet_address && !dst->kubelet_address))
                 return -ENOMEM;
         return 0;
 }

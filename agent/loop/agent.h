@@ -34,6 +34,10 @@ typedef struct AgentOptions {
         uint64_t rescan_usec;
         unsigned workers;
         char *http_address; /* the HTTP API (agent/api/http.h); port 0 = off */
+        /* the kubelet server's (a node of a cluster): config address, else
+         * kubelet's 0.0.0.0, so that the API server reaches the address
+         * the Node advertises; NULL: http_address */
+        char *kubelet_address;
         unsigned http_port;
         /* the API server: kubelet's --kubeconfig (NULL: none), --register-node,
          * --node-labels (k=v,...), --register-with-taints (k=v:Effect,...),

@@ -3,6 +3,7 @@
  * client), made by cluster.c's status tick. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent-internal.h"
 
@@ -33,8 +34,26 @@ static const json_t *mirror_of(const json_t *set, const LcPod *p) {
 
 /* kubelet's mirror client: a copy of the static pod (as /pods renders its
  * spec), annotated with its config hash, owned by the Node */
+/* Go's time.RFC3339Nano in UTC: the fraction without its trailing zeros */
+static const char *seen_text(int64_t ns, char *buf, size_t size) {
+        time_t s = (time_t) (ns / 1000000000);
+        long frac = (long) (ns % 1000000000);
+        char date[24], digits[12];
+        struct tm tm;
+        int n = 9;
+
+        (void) gmtime_r(&s, &tm);
+        (void) strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+        (void) snprintf(digits, sizeof(digits), "%09ld", frac);
+        while (n > 0 && digits[n - 1] == '0')
+                digits[--n] = 0;
+        (void) snprintf(buf, size, "%s%s%sZ", date, n ? "." : "", digits);
+        return buf;
+}
+
 static json_t *mirror_json(Agent *a, const LcPod *p, const ApiPodsInfo *info) {
         json_t *pj = api_pod_json(p, info), *meta, *ann;
+        char seen[64];
 
         if (!pj)
                 return NULL;
@@ -48,6 +67,7 @@ static json_t *mirror_json(Agent *a, const LcPod *p, const ApiPodsInfo *info) {
                 json_object_set_new(meta, "annotations", ann);
         }
         json_object_set_new(ann, "kubernetes.io/config.mirror", json_string(p->spec->pod->config_hash));
+        json_object_set_new(ann, "kubernetes.io/config.seen", json_string(seen_text(p->seen_ns, seen, sizeof(seen))));
         json_object_set_new(meta, "ownerReferences",
                             json_pack("[{s:s,s:s,s:s,s:s,s:b}]", "apiVersion", "v1", "kind", "Node", "name",
                                       a->core.opt.node_name, "uid", kube_node_uid(a->cluster.node), "controller", 1));

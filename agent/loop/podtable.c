@@ -12,6 +12,7 @@
 #include "../util/cleanup.h"
 #include "../util/hashmap.h"
 #include "../util/log.h"
+#include "../util/time.h"
 #include "agent-internal.h"
 #include "relist-plan.h"
 
@@ -159,6 +160,7 @@ LcPod *agent_pod_insert(Agent *a, WorkerSpec *spec, uint64_t event_usec) {
                 return NULL;
         }
         worker_spec_unref(spec);
+        p->seen_ns = (int64_t) (cub_now_usec(CLOCK_REALTIME) * 1000);
         np = realloc(a->table.pods, (a->table.n_pods + 1) * sizeof(*np));
         if (!np) {
                 lc_pod_free(p);

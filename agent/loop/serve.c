@@ -131,6 +131,8 @@ static int kubelet_server_start(Agent *a, const ApiHttpConfig *base, CubError *e
 
         if (!a->core.opt.kubeconfig || kc->port == 0)
                 return 0;
+        if (a->core.opt.kubelet_address)
+                c.address = a->core.opt.kubelet_address;
         /* kubelet's own pair when none is given: self-signed, in the state directory */
         if (!kc->tls_cert_file || !kc->tls_private_key_file) {
                 _cleanup_free_ char *dir = NULL;

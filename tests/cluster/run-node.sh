@@ -67,7 +67,7 @@ fi
 ok "the control plane starts: $out"
 
 # ---- registration ------------------------------------------------------------------------
-# the kubelet server on 127.0.0.1:10250 too: the node's serving certificate
+# the kubelet server on :10250 too: the node's serving certificate
 # from the cluster's CA, its address 127.0.0.1 for the API server
 RUN_CONFIG="tlsCertFile: $T/cp/pki/kubelet.crt
 tlsPrivateKeyFile: $T/cp/pki/kubelet.key
@@ -80,6 +80,8 @@ registered() { [ "$(jqn .metadata.uid)" != "" ] && [ "$(jqn .metadata.uid)" != n
 check "the node registers (POST /api/v1/nodes with the node's certificate)" wait_until 30 registered
 contains "$(cat "$T/a.log")" "API server https://127.0.0.1:6443: node '$NODE' registered (uid $(jqn .metadata.uid))" \
 	"the journal names the server, the node and its UID"
+# kubelet's address: every interface, so that the API server reaches the address the Node advertises
+contains "$(cat "$T/a.log")" "kubelet server on 0.0.0.0:10250 (TLS" "the kubelet server's default address: 0.0.0.0 (kubelet's)"
 is "$(jqn '.metadata.labels | to_entries | map("\(.key)=\(.value)") | sort | join(",")')" \
 	"beta.kubernetes.io/arch=amd64,beta.kubernetes.io/os=linux,kubernetes.io/arch=amd64,kubernetes.io/hostname=$NODE,kubernetes.io/os=linux,node.kubernetes.io/pool=edge,topology.kubernetes.io/zone=z1" \
 	"kubelet's labels and --node-labels"
@@ -333,6 +335,10 @@ has_mirror() { [ -n "$(mirror_uid)" ]; }
 check "a static pod gets its mirror pod" wait_until 20 has_mirror
 is "$(pj "$SP" '"\(.metadata.annotations["kubernetes.io/config.mirror"] != null) \(.metadata.ownerReferences[0].kind)/\(.metadata.ownerReferences[0].name) \(.metadata.labels.app) \(.spec.nodeName)"')" \
 	"true Node/$NODE static $NODE" "annotated kubernetes.io/config.mirror, owned by the Node, the static pod's labels"
+seen=$(pj "$SP" '.metadata.annotations["kubernetes.io/config.seen"]')
+check "and kubernetes.io/config.seen, when cubelet first saw it (RFC 3339, UTC: $seen)" \
+	sh -c "echo '$seen' | grep -Eq '^20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9](\.[0-9]*[1-9])?Z\$' &&
+		[ \$(( \$(date +%s) - \$(date -d '$seen' +%s) )) -lt 60 ]"
 mirror_waiting() { [ "$(pj "$SP" '.status.containerStatuses[0].state.waiting.reason')" = ContainerCreating ]; }
 check "the mirror pod carries the static pod's status" wait_until 20 mirror_waiting
 m1=$(mirror_uid)
@@ -453,6 +459,21 @@ contains "$(cat "$T/a.log")" "pod default/ended (uid $ended_uid) is Failed in th
 is "$(pj ended '"\(.status.phase) \(.status.reason) \(.status.message)"')" "Failed Ended ended before the start" \
 	"...its status in the API is left as it was"
 check "...and the pods file (offlinePods) leaves it out" sh -c "! grep -q '$ended_uid' '$T/a/state/api_pods'"
+
+# ---- a deleted Node: no Lease owned by a UID that is gone (kubelet's SetNodeOwnerFunc) ---------
+# the garbage collector deletes the Lease with its Node; kubelet GETs the Node
+# for a new Lease's owner and creates none while the Node is missing (it
+# churned: POST, GC, 404, POST ... every 10 s)
+has_lease() { lease >/dev/null; }
+check "the node's Lease before the Node is deleted" has_lease
+kc delete node "$NODE" --wait=false >/dev/null
+missing_seen() { grep -q "API server: node '$NODE' not found: no node lease until it is back" "$T/a.log"; }
+check "the Node deleted: cubelet finds it missing at the next renewal (the journal says so)" wait_until 60 missing_seen
+no_lease() { ! has_lease; }
+check "...and its Lease is gone (the garbage collector)" wait_until 30 no_lease
+sleep 25
+check "...and not created again 25 s later (two renewals; kubelet makes none while the Node is missing)" no_lease
+is "$(grep -c "node '$NODE' not found: no node lease" "$T/a.log")" 1 "...said once"
 stop a
 kc delete pod ended --wait=false >/dev/null
 
@@ -462,4 +483,12 @@ out=$(timeout 20 "$CUBELET" run --config "$T/a/config.yaml" --manifest-dir "$T/a
 	--runtime-endpoint "unix://$T/no-runtime.sock" --cgroup-root "$CGROOT/a" --node-name "$NODE" \
 	--kubeconfig "$T/bad.kubeconfig" 2>&1)
 contains "$out" "$T/bad.kubeconfig: contexts: no entry named 'nowhere'" "a kubeconfig without its context: named"
+
+# ---- --node-labels that NodeRestriction refuses: kubelet's refusal at the start ---------------
+out=$(timeout 20 "$CUBELET" run --config "$T/a/config.yaml" --manifest-dir "$T/a/manifests" \
+	--runtime-endpoint "unix://$T/no-runtime.sock" --cgroup-root "$CGROOT/a" --node-name "$NODE" \
+	--kubeconfig "$T/cp/pki/node.kubeconfig" --node-labels "node-role.kubernetes.io/worker=,team=a" 2>&1)
+rc=$?
+is "$rc $(echo "$out" | grep -c "unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: \[node-role.kubernetes.io/worker\]")" \
+	"2 1" "--node-labels node-role.kubernetes.io/worker=: refused at the start with kubelet's message (exit 2)"
 echo "1..$n"

@@ -463,6 +463,10 @@ kc exec chatty -- sh -c 'echo to-out; echo to-err >&2; exit 7' >"$K" 2>"$K.err"
 rc=$?
 t_is "$rc $(cat "$K") $(grep -c to-err "$K.err")" "7 to-out 1" "kubectl exec: the command's stdout, stderr and exit code (7)"
 t_is "$(echo hello | kc exec -i chatty -- tr a-z A-Z 2>&1)" HELLO "kubectl exec -i: stdin reaches the command"
+# the master service's variables, as kubelet gives every container (client-go's in-cluster config reads them)
+t_is "$(kc exec chatty -- sh -c 'echo "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT $KUBERNETES_PORT_443_TCP_ADDR $KUBERNETES_SERVICE_PORT_HTTPS"' 2>&1)" \
+	"$(kc get svc kubernetes -o jsonpath='{.spec.clusterIP}'):443 $(kc get svc kubernetes -o jsonpath='{.spec.clusterIP}') 443" \
+	"Service env: KUBERNETES_SERVICE_HOST/PORT, KUBERNETES_PORT_443_TCP_ADDR, KUBERNETES_SERVICE_PORT_HTTPS"
 tty_out=$(script -qec "$KUBE kubectl --kubeconfig $D/pki/admin.kubeconfig exec -it chatty -- tty" /dev/null 2>&1 | tr -d '\r')
 t_contains "$tty_out" "/dev/pts/" "kubectl exec -it: a terminal in the container ($tty_out)"
 "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" port-forward pod/chatty 18080:8080 >"$K.pf" 2>&1 &
