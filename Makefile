@@ -176,16 +176,17 @@ $(B)/tests/unit/%: tests/unit/%.c $(LIBS)
 	@echo "  TEST    $@"
 	@$(CC) $(CFLAGS_ALL) $(CMOCKA_CFLAGS) -Wno-error=missing-prototypes -o $@ $< $(TEST_LDFLAGS) $(LIBS) $(PKG_LIBS) $(CMOCKA_LIBS)
 
-# agent/loop as a whole (test-loop.c): the managers' objects beside the
+# agent/loop as a whole (test-loop.c, test-loop-cpu.c; loop-fixture.h): the managers' objects beside the
 # archives, and the loop's worker_pool_* calls sent to the test's fake pool
 # (and a fake cgroup writer that records its writes: the test's root is no
 # cgroup v2 mount)
 LOOP_TEST_WRAP := new submit take free check_runtime set_node_env set_network
 LOOP_TEST_CG_WRAP := new_driver apply free
-$(B)/tests/unit/agent/loop/test-loop: TEST_LDFLAGS = $(call obj,$(MGR_SRCS)) \
+LOOP_TESTS := $(B)/tests/unit/agent/loop/test-loop $(B)/tests/unit/agent/loop/test-loop-cpu
+$(LOOP_TESTS): TEST_LDFLAGS = $(call obj,$(MGR_SRCS)) \
 	$(patsubst %,-Wl$(comma)--wrap=worker_pool_%,$(LOOP_TEST_WRAP)) \
 	$(patsubst %,-Wl$(comma)--wrap=cg_writer_%,$(LOOP_TEST_CG_WRAP))
-$(B)/tests/unit/agent/loop/test-loop: $(call obj,$(MGR_SRCS))
+$(LOOP_TESTS): $(call obj,$(MGR_SRCS)) tests/unit/agent/loop/loop-fixture.h
 
 # ---- integration tests: real containerd, real sockets ------------------------
 IT_SRCS := $(shell find tests/integration -name 'test-*.c' 2>/dev/null | sort)

@@ -326,6 +326,7 @@ struct VolApiFile; /* agent/volumes/volumes.h */
 typedef struct LcEnv {
         sd_event *event;
         const char *cgroup_root;
+        const char *sys_root; /* the CPU topology's sysfs (/sys) */
         const char *state_dir;
         const char *node_name;
         const PodKubeletConfig *kc;

@@ -50,6 +50,7 @@ void agent_options_done(AgentOptions *o) {
         free(o->socket_path);
         free(o->config_path);
         free(o->http_address);
+        free(o->sys_root);
         free(o->kubelet_address);
         free(o->manifest_url);
         free(o->kubeconfig);
@@ -101,6 +102,7 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->manifest_dir = dup_or_null(src->manifest_dir);
         dst->runtime_endpoint = dup_or_null(src->runtime_endpoint);
         dst->cgroup_root = dup_or_null(src->cgroup_root);
+        dst->sys_root = dup_or_null(src->sys_root ? src->sys_root : "/sys");
         dst->state_dir = dup_or_null(src->state_dir);
         dst->node_name = dup_or_null(src->node_name);
         dst->socket_path = dup_or_null(src->socket_path);
@@ -128,7 +130,7 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->kc.pod_pids_limit = src->kc.pod_pids_limit;
         dst->kc.cpu_cfs_quota = src->kc.cpu_cfs_quota;
         if (!dst->manifest_dir || !dst->runtime_endpoint || !dst->cgroup_root || !dst->state_dir || !dst->node_name ||
-            !dst->socket_path || (src->config_path && !dst->config_path) || !dst->http_address ||
+            !dst->socket_path || !dst->sys_root || (src->config_path && !dst->config_path) || !dst->http_address ||
             (src->manifest_url && !dst->manifest_url) || (src->kubeconfig && !dst->kubeconfig) ||
             (src->node_labels && !dst->node_labels) || (src->register_taints && !dst->register_taints) ||
             (src->kubelet_address && !dst->kubelet_address))

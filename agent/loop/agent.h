@@ -20,6 +20,7 @@ typedef struct AgentOptions {
         char *manifest_dir;
         char *runtime_endpoint;
         char *cgroup_root;
+        char *sys_root; /* the CPU topology's sysfs; NULL: /sys (a test's own) */
         char *state_dir;
         char *node_name;
         char *socket_path;

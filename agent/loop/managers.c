@@ -49,6 +49,7 @@ int agent_managers_new(Agent *a, CubError *err) {
         a->mgrs.env = (LcEnv){
                 .event = a->core.event,
                 .cgroup_root = a->core.opt.cgroup_root,
+                .sys_root = a->core.opt.sys_root,
                 .state_dir = a->core.opt.state_dir,
                 .node_name = a->core.opt.node_name,
                 .kc = a->core.kc,

@@ -84,7 +84,13 @@ void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         }
         j->spec = worker_spec_ref(p->spec);
         j->configs = configs;
-        p->resources_gen = a->decided.resources_gen;
+        /* p->resources_gen stays: a sync creates containers (with the configs
+         * of now) and changes none that runs, so the running ones keep the
+         * generation they have; and the pool may change before the sync
+         * creates its containers. An older generation gets the UPDATE job
+         * once the pod is idle (agent_update_resources, after each relist):
+         * kubelet's reconcileState brings every running container, sidecars
+         * and restarted ones included, to its current cpuset */
         j->may_start = calloc(p->n + 1, sizeof(bool));
         for (size_t i = 0; j->may_start && i < p->n; i++)
                 j->may_start[i] = now >= p->backoff[i].next_usec;

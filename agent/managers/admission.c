@@ -178,7 +178,7 @@ static int admission_new(const LcEnv *env, void **ret, CubError *err) {
         if (!m)
                 return cub_err_set(err, ENOMEM, "out of memory");
         m->env = env;
-        r = cpumgr_topology_from_sys("/sys", &m->topo, err);
+        r = cpumgr_topology_from_sys(env->sys_root ? env->sys_root : "/sys", &m->topo, err);
         if (r < 0) {
                 r = cub_err_wrap(err, "CPU topology");
                 goto fail;

@@ -69,10 +69,18 @@ t_is "$(jqs .cpuManager.policy)" static "the CPU manager runs the static policy"
 t_is "$(jqs .cpuManager.reserved)" 0 "reserved CPUs: one CPU (200m rounded up), the first of core 0"
 t_is "$(jqs .cpuManager.sharedPool)" 0-3 "the shared pool starts with every CPU"
 
-# ---- a Burstable pod on the shared pool -----------------------------------------------
-pod shared '{requests: {cpu: 100m, memory: 16Mi}}'
+# ---- a Burstable pod on the shared pool, with a sidecar -----------------------------------
+# (a restartable init container: kubelet's reconcileState moves it with the
+# pool like any running container; cubelet once left it on the old pool)
+pod shared '{requests: {cpu: 100m, memory: 16Mi}}' 0 '  initContainers:
+  - name: side
+    image: localhost/cubelet/busybox:1
+    restartPolicy: Always
+    command: [sleep, "3600"]
+    resources: {requests: {cpu: 50m, memory: 8Mi}}'
 t_ok "pod shared reaches Running" wait_phase "shared-$NODE" Running 180
 t_ok "shared's container runs on the whole pool 0-3" wait_effective shared app 0-3
+t_ok "shared's sidecar runs on the whole pool 0-3" wait_effective shared side 0-3
 
 # ---- two exclusive pods ------------------------------------------------------------------
 pod excl-a '{limits: {cpu: "1", memory: 32Mi}}'
@@ -88,6 +96,7 @@ t_is "$(effective excl-b app)" 2 "excl-b's cpuset.cpus.effective is 2"
 t_ok "the exclusive sets are disjoint" test "$(effective excl-a app)" != "$(effective excl-b app)"
 t_is "$(jqs .cpuManager.sharedPool)" 0,3 "the shared pool shrank to 0,3"
 t_ok "shared's running container was moved to 0,3 (UpdateContainerResources)" wait_effective shared app 0,3 60
+t_ok "...and its sidecar too" wait_effective shared side 0,3 60
 t_is "$(jq -r '.defaultCpuSet' /var/lib/cubelet/cpu_manager_state)" 0,3 "cpu_manager_state: defaultCpuSet 0,3"
 t_is "$(jq -r --arg u "$(podq excl-a .uid)" '.entries[$u].app' /var/lib/cubelet/cpu_manager_state)" 1 \
 	"cpu_manager_state: excl-a's entry is 1"
@@ -95,6 +104,7 @@ t_is "$(jq -r --arg u "$(podq excl-a .uid)" '.entries[$u].app' /var/lib/cubelet/
 rm -f "$M/excl-a.yaml"
 t_ok "excl-a goes away" wait_gone "excl-a-$NODE" 120
 t_ok "shared's container grows back to 0-1,3" wait_effective shared app 0-1,3 60
+t_ok "...and its sidecar too" wait_effective shared side 0-1,3 60
 t_is "$(jqs .cpuManager.sharedPool)" 0-1,3 "the shared pool is 0-1,3 again"
 t_is "$(effective excl-b app)" 2 "excl-b keeps CPU 2"
 rm -f "$M/excl-b.yaml" "$M/shared.yaml"
