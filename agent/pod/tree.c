@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Manifest text → jansson tree. JSON through jansson itself; YAML through
- * libyaml's event parser, with YAML 1.2 core-schema scalar resolution and a
- * side table of source lines for error messages. */
+ * libyaml's event parser, with kubelet's YAML 1.1 scalar resolution (its
+ * booleans and octal integers) and a side table of source lines for error
+ * messages. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -153,21 +154,35 @@ static bool parse_ll(const char *s, int base, long long *ret) {
         return errno == 0 && *end == '\0';
 }
 
-/* YAML 1.2 core schema for plain scalars, but for octal integers (below). */
+/* kubelet's YAML 1.1 booleans (go-yaml v2's resolve table, which
+ * utilyaml.ToJSON hands on as JSON booleans): 1 true, 0 false, -1 neither */
+static int yaml11_bool(const char *s) {
+        static const char *const trues[] = { "true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON" };
+        static const char *const falses[] = {
+                "false", "False", "FALSE", "n", "N", "no", "No", "NO", "off", "Off", "OFF"
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(trues); i++)
+                if (strcmp(s, trues[i]) == 0)
+                        return 1;
+        for (size_t i = 0; i < ELEMENTSOF(falses); i++)
+                if (strcmp(s, falses[i]) == 0)
+                        return 0;
+        return -1;
+}
+
+/* Plain scalars as kubelet's reader (go-yaml v2, YAML 1.1) resolves them:
+ * its booleans (`yes`, `on`, `y`, ...), nulls, octal integers with a
+ * leading 0 (below), and the YAML 1.2 core schema's forms beside. */
 static json_t *resolve_plain(const char *s) {
         static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
-        static const char *const trues[] = { "true", "True", "TRUE" };
-        static const char *const falses[] = { "false", "False", "FALSE" };
+        int b = yaml11_bool(s);
 
         for (size_t i = 0; i < ELEMENTSOF(nulls); i++)
                 if (strcmp(s, nulls[i]) == 0)
                         return json_null();
-        for (size_t i = 0; i < ELEMENTSOF(trues); i++)
-                if (strcmp(s, trues[i]) == 0)
-                        return json_true();
-        for (size_t i = 0; i < ELEMENTSOF(falses); i++)
-                if (strcmp(s, falses[i]) == 0)
-                        return json_false();
+        if (b >= 0)
+                return json_boolean(b);
         {
                 const char *p = s + (*s == '-' || *s == '+');
                 /* A leading 0 is octal, as kubelet's YAML 1.1 reader (go-yaml v2,
@@ -275,6 +290,15 @@ static int yaml_collection(YamlLoader *l, yaml_event_t *start, int depth, json_t
                                 return r;
                         }
                         key = json_stringn((const char *) ev.data.scalar.value, ev.data.scalar.length);
+                        /* a plain key kubelet's reader takes for a boolean is "true" or "false"
+                         * (sigs.k8s.io/yaml's JSON keys: `on:` is "true") */
+                        if (key && ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !ev.data.scalar.tag &&
+                            yaml11_bool(json_string_value(key)) >= 0) {
+                                int kb = yaml11_bool(json_string_value(key));
+
+                                json_decref(key);
+                                key = json_string(kb ? "true" : "false");
+                        }
                         yaml_event_delete(&ev);
                         if (!key)
                                 return cub_err_set(l->err, EINVAL, "%s:%d: invalid YAML: key is not valid UTF-8",

@@ -709,9 +709,54 @@ static void test_quoted_number_name_is_a_string(void **state) {
                                "spec:\n  containers:\n  - name: '1'\n    image: x:1\n");
         assert_string_equal(pod->name, "123");
         assert_string_equal(map_get(&pod->labels, "version"), "1.0");
-        assert_string_equal(map_get(&pod->labels, "on"), "true");
+        /* a plain `on` key is kubelet's boolean key: "true" (sigs.k8s.io/yaml) */
+        assert_string_equal(map_get(&pod->labels, "true"), "true");
         assert_string_equal(pod->containers[0].name, "1");
         pod_free(pod);
+}
+
+/* kubelet's YAML 1.1 booleans (go-yaml v2's resolve table): unquoted, each
+ * is a boolean, so a string field refuses it as kubelet does ("cannot
+ * unmarshal bool into ... of type string"); quoted, a string; as a plain
+ * key, "true" or "false" */
+static void test_yaml11_booleans(void **state) {
+        static const char *const forms[] = { "y",  "Y",  "yes", "Yes", "YES", "on",  "On",  "ON",
+                                             "n",  "N",  "no",  "No",  "NO",  "off", "Off", "OFF",
+                                             "true", "True", "TRUE", "false", "False", "FALSE" };
+        char text[512];
+
+        (void) state;
+        for (size_t i = 0; i < sizeof(forms) / sizeof(*forms); i++) {
+                Pod *pod = NULL;
+                CubError err = {};
+                bool truth = strchr("yYoOtT", forms[i][0]) && strcmp(forms[i], "off") != 0 &&
+                             strcmp(forms[i], "Off") != 0 && strcmp(forms[i], "OFF") != 0;
+
+                (void) snprintf(text, sizeof(text),
+                                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+                                "  - name: %s\n    image: x:1\n",
+                                forms[i]);
+                assert_int_equal(pod_decode(text, strlen(text), "b.yaml", POD_FORMAT_YAML, &pod, &err), -EINVAL);
+                assert_string_equal(err.msg, "b.yaml:6: spec.containers[0].name: Invalid type: expected string, got boolean");
+                /* quoted: the string */
+                (void) snprintf(text, sizeof(text),
+                                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {a: '%s'}\n"
+                                "spec:\n  containers:\n  - {name: a, image: 'x:1'}\n",
+                                forms[i]);
+                if (pod_decode(text, strlen(text), "q.yaml", POD_FORMAT_YAML, &pod, &err) < 0)
+                        fail_msg("%s quoted: %s", forms[i], err.msg);
+                assert_string_equal(map_get(&pod->labels, "a"), forms[i]);
+                pod_free(pod);
+                /* a plain key */
+                (void) snprintf(text, sizeof(text),
+                                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {%s: v}\n"
+                                "spec:\n  containers:\n  - {name: a, image: 'x:1'}\n",
+                                forms[i]);
+                if (pod_decode(text, strlen(text), "k.yaml", POD_FORMAT_YAML, &pod, &err) < 0)
+                        fail_msg("%s as a key: %s", forms[i], err.msg);
+                assert_string_equal(map_get(&pod->labels, truth ? "true" : "false"), "v");
+                pod_free(pod);
+        }
 }
 
 static void test_trailing_empty_document(void **state) {
@@ -1121,8 +1166,8 @@ static void test_err_string_lists_and_maps(void **state) {
                    "x.yaml:9: spec.containers[0].command[1]: Invalid type: expected string, got number");
         DECODE_ERR("x.yaml", MIN "    args: \"--x\"\n", EINVAL,
                    "x.yaml:9: spec.containers[0].args: Invalid type: expected array of strings, got string");
-        DECODE_ERR("x.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    a: b\n    n: 1\n", EINVAL,
-                   "x.yaml:7: metadata.labels[n]: Invalid type: expected string, got number");
+        DECODE_ERR("x.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    a: b\n    x: 1\n", EINVAL,
+                   "x.yaml:7: metadata.labels[x]: Invalid type: expected string, got number");
         DECODE_ERR("x.yaml", HDR "  nodeSelector: [a]\n" CTR, EINVAL,
                    "x.yaml:6: spec.nodeSelector: Invalid type: expected object of strings, got array");
 }
@@ -1218,7 +1263,7 @@ int main(void) {
                 cmocka_unit_test(test_quoted_and_plain_quantities),
                 cmocka_unit_test(test_json_number_quantities),
                 cmocka_unit_test(test_quoted_number_name_is_a_string),
-                cmocka_unit_test(test_trailing_empty_document),
+                cmocka_unit_test(test_yaml11_booleans), cmocka_unit_test(test_trailing_empty_document),
                 cmocka_unit_test(test_comments_and_flow_style),
                 cmocka_unit_test(test_block_scalars),
                 cmocka_unit_test(test_err_empty_manifest),
