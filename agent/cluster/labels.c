@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* --node-labels as kubelet checks them before it starts
+/* --node-labels and --register-with-taints: parsed, and the labels checked
+ * as kubelet checks them before it starts
  * (cmd/kubelet/app/options/options.go ValidateKubeletFlags,
  * k8s.io/kubelet/pkg/apis/well_known_labels.go): a label of the
  * kubernetes.io or k8s.io namespaces that a kubelet may not set
@@ -92,7 +93,7 @@ int kube_node_labels_check(const char *list, CubError *err) {
         if (!(bad = calloc(len + 1, 1)))
                 return cub_err_set(err, ENOMEM, "out of memory");
         for (size_t i = 0, k = 0; i < n; i++) /* Go's %v of a []string: space-separated */
-                k += (size_t) sprintf(bad + k, "%s%s", i ? " " : "", forbidden[i]);
+                k += (size_t) snprintf(bad + k, len + 1 - k, "%s%s", i ? " " : "", forbidden[i]);
         off = 0;
         for (size_t i = 0; kubelet_namespaces[i]; i++)
                 off += (size_t) snprintf(prefixes + off, sizeof(prefixes) - off, "%s%s", i ? ", " : "",
@@ -106,4 +107,40 @@ int kube_node_labels_check(const char *list, CubError *err) {
                            "--node-labels in the 'kubernetes.io' namespace must begin with an allowed prefix (%s) "
                            "or be in the specifically allowed set (%s)",
                            bad, prefixes, allowed);
+}
+
+/* key=value pairs, comma-separated (--node-labels) */
+void kube_node_labels_add(json_t *labels, const char *list) {
+        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
+        char *save = NULL;
+
+        for (char *kv = copy ? strtok_r(copy, ",", &save) : NULL; kv; kv = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(kv, '=');
+
+                if (eq) {
+                        *eq = 0;
+                        json_object_set_new(labels, kv, json_string(eq + 1));
+                }
+        }
+}
+
+/* key[=value]:Effect, comma-separated (--register-with-taints) */
+json_t *kube_node_taints_parse(const char *list) {
+        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
+        json_t *l = json_array();
+        char *save = NULL;
+
+        for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && l; t = strtok_r(NULL, ",", &save)) {
+                char *colon = strrchr(t, ':'), *eq;
+
+                if (!colon)
+                        continue;
+                *colon = 0;
+                eq = strchr(t, '=');
+                if (eq)
+                        *eq = 0;
+                json_array_append_new(
+                        l, json_pack("{s:s,s:s,s:s}", "key", t, "value", eq ? eq + 1 : "", "effect", colon + 1));
+        }
+        return l;
 }

@@ -40,6 +40,7 @@ struct KubeNode {
         uint64_t node_req; /* in flight, 0: none */
         json_t *sent;      /* the status last PATCHed, without times */
         json_t *since;     /* condition type → {status, time}: lastTransitionTime */
+        json_t *api_conditions; /* the existing Node's when it was found (NULL: made here) */
         uint64_t sent_usec;
         char sent_time[32];
         uint64_t status_updates;
@@ -212,22 +213,61 @@ static void on_reconciled(void *userdata, long status, json_t *body, const char 
         node_step(n);
 }
 
+/* the keys of want whose values existing lacks or has otherwise (a new
+ * reference; an empty object when none) */
+static json_t *changed_keys(const json_t *want, const json_t *existing) {
+        json_t *out = json_object(), *v;
+        const char *k;
+
+        json_object_foreach((json_t *) want, k, v) if (!json_equal(v, json_object_get(existing, k)))
+                json_object_set(out, k, v);
+        return out;
+}
+
 /* kubelet's reconcile of an existing Node (updateDefaultLabels,
  * reconcileCMADAnnotationWithExistingNode): its labels and annotations set
- * to this node's, the rest left to the status updates */
-static void reconcile(KubeNode *n) {
-        json_t *node = n->fn(n->userdata), *patch;
+ * to this node's where they differ (nothing is sent when none does), the
+ * rest left to the status updates */
+static void reconcile(KubeNode *n, const json_t *existing) {
+        json_t *node = n->fn(n->userdata), *patch = NULL, *labels = NULL, *ann = NULL;
+        const json_t *meta = json_object_get(node, "metadata"), *emeta = json_object_get(existing, "metadata");
         char path[512];
 
-        patch = node ? json_pack("{s:{s:O*,s:O*}}", "metadata", "labels",
-                                 json_object_get(json_object_get(node, "metadata"), "labels"), "annotations",
-                                 json_object_get(json_object_get(node, "metadata"), "annotations"))
-                     : NULL;
+        if (node) {
+                labels = changed_keys(json_object_get(meta, "labels"), json_object_get(emeta, "labels"));
+                ann = changed_keys(json_object_get(meta, "annotations"), json_object_get(emeta, "annotations"));
+        }
+        if (json_object_size(labels) + json_object_size(ann) > 0) {
+                patch = json_pack("{s:{s:O,s:O}}", "metadata", "labels", labels, "annotations", ann);
+                cub_log(LOG_INFO, "API server: node '%s': %zu labels and %zu annotations differ: set to this node's",
+                        n->name, json_object_size(labels), json_object_size(ann));
+        }
+        json_decref(labels);
+        json_decref(ann);
         (void) snprintf(path, sizeof(path), "/api/v1/nodes/%s", n->name);
         if (!patch || request(n, &n->node_req, "PATCH", path, KUBE_CT_STRATEGIC, patch, on_reconciled) < 0)
                 node_step(n);
         json_decref(patch);
         json_decref(node);
+}
+
+/* kubelet computes the status of an existing Node on the Node the API
+ * server has: a condition whose status is the same keeps its
+ * lastTransitionTime, and sends no event (across a restart) */
+static void take_conditions(KubeNode *n, const json_t *node) {
+        const json_t *conds = json_object_get(json_object_get(node, "status"), "conditions"), *c;
+        size_t i;
+
+        json_decref(n->api_conditions);
+        n->api_conditions = json_is_array(conds) ? json_deep_copy(conds) : json_array();
+        json_array_foreach(conds, i, c) {
+                const char *type = json_string_value(json_object_get(c, "type"));
+                const char *st = json_string_value(json_object_get(c, "status"));
+                const char *t = json_string_value(json_object_get(c, "lastTransitionTime"));
+
+                if (type && st && t)
+                        json_object_set_new(n->since, type, json_pack("{s:s,s:s}", "status", st, "time", t));
+        }
 }
 
 static void on_get_node(void *userdata, long status, json_t *body, const char *error) {
@@ -240,11 +280,12 @@ static void on_get_node(void *userdata, long status, json_t *body, const char *e
                 return;
         }
         succeeded(&n->node_retry, "node");
+        take_conditions(n, body);
         take_uid(n, body);
         cub_log(LOG_INFO, "API server %s: node '%s' exists (uid %s); keeping it", kube_client_server(n->client),
                 n->name, n->uid);
         if (n->o.register_node)
-                reconcile(n);
+                reconcile(n, body);
         else
                 node_step(n);
 }
@@ -495,6 +536,7 @@ KubeNode *kube_node_free(KubeNode *n) {
         n->lease_timer = sd_event_source_disable_unref(n->lease_timer);
         json_decref(n->sent);
         json_decref(n->since);
+        json_decref(n->api_conditions);
         json_decref(n->lease);
         sd_event_unref(n->event);
         free(n->name);
@@ -517,6 +559,10 @@ const char *kube_node_uid(const KubeNode *n) {
         return n->uid;
 }
 
+const json_t *kube_node_api_conditions(const KubeNode *n) {
+        return n ? n->api_conditions : NULL;
+}
+
 bool kube_node_registered(const KubeNode *n) {
         return n && n->registered;
 }
@@ -528,40 +574,4 @@ json_t *kube_node_status_json(const KubeNode *n) {
                          n->name, "registered", n->registered, "uid", n->uid, "statusSent", n->sent_time,
                          "statusUpdates", (json_int_t) n->status_updates, "leaseRenewed", n->renew_time,
                          "leaseRenewals", (json_int_t) n->renewals, "error", error);
-}
-
-/* key=value pairs, comma-separated (--node-labels) */
-void kube_node_labels_add(json_t *labels, const char *list) {
-        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
-        char *save = NULL;
-
-        for (char *kv = copy ? strtok_r(copy, ",", &save) : NULL; kv; kv = strtok_r(NULL, ",", &save)) {
-                char *eq = strchr(kv, '=');
-
-                if (eq) {
-                        *eq = 0;
-                        json_object_set_new(labels, kv, json_string(eq + 1));
-                }
-        }
-}
-
-/* key[=value]:Effect, comma-separated (--register-with-taints) */
-json_t *kube_node_taints_parse(const char *list) {
-        _cleanup_free_ char *copy = list ? strdup(list) : NULL;
-        json_t *l = json_array();
-        char *save = NULL;
-
-        for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && l; t = strtok_r(NULL, ",", &save)) {
-                char *colon = strrchr(t, ':'), *eq;
-
-                if (!colon)
-                        continue;
-                *colon = 0;
-                eq = strchr(t, '=');
-                if (eq)
-                        *eq = 0;
-                json_array_append_new(
-                        l, json_pack("{s:s,s:s,s:s}", "key", t, "value", eq ? eq + 1 : "", "effect", colon + 1));
-        }
-        return l;
 }

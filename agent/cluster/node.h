@@ -44,6 +44,10 @@ int kube_node_start(KubeNode *n, CubError *err);
  * now rather than at the next update period. */
 void kube_node_changed(KubeNode *n);
 bool kube_node_registered(const KubeNode *n);
+/* the conditions of the Node the API server had when this node found it
+ * existing (a restart: kubelet's status and events start from them); NULL
+ * when the node made it, or before */
+const json_t *kube_node_api_conditions(const KubeNode *n);
 /* the Node's UID once registered ("" before) */
 const char *kube_node_uid(const KubeNode *n);
 /* For `cubelet status`: registered, uid, the last status and lease times,

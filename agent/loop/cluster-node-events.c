@@ -30,7 +30,29 @@ void agent_cluster_node_event(Agent *a, const char *reason, const char *message)
         c->node_events[i].last_unix = now;
 }
 
-/* the conditions' changes as kubelet's events (setNodeMemoryPressureCondition, ...) */
+/* the conditions the node's status starts from: the existing Node's
+ * (a restart), else none */
+static json_t *first_conditions(Agent *a) {
+        const json_t *api = kube_node_api_conditions(a->cluster.node), *c;
+        json_t *o = json_object();
+        size_t i;
+
+        json_array_foreach(api, i, c) {
+                const char *type = json_string_value(json_object_get(c, "type"));
+                const char *st = json_string_value(json_object_get(c, "status"));
+
+                if (o && type && st)
+                        json_object_set_new(o, type, json_string(st));
+        }
+        return o;
+}
+
+/* the conditions' changes as kubelet's events (nodestatus/setters.go): a
+ * pressure condition's first status is a change (from Unknown), Ready's is
+ * not (NodeReady and NodeNotReady only when an existing Ready condition
+ * changes); on a Node that existed (a restart) they start from its
+ * conditions, so that an unchanged one sends nothing. Before the node is
+ * registered, nothing is decided. */
 void agent_cluster_node_condition_events(Agent *a, const json_t *conds) {
         static const struct {
                 const char *type, *when_true, *when_false;
@@ -43,16 +65,21 @@ void agent_cluster_node_condition_events(Agent *a, const json_t *conds) {
         const json_t *c;
         size_t i;
 
-        if (!a->cluster.node_conditions && !(a->cluster.node_conditions = json_object()))
+        if (!kube_node_registered(a->cluster.node))
+                return;
+        if (!a->cluster.node_conditions && !(a->cluster.node_conditions = first_conditions(a)))
                 return;
         json_array_foreach(conds, i, c) {
                 const char *type = json_string_value(json_object_get(c, "type")) ?: "";
                 const char *st = json_string_value(json_object_get(c, "status")) ?: "";
+                const char *before = json_string_value(json_object_get(a->cluster.node_conditions, type));
                 char msg[160];
 
-                if (strcmp(json_string_value(json_object_get(a->cluster.node_conditions, type)) ?: "", st) == 0)
+                if (strcmp(before ?: "", st) == 0)
                         continue;
                 json_object_set_new(a->cluster.node_conditions, type, json_string(st));
+                if (!before && strcmp(type, "Ready") == 0)
+                        continue; /* kubelet appends a new Ready condition without an event */
                 for (size_t k = 0; k < sizeof(map) / sizeof(*map); k++)
                         if (strcmp(map[k].type, type) == 0) {
                                 const char *r = strcmp(st, "True") == 0 ? map[k].when_true : map[k].when_false;

@@ -288,10 +288,7 @@ static const PodField spec_fields[] = {
           .sub = toleration_fields,
           .post = toleration_post },
         { .name = "hostNetwork", .decode = pod_dec_bool, .offset = offsetof(Pod, host_network) },
-        { .name = "enableServiceLinks",
-          .decode = pod_dec_bool,
-          .offset = offsetof(Pod, enable_service_links),
-          .set_offset = offsetof(Pod, enable_service_links_set) },
+        POD_BOOL_SET("enableServiceLinks", Pod, enable_service_links, enable_service_links_set),
         POD_STR("serviceAccountName", Pod, service_account_name),
         POD_STR("serviceAccount", Pod, service_account),
         /* pods of the API server; the field table refuses them in a static pod */

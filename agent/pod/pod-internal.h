@@ -119,6 +119,9 @@ int pod_decode_projection_api(PodDec *d, json_t *src, PodVolume *v);
         { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m), .flags = POD_FIELD_REQUIRED }
 #define POD_ENUM(n, T, m, a) \
         { .name = n, .decode = pod_dec_string, .offset = offsetof(T, m), .allowed = a }
+/* a boolean whose absence is not false (set: whether the manifest has it) */
+#define POD_BOOL_SET(n, T, m, set) \
+        { .name = n, .decode = pod_dec_bool, .offset = offsetof(T, m), .set_offset = offsetof(T, set) }
 
 /* The Container tables and their checks (decode-containers.c), for the
  * Pod tables of decode.c. */

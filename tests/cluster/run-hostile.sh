@@ -133,6 +133,6 @@ run b --node-name "$NODE" --kubeconfig "$T/old.kubeconfig"
 check "an expired serving certificate: named" \
 	wait_until 20 grep -q -F "certificate has expired" "$T/b.log"
 sleep 4
-is "$(grep -c -F 'certificate has expired' "$T/b.log")" 2 \
-	"logged once per request kind that met it (the Node, the pods list), not at each retry"
+is "$(grep -c -F 'certificate has expired' "$T/b.log")" 3 \
+	"logged once per request kind that met it (the Node, the pods list, the Services list), not at each retry"
 echo "1..$n"

@@ -172,9 +172,11 @@ is "$(status_json a | jq -r '.apiServer | "\(.registered) \(.node) \(.error)"')"
 	"cubelet status: registered, no error"
 
 node_events() { kc get events -n default --field-selector "involvedObject.kind=Node,involvedObject.name=$NODE" -o json | jq -r '[.items[] | select(.source.component == "kubelet") | .reason] | sort | unique | join(",")'; }
-has_node_events() { case $(node_events) in *NodeNotReady*Starting*) return 0 ;; *) return 1 ;; esac; }
-check "the node's own events (kubelet's): Starting, NodeNotReady (no runtime), the conditions'" wait_until 20 has_node_events
-contains "$(node_events)" "NodeHasSufficientMemory" "NodeHasSufficientMemory among them ($(node_events))"
+has_node_events() { [ "$(node_events)" = NodeHasNoDiskPressure,NodeHasSufficientMemory,NodeHasSufficientPID,Starting ]; }
+check "the node's own events (kubelet's): Starting and the pressure conditions' (Unknown → False)" wait_until 20 has_node_events
+is "$(node_events)" NodeHasNoDiskPressure,NodeHasSufficientMemory,NodeHasSufficientPID,Starting \
+	"...and no NodeNotReady: kubelet sends it only when an existing Ready condition changes"
+event_count() { kc get events -n default --field-selector "involvedObject.kind=Node,involvedObject.name=$NODE,reason=$1" -o json | jq '[.items[].count] | add // 0'; }
 
 # ---- pods from the API server -----------------------------------------------------------------
 # bound with spec.nodeName (the node is NotReady without a runtime: the
@@ -407,6 +409,24 @@ check "restarted: the existing Node is kept (409, then its UID)" wait_until 30 e
 is "$(jqn .metadata.uid)" "$uid" "the Node's UID is the same"
 posted() { [ "$(jqn '.status.conditions[] | select(.type == "Ready") | .reason')" = KubeletNotReady ]; }
 check "...and its Ready condition is cubelet's again (KubeletNotReady: no runtime here)" wait_until 30 posted
+check "...its labels and annotations not PATCHed: none differs" \
+	sh -c "! grep -q \"node '$NODE': .* labels and .* annotations differ\" '$T/a.log'"
+# a quick restart (within the grace period): kubelet computes the status on
+# the Node the API server has, so nothing changed sends no event and keeps
+# each condition's lastTransitionTime
+sufficient_memory() { [ "$(jqn '.status.conditions[] | select(.type == "MemoryPressure") | .status')" = False ]; }
+wait_until 30 sufficient_memory
+sleep 3 # the status tick sends the events of the restart above
+ready_since=$(jqn '.status.conditions[] | select(.type == "Ready") | .lastTransitionTime')
+mem_events=$(event_count NodeHasSufficientMemory)
+stop a
+RUN_PORT=10251 run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig" --node-ip 127.0.0.1
+check "a quick restart: the existing Node is kept" wait_until 30 exists
+sleep 12 # a status update (10 s) and the events' tick
+is "$(jqn '.status.conditions[] | select(.type == "Ready") | .lastTransitionTime')" "$ready_since" \
+	"...Ready's lastTransitionTime is kept (its status did not change: kubelet's)"
+is "$(event_count NodeHasSufficientMemory)" "$mem_events" \
+	"...and no condition event is sent again (NodeHasSufficientMemory: $mem_events)"
 self_signed() { [ -s "$T/a/state/pki/kubelet.crt" ] && [ -s "$T/a/state/pki/kubelet.key" ]; }
 check "no tlsCertFile: a self-signed serving certificate in the state directory (kubelet's)" wait_until 10 self_signed
 is "$(openssl x509 -in "$T/a/state/pki/kubelet.crt" -noout -ext subjectAltName 2>/dev/null | tail -n 1 | tr -d ' ')" \
