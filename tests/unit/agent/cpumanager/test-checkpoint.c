@@ -22,7 +22,7 @@
 #include "agent/pod/pod.h"
 
 #define HDR(uid) "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  uid: " uid "\nspec:\n"
-#define C(name, extra) "  - name: " name "\n    image: x:1\n" extra
+#define C(name, extra) "  - name: '" name "'\n    image: x:1\n" extra /* quoted: y is YAML 1.1's true */
 #define GUAR(cpu)                                                                 \
         "    resources:\n      requests: {cpu: \"" cpu "\", memory: 1Gi}\n      " \
         "limits: {cpu: \"" cpu "\", memory: 1Gi}\n"

@@ -18,7 +18,7 @@
 #include "agent/pod/pod.h"
 
 #define HDR(uid) "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  uid: " uid "\nspec:\n"
-#define C(name, extra) "  - name: " name "\n    image: x:1\n" extra
+#define C(name, extra) "  - name: '" name "'\n    image: x:1\n" extra /* quoted: y is YAML 1.1's true */
 #define RES(req, lim) "    resources:\n      requests: {" req "}\n      limits: {" lim "}\n"
 #define GUAR(cpu) RES("cpu: \"" cpu "\", memory: 1Gi", "cpu: \"" cpu "\", memory: 1Gi")
 #define SIDECAR "    restartPolicy: Always\n"

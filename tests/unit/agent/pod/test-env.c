@@ -72,7 +72,7 @@ static void test_field_ref_values(void **state) {
         (void) state;
         Pod *pod =
                 decode(HEAD "    env:\n"
-                            "    - {name: N, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
+                            "    - {name: 'N', valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
                             "    - {name: NS, valueFrom: {fieldRef: {apiVersion: v1, fieldPath: metadata.namespace}}}\n"
                             "    - {name: UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}\n"
                             "    - {name: APP, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['app']\"}}}\n"
@@ -132,7 +132,7 @@ static void test_field_ref_errors(void **state) {
                    "spec.nodeName['a']");
         expect_err("    - {name: X, valueFrom: {fieldRef: {}}}\n",
                    "t.yaml:15: spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Required value");
-        expect_err("    - {name: X, value: y, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n",
+        expect_err("    - {name: X, value: 'y', valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n",
                    "t.yaml:15: spec.containers[0].env[0].valueFrom: Invalid value: \"\": may not be specified "
                    "when `value` is not empty");
         expect_err("    - {name: X, valueFrom: {}}\n",

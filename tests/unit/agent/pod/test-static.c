@@ -469,14 +469,14 @@ static void test_node_decode_errors(void **state) {
         (void) state;
         NODE_ERR("kind: Node\nstatus: {}\n", "node.yaml:1: metadata: Required value");
         NODE_ERR("metadata: {labels: {}}\n", "node.yaml:1: metadata.name: Required value");
-        NODE_ERR("kind: Pod\nmetadata: {name: n}\n",
+        NODE_ERR("kind: Pod\nmetadata: {name: nd}\n",
                  "node.yaml:1: kind: Unsupported value: \"Pod\": supported values: \"Node\"");
-        NODE_ERR("metadata: {name: n}\nspec:\n  taints:\n  - key: k\n",
+        NODE_ERR("metadata: {name: nd}\nspec:\n  taints:\n  - key: k\n",
                  "node.yaml:4: spec.taints[0].effect: Required value");
-        NODE_ERR("metadata: {name: n}\nspec:\n  taints:\n  - key: k\n    effect: Evict\n",
+        NODE_ERR("metadata: {name: nd}\nspec:\n  taints:\n  - key: k\n    effect: Evict\n",
                  "node.yaml:5: spec.taints[0].effect: Unsupported value: \"Evict\": supported values: \"NoSchedule\", "
                  "\"PreferNoSchedule\", \"NoExecute\"");
-        NODE_ERR("metadata: {name: n}\nstatus:\n  allocatable:\n    memory: 16GB\n",
+        NODE_ERR("metadata: {name: nd}\nstatus:\n  allocatable:\n    memory: 16GB\n",
                  "node.yaml:4: status.allocatable[memory]: invalid quantity \"16GB\": unknown suffix \"GB\"");
         NODE_ERR("- a\n", "node.yaml: the manifest must be an object (a v1 Pod), got array");
 }
