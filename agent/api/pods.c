@@ -547,8 +547,10 @@ int api_snapshot_add_pods(ApiSnapshot *s, LcPod *const *pods, size_t n, const Ap
 
                 if (!p->wanted)
                         continue;
-                r = api_snapshot_add_pod(s, pod->namespace_, pod->name, pod->uid, p->spec->cgroup.path,
-                                         p->spec->log_dir, pod_start(p, info));
+                /* a pod cgroup has files; cgroupsPerQOS: false has none (the path is cgroupRoot, shared) */
+                r = api_snapshot_add_pod(s, pod->namespace_, pod->name, pod->uid,
+                                         p->spec->cgroup.n_files ? p->spec->cgroup.path : "", p->spec->log_dir,
+                                         pod_start(p, info));
                 if (!r)
                         return -ENOMEM;
                 for (size_t k = 0; k < p->n; k++) {

@@ -42,6 +42,8 @@ int api_cgroup_stats(const char *cgroup_root, const char *rel, ApiCgroupStats *r
         int r;
 
         *ret = (ApiCgroupStats){};
+        if (!rel || !*rel) /* no pod cgroup (cgroupsPerQOS: false): no stats, never the root's */
+                return -ENOENT;
         (void) snprintf(path, sizeof(path), "%s/%s/cpu.stat", cgroup_root, rel);
         r = read_keyed(path, cpu_keys, &ret->cpu_usage_usec, 1);
         if (r < 0)

@@ -46,6 +46,15 @@ typedef struct CgOptions {
         bool memory_qos;
         double memory_throttling_factor; /* memoryThrottlingFactor, in (0, 1]; default 0.9 */
         int64_t page_size;               /* memory.high is a multiple of it (Go's os.Getpagesize()) */
+        /* cgroupsPerQOS (default true); false: no kubepods, QoS or pod
+         * cgroup of cubelet's, each pod's group is pods_parent (cgroupRoot,
+         * NULL or "" = none: the runtime's default) with no file written */
+        bool per_qos;
+        const char *pods_parent;
+        /* /sys/fs/cgroup is no cgroup2 mount (a v1 or hybrid host, possible
+         * with cgroupsPerQOS: false alone): kubelet sends no unified keys
+         * there (memory.oom.group, swap, MemoryQoS are cgroup v2's) */
+        bool cgroup_v1;
 } CgOptions;
 
 void cg_options_init(CgOptions *o);
@@ -99,6 +108,7 @@ typedef struct CgContainerResources {
         char memory_swap_max[24]; /* unified "memory.swap.max"; "" = not sent (no swap controller) */
         char memory_min[24];      /* unified "memory.min" (MemoryQoS); "" = not sent */
         char memory_high[24];     /* unified "memory.high" (MemoryQoS); "" = not sent */
+        bool cgroup_v1;           /* the runtime's cgroups are v1 (CgOptions.cgroup_v1): no unified map at all */
 } CgContainerResources;
 
 /* ---- memory QoS (KEP-2570; memory-qos.c) ----------------------------------

@@ -82,7 +82,7 @@ size_t cg_container_unified(const CgContainerResources *res, const char *kv[stat
         size_t n = 0;
 
         _Static_assert(2 * (sizeof(pairs) / sizeof(pairs[0])) + 1 <= CG_UNIFIED_KV_MAX, "CG_UNIFIED_KV_MAX fits all");
-        for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+        for (size_t i = 0; !res->cgroup_v1 && i < sizeof(pairs) / sizeof(pairs[0]); i++)
                 if (pairs[i][1][0]) {
                         kv[2 * n] = pairs[i][0];
                         kv[2 * n + 1] = pairs[i][1];

@@ -14,7 +14,8 @@ void cg_options_init(CgOptions *o) {
                           .enforce_cpu_limits = true,
                           .pod_pids_limit = -1,
                           .memory_throttling_factor = 0.9,
-                          .page_size = page > 0 ? page : 4096 };
+                          .page_size = page > 0 ? page : 4096,
+                          .per_qos = true };
 }
 
 static const char *const driver_names[_CG_DRIVER_MAX] = {
@@ -145,6 +146,16 @@ int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, cons
         int64_t quota;
         int r;
 
+        if (!o->per_qos) { /* cgroupsPerQOS: false: the runtime's group below cgroupRoot, nothing written */
+                const char *parent = o->pods_parent ? o->pods_parent : "";
+
+                while (*parent == '/')
+                        parent++;
+                if (snprintf(ret->path, sizeof(ret->path), "%s", parent) >= (int) sizeof(ret->path))
+                        return cub_err_set(err, ENAMETOOLONG, "cgroupRoot '%s': too long", parent);
+                ret->n_files = 0;
+                return 0;
+        }
         r = cg_pod_path(pod->uid, qos, o->driver, g.path, sizeof(g.path), err);
         if (r < 0)
                 return r;
@@ -259,6 +270,7 @@ void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer 
                 .cpu_period = o->enforce_cpu_limits ? CG_QUOTA_PERIOD : 0,
                 .memory_limit_in_bytes = pod_quantity_value(lim_mem),
                 .oom_score_adj = oom_score_adj(pod, qos, c, o->memory_capacity),
+                .cgroup_v1 = o->cgroup_v1,
         };
         cg_container_swap(pod, qos, c, o, ret->memory_swap_max, sizeof(ret->memory_swap_max));
         cg_container_memory_qos(c, o, ret);

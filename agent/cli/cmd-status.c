@@ -43,6 +43,10 @@ static void print_table(json_t *doc) {
                str(rt, "version"));
         if (*str(rt, "error"))
                 printf("  %s\n", str(rt, "error"));
+        if ((e = json_object_get(doc, "cgroups")) && json_is_false(json_object_get(e, "perQOS")))
+                printf("cgroups: none of cubelet's (cgroupsPerQOS: false); pods below %s%s%s (the runtime's)\n",
+                       *str(e, "podsParent") ? "'" : "", *str(e, "podsParent") ? str(e, "podsParent") : "its default",
+                       *str(e, "podsParent") ? "'" : "");
         if (*str(rt, "networkError"))
                 printf("node NOT READY: %s; pods on the pod network wait, host-network pods start\n",
                        str(rt, "networkError"));

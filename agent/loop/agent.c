@@ -6,11 +6,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -237,6 +239,22 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         a->core.cg.pod_pids_limit = opt->kc.pod_pids_limit;
         a->core.cg.memory_capacity = a->core.node.memory_capacity;
         a->core.cg.cpu_capacity_milli = a->core.node.cpu_capacity_milli;
+        a->core.cg.per_qos = opt->kc.cgroups_per_qos;
+        {
+                struct statfs fs;
+
+                /* kubelet's IsCgroup2UnifiedMode */
+                a->core.cg.cgroup_v1 = statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type != CGROUP2_SUPER_MAGIC;
+        }
+        a->core.cg.pods_parent = opt->kc.cgroup_root;
+        if (!opt->kc.cgroups_per_qos && a->core.cg.driver == CG_DRIVER_SYSTEMD && opt->kc.cgroup_root &&
+            *opt->kc.cgroup_root) {
+                r = cub_err_set(err, EINVAL,
+                                "cgroupRoot '%s' with cgroupsPerQOS: false and the systemd driver: not supported "
+                                "(leave it empty: the runtime's default slice)",
+                                opt->kc.cgroup_root);
+                goto fail;
+        }
         agent_kubepods_capacity(&opt->kc, a->core.node.cpu_capacity_milli, a->core.node.memory_capacity,
                                 &a->core.cg.kubepods_cpu_milli, &a->core.cg.kubepods_memory);
         a->core.cg.kubepods_pids = agent_kubepods_pids(&opt->kc, a->core.node.max_pids);
@@ -264,7 +282,9 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         r = agent_pods_init(a, err);
         if (r < 0)
                 goto fail;
-        r = cg_writer_new_driver(a->core.opt.cgroup_root, a->core.cg.driver, &a->core.writer, err);
+        /* cgroupsPerQOS: false: no cgroup of cubelet's is written (no writer) */
+        r = a->core.cg.per_qos ? cg_writer_new_driver(a->core.opt.cgroup_root, a->core.cg.driver, &a->core.writer, err)
+                               : 0;
         if (r < 0)
                 goto fail;
         r = sd_event_new(&a->core.event);

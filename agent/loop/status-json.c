@@ -192,6 +192,14 @@ char *agent_status_json(Agent *a) {
                                     : json_pack("{s:s,s:s,s:s}", "status", "True", "reason", "KubeletReady", "message",
                                                 "kubelet is posting ready status"));
         json_object_set_new(doc, "stopping", stopping_json(a, agent_now_usec()));
+        /* cgroupsPerQOS: false runs with no cgroup of cubelet's (kubelet's mode of that name) */
+        json_object_set_new(doc, "cgroups",
+                            json_pack("{s:b,s:s,s:s,s:b}", "perQOS", a->core.cg.per_qos, "driver",
+                                      cg_driver_to_string(a->core.cg.driver), "podsParent",
+                                      a->core.cg.per_qos       ? cg_kubepods_path(a->core.cg.driver)
+                                      : a->core.cg.pods_parent ? a->core.cg.pods_parent
+                                                               : "",
+                                      "enforceNodeAllocatablePods", a->core.kc->enforce_pods));
         agent_source_http_status(a, doc);
         agent_cluster_status(a, doc);
         agent_managers_node_status(a, doc);

@@ -126,7 +126,9 @@ static void observe(Pressure *m) {
         *o = (EvictObservations){ .time_usec = now_usec() };
         if (evict_read_node_memory("/proc", cg, &o->signals[EVICT_SIGNAL_MEMORY_AVAILABLE], &err) < 0)
                 cub_err_clear(&err);
-        if (evict_read_group_memory(cg, cg_kubepods_path(m->env->cg->driver),
+        /* cgroupsPerQOS: false: no kubepods, no allocatable signal (kubelet's has none either) */
+        if (m->env->cg->per_qos &&
+            evict_read_group_memory(cg, cg_kubepods_path(m->env->cg->driver),
                                     (uint64_t) (m->env->cg->kubepods_memory > 0 ? m->env->cg->kubepods_memory : 0),
                                     &o->signals[EVICT_SIGNAL_ALLOCATABLE_MEMORY_AVAILABLE], &err) < 0)
                 cub_err_clear(&err);
@@ -254,19 +256,24 @@ static void evict(Pressure *m) {
                 (void) snprintf(keys + n * 320, 320, "%s/%s", pod->namespace_, pod->name);
                 if (agent_evict_pod(pod, keys + n * 320, cts + n_ct, e, NULL) < 0)
                         continue;
-                r = evict_read_cgroup_working_set(m->env->cgroup_root, p->spec->cgroup.path, &e->memory_usage, &err);
+                /* cgroupsPerQOS: false: no pod cgroup of cubelet's to read (usage 0:
+                 * ranked by QoS and priority; the log files' disk usage still counts) */
+                r = m->env->cg->per_qos ? evict_read_cgroup_working_set(m->env->cgroup_root, p->spec->cgroup.path,
+                                                                        &e->memory_usage, &err)
+                                        : 0;
                 /* a pod whose cgroup is not made yet uses nothing (rather than
                  * "no stats", which would rank it first) */
                 e->stats = r >= 0 || r == -ENOENT;
                 cub_err_clear(&err);
-                if (evict_read_cgroup_pids(m->env->cgroup_root, p->spec->cgroup.path, &e->processes, &err) < 0)
+                if (m->env->cg->per_qos &&
+                    evict_read_cgroup_pids(m->env->cgroup_root, p->spec->cgroup.path, &e->processes, &err) < 0)
                         cub_err_clear(&err);
                 if (disk)
                         log_usage(p->spec->log_dir, &e->ephemeral_usage, &e->inodes_usage);
                 for (size_t k = 0; k < pod->n_containers; k++) {
                         const LcContainerStatus *st = &p->statuses[pod->n_init_containers + k];
 
-                        if (!st->id[0] || st->state != LC_CONTAINER_RUNNING)
+                        if (!st->id[0] || st->state != LC_CONTAINER_RUNNING || !m->env->cg->per_qos)
                                 continue;
                         if (cg_container_path(m->env->cg->driver, p->spec->cgroup.path, st->id, path, sizeof(path),
                                               &err) < 0) {
@@ -443,6 +450,10 @@ static void pressure_attach(void *userdata) {
         } else
                 cub_log(LOG_ERR, "eviction timer: %s", strerror(-r));
         add_psi(m, "/proc/pressure/memory", &m->psi_node_src);
+        if (!m->env->cg->per_qos) { /* no kubepods: the node's signals alone */
+                pressure_sync(m);
+                return;
+        }
         if (path_ok(snprintf(path, sizeof(path), "%s/%s/memory.pressure", m->env->cgroup_root,
                              cg_kubepods_path(m->env->cg->driver)),
                     sizeof(path)))

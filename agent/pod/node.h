@@ -149,6 +149,16 @@ typedef struct PodKubeletConfig {
         char *shutdown_grace_period, *shutdown_grace_period_critical_pods;
         PodShutdownPriority *shutdown_by_priority;
         size_t n_shutdown_by_priority;
+        /* cgroups: kubelet's cgroupsPerQOS (default true: cubelet's kubepods,
+         * QoS and pod cgroups; false: none, the runtime puts each pod below
+         * cgroupRoot, "" = its own default), enforceNodeAllocatable
+         * (default ["pods"]: with cgroupsPerQOS: true it must hold "pods";
+         * with false, [] or ["none"]); enforce_pods: whether "pods" is in it */
+        bool cgroups_per_qos;
+        char *cgroup_root;
+        PodStrv enforce_node_allocatable;
+        bool enforce_node_allocatable_set;
+        bool enforce_pods;
         PodStrv ignored; /* names of fields present but not supported */
 } PodKubeletConfig;
 

@@ -429,8 +429,11 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
                         return r;
         }
         (void) snprintf(x->grace, sizeof(x->grace), "%" PRId64, pod->termination_grace_period_seconds);
-        r = cg_cgroup_parent(p->cg ? cg_writer_driver(p->cg) : CG_DRIVER_CGROUPFS, s->cgroup.path, x->cgroup_parent,
-                             sizeof(x->cgroup_parent), err);
+        /* no group (cgroupsPerQOS: false, no cgroupRoot): the runtime's default */
+        x->cgroup_parent[0] = 0;
+        r = *s->cgroup.path ? cg_cgroup_parent(p->cg ? cg_writer_driver(p->cg) : CG_DRIVER_CGROUPFS, s->cgroup.path,
+                                               x->cgroup_parent, sizeof(x->cgroup_parent), err)
+                            : 0;
         if (r < 0)
                 return r;
         r = labels_set(&labels, err, WORKER_LABEL_MANAGED, "true", WORKER_LABEL_UID, pod->uid, WORKER_LABEL_NAME,

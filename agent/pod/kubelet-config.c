@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Inputs beside pods: a KubeletConfiguration, decoded with the fields
+ * cubelet reads named and the others listed as ignored. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/fileio.h"
+#include "pod-internal.h"
+
+#define POD_INPUT_MAX (4 * 1024 * 1024)
+
+/* ---- KubeletConfiguration ----------------------------------------------- */
+
+static const char *const config_kinds[] = { "KubeletConfiguration", NULL };
+static const char *const cgroup_drivers[] = { "cgroupfs", "systemd", NULL };
+
+static const char *const cpu_manager_policies[] = { "none", "static", NULL };
+static const char *const eviction_policies[] = { "cubelet", "kubelet", NULL };
+static const char *const offline_modes[] = { "keep", "start", NULL };
+
+/* staticPodURLHeader: a map of header name -> list of values, kept as
+ * "Name: value" lines */
+static int dec_header_map(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        PodStrv *sv = dst;
+        const char *k;
+        json_t *l, *e;
+        size_t n = 0, i;
+
+        (void) f;
+        if (json_is_null(v))
+                return 0;
+        if (!json_is_object(v))
+                return pod_dec_fail(d, 0, NULL, "Invalid type: expected object of string lists, got %s",
+                                    pod_json_type_name(v));
+        json_object_foreach(v, k, l) n += json_is_array(l) ? json_array_size(l) : 1;
+        pod_strv_done(sv);
+        sv->items = calloc(n + 1, sizeof(char *));
+        if (!sv->items)
+                return cub_err_set(d->err, ENOMEM, "out of memory");
+        json_object_foreach(v, k, l) {
+                if (!json_is_array(l) || *k == '\0' || strpbrk(k, ": \t\r\n"))
+                        return pod_dec_fail(d, pod_tree_line(d->tree, l), NULL,
+                                            "[%s]: Invalid value: expected a header name and a list of values", k);
+                json_array_foreach(l, i, e) {
+                        if (!json_is_string(e) || strpbrk(json_string_value(e), "\r\n"))
+                                return pod_dec_fail(d, pod_tree_line(d->tree, e), NULL,
+                                                    "[%s][%zu]: Invalid value: expected a one-line string", k, i);
+                        if (asprintf(&sv->items[sv->n], "%s: %s", k, json_string_value(e)) < 0) {
+                                sv->items[sv->n] = NULL;
+                                return cub_err_set(d->err, ENOMEM, "out of memory");
+                        }
+                        sv->n++;
+                }
+        }
+        return 0;
+}
+
+static const PodField cubelet_fields[] = {
+        { .name = "staticPodURLCAFile",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, static_pod_url_ca_file) },
+        { .name = "staticPodURLClientCert",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, static_pod_url_client_cert) },
+        { .name = "staticPodURLClientKey",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, static_pod_url_client_key) },
+        { .name = "staticPodURLTimeout",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, static_pod_url_timeout) },
+        { .name = "evictionPolicy",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, eviction_policy),
+          .allowed = eviction_policies },
+        { .name = "evictionSamplePeriod",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, eviction_sample_period) },
+        { .name = "psiMemoryTrigger",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, psi_memory_trigger) },
+        { .name = "stateDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, state_dir) },
+        { .name = "socket", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, socket_path) },
+        { .name = "nodeName", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, node_name) },
+        { .name = "cgroupMount", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cgroup_mount) },
+        { .name = "devicePluginDir",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, device_plugin_dir) },
+        { .name = "cniConfDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cni_conf_dir) },
+        { .name = "offlinePods",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, offline_pods),
+          .allowed = offline_modes },
+        {},
+};
+
+static const PodField x509_fields[] = {
+        { .name = "clientCAFile", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, client_ca_file) },
+        {},
+};
+static const PodField anonymous_fields[] = {
+        { .name = "enabled", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, anonymous_auth) },
+        {},
+};
+static const PodField webhook_fields[] = {
+        { .name = "enabled", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, webhook_authn) },
+        {},
+};
+static const PodField authn_fields[] = { { .name = "x509", .decode = pod_dec_inline, .sub = x509_fields },
+                                         { .name = "anonymous", .decode = pod_dec_inline, .sub = anonymous_fields },
+                                         { .name = "webhook", .decode = pod_dec_inline, .sub = webhook_fields },
+                                         {} };
+static const char *const authz_modes[] = { "Webhook", "AlwaysAllow", NULL };
+static const PodField authz_fields[] = { { .name = "mode",
+                                           .decode = pod_dec_string,
+                                           .offset = offsetof(PodKubeletConfig, authorization_mode),
+                                           .allowed = authz_modes },
+                                         {} };
+
+static const PodField shutdown_priority_fields[] = {
+        { .name = "priority", .decode = pod_dec_int32, .offset = offsetof(PodShutdownPriority, priority) },
+        { .name = "shutdownGracePeriodSeconds",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodShutdownPriority, grace_s) },
+        {}
+};
+
+static const char *const swap_behaviors[] = { "", "NoSwap", "LimitedSwap", NULL };
+static const PodField memory_swap_fields[] = { { .name = "swapBehavior",
+                                                 .decode = pod_dec_string,
+                                                 .offset = offsetof(PodKubeletConfig, swap_behavior),
+                                                 .allowed = swap_behaviors },
+                                               {} };
+
+/* featureGates: kubelet's map of gate name -> boolean. The gates cubelet
+ * reads; pod_kubelet_config_decode lists the others in ignored. */
+static const char *const feature_gates[] = { "MemoryQoS", NULL };
+
+static bool feature_gate_known(const char *name) {
+        for (const char *const *g = feature_gates; *g; g++)
+                if (strcmp(*g, name) == 0)
+                        return true;
+        return false;
+}
+
+static int dec_feature_gates(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        PodKubeletConfig *c = (PodKubeletConfig *) ((char *) dst - f->offset);
+        const char *k;
+        json_t *e;
+
+        if (json_is_null(v))
+                return 0;
+        if (!json_is_object(v))
+                return pod_dec_fail(d, 0, NULL, "Invalid type: expected object of booleans, got %s",
+                                    pod_json_type_name(v));
+        json_object_foreach(v, k, e) {
+                if (!json_is_boolean(e)) {
+                        size_t old = pod_dec_push(d, "[%s]", k);
+                        int r = pod_dec_fail(d, pod_tree_line(d->tree, e), NULL,
+                                             "Invalid type: expected boolean, got %s", pod_json_type_name(e));
+
+                        pod_dec_pop(d, old);
+                        return r;
+                }
+                if (strcmp(k, "MemoryQoS") == 0)
+                        c->memory_qos = json_is_true(e);
+        }
+        return 0;
+}
+
+/* memoryThrottlingFactor: a number; validation.go: > 0 and <= 1.0 */
+static int dec_throttling_factor(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        double x;
+
+        (void) f;
+        if (json_is_null(v))
+                return 0;
+        if (!json_is_number(v))
+                return pod_dec_fail(d, 0, NULL, "Invalid type: expected number, got %s", pod_json_type_name(v));
+        x = json_number_value(v);
+        if (!(x > 0 && x <= 1.0))
+                return pod_dec_fail(d, 0, NULL,
+                                    "Invalid value: %g: must be greater than 0 and less than or equal to 1.0", x);
+        *(double *) dst = x;
+        return 0;
+}
+
+static const PodField config_fields[] = {
+        { .name = "readOnlyPort",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodKubeletConfig, read_only_port),
+          .set_offset = offsetof(PodKubeletConfig, read_only_port_set) },
+        { .name = "port", .decode = pod_dec_int64, .offset = offsetof(PodKubeletConfig, port) },
+        { .name = "authorization", .decode = pod_dec_inline, .sub = authz_fields },
+        { .name = "address", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, address) },
+        { .name = "tlsCertFile", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, tls_cert_file) },
+        { .name = "tlsPrivateKeyFile",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, tls_private_key_file) },
+        { .name = "authentication", .decode = pod_dec_inline, .sub = authn_fields },
+        { .name = "kind",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, cgroup_driver),
+          .allowed = config_kinds },
+        { .name = "podPidsLimit", .decode = pod_dec_int64, .offset = offsetof(PodKubeletConfig, pod_pids_limit) },
+        { .name = "cpuCFSQuota", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, cpu_cfs_quota) },
+        { .name = "cgroupDriver",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, cgroup_driver),
+          .allowed = cgroup_drivers },
+        { .name = "kubeReserved", .decode = pod_dec_resources, .offset = offsetof(PodKubeletConfig, kube_reserved) },
+        { .name = "systemReserved",
+          .decode = pod_dec_resources,
+          .offset = offsetof(PodKubeletConfig, system_reserved) },
+        { .name = "staticPodPath", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, static_pod_path) },
+        { .name = "staticPodURL", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, static_pod_url) },
+        { .name = "staticPodURLHeader",
+          .decode = dec_header_map,
+          .offset = offsetof(PodKubeletConfig, static_pod_url_header) },
+        { .name = "httpCheckFrequency",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, http_check_frequency) },
+        { .name = "fileCheckFrequency",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, file_check_frequency) },
+        { .name = "containerRuntimeEndpoint",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, runtime_endpoint) },
+        { .name = "maxPods", .decode = pod_dec_int64, .offset = offsetof(PodKubeletConfig, max_pods) },
+        { .name = "cpuManagerPolicy",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, cpu_manager_policy),
+          .allowed = cpu_manager_policies },
+        { .name = "memorySwap", .decode = pod_dec_inline, .sub = memory_swap_fields },
+        { .name = "featureGates", .decode = dec_feature_gates, .offset = offsetof(PodKubeletConfig, memory_qos) },
+        { .name = "memoryThrottlingFactor",
+          .decode = dec_throttling_factor,
+          .offset = offsetof(PodKubeletConfig, memory_throttling_factor) },
+        { .name = "reservedSystemCPUs",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, reserved_system_cpus) },
+        { .name = "evictionHard",
+          .decode = pod_dec_string_map,
+          .offset = offsetof(PodKubeletConfig, eviction_hard),
+          .set_offset = offsetof(PodKubeletConfig, eviction_hard_set) },
+        { .name = "evictionSoft", .decode = pod_dec_string_map, .offset = offsetof(PodKubeletConfig, eviction_soft) },
+        { .name = "evictionSoftGracePeriod",
+          .decode = pod_dec_string_map,
+          .offset = offsetof(PodKubeletConfig, eviction_soft_grace_period) },
+        { .name = "evictionMinimumReclaim",
+          .decode = pod_dec_string_map,
+          .offset = offsetof(PodKubeletConfig, eviction_minimum_reclaim) },
+        { .name = "evictionMaxPodGracePeriod",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodKubeletConfig, eviction_max_pod_grace_period) },
+        { .name = "evictionPressureTransitionPeriod",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, eviction_pressure_transition_period) },
+        /* network */
+        { .name = "podCIDR", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, pod_cidr) },
+        { .name = "clusterDNS", .decode = pod_dec_strv, .offset = offsetof(PodKubeletConfig, cluster_dns) },
+        { .name = "clusterDomain", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cluster_domain) },
+        { .name = "resolvConf", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, resolv_conf) },
+        { .name = "cubelet", .decode = pod_dec_inline, .sub = cubelet_fields },
+        /* security context */
+        { .name = "cgroupsPerQOS", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, cgroups_per_qos) },
+        { .name = "cgroupRoot", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cgroup_root) },
+        { .name = "enforceNodeAllocatable",
+          .decode = pod_dec_strv,
+          .offset = offsetof(PodKubeletConfig, enforce_node_allocatable),
+          .set_offset = offsetof(PodKubeletConfig, enforce_node_allocatable_set) },
+        { .name = "allowedUnsafeSysctls",
+          .decode = pod_dec_strv,
+          .offset = offsetof(PodKubeletConfig, allowed_unsafe_sysctls) },
+        /* the API server */
+        { .name = "registerNode", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, register_node) },
+        { .name = "nodeStatusUpdateFrequency",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, node_status_update_frequency) },
+        { .name = "nodeStatusReportFrequency",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, node_status_report_frequency) },
+        { .name = "nodeLeaseDurationSeconds",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodKubeletConfig, node_lease_duration_seconds) },
+        /* graceful node shutdown */
+        { .name = "shutdownGracePeriod",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, shutdown_grace_period) },
+        { .name = "shutdownGracePeriodCriticalPods",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, shutdown_grace_period_critical_pods) },
+        { .name = "shutdownGracePeriodByPodPriority",
+          .decode = pod_dec_object_array,
+          .offset = offsetof(PodKubeletConfig, shutdown_by_priority),
+          .count_offset = offsetof(PodKubeletConfig, n_shutdown_by_priority),
+          .elem_size = sizeof(PodShutdownPriority),
+          .sub = shutdown_priority_fields },
+        /* logs */
+        { .name = "podLogsDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, pod_logs_dir) },
+        { .name = "containerLogMaxSize",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, container_log_max_size) },
+        { .name = "containerLogMaxFiles",
+          .decode = pod_dec_int64,
+          .offset = offsetof(PodKubeletConfig, container_log_max_files) },
+        {},
+};
+
+/* cgroupsPerQOS and enforceNodeAllocatable as kubelet's validation.go
+ * checks them (its messages), and what cubelet needs of them: "pods" or
+ * "none" (the system- and kube-reserved cgroups are not cubelet's), and no
+ * setting that needs cubelet's own pod cgroups without them */
+static int check_cgroups(PodKubeletConfig *c, const char *source, CubError *err) {
+        static const char *const keys[] = { "pods",
+                                            "system-reserved",
+                                            "system-reserved-compressible",
+                                            "kube-reserved",
+                                            "kube-reserved-compressible",
+                                            "none" };
+        const PodStrv *e = &c->enforce_node_allocatable;
+
+        c->enforce_pods = !c->enforce_node_allocatable_set;
+        for (size_t i = 0; i < e->n; i++) {
+                const char *v = e->items[i];
+                bool known = false;
+
+                for (size_t k = 0; k < i; k++)
+                        if (strcmp(e->items[k], v) == 0)
+                                return cub_err_set(err, EINVAL,
+                                                   "%s: invalid configuration: duplicated enforcements \"%s\" in "
+                                                   "enforceNodeAllocatable (--enforce-node-allocatable)",
+                                                   source, v);
+                for (size_t k = 0; k < sizeof(keys) / sizeof(*keys); k++)
+                        known = known || strcmp(keys[k], v) == 0;
+                if (!known)
+                        return cub_err_set(
+                                err, EINVAL,
+                                "%s: invalid configuration: option \"%s\" specified for enforceNodeAllocatable "
+                                "(--enforce-node-allocatable). Valid options are \"pods\", "
+                                "\"system-reserved\", \"system-reserved-compressible\", \"kube-reserved\", "
+                                "\"kube-reserved-compressible\" or \"none\"",
+                                source, v);
+                if (strcmp(v, "none") == 0) {
+                        if (e->n > 1)
+                                return cub_err_set(err, EINVAL,
+                                                   "%s: invalid configuration: enforceNodeAllocatable "
+                                                   "(--enforce-node-allocatable) may not contain additional "
+                                                   "enforcements when \"none\" is specified",
+                                                   source);
+                        continue;
+                }
+                if (strcmp(v, "pods") != 0)
+                        return cub_err_set(err, ENOTSUP,
+                                           "%s: enforceNodeAllocatable: \"%s\" is not supported by cubelet (it "
+                                           "enforces \"pods\" on kubepods; systemReservedCgroup and "
+                                           "kubeReservedCgroup are not read)",
+                                           source, v);
+                if (!c->cgroups_per_qos)
+                        return cub_err_set(err, EINVAL,
+                                           "%s: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set "
+                                           "to true when \"pods\" contained in enforceNodeAllocatable "
+                                           "(--enforce-node-allocatable)",
+                                           source);
+                c->enforce_pods = true;
+        }
+        if (c->cgroups_per_qos) {
+                if (!c->enforce_pods)
+                        return cub_err_set(err, ENOTSUP,
+                                           "%s: enforceNodeAllocatable without \"pods\" and cgroupsPerQOS: true: not "
+                                           "supported by cubelet (kubepods is always limited to allocatable)",
+                                           source);
+                if (c->cgroup_root && *c->cgroup_root && strcmp(c->cgroup_root, "/") != 0)
+                        return cub_err_set(err, ENOTSUP,
+                                           "%s: cgroupRoot \"%s\": with cgroupsPerQOS: true cubelet's kubepods is "
+                                           "at the root of its cgroup mount (cubelet.cgroupMount); cgroupRoot is the "
+                                           "pods' parent with cgroupsPerQOS: false",
+                                           source, c->cgroup_root);
+                return 0;
+        }
+        if (!c->enforce_node_allocatable_set)
+                return cub_err_set(err, EINVAL,
+                                   "%s: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true "
+                                   "when \"pods\" contained in enforceNodeAllocatable (--enforce-node-allocatable) "
+                                   "(its default: set enforceNodeAllocatable: [] with cgroupsPerQOS: false)",
+                                   source);
+        /* what needs cubelet's own pod cgroups */
+        if (c->memory_qos)
+                return cub_err_set(
+                        err, EINVAL,
+                        "%s: featureGates.MemoryQoS needs cgroupsPerQOS: true (memory.min of the pod and QoS "
+                        "cgroups)",
+                        source);
+        if (c->pod_pids_limit > 0)
+                return cub_err_set(err, EINVAL,
+                                   "%s: podPidsLimit %lld needs cgroupsPerQOS: true (pids.max of the pod cgroup)",
+                                   source, (long long) c->pod_pids_limit);
+        return 0;
+}
+
+void pod_kubelet_config_init(PodKubeletConfig *c) {
+        *c = (PodKubeletConfig){ .pod_pids_limit = -1,
+                                 .cpu_cfs_quota = true,
+                                 .max_pods = 110,
+                                 .read_only_port = 10255,
+                                 .port = 10250,
+                                 .webhook_authn = true,
+                                 .register_node = true,
+                                 .node_lease_duration_seconds = 40,
+                                 .container_log_max_files = 5,
+                                 .memory_throttling_factor = 0.9,
+                                 .cgroups_per_qos = true,
+                                 .enforce_pods = true };
+}
+
+void pod_kubelet_config_done(PodKubeletConfig *c) {
+        free(c->cgroup_driver);
+        free(c->cgroup_root);
+        pod_strv_done(&c->enforce_node_allocatable);
+        free(c->static_pod_path);
+        free(c->pod_logs_dir), free(c->container_log_max_size); /* logs */
+        free(c->runtime_endpoint);
+        free(c->authorization_mode);
+        free(c->state_dir);
+        free(c->socket_path);
+        free(c->node_name);
+        free(c->cgroup_mount);
+        pod_resource_list_done(&c->kube_reserved);
+        pod_resource_list_done(&c->system_reserved);
+        free(c->cpu_manager_policy);
+        free(c->reserved_system_cpus);
+        free(c->swap_behavior);
+        pod_string_map_done(&c->eviction_hard);
+        pod_string_map_done(&c->eviction_soft);
+        pod_string_map_done(&c->eviction_soft_grace_period);
+        pod_string_map_done(&c->eviction_minimum_reclaim);
+        free(c->eviction_pressure_transition_period);
+        free(c->eviction_policy);
+        free(c->eviction_sample_period);
+        free(c->psi_memory_trigger);
+        free(c->device_plugin_dir);
+        free(c->address);
+        free(c->tls_cert_file);
+        free(c->tls_private_key_file);
+        free(c->client_ca_file);
+        free(c->static_pod_url);
+        pod_strv_done(&c->static_pod_url_header);
+        free(c->http_check_frequency);
+        free(c->file_check_frequency);
+        free(c->static_pod_url_ca_file);
+        free(c->static_pod_url_client_cert);
+        free(c->static_pod_url_client_key);
+        free(c->static_pod_url_timeout);
+        pod_strv_done(&c->allowed_unsafe_sysctls);
+        free(c->pod_cidr);
+        pod_strv_done(&c->cluster_dns);
+        free(c->cluster_domain);
+        free(c->resolv_conf);
+        free(c->cni_conf_dir);
+        free(c->offline_pods);
+        free(c->node_status_update_frequency);
+        free(c->node_status_report_frequency);
+        free(c->shutdown_grace_period);
+        free(c->shutdown_grace_period_critical_pods);
+        free(c->shutdown_by_priority);
+        pod_strv_done(&c->ignored);
+        pod_kubelet_config_init(c);
+}
+
+int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, PodKubeletConfig *ret, CubError *err) {
+        PodKubeletConfig c;
+        PodTree tree;
+        PodDec d = { .err = err };
+        const char *key;
+        json_t *v, *gates;
+        int r;
+
+        r = pod_tree_load(buf, len, source, POD_FORMAT_AUTO, &tree, err);
+        if (r < 0)
+                return r;
+        d.tree = &tree;
+        gates = json_object_get(tree.root, "featureGates");
+        pod_kubelet_config_init(&c);
+        r = pod_dec_fields(&d, tree.root, &c, config_fields, NULL);
+        /* security context: kubelet refuses to start on a pattern that is not a namespaced sysctl */
+        for (size_t i = 0; r >= 0 && i < c.allowed_unsafe_sysctls.n; i++) {
+                r = pod_sysctl_pattern_check(c.allowed_unsafe_sysctls.items[i], err);
+                if (r < 0)
+                        r = cub_err_wrap(err, "%s: allowedUnsafeSysctls[%zu]", source, i);
+        }
+        if (r >= 0)
+                r = check_cgroups(&c, source, err);
+        /* "kind" was decoded into cgroup_driver for checking only; absent
+         * stays NULL: the default depends on the host (cg_driver_default()) */
+        if (r >= 0) {
+                json_t *drv = json_object_get(tree.root, "cgroupDriver");
+
+                free(c.cgroup_driver);
+                c.cgroup_driver = NULL;
+                if (json_is_string(drv)) {
+                        c.cgroup_driver = strdup(json_string_value(drv));
+                        if (!c.cgroup_driver)
+                                r = cub_err_set(err, ENOMEM, "out of memory");
+                }
+        }
+        if (r >= 0) {
+                c.ignored.items = calloc(json_object_size(tree.root) + json_object_size(gates) + 1, sizeof(char *));
+                if (!c.ignored.items)
+                        r = cub_err_set(err, ENOMEM, "out of memory");
+        }
+        /* the feature gates cubelet does not read, as "featureGates.<name>" */
+        if (r >= 0)
+                json_object_foreach(gates, key, v) {
+                        if (feature_gate_known(key))
+                                continue;
+                        if (asprintf(&c.ignored.items[c.ignored.n], "featureGates.%s", key) < 0) {
+                                c.ignored.items[c.ignored.n] = NULL;
+                                r = cub_err_set(err, ENOMEM, "out of memory");
+                                break;
+                        }
+                        c.ignored.n++;
+                }
+        if (r >= 0)
+                json_object_foreach(tree.root, key, v) {
+                        bool known = strcmp(key, "apiVersion") == 0;
+
+                        for (const PodField *f = config_fields; f->name; f++)
+                                if (strcmp(f->name, key) == 0)
+                                        known = true;
+                        if (known)
+                                continue;
+                        c.ignored.items[c.ignored.n] = strdup(key);
+                        if (!c.ignored.items[c.ignored.n++]) {
+                                r = cub_err_set(err, ENOMEM, "out of memory");
+                                break;
+                        }
+                }
+        pod_tree_done(&tree);
+        if (r < 0) {
+                pod_kubelet_config_done(&c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+int pod_kubelet_config_load_file(const char *path, PodKubeletConfig *ret, CubError *err) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r;
+
+        r = cub_read_file(path, POD_INPUT_MAX, &buf, &len, err);
+        if (r < 0)
+                return r;
+        return pod_kubelet_config_decode(buf, len, path, ret, err);
+}
