@@ -63,6 +63,7 @@ run_suite "gpu plugin interop (python3-grpcio)" tests/interop/run-gpu-plugin.sh 
 run_suite "cluster node (the real control plane on 127.0.0.1)" tests/cluster/run-node.sh "$B"
 run_suite "cluster node against a hostile API server" tests/cluster/run-hostile.sh "$B"
 run_suite "integration (containerd)" tests/integration/run.sh "$B" "${IMAGES_DIR:-build/images}"
+run_suite "native lane (cubelet + a private containerd, cgroupsPerQOS: false)" tests/native/run.sh "$B" "${IMAGES_DIR:-build/images}"
 if [ -x tests/images/run.sh ]; then
         run_suite "images" tests/images/run.sh
 fi

@@ -1,0 +1,209 @@
+#!/bin/bash
+# The native lane (tests/vm/README.md, "Two lanes"): cubelet and a private
+# containerd on this host at native speed, with kubelet's cgroupsPerQOS:
+# false and enforceNodeAllocatable: [] (no cgroup of cubelet's: the host's
+# cgroups may be v1), for what a pod does rather than what the kernel's
+# cgroup v2 tree holds: the mode itself (its refusals, cubelet status, the
+# runtime's groups below the run's own cgroupRoot, the containers' limits
+# through CRI), env (downward API, resources, $(VAR)), an exec readiness
+# probe, restarts with back-off, the logs and `cubelet logs`, a manifest
+# removed. Host-network pods (no CNI: nothing of the host's network is
+# touched). TAP; 77 without root, containerd or the images.
+#
+# The run owns what it starts: its containerd (root, state, socket under
+# its directory), cubelet (killed by PID), its cgroups (below
+# /cubelet-native-PID in every hierarchy), its files; a run that died
+# leaves nothing that breaks the next: its groups are emptied and removed
+# at the next run's start.
+#
+#   tests/native/run.sh BUILD_DIR IMAGES_DIR
+set -u
+B=${1:?usage: run.sh BUILD_DIR IMAGES_DIR}
+IMAGES=${2:?usage: run.sh BUILD_DIR IMAGES_DIR}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CUBELET=$(cd "$B" && pwd)/cubelet
+n=0
+
+skip() { echo "1..0 # SKIP $*"; exit 77; }
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else nok "$name"; fi; }
+is() { if [ "$1" = "$2" ]; then ok "$3"; else nok "$3" "got:      '$1'" "expected: '$2'"; fi; }
+contains() { case $1 in *"$2"*) ok "$3" ;; *) nok "$3" "got: '$1'" "expected to contain: '$2'" ;; esac; }
+wait_until() { local t=$1; shift; for _ in $(seq $((t * 4))); do "$@" && return 0; sleep 0.25; done; return 1; }
+
+[ "$(id -u)" = 0 ] || skip "not root"
+command -v containerd >/dev/null && command -v runc >/dev/null || skip "containerd and runc (make deps)"
+[ -s "$IMAGES/busybox.tar" ] && [ -s "$IMAGES/pause.tar" ] || skip "no images in $IMAGES (make images)"
+
+# the groups of runs that died (their PID gone): emptied and removed
+for g in /sys/fs/cgroup/*/cubelet-native-* /sys/fs/cgroup/cubelet-native-*; do
+	[ -d "$g" ] || continue
+	pid=${g##*cubelet-native-}
+	kill -0 "$pid" 2>/dev/null && continue
+	find "$g" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null
+	sleep 0.2
+	find "$g" -depth -type d -exec rmdir {} + 2>/dev/null
+done
+
+T=$(mktemp -d /tmp/cubelet-native-XXXXXX)
+CGNAME=cubelet-native-$$
+PID_CUBELET=""
+cleanup() {
+	[ -n "$PID_CUBELET" ] && kill "$PID_CUBELET" 2>/dev/null && wait "$PID_CUBELET" 2>/dev/null
+	"$ROOT/packaging/containerd/private-containerd.sh" stop "$T/ctd" >/dev/null 2>&1
+	for g in /sys/fs/cgroup/*/"$CGNAME" /sys/fs/cgroup/"$CGNAME"; do
+		[ -d "$g" ] && find "$g" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+
+if ! SOCK=$("$ROOT/packaging/containerd/private-containerd.sh" start "$T/ctd" 2>"$T/ctd.log"); then
+	nok "a private containerd starts" "$(cat "$T/ctd.log")"
+	echo "1..$n"
+	exit 1
+fi
+for img in pause busybox; do
+	ctr -a "$SOCK" -n k8s.io images import "$IMAGES/$img.tar" >/dev/null 2>>"$T/ctd.log" ||
+		{ nok "import $img" "$(tail -n 3 "$T/ctd.log")"; echo "1..$n"; exit 1; }
+done
+ok "a private containerd ($SOCK) with the local images"
+
+mkdir -p "$T/manifests" "$T/out" "$T/logs"
+config() { # config EXTRA-LINES
+	cat <<-EOC
+		apiVersion: kubelet.config.k8s.io/v1beta1
+		kind: KubeletConfiguration
+		readOnlyPort: 0
+		podLogsDir: $T/logs
+		cubelet:
+		  devicePluginDir: ""
+		  stateDir: $T/state
+		  socket: $T/cubelet.sock
+		  cniConfDir: ""
+		$1
+	EOC
+}
+run_cubelet() { # run_cubelet CONFIG-FILE (foreground, for the refusals)
+	timeout 20 "$CUBELET" run --config "$1" --manifest-dir "$T/manifests" --runtime-endpoint "unix://$SOCK" \
+		--cgroup-root /sys/fs/cgroup --node-name native-node 2>&1
+}
+
+# ---- the mode's refusals (kubelet's validation messages) -----------------------------------------
+config "cgroupsPerQOS: false" >"$T/bad1.yaml"
+out=$(run_cubelet "$T/bad1.yaml")
+rc=$?
+contains "$out" "invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true when \"pods\" contained in enforceNodeAllocatable" \
+	"cgroupsPerQOS: false with the default enforceNodeAllocatable: refused with kubelet's message"
+is "$rc" 2 "...exit 2"
+printf '%s\n' "cgroupsPerQOS: false" "enforceNodeAllocatable: []" "podPidsLimit: 100" >"$T/extra"
+config "$(cat "$T/extra")" >"$T/bad2.yaml"
+contains "$(run_cubelet "$T/bad2.yaml")" "podPidsLimit 100 needs cgroupsPerQOS: true (pids.max of the pod cgroup)" \
+	"...and with a setting that needs cubelet's pod cgroups: named"
+
+# ---- cubelet in the mode ----------------------------------------------------------------------------
+printf '%s\n' "cgroupsPerQOS: false" "enforceNodeAllocatable: []" "cgroupRoot: /$CGNAME" >"$T/extra"
+config "$(cat "$T/extra")" >"$T/config.yaml"
+"$CUBELET" run --config "$T/config.yaml" --manifest-dir "$T/manifests" --runtime-endpoint "unix://$SOCK" \
+	--cgroup-root /sys/fs/cgroup --node-name native-node >"$T/cubelet.log" 2>&1 &
+PID_CUBELET=$!
+status_json() { "$CUBELET" status --socket "$T/cubelet.sock" -o json 2>/dev/null; }
+up() { status_json | jq -e '.runtime.ready' >/dev/null; }
+check "cubelet runs against the private containerd" wait_until 20 up
+is "$(status_json | jq -c '.cgroups | [.perQOS, .podsParent]')" "[false,\"/$CGNAME\"]" \
+	"cubelet status: cgroupsPerQOS false, pods below the run's cgroupRoot"
+contains "$("$CUBELET" status --socket "$T/cubelet.sock")" "cgroups: none of cubelet's (cgroupsPerQOS: false); pods below '/$CGNAME'" \
+	"...in its table too"
+
+podq() { status_json | jq -r --arg n "$1-native-node" ".pods[] | select(.name == \$n) | $2"; }
+phase() { [ "$(podq "$1" .phase)" = "$2" ]; }
+cat >"$T/manifests/env.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: env, labels: {app: native}}
+spec:
+  hostNetwork: true
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, 'env > /out/env.tmp && mv /out/env.tmp /out/env; cat /proc/self/cgroup > /out/cgroup; echo started; exec sleep 3600']
+    env:
+    - {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: APP, valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}}
+    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+    - {name: GREETING, value: "\$(POD) is \$(APP)"}
+    resources: {limits: {cpu: 500m, memory: 64Mi}}
+    volumeMounts: [{name: out, mountPath: /out}]
+  volumes: [{name: out, hostPath: {path: $T/out}}]
+EOF
+check "a pod from the manifest directory reaches Running" wait_until 60 phase env Running
+have_env() { [ -s "$T/out/env" ]; }
+wait_until 20 have_env
+is "$(grep -E '^(POD|APP|MEM|GREETING)=' "$T/out/env" | sort | tr '\n' ' ')" \
+	"APP=native GREETING=env-native-node is native MEM=64 POD=env-native-node " \
+	"env: fieldRef, resourceFieldRef (divisor 1Mi) and \$(VAR) expansion"
+id=$(podq env '.containers[0].id')
+grp=$(awk -F: '$2 == "memory" { print $3 }' "$T/out/cgroup")
+is "${grp%/*}" "/$CGNAME" "the container's group is the runtime's, below the run's cgroupRoot (no pod cgroup of cubelet's)"
+is "$(cat "/sys/fs/cgroup/memory$grp/memory.limit_in_bytes" 2>&1)" 67108864 \
+	"its memory limit reached the runtime through CRI (64Mi)"
+q=$(cat /sys/fs/cgroup/cpu,cpuacct"$grp"/cpu.cfs_quota_us 2>/dev/null || cat /sys/fs/cgroup/cpu"$grp"/cpu.cfs_quota_us 2>&1)
+is "$q" 50000 "...and its cpu limit (500m: a 50000 µs quota)"
+is "$(ctr -a "$SOCK" -n k8s.io containers info "$id" 2>/dev/null | jq -r '.Labels["io.kubernetes.pod.name"]')" \
+	env-native-node "the runtime's container carries kubelet's labels (io.kubernetes.pod.name)"
+
+# ---- an exec readiness probe ----------------------------------------------------------------------
+cat >"$T/manifests/probe.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: probe}
+spec:
+  hostNetwork: true
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, 'while true; do [ -e /out/go ] && touch /tmp/ready; sleep 0.2; done']
+    readinessProbe: {exec: {command: [test, -e, /tmp/ready]}, periodSeconds: 1}
+    volumeMounts: [{name: out, mountPath: /out}]
+  volumes: [{name: out, hostPath: {path: $T/out}}]
+EOF
+check "pod probe reaches Running" wait_until 60 phase probe Running
+ready() { [ "$(podq probe '.containers[0].ready')" = "$1" ]; }
+sleep 2
+check "an exec readiness probe that fails: the container is not ready" ready false
+touch "$T/out/go"
+check "...and once it succeeds, ready (within a few periods)" wait_until 10 ready true
+
+# ---- restarts with back-off, and the logs ---------------------------------------------------------
+cat >"$T/manifests/crash.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: crash}
+spec:
+  hostNetwork: true
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, 'echo "run at $(date +%s)"; echo "to stderr" >&2; exit 3']
+EOF
+restarted() { [ "$(podq crash .restarts)" -ge 1 ] 2>/dev/null; }
+check "a container that exits 3 is restarted (restartPolicy Always)" wait_until 60 restarted
+is "$(podq crash '.containers[0].lastTermination.exitCode')" 3 "...its last termination's exit code"
+logs=$("$CUBELET" logs --pod-logs-dir "$T/logs" crash-native-node 2>&1)
+contains "$logs" "to stderr" "cubelet logs: the container's stdout and stderr, from the CRI-format file"
+f=$(find "$T/logs" -path '*crash*' -name '*.log' | head -n 1)
+check "the log file is CRI's format (time, stream, tag, line)" \
+	grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9:]+) (stdout|stderr) F ' "$f"
+sleep 12
+r=$(podq crash .restarts)
+check "...back-off between restarts: $r restarts in about 20 s (kubelet's 10 s, doubling)" test "$r" -le 3
+
+# ---- a manifest removed: its pod stops ----------------------------------------------------------------
+rm -f "$T/manifests/crash.yaml" "$T/manifests/probe.yaml"
+gone() { [ -z "$(podq crash .uid)$(podq probe .uid)" ]; }
+check "manifests removed: their pods leave" wait_until 60 gone
+no_containers() { [ "$(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null | wc -l)" = 2 ]; }
+check "...and their containers are gone from the runtime (env's two tasks remain)" wait_until 60 no_containers
+check "cubelet is still running" kill -0 "$PID_CUBELET"
+echo "1..$n"
