@@ -19,7 +19,8 @@ status_json() { "$CUBELET" status --socket "$T/$1/cubelet.sock" -o json 2>/dev/n
 # its log in $T/NAME.log, its PID in PID_NAME; RUN_CONFIG: more lines of its
 # configuration (top level, unindented); RUN_CUBELET: one more line of its
 # cubelet: section (offlinePods: start); RUN_PORT: the kubelet server's port
-# (default 0: off, so that several run at once)
+# (default 0: off, so that several run at once); RUN_RUNTIME: the CRI endpoint
+# (default: none there)
 run() {
 	local name=$1
 	shift
@@ -38,7 +39,7 @@ run() {
 		${RUN_CONFIG:-}
 	EOC
 	"$CUBELET" run --config "$T/$name/config.yaml" --manifest-dir "$T/$name/manifests" \
-		--runtime-endpoint "unix://$T/no-runtime.sock" --cgroup-root "$CGROOT/$name" "$@" >"$T/$name.log" 2>&1 &
+		--runtime-endpoint "${RUN_RUNTIME:-unix://$T/no-runtime.sock}" --cgroup-root "$CGROOT/$name" "$@" >"$T/$name.log" 2>&1 &
 	PIDS="$PIDS $!"
 	eval "PID_$name=$!"
 }

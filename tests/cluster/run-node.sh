@@ -49,6 +49,10 @@ cleanup() {
 	# a Secret's tmpfs left by a failed check
 	awk -v t="$T/" 'index($2, t) == 1 { print $2 }' /proc/mounts | xargs -r -n1 umount -l 2>/dev/null
 	"$ROOT/tests/cluster/control-plane.sh" stop -d "$T/cp" >/dev/null 2>&1
+	"$ROOT/packaging/containerd/private-containerd.sh" stop "$T/ctd" >/dev/null 2>&1
+	for g in /sys/fs/cgroup/*/"cubelet-cluster-$$" /sys/fs/cgroup/"cubelet-cluster-$$"; do
+		[ -d "$g" ] && find "$g" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
 	find "$CGROOT" -depth -type d -exec rmdir {} + 2>/dev/null
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
@@ -496,6 +500,61 @@ check "...and not created again 25 s later (two renewals; kubelet makes none whi
 is "$(grep -c "node '$NODE' not found: no node lease" "$T/a.log")" 1 "...said once"
 stop a
 kc delete pod ended --wait=false >/dev/null
+
+# ---- the Services' environment variables in real containers ----------------------------------------
+# (the native lane's runtime: a private containerd, cgroupsPerQOS: false,
+# host-network pods; kubelet's getServiceEnvVarMap: the master service's
+# always, the namespace's with enableServiceLinks)
+IMG=${IMAGES_DIR:-$ROOT/build/images}
+SOCK=""
+if [ -s "$IMG/busybox.tar" ] && command -v containerd >/dev/null &&
+	SOCK=$("$ROOT/packaging/containerd/private-containerd.sh" start "$T/ctd" 2>"$T/ctd.log") &&
+	ctr -a "$SOCK" -n k8s.io images import "$IMG/pause.tar" >/dev/null 2>&1 &&
+	ctr -a "$SOCK" -n k8s.io images import "$IMG/busybox.tar" >/dev/null 2>&1; then
+	echo '{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web-svc", "namespace": "default"},
+	       "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}' |
+		kc create -f - >/dev/null
+	mkdir -p "$T/out"
+	envpod() { # envpod NAME LINKS
+		cat <<-EOF
+			{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "$1", "namespace": "default"},
+			 "spec": {"nodeName": "$NODE", "hostNetwork": true, "automountServiceAccountToken": false,
+			  "enableServiceLinks": $2,
+			  "volumes": [{"name": "out", "hostPath": {"path": "$T/out"}}],
+			  "containers": [{"name": "app", "image": "localhost/cubelet/busybox:1",
+			   "command": ["sh", "-c", "env > /out/\$0.tmp && mv /out/\$0.tmp /out/\$0; exec sleep 3600", "$1"],
+			   "env": [{"name": "API", "value": "https://\$(KUBERNETES_SERVICE_HOST):\$(KUBERNETES_SERVICE_PORT)"}],
+			   "volumeMounts": [{"name": "out", "mountPath": "/out"}]}]}}
+		EOF
+	}
+	envpod links true | kc create -f - >/dev/null
+	envpod nolinks false | kc create -f - >/dev/null
+	RUN_RUNTIME="unix://$SOCK" RUN_CONFIG="cgroupsPerQOS: false
+enforceNodeAllocatable: []
+cgroupRoot: /cubelet-cluster-$$" run a --node-name "$NODE" --kubeconfig "$T/cp/pki/node.kubeconfig" --node-ip 127.0.0.1
+	RUN_CONFIG=""
+	wrote() { [ -s "$T/out/links" ] && [ -s "$T/out/nolinks" ]; }
+	check "two API pods run in a real container (cgroupsPerQOS: false, host network)" wait_until 90 wrote
+	master=$(kc get svc kubernetes -o jsonpath='{.spec.clusterIP}')
+	web=$(kc get svc web-svc -o jsonpath='{.spec.clusterIP}')
+	is "$(grep -E '^(KUBERNETES_SERVICE_HOST|KUBERNETES_SERVICE_PORT|KUBERNETES_SERVICE_PORT_HTTPS|KUBERNETES_PORT|KUBERNETES_PORT_443_TCP_ADDR|API)=' "$T/out/links" | sort | tr '\n' ' ')" \
+		"API=https://$master:443 KUBERNETES_PORT=tcp://$master:443 KUBERNETES_PORT_443_TCP_ADDR=$master KUBERNETES_SERVICE_HOST=$master KUBERNETES_SERVICE_PORT=443 KUBERNETES_SERVICE_PORT_HTTPS=443 " \
+		"the master service's variables (client-go's in-cluster config reads them) and \$(VAR) over them"
+	is "$(grep -E '^WEB_SVC_' "$T/out/links" | sort | tr '\n' ' ')" \
+		"WEB_SVC_PORT=tcp://$web:80 WEB_SVC_PORT_80_TCP=tcp://$web:80 WEB_SVC_PORT_80_TCP_ADDR=$web WEB_SVC_PORT_80_TCP_PORT=80 WEB_SVC_PORT_80_TCP_PROTO=tcp WEB_SVC_SERVICE_HOST=$web WEB_SVC_SERVICE_PORT=80 WEB_SVC_SERVICE_PORT_HTTP=80 " \
+		"the namespace's Service web-svc: kubelet's eight variables"
+	is "$(grep -c '^KUBERNETES_SERVICE_HOST=' "$T/out/nolinks") $(grep -c '^WEB_SVC_' "$T/out/nolinks")" "1 0" \
+		"enableServiceLinks: false: the master service's alone"
+	is "$(status_json a | jq -r '.apiServer.services | "\(.synced) \(.error)"')" "true " \
+		"cubelet status: the Services listed and watched"
+	stop a
+	kc delete pod links nolinks --wait=false >/dev/null
+	kc delete svc web-svc >/dev/null
+	"$ROOT/packaging/containerd/private-containerd.sh" stop "$T/ctd" >/dev/null 2>&1
+else
+	nok "a private containerd with the images for the Service env check" "$(cat "$T/ctd.log" 2>/dev/null)" \
+		"images: $IMG"
+fi
 
 # ---- a broken kubeconfig -------------------------------------------------------------------
 sed 's/^current-context: .*/current-context: nowhere/' "$T/cp/pki/node.kubeconfig" >"$T/bad.kubeconfig"
