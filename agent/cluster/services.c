@@ -8,21 +8,80 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <syslog.h>
+
 #include "../util/cleanup.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
 #include "reflector.h"
 #include "services.h"
+
+#define SERVICES_FILE_MAX (16u << 20)
 
 struct KubeServices {
         KubeReflector *reflector;
         KubeServicesFn fn;
         void *userdata;
+        /* kube_services_set_cache: the file, what it holds (a dump), and the
+         * set it had at the start (NULL: none) */
+        char *cache_path, *cache_text;
+        json_t *cached;
+        char cache_error[CUB_ERR_MSG_MAX];
 };
+
+/* what the variables need of a Service, uid → {metadata, spec: {clusterIP, ports}} */
+static json_t *slim(const json_t *set) {
+        json_t *out = json_object(), *svc;
+        const char *uid;
+
+        json_object_foreach((json_t *) set, uid, svc) {
+                const json_t *m = json_object_get(svc, "metadata"), *sp = json_object_get(svc, "spec");
+
+                json_object_set_new(out, uid,
+                                    json_pack("{s:{s:O*,s:O*,s:O*},s:{s:O*,s:O*}}", "metadata", "name",
+                                              json_object_get(m, "name"), "namespace", json_object_get(m, "namespace"),
+                                              "uid", json_object_get(m, "uid"), "spec", "clusterIP",
+                                              json_object_get(sp, "clusterIP"), "ports", json_object_get(sp, "ports")));
+        }
+        return out;
+}
+
+/* the set in the file when it changed (a later start without the API
+ * server makes its pods' env from it, as offlinePods: start runs them) */
+static void keep(KubeServices *s, const json_t *set) {
+        _cleanup_(json_decrefp) json_t *o = NULL;
+        _cleanup_free_ char *text = NULL;
+        CubError err = {};
+
+        if (!s->cache_path || !(o = slim(set)) || !(text = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT)))
+                return;
+        if (s->cache_text && strcmp(text, s->cache_text) == 0)
+                return;
+        if (cub_write_file_atomic(s->cache_path, text, strlen(text), 0600, &err) < 0) {
+                if (strcmp(s->cache_error, err.msg) != 0)
+                        cub_log(LOG_WARNING, "API server: services file: %s; written again with the next change",
+                                err.msg);
+                (void) snprintf(s->cache_error, sizeof(s->cache_error), "%s", err.msg);
+                return;
+        }
+        s->cache_error[0] = 0;
+        free(s->cache_text);
+        s->cache_text = TAKE_PTR(text);
+}
 
 static void changed(void *userdata, const json_t *set) {
         KubeServices *s = userdata;
 
-        (void) set;
+        keep(s, set);
         if (s->fn)
+                s->fn(s->userdata);
+}
+
+/* a list or watch failed: the pods that wait for the first list are told */
+static void failed(void *userdata, bool synced) {
+        KubeServices *s = userdata;
+
+        if (!synced && s->fn)
                 s->fn(s->userdata);
 }
 
@@ -41,6 +100,7 @@ int kube_services_new(sd_event *e, KubeClient *c, KubeServicesFn fn, void *userd
                                                      .path = "/api/v1/services",
                                                      .field_selector = "spec.clusterIP!=None",
                                                      .fn = changed,
+                                                     .failed_fn = failed,
                                                      .userdata = s },
                                &s->reflector, err);
         if (r < 0) {
@@ -55,12 +115,41 @@ KubeServices *kube_services_free(KubeServices *s) {
         if (!s)
                 return NULL;
         s->reflector = kube_reflector_free(s->reflector);
+        free(s->cache_path);
+        free(s->cache_text);
+        json_decref(s->cached);
         free(s);
         return NULL;
 }
 
+int kube_services_set_cache(KubeServices *s, const char *dir, CubError *err) {
+        free(s->cache_path);
+        if (asprintf(&s->cache_path, "%s/" KUBE_SERVICES_FILE, dir) < 0)
+                return s->cache_path = NULL, cub_err_set(err, ENOMEM, "out of memory");
+        return 0;
+}
+
 void kube_services_start(KubeServices *s) {
+        _cleanup_free_ char *text = NULL;
+        CubError err = {};
+        json_error_t jerr;
+        size_t len;
+
+        if (s->cache_path && cub_read_file(s->cache_path, SERVICES_FILE_MAX, &text, &len, &err) >= 0) {
+                s->cached = json_loadb(text, len, 0, &jerr);
+                if (!json_is_object(s->cached)) {
+                        cub_log(LOG_WARNING, "API server: services file '%s': %s: not used", s->cache_path,
+                                s->cached ? "not an object" : jerr.text);
+                        json_decref(s->cached);
+                        s->cached = NULL;
+                } else
+                        s->cache_text = TAKE_PTR(text);
+        }
         kube_reflector_start(s->reflector);
+}
+
+bool kube_services_cached(const KubeServices *s) {
+        return s && s->cached;
 }
 
 bool kube_services_synced(const KubeServices *s) {
@@ -72,11 +161,17 @@ bool kube_services_failing(const KubeServices *s) {
 }
 
 const json_t *kube_services_set(const KubeServices *s) {
-        return kube_reflector_set(s->reflector);
+        return kube_reflector_synced(s->reflector) || !s->cached ? kube_reflector_set(s->reflector) : s->cached;
 }
 
 json_t *kube_services_status_json(const KubeServices *s) {
-        return kube_reflector_status_json(s->reflector, "services");
+        json_t *o = kube_reflector_status_json(s->reflector, "services");
+
+        if (o && s->cache_path)
+                json_object_set_new(o, "file",
+                                    json_pack("{s:s,s:I,s:s}", "path", s->cache_path, "servicesAtStart",
+                                              (json_int_t) json_object_size(s->cached), "error", s->cache_error));
+        return o;
 }
 
 /* ---- the variables (pure) ------------------------------------------------ */

@@ -18,17 +18,27 @@
 
 typedef struct KubeServices KubeServices;
 
-/* fn: the set changed (the first list included) */
+/* fn: the set changed (the first list included), or a list failed before the first answered */
 typedef void (*KubeServicesFn)(void *userdata);
 
 int kube_services_new(sd_event *e, KubeClient *c, KubeServicesFn fn, void *userdata, KubeServices **ret, CubError *err);
 KubeServices *kube_services_free(KubeServices *s);
+/* Keeps the set (what the variables need of it) in dir's
+ * KUBE_SERVICES_FILE whenever it changes; kube_services_start reads it: a
+ * node that starts without the API server makes its pods' env from it
+ * (kube_services_cached) once the first list has failed, as offlinePods:
+ * start runs the pods of the last list. Before kube_services_start. */
+#define KUBE_SERVICES_FILE "api_services"
+int kube_services_set_cache(KubeServices *s, const char *dir, CubError *err);
 void kube_services_start(KubeServices *s);
+/* the file had a set at the start */
+bool kube_services_cached(const KubeServices *s);
 /* the first list arrived (kubelet's serviceHasSynced) */
 bool kube_services_synced(const KubeServices *s);
 /* the last list or watch failed */
 bool kube_services_failing(const KubeServices *s);
-/* uid → Service (borrowed) */
+/* uid → Service (borrowed): as listed and watched; before the first list,
+ * the file's set when there is one */
 const json_t *kube_services_set(const KubeServices *s);
 /* For `cubelet status`: synced, services, resourceVersion, lists, watches, events, error. */
 json_t *kube_services_status_json(const KubeServices *s);

@@ -204,7 +204,7 @@ typedef struct AgentCluster {
         KubeEvents *events;       /* their events */
         KubeProjected *projected; /* tokens and ConfigMaps of their volumes */
         KubeServices *services;   /* the Services, for the containers' env */
-        bool services_synced;     /* their first list has been seen (on_services) */
+        bool services_synced;     /* their first list, or its failure, has been seen (on_services) */
         sd_event_source *status_timer;
         uint64_t skipped_mirror, skipped_deleting, ticks;
         /* pods waiting for their volumes' data: uid → {ns, name, message, first} (FailedMount events) */

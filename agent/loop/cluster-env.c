@@ -24,9 +24,13 @@ static int keys(Agent *a, const Pod *pod, bool secret, const char *name, const j
 }
 
 /* kubelet waits for the Services' first list before it makes an API pod's
- * env (a static pod's is made from what is there) */
+ * env (a static pod's is made from what is there); a list that fails with
+ * the last set in the state directory (a node started offline) uses that */
 static bool services_wanted(Agent *a, const Pod *pod) {
-        return !pod_is_static(pod) && !kube_services_synced(a->cluster.services);
+        const KubeServices *s = a->cluster.services;
+
+        return !pod_is_static(pod) && !kube_services_synced(s) &&
+               !(kube_services_failing(s) && kube_services_cached(s));
 }
 
 bool agent_cluster_env_ready(Agent *a, const Pod *pod) {

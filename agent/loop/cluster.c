@@ -490,11 +490,13 @@ static void on_projected(void *userdata) {
                 on_api_pods(a, kube_pods_set(a->cluster.pods));
 }
 
-/* the Services' first list: the API pods that waited for it go on */
+/* the Services' first list, or its first failure: the API pods that
+ * waited for it go on (with the Services, the file's, or kubelet's error) */
 static void on_services(void *userdata) {
         Agent *a = userdata;
 
-        if (!a->cluster.services_synced && kube_services_synced(a->cluster.services)) {
+        if (!a->cluster.services_synced &&
+            (kube_services_synced(a->cluster.services) || kube_services_failing(a->cluster.services))) {
                 a->cluster.services_synced = true;
                 on_projected(a);
         }
@@ -535,6 +537,8 @@ int agent_cluster_start(Agent *a, CubError *err) {
                 r = kube_projected_new(a->cluster.client, on_projected, a, &a->cluster.projected, err);
         if (r >= 0)
                 r = kube_services_new(a->core.event, a->cluster.client, on_services, a, &a->cluster.services, err);
+        if (r >= 0)
+                r = kube_services_set_cache(a->cluster.services, a->core.opt.state_dir, err);
         if (r >= 0)
                 agent_cluster_node_event(a, "Starting", "Starting kubelet.");
         if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster.status_timer, CLOCK_MONOTONIC,

@@ -547,6 +547,22 @@ cgroupRoot: /cubelet-cluster-$$" run a --node-name "$NODE" --kubeconfig "$T/cp/p
 		"enableServiceLinks: false: the master service's alone"
 	is "$(status_json a | jq -r '.apiServer.services | "\(.synced) \(.error)"')" "true " \
 		"cubelet status: the Services listed and watched"
+	# a restart without the API server (offlinePods: start): the container
+	# made again gets the Services of the last list, kept in the state directory
+	lid=$(status_json a | jq -r '.pods[] | select(.name == "links") | .containers[0].id')
+	stop a
+	check "the Services of the last list are kept in the state directory (api_services)" \
+		grep -q '"web-svc"' "$T/a/state/api_services"
+	ctr -a "$SOCK" -n k8s.io tasks kill -s SIGKILL "$lid" >/dev/null 2>&1
+	rm -f "$T/out/links"
+	RUN_RUNTIME="unix://$SOCK" RUN_CUBELET="offlinePods: start" RUN_CONFIG="cgroupsPerQOS: false
+enforceNodeAllocatable: []
+cgroupRoot: /cubelet-cluster-$$" run a --node-name "$NODE" --kubeconfig "$T/dead.kubeconfig" --node-ip 127.0.0.1
+	RUN_CONFIG=""
+	relinked() { [ -s "$T/out/links" ]; }
+	check "offline (the API server unreachable, offlinePods: start): the killed container runs again" wait_until 60 relinked
+	is "$(grep -E '^(KUBERNETES_SERVICE_HOST|WEB_SVC_SERVICE_PORT_HTTP)=' "$T/out/links" 2>/dev/null | sort | tr '\n' ' ')" \
+		"KUBERNETES_SERVICE_HOST=$master WEB_SVC_SERVICE_PORT_HTTP=80 " "...with the Services' variables of the last list"
 	stop a
 	kc delete pod links nolinks --wait=false >/dev/null
 	kc delete svc web-svc >/dev/null
