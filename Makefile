@@ -210,7 +210,9 @@ bench-host: $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
 
 # ---- fuzz targets: corpus replay in the test build, libFuzzer in `make fuzz`
-FUZZ_TARGETS := json yaml quantity cpu-checkpoint
+# (api-pod, watch, kubeconfig, pullcreds: what an API server or a
+# kubeconfig's author can send, issue 39)
+FUZZ_TARGETS := json yaml quantity cpu-checkpoint api-pod watch kubeconfig pullcreds
 FUZZ_REPLAY := $(patsubst %,$(B)/tests/fuzz/replay-%,$(FUZZ_TARGETS))
 
 $(B)/tests/fuzz/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-main.c $(LIBS)
@@ -255,11 +257,12 @@ check-clang:
 	@$(MAKE) --no-print-directory -j2 CC=clang BUILD=$(BUILD)/clang
 
 FUZZ_CC ?= clang
-FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -I. $(PKG_CFLAGS)
+FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -I. -DCUBELET_VERSION=\"fuzz\" $(PKG_CFLAGS)
 fuzz-build: $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_TARGETS))
-$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(UTIL_SRCS) $(POD_SRCS) $(CPUMGR_SRCS)
+FUZZ_SRCS := $(UTIL_SRCS) $(POD_SRCS) $(CPUMGR_SRCS) $(CG_SRCS) $(CLUSTER_SRCS) $(CONFIG_SRCS)
+$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(FUZZ_SRCS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(UTIL_SRCS) $(POD_SRCS) $(CPUMGR_SRCS) $(PKG_LIBS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRCS) $(PKG_LIBS)
 
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \

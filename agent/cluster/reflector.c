@@ -74,19 +74,38 @@ static void take_rv(KubeReflector *r, const json_t *meta) {
                 (void) snprintf(r->rv, sizeof(r->rv), "%s", rv);
 }
 
-static void on_line(void *userdata, const char *line, size_t len) {
-        KubeReflector *r = userdata;
+int kube_watch_event(const char *line, size_t len, json_t **ret_event, const char **ret_type, json_t **ret_obj,
+                     CubError *err) {
         json_error_t jerr;
         json_t *ev = json_loadb(line, len, 0, &jerr), *obj = json_object_get(ev, "object");
-        const char *type = json_string_value(json_object_get(ev, "type")), *uid = uid_of(obj);
+        const char *type = json_string_value(json_object_get(ev, "type"));
 
-        if (!ev || !type || !json_is_object(obj)) {
-                cub_log(LOG_WARNING, "API server: %s: a watch event that is not one (%s); listing again", r->what,
-                        ev ? "no type or object" : jerr.text);
-                r->relist = true;
+        *ret_event = NULL;
+        if (!ev)
+                return cub_err_set(err, EINVAL, "%s", jerr.text);
+        if (!type || !json_is_object(obj)) {
                 json_decref(ev);
+                return cub_err_set(err, EINVAL, "no type or object");
+        }
+        *ret_event = ev;
+        *ret_type = type;
+        *ret_obj = obj;
+        return 0;
+}
+
+static void on_line(void *userdata, const char *line, size_t len) {
+        KubeReflector *r = userdata;
+        json_t *ev, *obj;
+        const char *type, *uid;
+        CubError err = {};
+
+        if (kube_watch_event(line, len, &ev, &type, &obj, &err) < 0) {
+                cub_log(LOG_WARNING, "API server: %s: a watch event that is not one (%s); listing again", r->what,
+                        err.msg);
+                r->relist = true;
                 return;
         }
+        uid = uid_of(obj);
         r->events++;
         if (strcmp(type, "ERROR") == 0) {
                 /* 410 Gone: the version is too old; anything else: list again too */

@@ -37,6 +37,12 @@ typedef struct KubeReflectorSpec {
         void *userdata;
 } KubeReflectorSpec;
 
+/* One line of a watch stream: the event (a new reference) with its type
+ * and object (borrowed from it); -EINVAL with why when it is none (not
+ * JSON, no type, no object). */
+int kube_watch_event(const char *line, size_t len, json_t **ret_event, const char **ret_type, json_t **ret_obj,
+                     CubError *err);
+
 int kube_reflector_new(sd_event *e, KubeClient *c, const KubeReflectorSpec *spec, KubeReflector **ret, CubError *err);
 KubeReflector *kube_reflector_free(KubeReflector *r);
 void kube_reflector_start(KubeReflector *r);

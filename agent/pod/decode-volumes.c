@@ -289,7 +289,8 @@ static int decode_volume(PodDec *d, const Pod *pod, json_t *obj, PodVolume *v) {
                                 r = pod_decode_downward_items(d, dw, v);
                                 if (r == 0)
                                         r = pod_check_downward_items(d, pod, json_object_get(dw, "items"),
-                                                                     v->items + first, v->n_items - first);
+                                                                     v->items ? v->items + first : NULL,
+                                                                     v->n_items - first);
                         } else {
                                 /* serviceAccountToken, configMap (API pods); others: the field table */
                                 o2 = pod_dec_push(d, ".sources[%zu]", i);
