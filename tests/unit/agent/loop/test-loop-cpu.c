@@ -23,7 +23,7 @@ static void fake_sys(Fixture *f) {
         assert_true(asprintf(&root, "%s/sys", f->dir) > 0);
         for (int c = 0; c < 4; c++) {
                 _cleanup_free_ char *d = NULL;
-                char id[8];
+                char id[16];
 
                 assert_true(asprintf(&d, "%s/devices/system/cpu/cpu%d/topology", root, c) > 0);
                 assert_int_equal(cub_mkdir_p(d, 0755), 0);
