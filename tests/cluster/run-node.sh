@@ -239,6 +239,41 @@ is "$code $(jq -r .node.nodeName "$T/k.out")" "200 $NODE" \
 is "$(k10250 /metrics/resource -H "Authorization: Bearer $tok" | head -c 3)" "200" "nodes/metrics: /metrics/resource"
 is "$(k10250 /containerLogs/default/nosuch/app "${as_admin[@]}")" '404 pod "nosuch" does not exist' \
 	"/containerLogs of a pod the node does not run: 404, kubelet's text"
+
+# ---- hostile clients of the kubelet server: each refused, /healthz answering throughout ---------------
+# (a table of request, status and the next /healthz's latency, as TAP comments)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/other.key" -out "$T/other.crt" \
+	-days 1 -subj "/CN=system:node:$NODE/O=system:nodes" 2>/dev/null
+healthz_ms() { curl -s --max-time 5 --cacert "$T/cp/pki/ca.crt" "${as_admin[@]}" -o "$T/h.out" \
+	-w '%{http_code} %{time_total}' "$K10250/healthz" | awk '{ printf "%s %d", $1, $2 * 1000 }'; }
+# /healthz is 500 here (no runtime: kubelet's too fails its check); it must
+# answer as it did before, at once, after each hostile request
+h0=$(healthz_ms)
+hostile() { # hostile WHAT WANT CURL-ARGS...: the status (000: the connection refused or closed), then /healthz
+	local what=$1 want=$2 code h
+	shift 2
+	code=$(curl -s --max-time 20 --cacert "$T/cp/pki/ca.crt" -o "$T/hk.out" -w '%{http_code}' "$@" 2>/dev/null)
+	h=$(healthz_ms)
+	echo "# | $what | $code | /healthz ${h%% *} in ${h#* } ms |"
+	fast=$([ "${h#* }" -lt 1000 ] && echo "<1s" || echo "${h#* } ms")
+	is "$code ${h%% *} $fast" "$want ${h0%% *} <1s" \
+		"hostile: $what: $want, and /healthz answers as before within a second (${h#* } ms)"
+}
+echo "# | request | status | /healthz after |"
+hostile "no client certificate, no token" 401 "$K10250/pods"
+hostile "a certificate of another CA (CN system:node:$NODE)" 401 --cert "$T/other.crt" --key "$T/other.key" \
+	"$K10250/pods"
+hostile "another node's name in a certificate the CA signed (nobody)" 403 "${as_nobody[@]}" "$K10250/pods"
+hostile "a token the API server refuses" 401 -H 'Authorization: Bearer forged.token.value' "$K10250/pods"
+hostile "path traversal in /containerLogs (..%2F, as is)" 404 "${as_admin[@]}" --path-as-is \
+	"$K10250/containerLogs/default/..%2F..%2F..%2Fetc%2Fpasswd/app"
+check "...and no file of the host in the answer" sh -c "! grep -q 'root:' '$T/hk.out'"
+hostile "path traversal with plain ../ (as is)" 404 "${as_admin[@]}" --path-as-is \
+	"$K10250/containerLogs/default/../../../etc/passwd"
+hostile "a 64 KiB header" 431 "${as_admin[@]}" -H "X-Big: $(head -c 65536 /dev/zero | tr '\0' a)" "$K10250/pods"
+hostile "an unknown path" 404 "${as_admin[@]}" "$K10250/../../etc/shadow" --path-as-is
+hostile "an upgrade to SPDY on a path that takes none" 404 "${as_admin[@]}" -H 'Connection: Upgrade' \
+	-H 'Upgrade: SPDY/3.1' "$K10250/healthz/nothing"
 is "$(kc logs plain 2>&1)" \
 	'Error from server (BadRequest): container "app" in pod "plain" is waiting to start: ContainerCreating' \
 	"kubectl logs of a bound pod not started: the API server asked cubelet (TLS verified, its client certificate), kubelet's message"
