@@ -24,13 +24,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CUBELET=$(cd "$B" && pwd)/cubelet
 n=0
 
-skip() { echo "1..0 # SKIP $*"; exit 77; }
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else nok "$name"; fi; }
-is() { if [ "$1" = "$2" ]; then ok "$3"; else nok "$3" "got:      '$1'" "expected: '$2'"; fi; }
-contains() { case $1 in *"$2"*) ok "$3" ;; *) nok "$3" "got: '$1'" "expected to contain: '$2'" ;; esac; }
-wait_until() { local t=$1; shift; for _ in $(seq $((t * 4))); do "$@" && return 0; sleep 0.25; done; return 1; }
+# TAP and waits: the cluster tests' (skip, ok, nok, check, is, contains, wait_until)
+# shellcheck disable=SC1091
+. "$ROOT/tests/cluster/lib.sh"
 
 [ "$(id -u)" = 0 ] || skip "not root"
 command -v containerd >/dev/null && command -v runc >/dev/null || skip "containerd and runc (make deps)"
