@@ -30,6 +30,7 @@ run() {
 		kind: KubeletConfiguration
 		readOnlyPort: 0
 		port: ${RUN_PORT:-0}
+		podLogsDir: $T/$name/logs
 		cubelet:
 		  devicePluginDir: $T/$name/dp
 		  stateDir: $T/$name/state

@@ -177,6 +177,7 @@ def main():
     cfg = os.path.join(base, "config.yaml")
     with open(cfg, "w") as f:
         f.write(f"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nreadOnlyPort: {port}\n"
+                f"podLogsDir: {base}/logs\n"
                 f"cubelet:\n  devicePluginDir: {dpdir}\n  stateDir: {state}\n  socket: {state}/cubelet.sock\n"
                 f"  cniConfDir: {cni}\n")
     log = []
