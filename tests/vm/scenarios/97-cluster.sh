@@ -416,6 +416,31 @@ fi
 # and ticks. Its stderr line comes a second after the stdout lines: the
 # runtime reads the two pipes apart, and lines written together may land in
 # the log in either order.
+# Beside it, client-go's in-cluster configuration from a pod (kubectl with
+# no kubeconfig): the master Service's variables, the ServiceAccount's token
+# and CA, and its address 10.0.0.1:443 as kube-proxy would give it (here the
+# guest's own loopback and packet filter, to the API server on 127.0.0.1:6443)
+ip addr add 10.0.0.1/32 dev lo
+route_localnet=$(sysctl -n net.ipv4.conf.all.route_localnet)
+sysctl -qw net.ipv4.conf.all.route_localnet=1
+iptables -t nat -I OUTPUT -d 10.0.0.1/32 -p tcp --dport 443 -j DNAT --to-destination 127.0.0.1:6443
+kc create rolebinding incluster-view --clusterrole=view --serviceaccount=default:default -n default >/dev/null
+create_pod <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: incluster, namespace: default}
+spec:
+  nodeName: $NODE_LC
+  hostNetwork: true
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  volumes: [{name: kube, hostPath: {path: $(dirname "$KUBE")}}]
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    volumeMounts: [{name: kube, mountPath: /kube, readOnly: true}]
+    command: [/kube/kube, kubectl, get, pods, -n, default, -o, name]
+EOF
 create_pod <<EOF
 apiVersion: v1
 kind: Pod
@@ -467,6 +492,18 @@ t_is "$(echo hello | kc exec -i chatty -- tr a-z A-Z 2>&1)" HELLO "kubectl exec 
 t_is "$(kc exec chatty -- sh -c 'echo "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT $KUBERNETES_PORT_443_TCP_ADDR $KUBERNETES_SERVICE_PORT_HTTPS"' 2>&1)" \
 	"$(kc get svc kubernetes -o jsonpath='{.spec.clusterIP}'):443 $(kc get svc kubernetes -o jsonpath='{.spec.clusterIP}') 443" \
 	"Service env: KUBERNETES_SERVICE_HOST/PORT, KUBERNETES_PORT_443_TCP_ADDR, KUBERNETES_SERVICE_PORT_HTTPS"
+incluster_done() { case $(kc get pod incluster -o jsonpath='{.status.phase}' 2>/dev/null) in Succeeded | Failed) return 0 ;; esac; return 1; }
+wait_until 180 incluster_done
+t_is "$(kc get pod incluster -o jsonpath='{.status.phase}' 2>&1)" Succeeded \
+	"client-go's in-cluster configuration in a pod: kubectl with no kubeconfig ran to its end"
+t_contains "$(kc logs incluster 2>&1)" "pod/chatty" \
+	"...and listed the namespace's pods through the master Service's address and its ServiceAccount"
+kc delete pod incluster --wait=false >/dev/null 2>&1
+kc delete rolebinding incluster-view -n default >/dev/null 2>&1
+iptables -t nat -D OUTPUT -d 10.0.0.1/32 -p tcp --dport 443 -j DNAT --to-destination 127.0.0.1:6443
+ip addr del 10.0.0.1/32 dev lo
+sysctl -qw net.ipv4.conf.all.route_localnet="$route_localnet"
+
 tty_out=$(script -qec "$KUBE kubectl --kubeconfig $D/pki/admin.kubeconfig exec -it chatty -- tty" /dev/null 2>&1 | tr -d '\r')
 t_contains "$tty_out" "/dev/pts/" "kubectl exec -it: a terminal in the container ($tty_out)"
 "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" port-forward pod/chatty 18080:8080 >"$K.pf" 2>&1 &
