@@ -1,8 +1,7 @@
 #!/bin/bash
 # `make test`: every suite, with the VM's guests running beside the host's.
 #   1. the build dependencies (apt-get, as root), the release build (-j2), the
-#      images, and for the VM its kernel, initramfs (and in the full tier,
-#      VM_TIER=full, the two package builds)
+#      images, and for the VM its kernel, initramfs and the two package builds
 #   2. the VM scenarios start in the background (tests/vm/run-scenarios.sh:
 #      guests shared by several scenarios, VM_JOBS of them at once)
 #   3. meanwhile the ASan+UBSan build and the host suites (tests/run-tests.sh),
@@ -42,9 +41,8 @@ step "build: release, images, fake NVML (-j2)" \
 	$MAKE --no-print-directory -j2 all images "$B/tests/fakes/libnvidia-ml.so.1"
 vm_pid=""
 if [ "$VM_TESTS" = 1 ]; then
-	# the two package builds are 60-package's, a scenario of the full tier
-	debs=""
-	[ "${VM_TIER:-ci}" = full ] && debs=vm-debs
+	# the two package builds are 60-package's (the CI tier's since it fits)
+	debs=vm-debs
 	step "build: VM kernel, initramfs, ${debs:+package builds, }status-fetch" \
 		$MAKE --no-print-directory -j2 vm-image $debs vm-tools
 	# the real control plane for 97-cluster (Go, test peers only): seconds

@@ -10,7 +10,6 @@
 #      container: neither cubelet's pods nor one that containerd runs for someone else.
 # vm-guest: b
 # vm-order: last
-# vm-tier: full
 # vm-timeout: 1200
 # vm-mem: 2048M
 set -u

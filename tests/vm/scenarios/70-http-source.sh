@@ -11,7 +11,6 @@
 # killed (a reboot's state) runs it again from that answer, and nginx back
 # with an empty PodList removes it (i).
 # vm-guest: b
-# vm-tier: full
 # vm-timeout: 1200
 # vm-mem: 2048M
 set -u

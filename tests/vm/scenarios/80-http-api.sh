@@ -9,8 +9,7 @@
 # Figures (in $VM_OUT/http-figures.txt and as diagnostics): requests/s on
 # /metrics, /pods and /metrics/resource, and manifest → cgroup latency of
 # HTTP_PODS pods created while scraped once a second.
-# vm-guest: b
-# vm-tier: full
+# vm-guest: main
 # vm-timeout: 1500
 # vm-mem: 2048M
 set -u

@@ -9,7 +9,6 @@
 # (g); an emptyDir over its sizeLimit gets the pod evicted with kubelet's
 # message and its volumes removed (h).
 # vm-guest: b
-# vm-tier: full
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u

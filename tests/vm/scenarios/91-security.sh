@@ -9,7 +9,6 @@
 # container prints what it sees to its log (the CRI log under the sandbox's
 # log directory) and sleeps.
 # vm-guest: b
-# vm-tier: full
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u

@@ -10,7 +10,6 @@
 # containerLogMaxSize is rotated (renamed, reopened, gzipped, at most
 # containerLogMaxFiles files); `cubelet exec` passes output and exit code.
 # vm-guest: b
-# vm-tier: full
 # vm-timeout: 420
 # vm-mem: 2048M
 set -u

@@ -10,8 +10,7 @@
 # hostPath volumes or probes yet), the full checks are skipped with the
 # reason, and a copy without the volume and the probes proves the image and
 # kubeadm's command line instead.
-# vm-guest: b
-# vm-tier: full
+# vm-guest: main
 # vm-timeout: 420
 # vm-mem: 2048M
 set -u
