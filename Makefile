@@ -89,7 +89,7 @@ LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/libworker.a $(B)/libprob
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: cluster-peers all deps test test-full unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-peer bench-peer-eviction bench-host fuzz fuzz-build lint format format-check clean install
+.PHONY: cluster-peers all deps test test-full unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-peer bench-peer-eviction bench-host fuzz fuzz-build print-fuzz-dir print-fuzz-targets lint format format-check clean install
 all: $(B)/cubelet $(B)/cubelet-gpu-plugin
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -210,9 +210,10 @@ bench-host: $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
 
 # ---- fuzz targets: corpus replay in the test build, libFuzzer in `make fuzz`
-# (api-pod, watch, kubeconfig, pullcreds: what an API server or a
-# kubeconfig's author can send, issue 39)
-FUZZ_TARGETS := json yaml quantity cpu-checkpoint api-pod watch kubeconfig pullcreds
+# (api-pod, watch, answers, kubeconfig, pullcreds: what an API server or a
+# kubeconfig's author can send; kubelet-request: what a kubelet server's
+# client and the runtime's streaming server send)
+FUZZ_TARGETS := json yaml quantity cpu-checkpoint api-pod watch answers kubeconfig pullcreds kubelet-request
 FUZZ_REPLAY := $(patsubst %,$(B)/tests/fuzz/replay-%,$(FUZZ_TARGETS))
 
 $(B)/tests/fuzz/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz-main.c $(LIBS)
@@ -256,21 +257,35 @@ test-full:
 check-clang:
 	@$(MAKE) --no-print-directory -j2 CC=clang BUILD=$(BUILD)/clang
 
+# libFuzzer: the sources built once (fuzzer-no-link), each target linked
+# with libFuzzer; `make fuzz` runs each for FUZZ_SECONDS, `make test` for a
+# few seconds (tests/fuzz/run.sh)
 FUZZ_CC ?= clang
-FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -I. -DCUBELET_VERSION=\"fuzz\" $(PKG_CFLAGS)
-fuzz-build: $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_TARGETS))
-FUZZ_SRCS := $(UTIL_SRCS) $(POD_SRCS) $(CPUMGR_SRCS) $(CG_SRCS) $(CLUSTER_SRCS) $(CONFIG_SRCS)
-$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(FUZZ_SRCS)
+FUZZ_SAN := address,undefined
+FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -I. -DCUBELET_VERSION=\"fuzz\" $(PKG_CFLAGS)
+FUZZ_SRCS := $(UTIL_SRCS) $(POD_SRCS) $(CPUMGR_SRCS) $(CG_SRCS) $(CLUSTER_SRCS) $(CONFIG_SRCS) \
+	$(LOGS_SRCS) agent/api/request.c
+FUZZ_OBJS := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRCS))
+FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_TARGETS))
+fuzz-build: $(FUZZ_BINS)
+$(FUZZ_OBJS): $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRCS) $(PKG_LIBS)
+	@echo "  FUZZCC  $@"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/libfuzzsrc.a: $(FUZZ_OBJS)
+	@rm -f $@; ar rcs $@ $^
+$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c $(BUILD)/fuzz/libfuzzsrc.a
+	@echo "  FUZZLD  $@"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< $(BUILD)/fuzz/libfuzzsrc.a $(PKG_LIBS)
+-include $(shell find $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)
+
+print-fuzz-dir:
+	@echo $(BUILD)/fuzz
+print-fuzz-targets:
+	@echo $(FUZZ_TARGETS)
 
 fuzz: fuzz-build
-	@for t in $(FUZZ_TARGETS); do \
-		mkdir -p $(BUILD)/fuzz/corpus-$$t; \
-		echo "== fuzz-$$t for $(FUZZ_SECONDS)s"; \
-		$(BUILD)/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
-			$(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t 2>&1 | grep -E '^(stat::number_of_executed_units|stat::peak_rss|==|SUMMARY|INFO: seed)' ; \
-	done
+	@FUZZ_KEEP=$(BUILD)/fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(BUILD)/fuzz $(FUZZ_TARGETS)
 
 # The main job: cubelet and containerd as systemd units in a cgroup v2 VM run
 # packaging/examples; ends with `cubelet status` and the pods' cgroup values.

@@ -54,6 +54,11 @@ for t in $(find "$B/tests/fuzz" -type f -perm -u+x -name 'replay-*' 2>/dev/null 
         target=${t##*/replay-}
         run_suite "fuzz corpus $target" "$t" tests/fuzz/corpus/"$target"
 done
+# libFuzzer, a few seconds per target (`make fuzz` runs them longer): with clang
+if [ "${FUZZ_TEST:-1}" = 1 ] && command -v clang >/dev/null; then
+	run_suite "fuzz (libFuzzer, ${FUZZ_TEST_SECONDS:-4} s per target)" sh -c \
+		"${MAKE:-make} --no-print-directory -j2 fuzz-build >&2 && FUZZ_SECONDS=${FUZZ_TEST_SECONDS:-4} tests/fuzz/run.sh \"\$(${MAKE:-make} --no-print-directory -s print-fuzz-dir)\" \$(${MAKE:-make} --no-print-directory -s print-fuzz-targets)"
+fi
 run_suite "plan golden files" tests/plan/run.sh "$B/cubelet"
 run_suite "admit golden files" tests/admit/run.sh "$B/cubelet"
 run_suite "rank golden files" tests/rank/run.sh "$B/cubelet"

@@ -9,6 +9,7 @@
 
 #include "conns.h"
 #include "http.h"
+#include "request.h"
 #include "stream.h"
 
 /* A reference to the newest snapshot (waits for a fresh one when stale);
@@ -33,5 +34,4 @@ bool api_http_stopping(ApiHttp *h);
 bool api_kubelet_authorized(ApiAuth *a, struct MHD_Connection *c, const char *url, const char *method,
                             enum MHD_Result *ret);
 /* /containerLogs/, /exec/, /attach/, /portForward/ */
-bool api_kubelet_path(const char *url);
 enum MHD_Result api_kubelet_serve(ApiHttp *h, struct MHD_Connection *c, const char *url, const char *method);

@@ -29,31 +29,10 @@
 #include "../util/time.h"
 #include "../worker/worker.h"
 #include "http-internal.h"
+#include "request.h"
 
 #define FOLLOW_WAIT_MS 200
 #define RUNNING_CHECK_USEC 1000000ULL
-
-bool api_kubelet_path(const char *url) {
-        static const char *const prefixes[] = { "/containerLogs/", "/exec/", "/attach/", "/portForward/" };
-
-        for (size_t i = 0; i < ELEMENTSOF(prefixes); i++)
-                if (strncmp(url, prefixes[i], strlen(prefixes[i])) == 0)
-                        return true;
-        return false;
-}
-
-/* the path's parts after the prefix, split at '/': at most 4 */
-static size_t split_path(char *rest, char *parts[4]) {
-        size_t n = 0;
-        char *save = NULL;
-
-        for (char *t = strtok_r(rest, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-                if (n == 4)
-                        return 5;
-                parts[n++] = t;
-        }
-        return n;
-}
 
 static const ApiPodRef *find_pod(const ApiSnapshot *s, const char *ns, const char *name) {
         for (size_t i = 0; i < s->n_pods; i++)
@@ -81,23 +60,9 @@ static enum MHD_Result fail(struct MHD_Connection *c, unsigned status, const cha
         return api_http_reply_text(c, status, msg);
 }
 
-static bool arg_true(struct MHD_Connection *c, const char *key) {
-        const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
-
-        return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0);
-}
-
-/* a non-negative integer argument: 0 and *ret (default def when absent), -EINVAL */
-static int arg_int(struct MHD_Connection *c, const char *key, int64_t def, int64_t *ret) {
-        const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
-        char *end;
-
-        *ret = def;
-        if (!v)
-                return 0;
-        errno = 0;
-        *ret = strtoll(v, &end, 10);
-        return errno || end == v || *end || *ret < 0 ? -EINVAL : 0;
+/* a query argument of the connection (request.h's ApiArgFn) */
+static const char *query_arg(void *ctx, const char *key) {
+        return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
 }
 
 /* ---- authentication and authorization ---------------------------------------------- */
@@ -221,42 +186,6 @@ static ssize_t follow_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
 }
 
-static int log_options(struct MHD_Connection *c, LogsReadOptions *o) {
-        const char *tail = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "tail");
-        const char *since_time = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sinceTime");
-        const char *stream = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream");
-        int64_t since_s = -1;
-
-        *o = (LogsReadOptions){ .follow = arg_true(c, "follow"),
-                                .previous = arg_true(c, "previous"),
-                                .timestamps = arg_true(c, "timestamps"),
-                                .stream = -1 };
-        if (arg_int(c, "tailLines", -1, &o->tail_lines) < 0 || arg_int(c, "limitBytes", 0, &o->limit_bytes) < 0 ||
-            arg_int(c, "sinceSeconds", -1, &since_s) < 0)
-                return -EINVAL;
-        /* the legacy "tail" (kubelet keeps it): a count, or "all" */
-        if (tail && strcmp(tail, "all") != 0 && arg_int(c, "tail", -1, &o->tail_lines) < 0)
-                return -EINVAL;
-        if (since_s == 0 || (since_s > 0 && since_time) ||
-            (MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limitBytes") && o->limit_bytes == 0))
-                return -EINVAL; /* ValidatePodLogOptions: positive, one of the two */
-        if (since_s > 0)
-                o->since_unix_ns = ((int64_t) time(NULL) - since_s) * 1000000000LL;
-        else if (since_time) {
-                /* metav1.Time: whole seconds */
-                if (logs_parse_timestamp(since_time, strlen(since_time), &o->since_unix_ns) < 0)
-                        return -EINVAL;
-                o->since_unix_ns -= o->since_unix_ns % 1000000000LL;
-        }
-        if (stream && strcmp(stream, "All") != 0)
-                o->stream = strcmp(stream, "Stdout") == 0   ? LOGS_STDOUT
-                            : strcmp(stream, "Stderr") == 0 ? LOGS_STDERR
-                                                            : -2;
-        if (o->stream == -2 || (o->stream != -1 && o->tail_lines >= 0))
-                return -EINVAL; /* tailLines goes with stream All only (1.34's validation) */
-        return 0;
-}
-
 static enum MHD_Result container_logs(ApiHttp *h, struct MHD_Connection *c, const ApiPodRef *p, const char *container) {
         const ApiContainerRef *ct = find_container(p, container);
         _cleanup_free_ char *dir = NULL, *out = NULL;
@@ -269,7 +198,7 @@ static enum MHD_Result container_logs(ApiHttp *h, struct MHD_Connection *c, cons
         struct MHD_Response *resp;
         enum MHD_Result ret;
 
-        if (log_options(c, &o) < 0)
+        if (api_log_options_parse(query_arg, c, (int64_t) time(NULL), &o) < 0)
                 return api_http_reply_text(c, MHD_HTTP_UNPROCESSABLE_CONTENT, "{\"message\": \"Invalid request.\"}");
         if (!ct)
                 return fail(c, MHD_HTTP_NOT_FOUND, "container \"%s\" not found in pod \"%s\"", container, p->name);
@@ -384,10 +313,7 @@ static enum MHD_Result stream(ApiHttp *h, struct MHD_Connection *c, const char *
         _cleanup_(cri_client_freep) CriClient *cri = NULL;
         _cleanup_free_ char *url = NULL, *sandbox = NULL;
         const ApiContainerRef *ct = container ? find_container(p, container) : NULL;
-        CriStreamFlags fl = { .in = arg_true(c, "stdin") || arg_true(c, "input"),
-                              .out = arg_true(c, "stdout") || arg_true(c, "output"),
-                              .err = arg_true(c, "stderr") || arg_true(c, "error"),
-                              .tty = arg_true(c, "tty") };
+        CriStreamFlags fl = api_stream_flags(query_arg, c);
         Argv cmd = {};
         CubError err = {};
         int r;
@@ -420,37 +346,31 @@ static enum MHD_Result stream(ApiHttp *h, struct MHD_Connection *c, const char *
 }
 
 enum MHD_Result api_kubelet_serve(ApiHttp *h, struct MHD_Connection *c, const char *url, const char *method) {
-        const char *kind_end = strchr(url + 1, '/');
-        _cleanup_free_ char *kind = strndup(url + 1, (size_t) (kind_end - url - 1)), *rest = strdup(kind_end + 1);
-        char *parts[4] = {};
-        size_t n;
-        bool logs, pf;
+        ApiKubeletRoute rt;
+        unsigned status = api_kubelet_route(url, method, &rt);
         ApiSnapshot *s;
         const ApiPodRef *p;
         enum MHD_Result ret;
 
-        if (!kind || !rest)
+        if (status == 404 || status == 405)
+                return api_http_reply_text(c, status,
+                                           status == 404 ? "404 page not found\n" : "405 method not allowed\n");
+        if (status)
                 return MHD_NO;
-        logs = strcmp(kind, "containerLogs") == 0;
-        pf = strcmp(kind, "portForward") == 0;
-        n = split_path(rest, parts);
-        /* NS/POD/CONTAINER (logs), NS/POD[/UID]/CONTAINER, portForward NS/POD[/UID] */
-        if (logs ? n != 3 : pf ? n < 2 || n > 3 : n < 3 || n > 4)
-                return api_http_reply_text(c, MHD_HTTP_NOT_FOUND, "404 page not found\n");
-        if (logs ? strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0
-                 : strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
-                return api_http_reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n");
         s = api_http_snapshot(h);
-        if (!s)
+        if (!s) {
+                api_kubelet_route_done(&rt);
                 return api_http_reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 the agent is starting\n");
-        p = find_pod(s, parts[0], parts[1]);
-        if (!p || ((pf ? n == 3 : n == 4) && strcmp(p->uid, parts[2]) != 0))
-                ret = logs ? fail(c, MHD_HTTP_NOT_FOUND, "pod \"%s\" does not exist", parts[1])
-                           : fail(c, MHD_HTTP_NOT_FOUND, "pod does not exist");
-        else if (logs)
-                ret = container_logs(h, c, p, parts[2]);
+        }
+        p = find_pod(s, rt.ns, rt.pod);
+        if (!p || (rt.uid && strcmp(p->uid, rt.uid) != 0))
+                ret = rt.kind == API_KUBELET_LOGS ? fail(c, MHD_HTTP_NOT_FOUND, "pod \"%s\" does not exist", rt.pod)
+                                                  : fail(c, MHD_HTTP_NOT_FOUND, "pod does not exist");
+        else if (rt.kind == API_KUBELET_LOGS)
+                ret = container_logs(h, c, p, rt.container);
         else
-                ret = stream(h, c, method, kind, p, pf ? NULL : parts[n - 1]);
+                ret = stream(h, c, method, rt.kind_name, p, rt.container);
         api_snapshot_unref(s);
+        api_kubelet_route_done(&rt);
         return ret;
 }

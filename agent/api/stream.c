@@ -20,6 +20,7 @@
 #include "../util/fileio.h"
 #include "../util/log.h"
 #include "../util/time.h"
+#include "request.h"
 
 #define HEAD_MAX 16384
 #define CONNECT_MS 10000
@@ -207,20 +208,13 @@ typedef struct HeadCtx {
         FILE *f;
 } HeadCtx;
 
-/* the client's headers go along, but for those of this hop */
+/* the client's headers go along, but for those of this hop (request.h) */
 static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-        static const char *const hop[] = {
-                "Host", "Authorization", "Content-Length", "Transfer-Encoding", "Proxy-Authorization", "Keep-Alive"
-        };
         HeadCtx *h = cls;
 
         (void) kind;
-        for (size_t i = 0; i < ELEMENTSOF(hop); i++)
-                if (strcasecmp(key, hop[i]) == 0)
-                        return MHD_YES;
-        if (strpbrk(key, "\r\n") || (value && strpbrk(value, "\r\n")))
-                return MHD_YES;
-        fprintf(h->f, "%s: %s\r\n", key, value ? value : "");
+        if (api_stream_header_passes(key, value))
+                fprintf(h->f, "%s: %s\r\n", key, value ? value : "");
         return MHD_YES;
 }
 
@@ -364,26 +358,6 @@ static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, co
         return ret;
 }
 
-/* host, port and path?query of the runtime's URL, by libcurl's parser */
-static int split_url(const char *url, char **host, char **port, char **path, char **query, CubError *err) {
-        CURLU *u = curl_url();
-        int r = 0;
-
-        *host = *port = *path = *query = NULL;
-        if (!u)
-                return cub_err_set(err, ENOMEM, "out of memory");
-        if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK || curl_url_get(u, CURLUPART_HOST, host, 0) ||
-            curl_url_get(u, CURLUPART_PORT, port, CURLU_DEFAULT_PORT) || curl_url_get(u, CURLUPART_PATH, path, 0))
-                r = cub_err_set(err, EPROTO, "the runtime's streaming URL '%s' does not parse", url);
-        (void) curl_url_get(u, CURLUPART_QUERY, query, 0);
-        curl_url_cleanup(u);
-        if (r == 0 && *host && **host == '[') { /* an IPv6 literal */
-                memmove(*host, *host + 1, strlen(*host));
-                (*host)[strcspn(*host, "]")] = '\0';
-        }
-        return r;
-}
-
 static int send_request(int fd, struct MHD_Connection *c, const char *method, const char *host, const char *port,
                         const char *path, const char *query, CubError *err) {
         _cleanup_free_ char *req = NULL;
@@ -407,37 +381,20 @@ typedef struct Answer {
         unsigned status;
 } Answer;
 
+static void add_header(void *ctx, const char *key, const char *value) {
+        (void) MHD_add_response_header(ctx, key, value);
+}
+
 /* the runtime's head as libmicrohttpd's response: an upgrade for 101 */
 static int make_answer(Session *x, char *head, Answer *ret, CubError *err) {
-        char *line = head, *next;
-        unsigned status = 0;
-
-        if (sscanf(head, "HTTP/1.%*1[01] %3u", &status) != 1 || status < 100 || status > 599)
+        if (api_stream_head_status(head, &ret->status) < 0)
                 return cub_err_set(err, EPROTO, "the runtime's streaming server answered no HTTP status");
-        ret->status = status;
-        ret->r = status == MHD_HTTP_SWITCHING_PROTOCOLS
+        ret->r = ret->status == MHD_HTTP_SWITCHING_PROTOCOLS
                          ? MHD_create_response_for_upgrade(on_upgraded, x->streams)
                          : MHD_create_response_from_buffer(x->n_early, x->early, MHD_RESPMEM_MUST_COPY);
         if (!ret->r)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        for (line = strstr(head, "\r\n"); line; line = next) {
-                char *colon, *value;
-
-                line += 2;
-                next = strstr(line, "\r\n");
-                if (next)
-                        *next = '\0';
-                colon = strchr(line, ':');
-                if (!colon)
-                        continue;
-                *colon = '\0';
-                value = colon + 1 + strspn(colon + 1, " \t");
-                /* libmicrohttpd writes its own framing and Connection */
-                if (strcasecmp(line, "Connection") != 0 && strcasecmp(line, "Content-Length") != 0 &&
-                    strcasecmp(line, "Transfer-Encoding") != 0 && strcasecmp(line, "Date") != 0)
-                        (void) MHD_add_response_header(ret->r, line, value);
-                *colon = ':';
-        }
+        api_stream_head_headers(head, add_header, ret->r);
         return 0;
 }
 
@@ -454,7 +411,7 @@ enum MHD_Result api_stream_proxy(ApiStreams *s, struct MHD_Connection *c, const 
                 return MHD_NO;
         sweep(s, false);
         *x = (Session){ .streams = s, .backend = -1, .client = -1 };
-        r = split_url(url, &host, &port, &path, &query, &err);
+        r = api_stream_split_url(url, &host, &port, &path, &query, &err);
         if (r >= 0)
                 r = x->backend = dial(host, port, &err);
         if (r >= 0)

@@ -12,6 +12,7 @@
 #include "../util/log.h"
 #include "../util/retry.h"
 #include "../util/time.h"
+#include "answers.h"
 #include "node.h"
 
 #define LEASE_NAMESPACE "kube-node-lease"
@@ -37,9 +38,9 @@ struct KubeNode {
         bool registered;
         char uid[64];
         CubRetry node_retry;
-        uint64_t node_req; /* in flight, 0: none */
-        json_t *sent;      /* the status last PATCHed, without times */
-        json_t *since;     /* condition type → {status, time}: lastTransitionTime */
+        uint64_t node_req;      /* in flight, 0: none */
+        json_t *sent;           /* the status last PATCHed, without times */
+        json_t *since;          /* condition type → {status, time}: lastTransitionTime */
         json_t *api_conditions; /* the existing Node's when it was found (NULL: made here) */
         uint64_t sent_usec;
         char sent_time[32];
@@ -191,7 +192,7 @@ static void send_status(KubeNode *n) {
 }
 
 static void take_uid(KubeNode *n, json_t *body) {
-        const char *uid = json_string_value(json_object_get(json_object_get(body, "metadata"), "uid"));
+        const char *uid = kube_answer_uid(body);
 
         (void) snprintf(n->uid, sizeof(n->uid), "%s", uid ? uid : "");
         n->registered = true;
@@ -208,20 +209,9 @@ static void on_reconciled(void *userdata, long status, json_t *body, const char 
         (void) body;
         n->node_req = 0;
         if (*error)
-                cub_log(LOG_WARNING, "API server: node '%s': its labels and annotations stay as they were: %s",
-                        n->name, error);
+                cub_log(LOG_WARNING, "API server: node '%s': its labels and annotations stay as they were: %s", n->name,
+                        error);
         node_step(n);
-}
-
-/* the keys of want whose values existing lacks or has otherwise (a new
- * reference; an empty object when none) */
-static json_t *changed_keys(const json_t *want, const json_t *existing) {
-        json_t *out = json_object(), *v;
-        const char *k;
-
-        json_object_foreach((json_t *) want, k, v) if (!json_equal(v, json_object_get(existing, k)))
-                json_object_set(out, k, v);
-        return out;
 }
 
 /* kubelet's reconcile of an existing Node (updateDefaultLabels,
@@ -229,21 +219,15 @@ static json_t *changed_keys(const json_t *want, const json_t *existing) {
  * to this node's where they differ (nothing is sent when none does), the
  * rest left to the status updates */
 static void reconcile(KubeNode *n, const json_t *existing) {
-        json_t *node = n->fn(n->userdata), *patch = NULL, *labels = NULL, *ann = NULL;
-        const json_t *meta = json_object_get(node, "metadata"), *emeta = json_object_get(existing, "metadata");
+        json_t *node = n->fn(n->userdata), *patch = NULL;
+        size_t n_labels = 0, n_ann = 0;
         char path[512];
 
-        if (node) {
-                labels = changed_keys(json_object_get(meta, "labels"), json_object_get(emeta, "labels"));
-                ann = changed_keys(json_object_get(meta, "annotations"), json_object_get(emeta, "annotations"));
-        }
-        if (json_object_size(labels) + json_object_size(ann) > 0) {
-                patch = json_pack("{s:{s:O,s:O}}", "metadata", "labels", labels, "annotations", ann);
+        if (node)
+                patch = kube_answer_node_patch(node, existing, &n_labels, &n_ann);
+        if (patch)
                 cub_log(LOG_INFO, "API server: node '%s': %zu labels and %zu annotations differ: set to this node's",
-                        n->name, json_object_size(labels), json_object_size(ann));
-        }
-        json_decref(labels);
-        json_decref(ann);
+                        n->name, n_labels, n_ann);
         (void) snprintf(path, sizeof(path), "/api/v1/nodes/%s", n->name);
         if (!patch || request(n, &n->node_req, "PATCH", path, KUBE_CT_STRATEGIC, patch, on_reconciled) < 0)
                 node_step(n);
@@ -255,19 +239,15 @@ static void reconcile(KubeNode *n, const json_t *existing) {
  * server has: a condition whose status is the same keeps its
  * lastTransitionTime, and sends no event (across a restart) */
 static void take_conditions(KubeNode *n, const json_t *node) {
-        const json_t *conds = json_object_get(json_object_get(node, "status"), "conditions"), *c;
-        size_t i;
+        json_t *since = NULL, *conds = NULL, *v;
+        const char *type;
 
+        if (kube_answer_node_conditions(node, &since, &conds) < 0)
+                return;
         json_decref(n->api_conditions);
-        n->api_conditions = json_is_array(conds) ? json_deep_copy(conds) : json_array();
-        json_array_foreach(conds, i, c) {
-                const char *type = json_string_value(json_object_get(c, "type"));
-                const char *st = json_string_value(json_object_get(c, "status"));
-                const char *t = json_string_value(json_object_get(c, "lastTransitionTime"));
-
-                if (type && st && t)
-                        json_object_set_new(n->since, type, json_pack("{s:s,s:s}", "status", st, "time", t));
-        }
+        n->api_conditions = conds;
+        json_object_foreach(since, type, v) json_object_set(n->since, type, v);
+        json_decref(since);
 }
 
 static void on_get_node(void *userdata, long status, json_t *body, const char *error) {
@@ -382,7 +362,7 @@ static void on_lease_get(void *userdata, long status, json_t *body, const char *
 /* the renewal (PUT) or the creation (POST) */
 static void on_lease_renewed(void *userdata, long status, json_t *body, const char *error) {
         KubeNode *n = userdata;
-        const char *t = json_string_value(json_object_get(json_object_get(body, "spec"), "renewTime"));
+        const char *t = kube_answer_renew_time(body);
 
         (void) status;
         n->lease_req = 0;
@@ -395,13 +375,9 @@ static void on_lease_renewed(void *userdata, long status, json_t *body, const ch
         }
         n->lease = json_incref(body);
         succeeded(&n->lease_retry, "node lease");
-        (void) snprintf(n->renew_time, sizeof(n->renew_time), "%s", t ? t : "");
+        (void) snprintf(n->renew_time, sizeof(n->renew_time), "%s", t);
         n->renewals++;
         arm(n->lease_timer, now_mono() + renew_interval(n));
-}
-
-static bool lease_has_owner(const KubeNode *n) {
-        return json_array_size(json_object_get(json_object_get(n->lease, "metadata"), "ownerReferences")) > 0;
 }
 
 /* kubelet's SetNodeOwnerFunc: a Lease without an owner gets the Node's UID
@@ -410,12 +386,13 @@ static bool lease_has_owner(const KubeNode *n) {
  * is gone), and the next renewal looks again */
 static void on_lease_node(void *userdata, long status, json_t *body, const char *error) {
         KubeNode *n = userdata;
-        const char *uid = json_string_value(json_object_get(json_object_get(body, "metadata"), "uid"));
+        const char *uid = kube_answer_uid(body);
 
         n->lease_req = 0;
         if (*error || !uid) {
                 if (status == 404 && !n->node_missing)
-                        cub_log(LOG_WARNING, "API server: node '%s' not found: no node lease until it is back", n->name);
+                        cub_log(LOG_WARNING, "API server: node '%s' not found: no node lease until it is back",
+                                n->name);
                 n->node_missing = status == 404;
                 if (status != 404)
                         failed(n, &n->lease_retry, n->lease_timer, "node lease: the node's UID",
@@ -436,22 +413,9 @@ static void on_lease_node(void *userdata, long status, json_t *body, const char 
 
 static json_t *lease_object(KubeNode *n) {
         char now[40];
-        json_t *l;
 
         time_rfc3339(now, sizeof(now), true);
-        l = json_is_object(n->lease) ? json_deep_copy(n->lease)
-                                     : json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "coordination.k8s.io/v1", "kind",
-                                                 "Lease", "metadata", "name", n->name, "namespace", LEASE_NAMESPACE);
-        if (!l)
-                return NULL;
-        if (!lease_has_owner(n))
-                json_object_set_new(json_object_get(l, "metadata"), "ownerReferences",
-                                    json_pack("[{s:s,s:s,s:s,s:s}]", "apiVersion", "v1", "kind", "Node", "name",
-                                              n->name, "uid", n->owner));
-        json_object_set_new(l, "spec",
-                            json_pack("{s:s,s:I,s:s}", "holderIdentity", n->name, "leaseDurationSeconds",
-                                      (json_int_t) n->o.lease_seconds, "renewTime", now));
-        return l;
+        return kube_answer_lease_renewal(n->lease, n->name, LEASE_NAMESPACE, n->owner, n->o.lease_seconds, now);
 }
 
 static void lease_step(KubeNode *n) {
@@ -465,7 +429,7 @@ static void lease_step(KubeNode *n) {
                 (void) snprintf(path, sizeof(path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s",
                                 LEASE_NAMESPACE, n->name);
                 r = request(n, &n->lease_req, "GET", path, NULL, NULL, on_lease_get);
-        } else if (!lease_has_owner(n) && !n->owner[0]) {
+        } else if (!kube_answer_lease_owned(n->lease) && !n->owner[0]) {
                 (void) snprintf(path, sizeof(path), "/api/v1/nodes/%s", n->name);
                 r = request(n, &n->lease_req, "GET", path, NULL, NULL, on_lease_node);
         } else {
@@ -495,8 +459,8 @@ static int on_lease_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* ---- the interface --------------------------------------------------------------- */
 
-int kube_node_new(sd_event *e, KubeClient *c, const KubeNodeOptions *o, KubeNodeFn fn, void *userdata,
-                  KubeNode **ret, CubError *err) {
+int kube_node_new(sd_event *e, KubeClient *c, const KubeNodeOptions *o, KubeNodeFn fn, void *userdata, KubeNode **ret,
+                  CubError *err) {
         KubeNode *n = calloc(1, sizeof(*n));
         int r;
 

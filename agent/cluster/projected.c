@@ -10,11 +10,11 @@
 #include <syslog.h>
 #include <time.h>
 
-#include "../util/base64.h"
 #include "../util/cleanup.h"
 #include "../util/log.h"
 #include "../util/retry.h"
 #include "../util/time.h"
+#include "answers.h"
 #include "projected.h"
 
 static const CubRetryPolicy projected_retry = {
@@ -125,47 +125,6 @@ static const char *what(const Entry *e, char *buf, size_t size) {
 
 static void ask(Entry *e);
 
-/* key k's base64 value v, decoded, into out; false when it is not base64 */
-static bool put_decoded(json_t *out, const char *k, const json_t *v) {
-        _cleanup_free_ uint8_t *bytes = NULL;
-        size_t n = 0;
-
-        if (!json_is_string(v) || cub_base64_decode(json_string_value(v), json_string_length(v), &bytes, &n) < 0)
-                return false;
-        (void) json_object_set_new(out, k, json_stringn_nocheck((const char *) bytes, n));
-        return true;
-}
-
-/* a ConfigMap's data and binaryData, a Secret's data (base64), as one
- * object of each key's bytes; NULL with *error when malformed */
-static json_t *keys_of(const json_t *body, bool secret, const char **error) {
-        json_t *out = json_object();
-        const json_t *data = json_object_get(body, "data"), *bin = json_object_get(body, "binaryData"), *v;
-        const char *k;
-
-        if (!out)
-                return NULL;
-        json_object_foreach((json_t *) data, k, v) {
-                if (!json_is_string(v))
-                        continue;
-                if (!secret)
-                        (void) json_object_set_new(out, k, json_stringn(json_string_value(v), json_string_length(v)));
-                else if (!put_decoded(out, k, v)) {
-                        *error = "the Secret's data is not base64";
-                        json_decref(out);
-                        return NULL;
-                }
-        }
-        json_object_foreach((json_t *) (secret ? NULL : bin), k, v) {
-                if (!put_decoded(out, k, v)) {
-                        *error = "the ConfigMap's binaryData is not base64";
-                        json_decref(out);
-                        return NULL;
-                }
-        }
-        return out;
-}
-
 static void on_answer(void *userdata, long status, json_t *body, const char *error) {
         Entry *e = userdata;
         KubeProjected *p = e->p;
@@ -176,12 +135,10 @@ static void on_answer(void *userdata, long status, json_t *body, const char *err
 
         e->id = 0;
         if (e->token && !*error) {
-                const json_t *st = json_object_get(body, "status");
-                const char *tok = json_string_value(json_object_get(st, "token"));
-                int64_t exp = kube_parse_time(json_string_value(json_object_get(st, "expirationTimestamp")));
-                json_int_t es = json_integer_value(json_object_get(json_object_get(body, "spec"), "expirationSeconds"));
+                const char *tok;
+                int64_t exp, es;
 
-                if (!tok || !*tok || exp < 0 || es <= 0)
+                if (kube_answer_token(body, &tok, &exp, &es) < 0)
                         error = "the TokenRequest's answer has no token, expirationTimestamp or expirationSeconds";
                 else {
                         int64_t in = kube_token_renew_in(exp, es, (int64_t) (cub_now_usec(CLOCK_REALTIME) / 1000000),
@@ -193,7 +150,7 @@ static void on_answer(void *userdata, long status, json_t *body, const char *err
                 }
         } else if (!e->token && (!*error || status == 404)) {
                 /* 404: it does not exist (an optional one is no file, no env) */
-                v = status == 404 ? json_null() : keys_of(body, e->secret, &error);
+                v = status == 404 ? json_null() : kube_answer_keys(body, e->secret, &error);
                 e->renew_usec = now + (status == 404 ? KUBE_CONFIG_MAP_MISSING_TTL_S : KUBE_CONFIG_MAP_TTL_S) *
                                               CUB_USEC_PER_SEC;
                 if (v && e->secret)

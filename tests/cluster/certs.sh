@@ -11,7 +11,8 @@
 #                            system:kube-scheduler (their RBAC roles)
 #   apiserver-kubelet-client.*  O system:masters (the API server to the node)
 #   kubelet.{crt,key}        the node's serving certificate (the kubelet server,
-#                            port 10250) for 127.0.0.1 and the node's name
+#                            port 10250) for 127.0.0.1, the node's name and
+#                            $NODE_IP when set (run-node.sh's node address)
 #   nobody.{crt,key}         CN cubelet-test-nobody: authenticated, allowed nothing
 #   front-proxy-client.*     CN front-proxy-client: the API server to aggregated
 #                            API servers (metrics-server), with the user in headers
@@ -66,7 +67,7 @@ cert admin "/O=system:masters/CN=cubelet-test-admin" clientAuth
 cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert scheduler "/CN=system:kube-scheduler" clientAuth
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
-cert kubelet "/CN=$NODE" serverAuth "IP:127.0.0.1,DNS:$NODE,DNS:localhost"
+cert kubelet "/CN=$NODE" serverAuth "IP:127.0.0.1,DNS:$NODE,DNS:localhost${NODE_IP:+,IP:$NODE_IP}"
 cert nobody "/CN=cubelet-test-nobody" clientAuth
 cert front-proxy-client "/CN=front-proxy-client" clientAuth
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out sa.key 2>/dev/null

@@ -4,12 +4,14 @@
 CONNS connections from 127.0.0.1 trickle a request header a byte every 2-3 s
 (over TLS: they send nothing, half a ClientHello, or the ClientHello a byte
 every 2-3 s), in WAVES waves, while /healthz, /readyz and /metrics are asked
-from a fresh connection every 0.5 s. Fails when an answer took 1 s or more or
+from a fresh connection every 0.5 s. Fails when an answer took 1 s (--slow) or more or
 never came, or when a hostile connection was still open DEADLINE + 2 s after
 it was made. Debian's python3, standard library only.
 
   http-hostile.py --plain PORT [--tls PORT --ca CA [--cert PEM --key PEM]]
   http-hostile.py --plain 10255                # against a running cubelet
+  http-hostile.py --tls 10250 --ca CA --cert PEM --key PEM --paths /healthz --status 500
+                                               # its kubelet server (tests/cluster/run-node.sh)
 
 Run by tests/unit/agent/api/test-http-hostile.c (make test), which serves
 both ports from agent/api/http.c. Raises its soft ulimit -n to the hard one.
@@ -29,7 +31,9 @@ import threading
 import time
 
 HOST = "127.0.0.1"
-PATHS = ("/healthz", "/readyz", "/metrics")
+PATHS = ["/healthz", "/readyz", "/metrics"]
+WANT = 200  # the probes' status (--status)
+SLOW = 1.0  # an answer this late (s) fails (--slow)
 
 
 def say(text):
@@ -217,15 +221,15 @@ def scenario(name, port, ctx, waves, conns, seconds, deadline):
 def report(name, pr, waves, deadline):
     ok = True
     for p, rs in pr.results.items():
-        lats = sorted(r[1] for r in rs if r[2] == 200)
-        failed = sum(1 for r in rs if r[2] != 200)
-        slow = sum(1 for r in rs if r[2] == 200 and r[1] >= 1.0)
-        bad = [r for r in rs if r[2] != 200 or r[1] >= 1.0]
-        say(f"{name} {p}: {len(rs)} asked, {len(lats)} answered 200"
+        lats = sorted(r[1] for r in rs if r[2] == WANT)
+        failed = sum(1 for r in rs if r[2] != WANT)
+        slow = sum(1 for r in rs if r[2] == WANT and r[1] >= SLOW)
+        bad = [r for r in rs if r[2] != WANT or r[1] >= SLOW]
+        say(f"{name} {p}: {len(rs)} asked, {len(lats)} answered {WANT}"
             + (f" (max {lats[-1] * 1000:.0f} ms, median {lats[len(lats) // 2] * 1000:.0f} ms)" if lats else "")
-            + f", {failed} refused or failed, {slow} took 1 s or more")
+            + f", {failed} refused or failed, {slow} took {SLOW:g} s or more")
         # the failures, else the slowest answers over 100 ms
-        slowest = sorted((r for r in rs if r[2] == 200 and r[1] >= 0.1), key=lambda r: -r[1])
+        slowest = sorted((r for r in rs if r[2] == WANT and r[1] >= 0.1), key=lambda r: -r[1])
         for at, lat, status in (bad or slowest)[:5]:
             say(f"    at {at:5.1f} s: {status} after {lat * 1000:.0f} ms")
         ok = ok and not bad and bool(rs)
@@ -246,6 +250,7 @@ def report(name, pr, waves, deadline):
 
 
 def main():
+    global WANT, SLOW
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--plain", type=int, help="the HTTP port")
     ap.add_argument("--tls", type=int, help="the HTTPS port")
@@ -257,7 +262,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=25, help="how long /healthz & co. are asked (HTTP)")
     ap.add_argument("--tls-seconds", type=float, default=13, help="the same over TLS (one wave)")
     ap.add_argument("--deadline", type=float, default=10, help="the server's header deadline (s)")
+    ap.add_argument("--paths", default=",".join(PATHS), help="the paths probed meanwhile, comma-separated")
+    ap.add_argument("--status", type=int, default=WANT, help="the status each probe must get")
+    ap.add_argument("--slow", type=float, default=SLOW, help="an answer this late (s) fails")
     a = ap.parse_args()
+    PATHS[:] = a.paths.split(",")
+    WANT, SLOW = a.status, a.slow
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
