@@ -121,13 +121,22 @@ static int run_url_options(AgentOptions *opt, const char *f_url, const char *f_f
 
 /* The static pod directory's rescan: fileCheckFrequency (default 20s, as
  * kubelet; at least 1s: the directory's changes arrive by inotify at once,
- * the rescan is the backstop). */
+ * the rescan is the backstop); and the CPU manager's reconcile period. */
 static int run_dir_options(AgentOptions *opt) {
         const char *freq = opt->kc.file_check_frequency ? opt->kc.file_check_frequency : "20s";
         CubError err = {};
 
         if (evict_duration_parse(freq, &opt->rescan_usec, &err) < 0) {
                 cub_log(LOG_ERR, "run: fileCheckFrequency: %s", err.msg);
+                return -EINVAL;
+        }
+        /* cpuManagerReconcilePeriod (kubelet: default 10s, the node status
+         * update frequency's); at least 100ms, so that it never spins */
+        if (opt->kc.cpu_manager_reconcile_period &&
+            (evict_duration_parse(opt->kc.cpu_manager_reconcile_period, &opt->cpu_reconcile_usec, &err) < 0 ||
+             opt->cpu_reconcile_usec < CUB_USEC_PER_SEC / 10)) {
+                cub_log(LOG_ERR, "run: cpuManagerReconcilePeriod '%s': %s", opt->kc.cpu_manager_reconcile_period,
+                        *err.msg ? err.msg : "at least 100ms");
                 return -EINVAL;
         }
         if (opt->rescan_usec < CUB_USEC_PER_SEC) {

@@ -83,6 +83,7 @@ typedef struct AgentCore {
         WorkerPool *pool;
         ApiServer *status; /* the status socket */
         sd_event_source *worker_src, *relist_timer, *actions_src;
+        sd_event_source *reconcile_timer; /* cpuManagerReconcilePeriod (agent_update_resources) */
         char runtime_version[256];
         char *log_root;
         char host_ip[64];

@@ -35,6 +35,7 @@ void agent_options_init(AgentOptions *o) {
         *o = (AgentOptions){ .relist_usec = CUB_USEC_PER_SEC,
                              .events_relist_usec = AGENT_EVENTS_RELIST_USEC,
                              .rescan_usec = 20 * CUB_USEC_PER_SEC,
+                             .cpu_reconcile_usec = 10 * CUB_USEC_PER_SEC,
                              .workers = 4,
                              .register_node = true,
                              .node_status_update_usec = 10 * CUB_USEC_PER_SEC,
@@ -115,6 +116,7 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
         dst->relist_usec = src->relist_usec ? src->relist_usec : CUB_USEC_PER_SEC;
         dst->events_relist_usec = src->events_relist_usec;
         dst->rescan_usec = src->rescan_usec ? src->rescan_usec : 20 * CUB_USEC_PER_SEC;
+        dst->cpu_reconcile_usec = src->cpu_reconcile_usec ? src->cpu_reconcile_usec : 10 * CUB_USEC_PER_SEC;
         dst->workers = src->workers ? src->workers : 4;
         dst->http_address = dup_or_null(src->http_address ? src->http_address : "127.0.0.1");
         dst->kubelet_address = dup_or_null(src->kubelet_address);
@@ -181,6 +183,20 @@ static int on_post(sd_event_source *s, void *userdata) {
         return 0;
 }
 
+/* kubelet's CPU manager reconcileState every cpuManagerReconcilePeriod:
+ * each idle pod whose running containers have an older resources
+ * generation than the node's (a pool change, an assignment, a failed
+ * update) gets the UPDATE job; the same check runs after each relist and
+ * at each change, so this is the backstop, and it costs no runtime call
+ * when nothing is stale (as kubelet's lastUpdateState comparison) */
+static int on_reconcile_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Agent *a = userdata;
+
+        agent_update_resources(a);
+        (void) sd_event_source_set_time(s, usec + a->core.opt.cpu_reconcile_usec);
+        return 0;
+}
+
 static int add_sources(Agent *a, int worker_fd) {
         int r;
 
@@ -193,6 +209,9 @@ static int add_sources(Agent *a, int worker_fd) {
                 r = sd_event_add_time_relative(a->core.event, &a->core.relist_timer, CLOCK_MONOTONIC,
                                                a->core.opt.relist_usec, 0, on_relist_timer, a);
         if (r >= 0)
+                r = sd_event_add_time_relative(a->core.event, &a->core.reconcile_timer, CLOCK_MONOTONIC,
+                                               a->core.opt.cpu_reconcile_usec, 0, on_reconcile_timer, a);
+        if (r >= 0)
                 r = sd_event_add_defer(a->core.event, &a->core.actions_src, on_actions, a);
         if (r >= 0)
                 r = sd_event_add_post(a->core.event, NULL, on_post, a);
@@ -204,6 +223,8 @@ static int add_sources(Agent *a, int worker_fd) {
                 return r;
         (void) sd_event_source_set_description(a->core.worker_src, "workers");
         (void) sd_event_source_set_description(a->core.relist_timer, "relist");
+        (void) sd_event_source_set_description(a->core.reconcile_timer, "cpu-reconcile");
+        (void) sd_event_source_set_enabled(a->core.reconcile_timer, SD_EVENT_ON);
         (void) sd_event_source_set_description(a->core.actions_src, "manager-actions");
         (void) sd_event_source_set_enabled(a->core.relist_timer, SD_EVENT_ON);
         (void) sd_event_source_set_enabled(a->core.actions_src, SD_EVENT_OFF);
@@ -377,6 +398,7 @@ Agent *agent_free(Agent *a) {
         agent_source_http_done(a);
         sd_event_source_disable_unref(a->core.worker_src);
         sd_event_source_disable_unref(a->core.relist_timer);
+        sd_event_source_disable_unref(a->core.reconcile_timer);
         sd_event_source_disable_unref(a->core.actions_src);
         agent_managers_flush(a);
         agent_managers_free(a);

@@ -33,6 +33,10 @@ typedef struct AgentOptions {
          * the relist period of a steady node; 0 = no stream, relist_usec */
         uint64_t events_relist_usec;
         uint64_t rescan_usec;
+        /* cpuManagerReconcilePeriod: how often every running container's
+         * resources are checked against their assignment (kubelet's
+         * reconcileState; default 10 s) */
+        uint64_t cpu_reconcile_usec;
         unsigned workers;
         char *http_address; /* the HTTP API (agent/api/http.h); port 0 = off */
         /* the kubelet server's (a node of a cluster): config address, else

@@ -232,6 +232,9 @@ static const PodField config_fields[] = {
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, cpu_manager_policy),
           .allowed = cpu_manager_policies },
+        { .name = "cpuManagerReconcilePeriod",
+          .decode = pod_dec_string,
+          .offset = offsetof(PodKubeletConfig, cpu_manager_reconcile_period) },
         { .name = "memorySwap", .decode = pod_dec_inline, .sub = memory_swap_fields },
         { .name = "featureGates", .decode = dec_feature_gates, .offset = offsetof(PodKubeletConfig, memory_qos) },
         { .name = "memoryThrottlingFactor",
@@ -429,6 +432,7 @@ void pod_kubelet_config_done(PodKubeletConfig *c) {
         pod_resource_list_done(&c->kube_reserved);
         pod_resource_list_done(&c->system_reserved);
         free(c->cpu_manager_policy);
+        free(c->cpu_manager_reconcile_period);
         free(c->reserved_system_cpus);
         free(c->swap_behavior);
         pod_string_map_done(&c->eviction_hard);

@@ -76,10 +76,11 @@ typedef struct PodKubeletConfig {
         char *node_name;
         char *cgroup_mount;
         /* admission and the CPU manager */
-        int64_t max_pods;           /* maxPods, default 110 */
-        char *cpu_manager_policy;   /* cpuManagerPolicy: "none" (default) or "static" */
-        char *reserved_system_cpus; /* reservedSystemCPUs, a cpu list */
-        char *swap_behavior;        /* memorySwap.swapBehavior: "NoSwap" (default, also "") or "LimitedSwap" */
+        int64_t max_pods;                   /* maxPods, default 110 */
+        char *cpu_manager_policy;           /* cpuManagerPolicy: "none" (default) or "static" */
+        char *cpu_manager_reconcile_period; /* cpuManagerReconcilePeriod: a duration, default 10s */
+        char *reserved_system_cpus;         /* reservedSystemCPUs, a cpu list */
+        char *swap_behavior;                /* memorySwap.swapBehavior: "NoSwap" (default, also "") or "LimitedSwap" */
         /* memory QoS (KEP-2570): featureGates.MemoryQoS (default false; the
          * other gates land in ignored as "featureGates.<name>") and
          * memoryThrottlingFactor (default 0.9, in (0, 1] as kubelet's

@@ -171,9 +171,57 @@ static void test_pool_change_reaches_running_containers(void **state) {
         agent_free(a);
 }
 
+/* The reconcile period alone: the pool changes while a's sync is in
+ * flight, the relist that finds a running comes while b's sync is in
+ * flight, and no relist answers after b's; the cpuManagerReconcilePeriod
+ * tick (100 ms here) sends the UPDATE with the pool as it is now. */
+static bool update_submitted(Agent *a) {
+        return count_submitted(a->core.pool, WORKER_UPDATE) > 0;
+}
+
+static void test_reconcile_period(void **state) {
+        Fixture *f = *state;
+        Agent *a = NULL;
+        CubError err = {};
+        WorkerJob *j, *u;
+        LcPod *two;
+        const char *only_a[] = { "a" };
+
+        fake_sys(f);
+        f->o.cpu_reconcile_usec = 100000;
+        write_manifest(f, "two.yaml", SHARED);
+        if (agent_new(&f->o, &a, &err) < 0)
+                fail_msg("agent_new: %s", err.msg);
+        two = pod_named(a, "two-node1");
+        assert_non_null(two);
+        j = take_job_of(a, WORKER_SYNC, two);
+        assert_non_null(j);
+        assert_string_equal(j->configs[0].cpuset, "0-3");
+        write_manifest(f, "pinned.yaml", EXCLUSIVE);
+        run_events(a, pinned_admitted);
+        j->r = 0;
+        answer(a, j);
+        answer_relist_running(a, two, only_a, 1); /* a runs (old pool); b's sync goes out */
+        j = take_job_of(a, WORKER_SYNC, two);
+        assert_non_null(j);
+        assert_null(take_job_of(a, WORKER_UPDATE, two)); /* busy */
+        j->r = 0;
+        answer(a, j);
+        /* no relist is answered from here: the period's tick alone */
+        run_events(a, update_submitted);
+        u = take_job_of(a, WORKER_UPDATE, two);
+        if (!u)
+                fail_msg("no UPDATE job within the reconcile period for container 'a' on the old pool 0-3");
+        assert_string_equal(u->configs[0].cpuset, "0,2-3");
+        u->r = 0;
+        answer(a, u);
+        agent_free(a);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_pool_change_reaches_running_containers, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reconcile_period, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

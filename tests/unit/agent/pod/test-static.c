@@ -521,6 +521,7 @@ static void test_kubelet_config_full(void **state) {
                                    "  cpu: 100m\n"
                                    "  memory: 512Mi\n"
                                    "cpuManagerPolicy: static\n"
+                                   "cpuManagerReconcilePeriod: 5s\n"
                                    "reservedSystemCPUs: \"0,4\"\n"
                                    "evictionSoft: {memory.available: 300Mi}\n"
                                    "evictionSoftGracePeriod: {memory.available: 1m30s}\n"
@@ -548,6 +549,7 @@ static void test_kubelet_config_full(void **state) {
         /* admission, CPU manager and eviction fields */
         assert_true(c.max_pods == 110);
         assert_string_equal(c.cpu_manager_policy, "static");
+        assert_string_equal(c.cpu_manager_reconcile_period, "5s");
         assert_string_equal(c.reserved_system_cpus, "0,4");
         assert_true(c.eviction_hard_set);
         assert_int_equal(c.eviction_hard.n, 1);
