@@ -53,7 +53,7 @@ VM_JOBS=${VM_JOBS:-2}
 VM_TIER=${VM_TIER:-ci}
 export VM_TIER # the guests' too (run-vm.sh writes it in their env)
 case $VM_TIER in
-ci) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods} ;;
+ci) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 30-admission} ;;
 full) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction} ;;
 *)
 	echo "run-scenarios: VM_TIER must be ci or full, not '$VM_TIER'" >&2

@@ -101,10 +101,27 @@ t_is "$(jq -r '.defaultCpuSet' /var/lib/cubelet/cpu_manager_state)" 0,3 "cpu_man
 t_is "$(jq -r --arg u "$(podq excl-a .uid)" '.entries[$u].app' /var/lib/cubelet/cpu_manager_state)" 1 \
 	"cpu_manager_state: excl-a's entry is 1"
 
+# seconds from the shared pool's change (cubelet status) until a
+# container's cpuset.cpus.effective follows it; polled every 0.2 s
+follow_time() { # follow_time POOL POD CONTAINER
+	local t0="" i
+	for i in $(seq 900); do
+		[ -z "$t0" ] && [ "$(jqs .cpuManager.sharedPool)" = "$1" ] && t0=$(date +%s.%N)
+		if [ -n "$t0" ] && [ "$(effective "$2" "$3")" = "$1" ]; then
+			awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo never
+}
 rm -f "$M/excl-a.yaml"
+side_s=$(follow_time 0-1,3 shared side)
 t_ok "excl-a goes away" wait_gone "excl-a-$NODE" 120
 t_ok "shared's container grows back to 0-1,3" wait_effective shared app 0-1,3 60
 t_ok "...and its sidecar too" wait_effective shared side 0-1,3 60
+t_ok "...within one cpuManagerReconcilePeriod (10 s) of the pool's change: ${side_s} s" \
+	awk -v s="$side_s" 'BEGIN { exit !(s != "never" && s + 0 <= 10) }'
 t_is "$(jqs .cpuManager.sharedPool)" 0-1,3 "the shared pool is 0-1,3 again"
 t_is "$(effective excl-b app)" 2 "excl-b keeps CPU 2"
 rm -f "$M/excl-b.yaml" "$M/shared.yaml"
