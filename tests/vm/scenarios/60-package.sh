@@ -172,4 +172,7 @@ t_is "$(snapshot)" "$before" "no container was touched: cubelet's pods and not-c
 t_is "$(snapshot | grep '^task not-cubelets ')" "$other" "not-cubelets: same task, PID and start time"
 
 cubelet_teardown >/dev/null 2>&1
+# the guest's /var/lib/cubelet as its boot made it (a tmpfs of its own,
+# tests/vm/init), for 55-poweroff after this one in guest b
+mkdir -p /var/lib/cubelet && mount -t tmpfs -o mode=0711 tmpfs /var/lib/cubelet
 t_done
