@@ -280,7 +280,15 @@ echo "# | request | status | /healthz after |"
 hostile "no client certificate, no token" 401 "$K10250/pods"
 hostile "a certificate of another CA (CN system:node:$NODE)" 401 --cert "$T/other.crt" --key "$T/other.key" \
 	"$K10250/pods"
-hostile "another node's name in a certificate the CA signed (nobody)" 403 "${as_nobody[@]}" "$K10250/pods"
+hostile "a user the CA signed who may do nothing (CN cubelet-test-nobody)" 403 "${as_nobody[@]}" "$K10250/pods"
+# another node's client certificate, signed by the cluster's CA: the Node
+# authorizer gives a node nothing of another node's (SubjectAccessReview)
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/node2.key" -out "$T/node2.csr" \
+	-subj "/O=system:nodes/CN=system:node:other-node" 2>/dev/null
+openssl x509 -req -in "$T/node2.csr" -CA "$T/cp/pki/ca.crt" -CAkey "$T/cp/pki/ca.key" -CAcreateserial \
+	-out "$T/node2.crt" -days 1 2>/dev/null
+hostile "another node's certificate, the CA's (CN system:node:other-node)" 403 --cert "$T/node2.crt" \
+	--key "$T/node2.key" "$K10250/pods"
 hostile "a token the API server refuses" 401 -H 'Authorization: Bearer forged.token.value' "$K10250/pods"
 hostile "path traversal in /containerLogs (..%2F, as is)" 404 "${as_admin[@]}" --path-as-is \
 	"$K10250/containerLogs/default/..%2F..%2F..%2Fetc%2Fpasswd/app"
