@@ -9,7 +9,10 @@
 # The derived config differs from the node config only where a test host needs it:
 #   - root/state/socket/opt paths under DIR;
 #   - restrict_oom_score_adj = true when this process lacks CAP_SYS_RESOURCE (cri-deviceplugin-
-#     facts.md 0.4), otherwise runc fails to set the sandbox's oom_score_adj of -998.
+#     facts.md 0.4), otherwise runc fails to set the sandbox's oom_score_adj of -998;
+#   - netns_mounts_under_state_dir = true: the sandboxes' network namespaces are mounted under
+#     DIR/state, not the host's /run/netns, so that stop unmounts them with the rest (a stop
+#     with sandboxes still there left their /run/netns/cni-* mounts on the host).
 # SystemdCgroup = false is already the node setting, and works on cgroup v1 hosts whose PID 1 is
 # not systemd (facts 0.5).
 #
@@ -60,6 +63,7 @@ start() {
                 -e "s|^  address = .*|  address = \"$SOCK\"|" \
                 -e "s|^    path = \"/var/lib/containerd/opt\"|    path = \"$DIR/opt\"|" \
                 -e "s|^    restrict_oom_score_adj = .*|    restrict_oom_score_adj = $restrict|" \
+                -e 's|^  \[plugins."io.containerd.grpc.v1.cri"\]$|&\n    netns_mounts_under_state_dir = true|' \
                 "$HERE/config.toml" >"$DIR/config.toml"
         "$CONTAINERD" --config "$DIR/config.toml" --address "$SOCK" --root "$DIR/root" \
                 --state "$DIR/state" >"$DIR/containerd.log" 2>&1 &

@@ -3,6 +3,7 @@
  * the local pause and busybox images imported). CUBELET_TEST_CRI names its
  * socket; without it the suite is skipped. */
 #include <errno.h>
+#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,7 +80,7 @@ static void test_image_status(void **state) {
 static const char *const sandbox_labels[] = { "cubelet.io/managed", "true", "cubelet.io/pod-uid", "uid-test-1", NULL };
 
 static CriSandboxConfig sandbox_cfg(void) {
-        return (CriSandboxConfig) {
+        return (CriSandboxConfig){
                 .name = "it-pod",
                 .uid = "uid-test-1",
                 .namespace_ = "default",
@@ -113,8 +114,11 @@ static void test_pod_lifecycle(void **state) {
                 .envs = envs,
                 .labels = clabels,
                 .log_path = "app/0.log",
-                .resources = { .cpu_shares = 512, .cpu_quota = 50000, .cpu_period = 100000,
-                               .memory_limit_in_bytes = 64 << 20, .oom_score_adj = 500 },
+                .resources = { .cpu_shares = 512,
+                               .cpu_quota = 50000,
+                               .cpu_period = 100000,
+                               .memory_limit_in_bytes = 64 << 20,
+                               .oom_score_adj = 500 },
         };
 
         assert_int_equal(cri_run_pod_sandbox(c, &sbc, &sid, &err), 0);
@@ -225,8 +229,8 @@ static void test_errors_name_the_peer(void **state) {
         CriVersion v;
 
         assert_int_equal(cri_start_container(*state, "no-such-container", &err), -ENOENT);
-        snprintf(expect, sizeof(expect), "'%s': /runtime.v1.RuntimeService/StartContainer: NOT_FOUND (5): ",
-                 cri_client_endpoint(*state));
+        snprintf(expect, sizeof(expect),
+                 "'%s': /runtime.v1.RuntimeService/StartContainer: NOT_FOUND (5): ", cri_client_endpoint(*state));
         assert_int_equal(strncmp(err.msg, expect, strlen(expect)), 0);
         assert_non_null(strstr(err.msg, "no-such-container"));
 
@@ -240,7 +244,16 @@ static void test_errors_name_the_peer(void **state) {
         assert_string_equal(err.msg, "gRPC target 'tcp://127.0.0.1:1': only unix sockets are supported");
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        (void) st;
+        (void) flag;
+        (void) ftw;
+        (void) remove(path);
+        return 0;
+}
+
 int main(void) {
+        int r;
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_version),
                 cmocka_unit_test(test_image_status),
@@ -255,5 +268,8 @@ int main(void) {
         }
         if (!mkdtemp(logdir))
                 return 1;
-        return cmocka_run_group_tests(tests, setup, teardown);
+        r = cmocka_run_group_tests(tests, setup, teardown);
+        /* the containers' logs go with the run */
+        (void) nftw(logdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return r;
 }
