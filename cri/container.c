@@ -74,6 +74,7 @@ static Runtime__V1__LinuxContainerResources *resources(CriArena *a, const CriRes
         r->cpu_quota = res->cpu_quota;
         r->cpu_shares = res->cpu_shares;
         r->memory_limit_in_bytes = res->memory_limit_in_bytes;
+        r->memory_swap_limit_in_bytes = res->memory_swap_limit_in_bytes;
         r->oom_score_adj = res->oom_score_adj;
         r->cpuset_cpus = cri_s_or_empty(res->cpuset_cpus);
         r->unified = unified_map(a, res->unified, &r->n_unified);

@@ -156,6 +156,7 @@ typedef struct CriResources {
         int64_t cpu_quota;
         int64_t cpu_shares;
         int64_t memory_limit_in_bytes;
+        int64_t memory_swap_limit_in_bytes; /* cgroup v1 only */
         int64_t oom_score_adj;
         const char *cpuset_cpus;
         const char *const *unified; /* cgroup v2 files, flat key/value list */

@@ -69,6 +69,8 @@ run_suite "cluster node (the real control plane, in a network namespace of its o
 run_suite "cluster node against a hostile API server" tests/cluster/run-hostile.sh "$B"
 run_suite "integration (containerd)" tests/integration/run.sh "$B" "${IMAGES_DIR:-build/images}"
 run_suite "native lane (cubelet + a private containerd, cgroupsPerQOS: false)" tests/native/run.sh "$B" "${IMAGES_DIR:-build/images}"
+run_suite "native lane: the kubelet oracle (kubelet 1.34 and cubelet on tests/data/oracle)" tests/native/oracle.sh "$B" "${IMAGES_DIR:-build/images}"
+run_suite "native lane: the oracle's self-test (tests/data/oracle-selftest)" env ORACLE_WAIT=0 tests/native/oracle.sh "$B" "${IMAGES_DIR:-build/images}" tests/data/oracle-selftest
 if [ -x tests/images/run.sh ]; then
         run_suite "images" tests/images/run.sh
 fi

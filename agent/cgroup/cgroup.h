@@ -105,10 +105,11 @@ typedef struct CgContainerResources {
         int64_t memory_limit_in_bytes;
         int64_t oom_score_adj;
         char cpuset_cpus[128];
-        char memory_swap_max[24]; /* unified "memory.swap.max"; "" = not sent (no swap controller) */
-        char memory_min[24];      /* unified "memory.min" (MemoryQoS); "" = not sent */
-        char memory_high[24];     /* unified "memory.high" (MemoryQoS); "" = not sent */
-        bool cgroup_v1;           /* the runtime's cgroups are v1 (CgOptions.cgroup_v1): no unified map at all */
+        int64_t memory_swap_limit_in_bytes; /* cgroup v1 with memsw: = the memory limit (kubelet's NoSwap) */
+        char memory_swap_max[24];           /* unified "memory.swap.max"; "" = not sent (no swap controller) */
+        char memory_min[24];                /* unified "memory.min" (MemoryQoS); "" = not sent */
+        char memory_high[24];               /* unified "memory.high" (MemoryQoS); "" = not sent */
+        bool cgroup_v1; /* the runtime's cgroups are v1 (CgOptions.cgroup_v1): no unified map at all */
 } CgContainerResources;
 
 /* ---- memory QoS (KEP-2570; memory-qos.c) ----------------------------------

@@ -273,6 +273,10 @@ void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer 
                 .cgroup_v1 = o->cgroup_v1,
         };
         cg_container_swap(pod, qos, c, o, ret->memory_swap_max, sizeof(ret->memory_swap_max));
+        /* swapConfigurationHelper.ConfigureNoSwap on cgroup v1 (every container there: swap is
+         * configured only on v2): memory+swap = memory, no swap above the limit */
+        if (o->cgroup_v1 && o->swap_controller)
+                ret->memory_swap_limit_in_bytes = ret->memory_limit_in_bytes;
         cg_container_memory_qos(c, o, ret);
 }
 

@@ -2,8 +2,10 @@
 #include "machine.h"
 
 #include <errno.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "../util/cleanup.h"
@@ -29,7 +31,14 @@ int agent_host_node(AgentNode *n, CubError *err) {
         /* cadvisor's MachineInfo.SwapCapacity: SwapTotal */
         p = strstr(meminfo, "SwapTotal:");
         n->swap_capacity = p && sscanf(p, "SwapTotal: %llu kB", &kb) == 1 ? (uint64_t) kb * 1024 : 0;
-        n->swap_controller = agent_swap_controller("/proc/self/cgroup", "/sys/fs/cgroup");
+        {
+                struct statfs fs;
+
+                /* kubelet's IsCgroup2UnifiedMode */
+                n->swap_controller =
+                        agent_swap_controller("/proc/self/cgroup", "/sys/fs/cgroup",
+                                              statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type != CGROUP2_SUPER_MAGIC);
+        }
         cpus = sysconf(_SC_NPROCESSORS_ONLN);
         n->cpu_capacity_milli = cpus > 0 ? cpus * 1000 : 0;
         /* kubelet's pidlimit.Stats(): both limit the number of tasks */
@@ -47,11 +56,16 @@ int agent_host_node(AgentNode *n, CubError *err) {
         return 0;
 }
 
-bool agent_swap_controller(const char *proc_self_cgroup, const char *cgroup_mount) {
+bool agent_swap_controller(const char *proc_self_cgroup, const char *cgroup_mount, bool cgroup_v1) {
         _cleanup_free_ char *s = NULL, *path = NULL;
         const char *line;
         size_t len;
 
+        if (cgroup_v1) {
+                if (asprintf(&path, "%s/memory/memory.memsw.limit_in_bytes", cgroup_mount) < 0)
+                        return false;
+                return access(path, F_OK) == 0;
+        }
         if (cub_read_file(proc_self_cgroup, 1 << 16, &s, NULL, NULL) < 0)
                 return false;
         /* cgroup v2: one line "0::/path" (the unified hierarchy's key "") */

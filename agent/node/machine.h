@@ -19,11 +19,12 @@ typedef struct AgentNode {
         int64_t cpu_capacity_milli; /* online CPUs × 1000 */
         int64_t max_pids;           /* min(kernel.pid_max, kernel.threads-max); 0 = unknown */
         uint64_t swap_capacity;     /* SwapTotal, bytes */
-        bool swap_controller;       /* memory.swap.max exists in this process's cgroup v2 group */
+        bool swap_controller;       /* cgroup v2: memory.swap.max in this process's group; v1: memory.memsw.* */
 } AgentNode;
 
 int agent_host_node(AgentNode *ret, CubError *err);
-/* kuberuntime_container_linux.go checkSwapControllerAvailability (1.34) on
- * cgroup v2: <cgroup_mount>/<the group of proc_self_cgroup's "0::" line>/memory.swap.max
+/* kuberuntime_container_linux.go swapControllerAvailable (1.34): on cgroup v2,
+ * <cgroup_mount>/<the group of proc_self_cgroup's "0::" line>/memory.swap.max exists; on
+ * cgroup v1 (cgroup_v1: the mount is not cgroup2), <cgroup_mount>/memory/memory.memsw.limit_in_bytes
  * exists. False when either file cannot be read. */
-bool agent_swap_controller(const char *proc_self_cgroup, const char *cgroup_mount);
+bool agent_swap_controller(const char *proc_self_cgroup, const char *cgroup_mount, bool cgroup_v1);

@@ -164,6 +164,7 @@ CriResources worker_cri_resources(const CgContainerResources *res, const char *c
                 .cpu_quota = res->cpu_quota,
                 .cpu_shares = res->cpu_shares,
                 .memory_limit_in_bytes = res->memory_limit_in_bytes,
+                .memory_swap_limit_in_bytes = res->memory_swap_limit_in_bytes,
                 .oom_score_adj = res->oom_score_adj,
                 .cpuset_cpus = cpuset,
         };

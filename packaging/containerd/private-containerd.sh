@@ -16,7 +16,8 @@
 # SystemdCgroup = false is already the node setting, and works on cgroup v1 hosts whose PID 1 is
 # not systemd (facts 0.5).
 #
-# Environment: CONTAINERD (default containerd), CTR (default ctr).
+# Environment: CONTAINERD (default containerd), CTR (default ctr); CNI_CONF_DIR, when set, the CNI
+# configuration directory instead of the node's /etc/cni/net.d (a test with a pod network of its own).
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -64,6 +65,7 @@ start() {
                 -e "s|^    path = \"/var/lib/containerd/opt\"|    path = \"$DIR/opt\"|" \
                 -e "s|^    restrict_oom_score_adj = .*|    restrict_oom_score_adj = $restrict|" \
                 -e 's|^  \[plugins."io.containerd.grpc.v1.cri"\]$|&\n    netns_mounts_under_state_dir = true|' \
+                -e "s|^      conf_dir = .*|      conf_dir = \"${CNI_CONF_DIR:-/etc/cni/net.d}\"|" \
                 "$HERE/config.toml" >"$DIR/config.toml"
         "$CONTAINERD" --config "$DIR/config.toml" --address "$SOCK" --root "$DIR/root" \
                 --state "$DIR/state" >"$DIR/containerd.log" 2>&1 &

@@ -1,15 +1,35 @@
 #!/usr/bin/python3
 """The kubelet oracle's collector and comparer (tests/vm/scenarios/98-oracle.sh).
 
-  oracle.py collect OUT.json KUBE
+  oracle.py collect OUT.json KUBE [ENDPOINT]
                                  what the agent running now made of the corpus:
                                  /pods (127.0.0.1:10255), every cgroup file
                                  under kubepods, each container's CRI config
                                  and OCI spec (`KUBE cri-dump`: containerd's
                                  verbose CRI statuses, in one call), the
                                  order containers were created in; IDs, UIDs,
-                                 pod IPs, the state directory and timestamps
-                                 normalised away
+                                 pod IPs, the state directory (ORACLE_ROOT
+                                 too, when set) and timestamps normalised
+                                 away
+  oracle.py settle DEADLINE [PORT [STUCK]]
+                                 waits until the agent's /pods (127.0.0.1:
+                                 PORT, default 10255) has settled: its pods'
+                                 phases and container states the same for
+                                 20 s, and none being created (Pending
+                                 without container statuses, or waiting in
+                                 ContainerCreating/PodInitializing) unless
+                                 nothing has changed for STUCK s (default
+                                 120: what the agent cannot start); exit 1
+                                 at DEADLINE seconds.
+                                 No count: a manifest an agent refuses to
+                                 read never becomes a pod
+  oracle.py images CORPUS_DIR IMAGES_DIR [IMAGE...]
+                                 the image archives (IMAGES_DIR/*.tar) that
+                                 hold the images the corpus's manifests name
+                                 and the IMAGEs (the runtime's sandbox image)
+                                 (found by the names in each archive's
+                                 index.json or manifest.json), one per line;
+                                 exit 1 naming an image no archive holds
   oracle.py diff KUBELET.json CUBELET.json ACCEPTED.tsv DOC.md
                                  every path whose value differs, each either
                                  accepted (a line of ACCEPTED.tsv: ID, KIND,
@@ -53,7 +73,7 @@ def read(path):
         return None
 
 
-def collect(out, kube):
+def collect(out, kube, endpoint=None):
     t0 = time.monotonic()
 
     def phase(what):  # the time each part took, on stderr
@@ -79,7 +99,7 @@ def collect(out, kube):
     created = {}
     ids = {}
     phase("/pods read")
-    dump = json.loads(subprocess.run([kube, "cri-dump"], check=True, capture_output=True,
+    dump = json.loads(subprocess.run([kube, "cri-dump"] + ([endpoint] if endpoint else []), check=True, capture_output=True,
                                      text=True).stdout)
     phase(f"{len(dump.get('items') or [])} sandboxes and containers from cri-dump")
     sandbox_pod = {}
@@ -153,6 +173,8 @@ def collect(out, kube):
     # literal one by one
     table = {lit: rep for lit, rep in subst if lit}
     text = replace_ids(text, table)
+    if os.environ.get("ORACLE_ROOT"):
+        text = text.replace(os.environ["ORACLE_ROOT"], "<agent>")
     for root in ROOTS:
         text = text.replace(root, "<root>")
     text = re.sub(r"10\.88\.\d+\.\d+", "<pod-ip>", text)
@@ -162,6 +184,95 @@ def collect(out, kube):
     with open(out, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
     phase("normalised and written")
+
+
+def settle(deadline, port="10255", stuck="120"):
+    t0 = time.monotonic()
+    last, since = None, t0
+    while True:
+        now = time.monotonic()
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/pods", timeout=20) as r:
+                items = json.load(r).get("items") or []
+        except (OSError, ValueError):
+            items = None
+        if items is not None:
+            digest, creating = [], 0
+            for p in items:
+                st = p.get("status") or {}
+                states = []
+                for cs in (st.get("initContainerStatuses") or []) + (st.get("containerStatuses") or []):
+                    if (cs.get("restartCount") or 0) > 0:
+                        states.append("restarted")
+                    else:
+                        s = cs.get("state") or {}
+                        states.append(next(iter(s), "none"))
+                    why = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+                    if why in ("ContainerCreating", "PodInitializing"):
+                        creating += 1
+                if st.get("phase") == "Pending" and not st.get("containerStatuses"):
+                    creating += 1
+                digest.append([p["metadata"]["name"], st.get("phase"), states])
+            digest.sort()
+            if digest != last:
+                last, since = digest, now
+            elif now - since >= 20 and (creating == 0 or now - since >= int(stuck)):
+                print(f"settled: {len(digest)} pods, {creating} being created, the same for "
+                      f"{now - since:.0f} s, after {now - t0:.0f} s")
+                return 0
+        if now - t0 >= deadline:
+            print(f"not settled after {deadline} s: "
+                  f"{'no answer from /pods' if items is None else json.dumps(last)}")
+            return 1
+        time.sleep(2)
+
+
+def archive_names(path):
+    """The image names an image archive (docker-archive or OCI layout) holds."""
+    import tarfile
+    names = set()
+    with tarfile.open(path) as t:
+        for member in ("index.json", "manifest.json"):
+            try:
+                f = t.extractfile(member)
+            except KeyError:
+                continue
+            if f is None:
+                continue
+            doc = json.load(f)
+            if isinstance(doc, list):  # docker-archive: [{RepoTags: [...]}]
+                for m in doc:
+                    names.update(m.get("RepoTags") or [])
+            else:
+                for m in doc.get("manifests") or []:
+                    ann = m.get("annotations") or {}
+                    for k in ("io.containerd.image.name", "org.opencontainers.image.ref.name"):
+                        if ":" in ann.get(k, "") or "/" in ann.get(k, ""):
+                            names.add(ann[k])
+    return names
+
+
+def images(corpus, images_dir, *extra):
+    wanted = set(extra)
+    for dirpath, _, files in os.walk(corpus):
+        for fn in sorted(files):
+            if fn.endswith((".yaml", ".yml", ".json")):
+                with open(os.path.join(dirpath, fn)) as f:
+                    for m in re.finditer(r"""["']?image["']?\s*:\s*["']?([^\s"',}]+)""", f.read()):
+                        wanted.add(m.group(1))
+    have = {}
+    for fn in sorted(os.listdir(images_dir)):
+        if fn.endswith(".tar"):
+            for name in archive_names(os.path.join(images_dir, fn)):
+                have.setdefault(name, os.path.join(images_dir, fn))
+                if "/" not in name.split(":")[0]:
+                    have.setdefault("docker.io/library/" + name, os.path.join(images_dir, fn))
+    missing = sorted(w for w in wanted if w not in have and "docker.io/library/" + w not in have)
+    for w in missing:
+        print(f"oracle images: {w} (named in {corpus}) is in no archive of {images_dir}", file=sys.stderr)
+    for tar in sorted({have.get(w) or have.get("docker.io/library/" + w) for w in wanted} - {None}):
+        print(tar)
+    return 1 if missing else 0
 
 
 def replace_ids(text, table):
@@ -293,31 +404,78 @@ def unstable(kdoc, cdoc):
     return notes
 
 
+def cpu_list(s):
+    """A cpuset list ("0-2,5") as a set of CPU numbers."""
+    out = set()
+    for r in s.split(","):
+        a, _, b = r.strip().partition("-")
+        if a:
+            out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
 def exclusive_cpus(doc):
     """Which pod gets which exclusive CPUs follows the order pods are
     admitted in, and kubelet's order among static pods read at once is not
-    fixed: a container's cpuset other than the shared pool (the most common
-    one) is compared as its size, the exclusive sets as one sorted list."""
-    conts = [(e, name) for e in doc["pods"].values() for name in (e.get("cgroups") or {})
-             if name not in ("pod", "sandbox")]
-    sets = [e["cgroups"][n].get("cpuset.cpus") for e, n in conts]
-    sets = [x for x in sets if x]
-    if not sets:
+    fixed: exclusive CPUs are compared by shape, not by number. The running
+    cpuset of each container (its cgroup's cpuset.cpus, else its OCI spec's
+    linux.resources.cpu.cpus) other than the shared pool (the most common
+    one) is "<exclusive: N>", and doc["cpu_shape"] says whether the exclusive
+    sets are disjoint from each other and from the pool, and the pool is the
+    rest of the CPUs that any container runs on."""
+    conts = []
+    for e in doc["pods"].values():
+        for n, c in (e.get("containers") or {}).items():
+            if n == "sandbox":
+                continue
+            cg = (e.get("cgroups") or {}).get(n) or {}
+            cpu = ((c.get("oci") or {}).get("linux") or {}).get("resources", {}).get("cpu") or {}
+            cs = cg.get("cpuset.cpus") or cpu.get("cpus")
+            if cs:
+                conts.append((e, n, cs, cg, cpu))
+    if not conts:
         return
+    sets = [cs for _, _, cs, _, _ in conts]
     shared = max(set(sets), key=sets.count)
-    excl = []
-    for e, n in conts:
-        cs = e["cgroups"][n].get("cpuset.cpus")
-        if not cs or cs == shared:
+    pool, excl, problems = cpu_list(shared), [], []
+    for e, n, cs, cg, cpu in conts:
+        if cs == shared:
             continue
-        excl.append(cs)
-        size = sum(int(b) - int(a) + 1 if "-" in r else 1
-                   for r in cs.split(",") for a, _, b in [r.partition("-")])
-        e["cgroups"][n]["cpuset.cpus"] = f"<exclusive: {size}>"
-        cpu = (((e.get("containers") or {}).get(n) or {}).get("oci") or {}).get("linux", {}).get("resources", {}).get("cpu")
-        if cpu and cpu.get("cpus") == cs:
-            cpu["cpus"] = f"<exclusive: {size}>"
-    doc["exclusive_cpusets"] = " ".join(sorted(excl))
+        mine = cpu_list(cs)
+        if mine & pool:
+            problems.append(f"an exclusive set shares CPUs with the pool {shared}")
+        for other in excl:
+            if mine & other and mine != other:
+                problems.append("two exclusive sets overlap")
+        if mine not in excl:
+            excl.append(mine)
+        for holder in (cg, cpu):
+            if holder.get("cpuset.cpus") == cs:
+                holder["cpuset.cpus"] = f"<exclusive: {len(mine)}>"
+            if holder.get("cpus") == cs:
+                holder["cpus"] = f"<exclusive: {len(mine)}>"
+    every = set().union(*(cpu_list(cs) for cs in sets))
+    doc["cpu_shape"] = {"exclusive sets": len(excl), "problems": sorted(set(problems)) or "none",
+                        "pool is the rest": "yes" if pool == every - set().union(set(), *excl) else "no"}
+
+
+def pod_summary(entry):
+    """A pod as the rules see it: its phase and reason, then each container's
+    waiting reason and message ("Pending ContainerCreating", "Failed
+    UnexpectedAdmissionError", "Pending CreateContainerConfigError: host IP
+    unknown; ...")."""
+    if entry is None:
+        return "<absent>"
+    st = entry.get("status") or {}
+    out = [st.get("phase") or "<none>"]
+    if st.get("reason"):
+        out.append(st["reason"])
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in st.get(key) or []:
+            w = (cs.get("state") or {}).get("waiting")
+            if w:
+                out.append(w.get("reason", "") + (f": {w['message']}" if w.get("message") else ""))
+    return " ".join(out)
 
 
 def diff(kpath, cpath, accepted_path, doc_path):
@@ -341,13 +499,23 @@ def diff(kpath, cpath, accepted_path, doc_path):
         doc = f.read()
     counts = {"accepted": 0, "todo": 0, "unexplained": 0}
     used = set()
+    names = sorted(set(kdoc["pods"]) | set(cdoc["pods"]), key=len, reverse=True)
+    summary = {(who, name): pod_summary(d["pods"].get(name)) for who, d in (("k", kdoc), ("c", cdoc))
+               for name in names}
     for path in sorted(set(k) | set(c)):
         kv, cv = k.get(path, "<absent>"), c.get(path, "<absent>")
         if kv == cv:
             continue
         line = f"{path}: kubelet={kv} cubelet={cv}"
+        # rules see no pod names: the pod is "*", and what both agents made of it follows the values
+        masked, what = path, f"kubelet={kv} cubelet={cv}"
+        for name in names:
+            if path.startswith(f"pods.{name}."):
+                masked = "pods.*." + path[len(name) + 6:]
+                what += f" pod: kubelet={summary[('k', name)]} cubelet={summary[('c', name)]}"
+                break
         for ident, kind, pre, vre, _ in rows:
-            if pre.search(path) and vre.search(f"kubelet={kv} cubelet={cv}"):
+            if pre.search(masked) and vre.search(what):
                 what = "accepted" if kind == "deliberate" else "todo"
                 counts[what] += 1
                 used.add(ident)
@@ -367,9 +535,13 @@ def diff(kpath, cpath, accepted_path, doc_path):
 
 
 def main():
-    if len(sys.argv) == 4 and sys.argv[1] == "collect":
-        collect(sys.argv[2], sys.argv[3])
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "collect":
+        collect(*sys.argv[2:])
         return 0
+    if len(sys.argv) in (3, 4, 5) and sys.argv[1] == "settle":
+        return settle(int(sys.argv[2]), *sys.argv[3:])
+    if len(sys.argv) >= 4 and sys.argv[1] == "images":
+        return images(*sys.argv[2:])
     if len(sys.argv) == 6 and sys.argv[1] == "diff":
         return diff(*sys.argv[2:])
     sys.exit(__doc__)

@@ -5,6 +5,7 @@
  * configureContainerSwapResources, calcSwapForBurstablePods), and
  * agent/node/machine.c agent_swap_controller over a fixture tree. */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -60,6 +61,10 @@ static void swap_of(const char *spec, const char *name, const CgOptions *o, char
         pod_free(pod);
         assert_true(found);
         (void) snprintf(buf, size, "%s", r.memory_swap_max);
+        if (o->cgroup_v1) /* v1: memsw = memory, whatever the behavior; never a v2 key */
+                (void) snprintf(buf, size, "v1 %" PRId64, r.memory_swap_limit_in_bytes);
+        else
+                assert_int_equal(r.memory_swap_limit_in_bytes, 0);
 }
 
 #define ASSERT_SWAP(spec, name, o, want)                      \
@@ -115,6 +120,22 @@ static void test_noswap(void **state) {
         ASSERT_SWAP("  containers:\n" C("a", LIM("memory: 1Gi, cpu: 1")), "a", &o, "0");
 }
 
+/* cgroup v1 (the native lane's hosts): ConfigureNoSwap sets MemorySwapLimitInBytes to the memory
+ * limit (0, unset, without one) when memory.memsw.limit_in_bytes exists; LimitedSwap is NoSwap there */
+static void test_cgroup_v1(void **state) {
+        CgOptions o = opts(true, true);
+
+        (void) state;
+        o.cgroup_v1 = true;
+        ASSERT_SWAP("  containers:\n" C("a", RES("memory: 4Gi", "memory: 8Gi")), "a", &o, "v1 8589934592");
+        ASSERT_SWAP("  containers:\n" C("a", REQ("memory: 4Gi")), "a", &o, "v1 0");
+        ASSERT_SWAP("  containers:\n" C("a", ""), "a", &o, "v1 0");
+        o.swap_limited = false;
+        ASSERT_SWAP("  containers:\n" C("a", LIM("memory: 32Mi")), "a", &o, "v1 33554432");
+        o.swap_controller = false; /* no memsw files (swapaccount=0): nothing */
+        ASSERT_SWAP("  containers:\n" C("a", LIM("memory: 32Mi")), "a", &o, "v1 0");
+}
+
 static void test_limited(void **state) {
         CgOptions o = opts(true, true);
 
@@ -157,7 +178,7 @@ static void test_controller_check(void **state) {
         (void) snprintf(self, sizeof(self), "%s/cgroup", dir);
         (void) snprintf(mount, sizeof(mount), "%s/fs", dir);
         /* no /proc/self/cgroup: not available */
-        assert_false(agent_swap_controller(self, mount));
+        assert_false(agent_swap_controller(self, mount, false));
         write_file(self, "0::/system.slice/cubelet.service\n");
         assert_int_equal(mkdir(mount, 0755), 0);
         (void) snprintf(p, sizeof(p), "%s/system.slice", mount);
@@ -165,16 +186,27 @@ static void test_controller_check(void **state) {
         (void) snprintf(p, sizeof(p), "%s/system.slice/cubelet.service", mount);
         assert_int_equal(mkdir(p, 0755), 0);
         /* the group without memory.swap.max (no swap accounting) */
-        assert_false(agent_swap_controller(self, mount));
+        assert_false(agent_swap_controller(self, mount, false));
         (void) snprintf(p, sizeof(p), "%s/system.slice/cubelet.service/memory.swap.max", mount);
         write_file(p, "max\n");
-        assert_true(agent_swap_controller(self, mount));
+        assert_true(agent_swap_controller(self, mount, false));
         /* a cgroup v1 (hybrid) line first, then the unified one */
         write_file(self, "4:memory:/x\n0::/system.slice/cubelet.service\n");
-        assert_true(agent_swap_controller(self, mount));
+        assert_true(agent_swap_controller(self, mount, false));
         /* only v1 lines: no cgroup v2 group */
         write_file(self, "4:memory:/system.slice/cubelet.service\n");
-        assert_false(agent_swap_controller(self, mount));
+        assert_false(agent_swap_controller(self, mount, false));
+        /* cgroup v1: the memory hierarchy's memory.memsw.limit_in_bytes, whatever the group */
+        assert_false(agent_swap_controller(self, mount, true));
+        (void) snprintf(p, sizeof(p), "%s/memory", mount);
+        assert_int_equal(mkdir(p, 0755), 0);
+        (void) snprintf(p, sizeof(p), "%s/memory/memory.memsw.limit_in_bytes", mount);
+        write_file(p, "9223372036854771712\n");
+        assert_true(agent_swap_controller(self, mount, true));
+        (void) unlink(p);
+        (void) snprintf(p, sizeof(p), "%s/memory", mount);
+        (void) rmdir(p);
+        (void) snprintf(p, sizeof(p), "%s/system.slice/cubelet.service/memory.swap.max", mount);
         (void) unlink(p);
         (void) snprintf(p, sizeof(p), "%s/system.slice/cubelet.service", mount);
         (void) rmdir(p);
@@ -214,8 +246,10 @@ static void test_config(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_formula), cmocka_unit_test(test_no_controller),    cmocka_unit_test(test_noswap),
-                cmocka_unit_test(test_limited), cmocka_unit_test(test_controller_check), cmocka_unit_test(test_config),
+                cmocka_unit_test(test_formula),   cmocka_unit_test(test_no_controller),
+                cmocka_unit_test(test_noswap),    cmocka_unit_test(test_limited),
+                cmocka_unit_test(test_cgroup_v1), cmocka_unit_test(test_controller_check),
+                cmocka_unit_test(test_config),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
