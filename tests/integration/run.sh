@@ -15,7 +15,15 @@ sock=$(packaging/containerd/private-containerd.sh start "$dir" 2>"$dir.log") || 
         sed 's/^/# /' "$dir.log"
         exit 1
 }
-trap 'packaging/containerd/private-containerd.sh stop "$dir" >/dev/null 2>&1; rm -f "$dir.log"' EXIT
+# test-cri's sandboxes are below /cubelet-it/poduid-test-1 (cgroup_parent): the runtime removes
+# each container's group, not these parents, once they are empty
+rm_groups() {
+        for g in /sys/fs/cgroup/*/cubelet-it /sys/fs/cgroup/cubelet-it; do
+                [ -d "$g" ] && rmdir "$g"/poduid-test-1 "$g" 2>/dev/null
+        done
+        return 0
+}
+trap 'packaging/containerd/private-containerd.sh stop "$dir" >/dev/null 2>&1; rm -f "$dir.log"; rm_groups' EXIT
 for img in pause busybox; do
         ctr -a "$sock" -n k8s.io images import "$IMAGES/$img.tar" >/dev/null 2>>"$dir.log" || {
                 echo "not ok 1 - import $img image"

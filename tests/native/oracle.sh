@@ -97,7 +97,7 @@ if ! archives=$($ORACLE images "$CORPUS" "$IMAGES" "$sandbox_image" 2>&1); then
 	echo "1..$n"
 	exit 1
 fi
-ok "a sandbox of its own (PID, network, mount, UTS namespaces; private /proc/sys tunables, CNI, /srv); $(echo "$archives" | wc -l) image archives for $CORPUS"
+ok "a sandbox of its own (PID, network, mount, UTS namespaces; private /proc/sys tunables, CNI, /srv, /var/lib); $(echo "$archives" | wc -l) image archives for $CORPUS"
 
 # the configuration both agents are given (kubelet's field names)
 base_config() { # base_config AGENT
