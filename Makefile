@@ -432,3 +432,4 @@ clean:
 # Fragments owned by their folders (VM harness, packaging, protocol code).
 -include tests/vm/vm.mk
 -include packaging/packaging.mk
+-include tests/conformance/conformance.mk

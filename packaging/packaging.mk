@@ -14,7 +14,7 @@ IMAGES_DIR         := $(BUILD)/images
 IMAGES_BUSYBOX     ?= /bin/busybox
 CONTAINERD_ADDRESS ?= /run/containerd/containerd.sock
 CTR                ?= ctr
-IMAGES_INPUTS      := packaging/images/build-images.sh packaging/images/pause.c $(wildcard $(IMAGES_BUSYBOX))
+IMAGES_INPUTS      := packaging/images/build-images.sh packaging/images/oci-lib.sh packaging/images/pause.c $(wildcard $(IMAGES_BUSYBOX))
 
 .PHONY: images pause images-test images-import
 

@@ -17,7 +17,8 @@
 # not systemd (facts 0.5).
 #
 # Environment: CONTAINERD (default containerd), CTR (default ctr); CNI_CONF_DIR, when set, the CNI
-# configuration directory instead of the node's /etc/cni/net.d (a test with a pod network of its own).
+# configuration directory instead of the node's /etc/cni/net.d (a test with a pod network of its own);
+# CONTAINERD_EXTRA, TOML appended to the derived configuration (another runtime handler).
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -67,6 +68,7 @@ start() {
                 -e 's|^  \[plugins."io.containerd.grpc.v1.cri"\]$|&\n    netns_mounts_under_state_dir = true|' \
                 -e "s|^      conf_dir = .*|      conf_dir = \"${CNI_CONF_DIR:-/etc/cni/net.d}\"|" \
                 "$HERE/config.toml" >"$DIR/config.toml"
+        [ -z "${CONTAINERD_EXTRA:-}" ] || printf '\n%s\n' "$CONTAINERD_EXTRA" >>"$DIR/config.toml"
         "$CONTAINERD" --config "$DIR/config.toml" --address "$SOCK" --root "$DIR/root" \
                 --state "$DIR/state" >"$DIR/containerd.log" 2>&1 &
         echo $! >"$DIR/containerd.pid"

@@ -302,19 +302,23 @@ hostile "an upgrade to SPDY on a path that takes none" 404 "${as_admin[@]}" -H '
 # 1,000 connections at once that send nothing, half a ClientHello, or the
 # ClientHello a byte every 2-3 s (tests/unit/agent/api/http-hostile.py):
 # each closed by the 10 s header deadline, while a fresh client's
-# /healthz is asked every 0.5 s and answers as before within 3 s (the
-# kubelet server starts a thread per connection: the burst's first second
-# cost the ASan build up to 1.3 s beside make test's two VM guests, 0.2 s
-# on an idle machine; a starved server would not answer in 5 s at all)
+# /healthz is asked every 0.5 s and answers as before: its median within
+# 1 s and each one within 8 s. A server starved by the trickling clients
+# answers only once the deadline has closed them (10 s); a busy machine
+# only delays some answers (the kubelet server starts a thread per
+# connection: the burst's first second cost the ASan build up to 1.3 s
+# beside make test's two VM guests, 0.2 s on an idle machine, and one
+# answer of 20 took 3.95 s in a clean-clone CI whose host was saturated
+# by its two guests and a Go build; the median stays ~12 ms)
 trickle=$(/usr/bin/python3 "$ROOT/tests/unit/agent/api/http-hostile.py" --tls "${K10250##*:}" \
 	--ca "$T/cp/pki/ca.crt" --cert "$T/cp/pki/admin.crt" --key "$T/cp/pki/admin.key" --conns 1000 \
-	--paths /healthz --status "${h0%% *}" --slow 3 2>&1)
+	--paths /healthz --status "${h0%% *}" --slow 8 --median 1 2>&1)
 rc=$?
 echo "$trickle" | sed 's/^#* */# /'
 h=$(healthz_ms)
 echo "# | 1,000 trickling TLS connections | $([ $rc = 0 ] && echo closed by the deadline || echo "exit $rc") | /healthz ${h%% *} in ${h#* } ms |"
 is "$rc ${h%% *}" "0 ${h0%% *}" \
-	"hostile: 1,000 trickling TLS connections: each closed by the header deadline, /healthz answering within 3 s throughout"
+	"hostile: 1,000 trickling TLS connections: each closed by the header deadline, /healthz answering throughout (median under 1 s, each under 8 s)"
 is "$(kc logs plain 2>&1)" \
 	'Error from server (BadRequest): container "app" in pod "plain" is waiting to start: ContainerCreating' \
 	"kubectl logs of a bound pod not started: the API server asked cubelet (TLS verified, its client certificate), kubelet's message"

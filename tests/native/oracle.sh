@@ -39,13 +39,8 @@ n=0
 # shellcheck disable=SC1091
 . "$ROOT/tests/cluster/lib.sh"
 
-# the runtime's default groups of pods (kubelet's with no parent): empty ones removed
-clean_groups() {
-	find /sys/fs/cgroup/*/k8s.io /sys/fs/cgroup/k8s.io -mindepth 1 -maxdepth 1 -type d \
-		-regex '.*/[0-9a-f]\{64\}' -exec rmdir {} + 2>/dev/null
-	rmdir /sys/fs/cgroup/*/k8s.io /sys/fs/cgroup/k8s.io 2>/dev/null
-	return 0
-}
+# shellcheck disable=SC1091
+. "$ROOT/tests/native/sandbox.sh"
 
 if [ -z "${ORACLE_SANDBOX:-}" ]; then
 	[ "$(id -u)" = 0 ] || skip "not root"
@@ -53,9 +48,8 @@ if [ -z "${ORACLE_SANDBOX:-}" ]; then
 	[ -x "$KUBE" ] || skip "no $KUBE (make cluster-peers)"
 	[ -x /usr/bin/python3 ] && command -v jq >/dev/null || skip "python3 and jq"
 	[ -s "$IMAGES/pause.tar" ] || skip "no images in $IMAGES (make images)"
-	clean_groups
-	ORACLE_SANDBOX=1 exec unshare --pid --fork --kill-child --mount-proc --net --mount --uts "$0" "$@"
 fi
+sandbox_enter ORACLE_SANDBOX "$0" "$@"
 
 T=$(mktemp -d /tmp/cubelet-oracle-XXXXXX)
 OUT=${ORACLE_OUT:-$T/out}
@@ -67,37 +61,25 @@ cleanup() {
 		[ -d "$T/$a/ctd" ] && "$ROOT/packaging/containerd/private-containerd.sh" stop "$T/$a/ctd" >/dev/null 2>&1
 	done
 	awk -v d="$T/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r | xargs -r umount -l 2>/dev/null
-	clean_groups
+	sandbox_clean_groups
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 
 # ---- the sandbox: nothing of the host's changes ----------------------------------------------------
-sandbox() {
-	local f
-	mount --make-rprivate / && hostname "$NODE" && ip link set lo up &&
-		mkdir -p "$T/sys" "$T/cni/conf" "$T/cni/data" "$T/srv" "$T/varlib" || return 1
-	for f in vm/overcommit_memory kernel/panic kernel/panic_on_oops; do
-		cat "/proc/sys/$f" >"$T/sys/${f##*/}" && mount --bind "$T/sys/${f##*/}" "/proc/sys/$f" || return 1
-	done
-	mount --bind "$T/srv" /srv && mount --bind "$T/varlib" /var/lib &&
-		[ "$(stat -c %i /var/lib)" = "$(stat -c %i "$T/varlib")" ]
-}
 # (nothing below runs unless every private mount is in place: it removes /var/lib/kubelet)
-if ! err=$(sandbox 2>&1); then
+if ! err=$(sandbox_mounts "$T" "$NODE" 2>&1); then
 	nok "the sandbox's private mounts" "$err"
 	echo "1..$n"
 	exit 1
 fi
-jq --arg d "$T/cni/data" '.plugins[0].ipam.dataDir = $d' "$ROOT/packaging/cni/10-cubelet.conflist" \
-	>"$T/cni/conf/10-cubelet.conflist"
 sandbox_image=$(sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' "$ROOT/packaging/containerd/config.toml")
 if ! archives=$($ORACLE images "$CORPUS" "$IMAGES" "$sandbox_image" 2>&1); then
 	nok "the corpus's images are in $IMAGES" "$archives"
 	echo "1..$n"
 	exit 1
 fi
-ok "a sandbox of its own (PID, network, mount, UTS namespaces; private /proc/sys tunables, CNI, /srv, /var/lib); $(echo "$archives" | wc -l) image archives for $CORPUS"
+ok "a sandbox of its own (PID, network, mount, UTS namespaces; private /proc/sys tunables, CNI, /srv, /var/lib, /var/log); $(echo "$archives" | wc -l) image archives for $CORPUS"
 
 # the configuration both agents are given (kubelet's field names)
 base_config() { # base_config AGENT
@@ -174,10 +156,10 @@ run_agent() { # run_agent kubelet|cubelet: the corpus through it, collected into
 	wait "$pid" 2>/dev/null
 	cp "$d/agent.log" "$OUT/$a.log"
 	"$ROOT/packaging/containerd/private-containerd.sh" stop "$d/ctd" >/dev/null 2>&1
-	awk -v d="$d/" 'index($2, d) == 1 || index($2, "/var/lib/") == 1 { print $2 }' /proc/mounts | sort -r |
+	awk -v d="$d/" 'index($2, d) == 1 || index($2, "/var/lib/") == 1 || index($2, "/var/log/") == 1 { print $2 }' /proc/mounts | sort -r |
 		xargs -r umount -l 2>/dev/null
-	rm -rf /var/lib/kubelet /var/lib/cubelet
-	clean_groups
+	rm -rf /var/lib/kubelet /var/lib/cubelet /var/log/containers /var/log/pods
+	sandbox_clean_groups
 }
 
 run_agent kubelet

@@ -5,7 +5,7 @@ CONNS connections from 127.0.0.1 trickle a request header a byte every 2-3 s
 (over TLS: they send nothing, half a ClientHello, or the ClientHello a byte
 every 2-3 s), in WAVES waves, while /healthz, /readyz and /metrics are asked
 from a fresh connection every 0.5 s. Fails when an answer took 1 s (--slow) or more or
-never came, or when a hostile connection was still open DEADLINE + 2 s after
+never came, when the median answer took MEDIAN s (--median) or more, or when a hostile connection was still open DEADLINE + 2 s after
 it was made. Debian's python3, standard library only.
 
   http-hostile.py --plain PORT [--tls PORT --ca CA [--cert PEM --key PEM]]
@@ -34,6 +34,7 @@ HOST = "127.0.0.1"
 PATHS = ["/healthz", "/readyz", "/metrics"]
 WANT = 200  # the probes' status (--status)
 SLOW = 1.0  # an answer this late (s) fails (--slow)
+MEDIAN = None  # a median answer this late (s) fails (--median)
 
 
 def say(text):
@@ -232,6 +233,9 @@ def report(name, pr, waves, deadline):
         slowest = sorted((r for r in rs if r[2] == WANT and r[1] >= 0.1), key=lambda r: -r[1])
         for at, lat, status in (bad or slowest)[:5]:
             say(f"    at {at:5.1f} s: {status} after {lat * 1000:.0f} ms")
+        if MEDIAN is not None and lats and lats[len(lats) // 2] >= MEDIAN:
+            say(f"{name} {p}: the median answer took {MEDIAN:g} s or more")
+            ok = False
         ok = ok and not bad and bool(rs)
     for w in waves:
         life = [w.closed.get(id(s)) for s, _ in w.opened]
@@ -265,9 +269,10 @@ def main():
     ap.add_argument("--paths", default=",".join(PATHS), help="the paths probed meanwhile, comma-separated")
     ap.add_argument("--status", type=int, default=WANT, help="the status each probe must get")
     ap.add_argument("--slow", type=float, default=SLOW, help="an answer this late (s) fails")
+    ap.add_argument("--median", type=float, default=None, help="a median answer this late (s) fails")
     a = ap.parse_args()
     PATHS[:] = a.paths.split(",")
-    WANT, SLOW = a.status, a.slow
+    WANT, SLOW, MEDIAN = a.status, a.slow, a.median
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

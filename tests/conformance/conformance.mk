@@ -1,0 +1,22 @@
+# Kubernetes' own node conformance tests against cubelet (tests/conformance/README.md).
+#   make conformance-peers   e2e.test, agnhost and nonewprivs from k8s.io/kubernetes at the release
+#                            tests/conformance/go.mod pins (Go; ~13 CPU-minutes cold, seconds warm)
+#   make conformance         the node conformance set against the real kubelet 1.34.4 and against
+#                            cubelet, one after the other, then the table (build/conformance/table.md);
+#                            CONFORMANCE_SHARD=i/n runs a part, CONFORMANCE_FOCUS a regex of names
+CONFORMANCE_DIR := $(BUILD)/conformance
+CONFORMANCE_GO  := tests/conformance/go.mod tests/conformance/go.sum
+
+.PHONY: conformance-peers conformance
+conformance-peers: $(CONFORMANCE_DIR)/e2e.test $(CONFORMANCE_DIR)/agnhost $(CONFORMANCE_DIR)/nonewprivs
+$(CONFORMANCE_DIR)/e2e.test: $(CONFORMANCE_GO)
+	@mkdir -p $(dir $@)
+	@echo "  GO      $@"
+	@cd tests/conformance && CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(abspath $@) k8s.io/kubernetes/test/e2e
+$(CONFORMANCE_DIR)/agnhost $(CONFORMANCE_DIR)/nonewprivs: $(CONFORMANCE_DIR)/%: $(CONFORMANCE_GO)
+	@mkdir -p $(dir $@)
+	@echo "  GO      $@"
+	@cd tests/conformance && CGO_ENABLED=0 $(GO) build -trimpath -o $(abspath $@) k8s.io/kubernetes/test/images/$*
+
+conformance: $(B)/cubelet images cluster-peers conformance-peers
+	tests/conformance/both.sh $(B) $(CONFORMANCE_DIR)
