@@ -44,8 +44,7 @@ cleanup() {
 	[ -n "${PID_AGENT:-}" ] && kill "$PID_AGENT" 2>/dev/null && wait "$PID_AGENT" 2>/dev/null
 	"$ROOT/tests/cluster/control-plane.sh" stop -d "$T/cp" >/dev/null 2>&1
 	"$ROOT/packaging/containerd/private-containerd.sh" stop "$T/ctd" >/dev/null 2>&1
-	awk -v d="$T/" 'index($2, d) == 1 || index($2, "/var/lib/") == 1 || index($2, "/var/log/") == 1 { print $2 }' /proc/mounts | sort -r |
-		xargs -r umount -l 2>/dev/null
+	sandbox_umount "$T"
 	sandbox_clean_groups
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }

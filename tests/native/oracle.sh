@@ -60,7 +60,7 @@ cleanup() {
 	for a in kubelet cubelet; do
 		[ -d "$T/$a/ctd" ] && "$ROOT/packaging/containerd/private-containerd.sh" stop "$T/$a/ctd" >/dev/null 2>&1
 	done
-	awk -v d="$T/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r | xargs -r umount -l 2>/dev/null
+	sandbox_umount "$T"
 	sandbox_clean_groups
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
@@ -156,8 +156,7 @@ run_agent() { # run_agent kubelet|cubelet: the corpus through it, collected into
 	wait "$pid" 2>/dev/null
 	cp "$d/agent.log" "$OUT/$a.log"
 	"$ROOT/packaging/containerd/private-containerd.sh" stop "$d/ctd" >/dev/null 2>&1
-	awk -v d="$d/" 'index($2, d) == 1 || index($2, "/var/lib/") == 1 || index($2, "/var/log/") == 1 { print $2 }' /proc/mounts | sort -r |
-		xargs -r umount -l 2>/dev/null
+	sandbox_umount "$d"
 	rm -rf /var/lib/kubelet /var/lib/cubelet /var/log/containers /var/log/pods
 	sandbox_clean_groups
 }

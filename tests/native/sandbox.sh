@@ -13,6 +13,8 @@
 #                                 pod network's conflist, IPAM state in T/cni/data) for
 #                                 CNI_CONF_DIR. Fails unless every one is in place: callers remove
 #                                 /var/lib/kubelet afterwards.
+#   sandbox_umount DIR            inside: every mount below DIR and below the private /var/lib and
+#                                 /var/log (volumes, secrets, the runtime's), deepest first
 #   sandbox_clean_groups          the runtime's default groups of pods (/k8s.io/ID in each cgroup
 #                                 hierarchy: kubelet's cgroupsPerQOS: false gives no parent), the
 #                                 empty ones removed; at the start and at the end
@@ -36,6 +38,12 @@ sandbox_mounts() {
 		[ "$(stat -c %i /var/log)" = "$(stat -c %i "$t/varlog")" ] || return 1
 	jq --arg d "$t/cni/data" '.plugins[0].ipam.dataDir = $d' "$(dirname "${BASH_SOURCE[0]}")/../../packaging/cni/10-cubelet.conflist" \
 		>"$t/cni/conf/10-cubelet.conflist"
+}
+
+sandbox_umount() {
+	awk -v d="${1%/}/" 'index($2, d) == 1 || index($2, "/var/lib/") == 1 || index($2, "/var/log/") == 1 { print $2 }' \
+		/proc/mounts | sort -r | xargs -r umount -l 2>/dev/null
+	return 0
 }
 
 sandbox_clean_groups() {
