@@ -425,11 +425,19 @@ def exclusive_cpus(doc):
     rest of the CPUs that any container runs on."""
     conts = []
     for e in doc["pods"].values():
+        st = e.get("status") or {}
+        exited = {cs.get("name") for key in ("initContainerStatuses", "containerStatuses")
+                  for cs in st.get(key) or [] if "terminated" in (cs.get("state") or {})}
         for n, c in (e.get("containers") or {}).items():
             if n == "sandbox":
                 continue
             cg = (e.get("cgroups") or {}).get(n) or {}
             cpu = ((c.get("oci") or {}).get("linux") or {}).get("resources", {}).get("cpu") or {}
+            if n in exited:
+                # an exited container holds no CPUs: its spec keeps the cpuset it was created
+                # with, which follows the order of admissions (oracle-create-cpuset)
+                cpu.pop("cpus", None)
+                continue
             cs = cg.get("cpuset.cpus") or cpu.get("cpus")
             if cs:
                 conts.append((e, n, cs, cg, cpu))
