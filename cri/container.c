@@ -166,6 +166,7 @@ int cri_create_container(CriClient *c, const char *sandbox_id, const CriContaine
         sec->supplemental_groups = (int64_t *) cfg->supplemental_groups;
         sec->n_supplemental_groups = cfg->n_supplemental_groups;
         sec->no_new_privs = cfg->no_new_privs;
+        sec->selinux_options = cri_selinux_option(&a, cfg->selinux);
         *lx = (Runtime__V1__LinuxContainerConfig) RUNTIME__V1__LINUX_CONTAINER_CONFIG__INIT;
         lx->resources = resources(&a, &cfg->resources);
         lx->security_context = sec;

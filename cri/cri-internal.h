@@ -114,6 +114,7 @@ int cri_by_id(CriClient *c, const char *method, const ProtobufCMessage *req, con
 /* ---- message builders (sandbox.c), in an arena -------------------------- */
 
 Runtime__V1__SecurityProfile *cri_seccomp_profile(CriArena *a, CriSeccompType t, const char *localhost);
+Runtime__V1__SELinuxOption *cri_selinux_option(CriArena *a, const CriSELinux *sel);
 Runtime__V1__PodSandboxConfig *cri_sandbox_config(CriArena *a, const CriSandboxConfig *cfg);
 /* security context (sandbox.c): the pid/ipc/user namespaces of the pod (cfg
  * may be NULL: the defaults; -ENOMEM when a is out of memory) and an Int64Value */

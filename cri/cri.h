@@ -82,6 +82,12 @@ typedef struct CriPortMapping {
         const char *host_ip;
 } CriPortMapping;
 
+/* SELinuxOption: the labels kubelet passes through (a host without
+ * SELinux ignores them); NULL in a config = none */
+typedef struct CriSELinux {
+        const char *user, *role, *type, *level;
+} CriSELinux;
+
 typedef struct CriSandboxConfig {
         const char *name;
         const char *uid;
@@ -106,6 +112,7 @@ typedef struct CriSandboxConfig {
         int64_t run_as_user, run_as_group;
         const int64_t *supplemental_groups;
         size_t n_supplemental_groups;
+        const CriSELinux *selinux;  /* the pod's seLinuxOptions */
         const char *const *sysctls; /* flat key/value list */
         /* network: DNSConfig (NULL-terminated lists; all NULL = the runtime's
          * default, the node's resolv.conf) and port mappings */
@@ -214,7 +221,8 @@ typedef struct CriContainerConfig {
         const int64_t *supplemental_groups;
         size_t n_supplemental_groups;
         bool no_new_privs;
-        bool proc_unmasked; /* procMount Unmasked: no masked or read-only paths */
+        bool proc_unmasked;        /* procMount Unmasked: no masked or read-only paths */
+        const CriSELinux *selinux; /* the effective seLinuxOptions */
 } CriContainerConfig;
 
 typedef enum CriContainerState {

@@ -65,6 +65,19 @@ Runtime__V1__SecurityProfile *cri_seccomp_profile(CriArena *a, CriSeccompType t,
         return p;
 }
 
+Runtime__V1__SELinuxOption *cri_selinux_option(CriArena *a, const CriSELinux *sel) {
+        Runtime__V1__SELinuxOption *o;
+
+        if (!sel || !(o = cri_arena_alloc(a, sizeof(*o))))
+                return NULL;
+        *o = (Runtime__V1__SELinuxOption) RUNTIME__V1__SELINUX_OPTION__INIT;
+        o->user = cri_s_or_empty(sel->user);
+        o->role = cri_s_or_empty(sel->role);
+        o->type = cri_s_or_empty(sel->type);
+        o->level = cri_s_or_empty(sel->level);
+        return o;
+}
+
 Runtime__V1__PodSandboxConfig *cri_sandbox_config(CriArena *a, const CriSandboxConfig *cfg) {
         Runtime__V1__PodSandboxConfig *sc = cri_arena_alloc(a, sizeof(*sc));
         Runtime__V1__PodSandboxMetadata *md = cri_arena_alloc(a, sizeof(*md));
@@ -92,6 +105,7 @@ Runtime__V1__PodSandboxConfig *cri_sandbox_config(CriArena *a, const CriSandboxC
         sec->run_as_group = cfg->run_as_group_set ? cri_int64_value(a, cfg->run_as_group) : NULL;
         sec->supplemental_groups = (int64_t *) cfg->supplemental_groups;
         sec->n_supplemental_groups = cfg->n_supplemental_groups;
+        sec->selinux_options = cri_selinux_option(a, cfg->selinux);
         *lx = (Runtime__V1__LinuxPodSandboxConfig) RUNTIME__V1__LINUX_POD_SANDBOX_CONFIG__INIT;
         lx->cgroup_parent = cri_s_or_empty(cfg->cgroup_parent);
         lx->security_context = sec;

@@ -51,18 +51,36 @@ static const PodField sysctl_fields[] = {
         {},
 };
 
-#define RUN_AS_FIELDS                                                                                             \
-        { .name = "runAsUser",                                                                                    \
-          .decode = pod_dec_int64,                                                                                \
-          .offset = offsetof(PodSecurity, run_as_user),                                                           \
-          .set_offset = offsetof(PodSecurity, run_as_user_set) },                                                 \
-                { .name = "runAsGroup",                                                                           \
-                  .decode = pod_dec_int64,                                                                        \
-                  .offset = offsetof(PodSecurity, run_as_group),                                                  \
-                  .set_offset = offsetof(PodSecurity, run_as_group_set) },                                        \
-        {                                                                                                         \
-                .name = "runAsNonRoot", .decode = pod_dec_bool, .offset = offsetof(PodSecurity, run_as_non_root), \
-                .set_offset = offsetof(PodSecurity, run_as_non_root_set)                                          \
+static const PodField selinux_fields[] = {
+        POD_STR("user", PodSELinux, user),
+        POD_STR("role", PodSELinux, role),
+        POD_STR("type", PodSELinux, type),
+        POD_STR("level", PodSELinux, level),
+        {},
+};
+
+static int selinux_post(PodDec *d, json_t *obj, void *base) {
+        (void) d, (void) obj;
+        ((PodSELinux *) base)->set = true;
+        return 0;
+}
+
+#define RUN_AS_FIELDS                                                                                         \
+        { .name = "runAsUser",                                                                                \
+          .decode = pod_dec_int64,                                                                            \
+          .offset = offsetof(PodSecurity, run_as_user),                                                       \
+          .set_offset = offsetof(PodSecurity, run_as_user_set) },                                             \
+                { .name = "runAsGroup",                                                                       \
+                  .decode = pod_dec_int64,                                                                    \
+                  .offset = offsetof(PodSecurity, run_as_group),                                              \
+                  .set_offset = offsetof(PodSecurity, run_as_group_set) },                                    \
+                { .name = "runAsNonRoot",                                                                     \
+                  .decode = pod_dec_bool,                                                                     \
+                  .offset = offsetof(PodSecurity, run_as_non_root),                                           \
+                  .set_offset = offsetof(PodSecurity, run_as_non_root_set) },                                 \
+        {                                                                                                     \
+                .name = "seLinuxOptions", .decode = pod_dec_object, .offset = offsetof(PodSecurity, selinux), \
+                .sub = selinux_fields, .post = selinux_post                                                   \
         }
 
 const PodField pod_security_pod_fields[] = {
@@ -204,5 +222,9 @@ void pod_security_done(PodSecurity *s) {
                 free(s->sysctls[i].value);
         }
         free(s->sysctls);
+        free(s->selinux.user);
+        free(s->selinux.role);
+        free(s->selinux.type);
+        free(s->selinux.level);
         *s = (PodSecurity){};
 }

@@ -391,16 +391,17 @@ static int toleration_post(PodDec *d, json_t *obj, void *base) {
 
 static int metadata_post(PodDec *d, json_t *obj, void *base) {
         Pod *pod = base;
-        json_t *md = obj;
 
         if (!pod_dns1123_subdomain(pod->name))
-                return pod_dec_fail(d, pod_dec_field_line(d, md, "name"), ".name",
-                                    "Invalid value: \"%s\": a lowercase RFC 1123 subdomain must consist of lower case "
-                                    "alphanumeric characters, '-' or '.', and must start and end with an "
-                                    "alphanumeric character",
-                                    pod->name);
+                return pod_dec_fail(d, pod_dec_field_line(d, obj, "name"), ".name", "Invalid value: \"%s\": %s",
+                                    pod->name,
+                                    pod->name && strlen(pod->name) > 253
+                                            ? "must be no more than 253 characters"
+                                            : "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                                              "characters, '-' or '.', and must start and end with an alphanumeric "
+                                              "character");
         if (pod->namespace_ && *pod->namespace_ && !pod_dns1123_label(pod->namespace_))
-                return pod_dec_fail(d, pod_dec_field_line(d, md, "namespace"), ".namespace",
+                return pod_dec_fail(d, pod_dec_field_line(d, obj, "namespace"), ".namespace",
                                     "Invalid value: \"%s\": a lowercase RFC 1123 label must consist of lower case "
                                     "alphanumeric characters or '-', and must start and end with an alphanumeric "
                                     "character",

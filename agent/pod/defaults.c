@@ -23,28 +23,25 @@ bool pod_dns1123_label(const char *s) {
         return true;
 }
 
+/* IsDNS1123Subdomain: at most 253 characters, dot-separated labels of
+ * [a-z0-9]([-a-z0-9]*[a-z0-9])?; unlike a DNS-1123 label, a subdomain's
+ * parts have no length of their own (a 66-character pod name is valid) */
 bool pod_dns1123_subdomain(const char *s) {
         size_t n = s ? strlen(s) : 0;
-        const char *p;
 
         if (n == 0 || n > 253)
                 return false;
-        p = s;
-        for (;;) {
-                const char *dot = strchr(p, '.');
-                size_t len = dot ? (size_t) (dot - p) : strlen(p);
-                char label[64];
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+                bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+                bool starts = i == 0 || s[i - 1] == '.', ends = i == n - 1 || s[i + 1] == '.';
 
-                if (len == 0 || len > 63)
+                if (alnum)
+                        continue;
+                if ((c != '-' && c != '.') || starts || ends)
                         return false;
-                memcpy(label, p, len);
-                label[len] = '\0';
-                if (!pod_dns1123_label(label))
-                        return false;
-                if (!dot)
-                        return true;
-                p = dot + 1;
         }
+        return true;
 }
 
 bool pod_builtin_priority(const char *class_name, int32_t *ret) {

@@ -106,6 +106,10 @@ static const PodFieldRule apparmor_profile[] = {
         END,
 };
 
+static const PodFieldRule selinux_options[] = {
+        A("user"), A("role"), A("type"), A("level"), END,
+};
+
 static const PodFieldRule capabilities[] = {
         A("add"),
         A("drop"),
@@ -115,9 +119,10 @@ static const PodFieldRule capabilities[] = {
 static const PodFieldRule pod_security_context[] = {
         AO("seccompProfile", seccomp_profile),
         AO("appArmorProfile", apparmor_profile),
-        /* refused: containerd applies SELinux labels only on SELinux hosts, and
-         * cubelet relabels no volumes (issue 11: not implemented) */
-        R("seLinuxOptions"),
+        /* passed to the runtime as kubelet does (containerd labels the
+         * sandbox and containers on a host with SELinux, ignores them on
+         * one without); no volume is relabelled, as kubelet on such a host */
+        AO("seLinuxOptions", selinux_options),
         W("windowsOptions", NOT_LINUX),
         A("runAsUser"),
         A("runAsGroup"),
@@ -135,7 +140,7 @@ static const PodFieldRule security_context[] = {
         AO("appArmorProfile", apparmor_profile),
         AO("capabilities", capabilities),
         A("privileged"),
-        R("seLinuxOptions"),
+        AO("seLinuxOptions", selinux_options),
         W("windowsOptions", NOT_LINUX),
         A("runAsUser"),
         A("runAsGroup"),

@@ -151,6 +151,11 @@ typedef struct PodSysctl {
  * set. Pod level: run_as_*, supplemental_groups, sysctls; container level:
  * run_as_* and the rest.
  */
+typedef struct PodSELinux {
+        char *user, *role, *type, *level;
+        bool set; /* seLinuxOptions present: the container's replaces the pod's whole */
+} PodSELinux;
+
 typedef struct PodSecurity {
         int64_t run_as_user;
         bool run_as_user_set;
@@ -171,6 +176,7 @@ typedef struct PodSecurity {
         size_t n_supplemental_groups;
         PodSysctl *sysctls;
         size_t n_sysctls;
+        PodSELinux selinux;
 } PodSecurity;
 /* volumes */
 typedef struct PodVolumeMount {

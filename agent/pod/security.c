@@ -27,6 +27,9 @@ void pod_security_effective(const Pod *pod, const PodContainer *c, PodSecurity *
                 ret->run_as_non_root = p->run_as_non_root;
                 ret->run_as_non_root_set = p->run_as_non_root_set;
         }
+        /* DetermineEffectiveSecurityContext: the container's seLinuxOptions whole, else the pod's */
+        if (!k->selinux.set)
+                ret->selinux = p->selinux;
         ret->supplemental_groups = p->supplemental_groups;
         ret->n_supplemental_groups = p->n_supplemental_groups;
         ret->sysctls = p->sysctls;

@@ -115,8 +115,16 @@ static int config_error(SyncCtx *x, size_t idx, const char *name, const char *ms
 /* security context: LinuxContainerSecurityContext as kubelet's
  * determineEffectiveSecurityContext fills it; the image's user when the pod
  * names none; runAsNonRoot checked against it */
+/* a PodSELinux as the CRI's SELinuxOption (NULL when not set) */
+static const CriSELinux *selinux_of(const PodSELinux *s, CriSELinux *buf) {
+        if (!s->set)
+                return NULL;
+        *buf = (CriSELinux){ .user = s->user, .role = s->role, .type = s->type, .level = s->level };
+        return buf;
+}
+
 static int security_config(SyncCtx *x, size_t idx, const PodContainer *c, CriContainerConfig *cfg, char **ret_username,
-                           int64_t **ret_groups, CubError *err) {
+                           int64_t **ret_groups, CriSELinux *selinux, CubError *err) {
         const Pod *pod = x->s->pod;
         PodSecurity eff;
         bool uid_set;
@@ -150,6 +158,7 @@ static int security_config(SyncCtx *x, size_t idx, const PodContainer *c, CriCon
         cfg->supplemental_groups = *ret_groups;
         cfg->no_new_privs = pod_security_no_new_privs(&eff);
         cfg->proc_unmasked = eff.proc_mount && strcmp(eff.proc_mount, "Unmasked") == 0;
+        cfg->selinux = selinux_of(&eff.selinux, selinux);
         return 0;
 }
 
@@ -204,6 +213,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         _cleanup_free_ int64_t *groups = NULL;
         char seccomp_path[PATH_MAX];
         CriContainerConfig cfg;
+        CriSELinux selinux;
         const char *unified[CG_UNIFIED_KV_MAX];
         int r;
 
@@ -323,7 +333,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         cfg.seccomp = worker_seccomp_of(&c->seccomp, &pod->seccomp, seccomp_path, sizeof(seccomp_path),
                                         &cfg.seccomp_localhost);
         x->stage = WORKER_FAIL_CONFIG;
-        r = security_config(x, idx, c, &cfg, &username, &groups, err);
+        r = security_config(x, idx, c, &cfg, &username, &groups, &selinux, err);
         if (r < 0) {
                 free(envs);
                 return r;
@@ -406,6 +416,7 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         _cleanup_(worker_pod_net_done) WorkerPodNet net = {};
         CriContainer *ct = NULL;
         CriSandboxConfig sbc;
+        CriSELinux selinux;
         _cleanup_free_ int64_t *groups = NULL;
         CubError first = {};
         WorkerFailKind first_stage = WORKER_FAIL_NONE;
@@ -476,6 +487,7 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         sbc.run_as_user = pod->security.run_as_user;
         sbc.run_as_group_set = pod->security.run_as_group_set;
         sbc.run_as_group = pod->security.run_as_group;
+        sbc.selinux = selinux_of(&pod->security.selinux, &selinux);
         if (worker_pod_groups(pod, &groups, &sbc.n_supplemental_groups) < 0)
                 return cub_err_set(err, ENOMEM, "out of memory");
         sbc.supplemental_groups = groups;

@@ -598,7 +598,7 @@ static void test_unread_fields_noted(void **state) {
                                  "  containers:\n  - name: a\n    image: x:1\n"
                                  "    stdin: true\n"
                                  "    resources: {claims: [{name: c}]}\n"
-                                 "    securityContext: {privileged: true, runAsUser: 0, seLinuxOptions: {level: s0}}\n"
+                                 "    securityContext: {privileged: true, runAsUser: 0, appArmorProfile: {type: Unconfined}}\n"
                                  "status:\n  phase: Running\n");
         assert_string_equal(pod->containers[0].name, "a");
         assert_int_equal(pod->containers[0].requests.n, 0);
@@ -606,7 +606,7 @@ static void test_unread_fields_noted(void **state) {
         assert_string_equal(pod->refused.items[0].path, "spec.volumes[0].nfs");
         assert_string_equal(pod->refused.items[1].path, "spec.containers[0].stdin");
         assert_string_equal(pod->refused.items[2].path, "spec.containers[0].resources.claims");
-        assert_string_equal(pod->refused.items[3].path, "spec.containers[0].securityContext.seLinuxOptions");
+        assert_string_equal(pod->refused.items[3].path, "spec.containers[0].securityContext.appArmorProfile.type");
         assert_int_equal(pod->warnings.n, 3);
         assert_string_equal(pod->warnings.items[0].path, "metadata.generateName");
         assert_string_equal(pod->warnings.items[1].path, "metadata.ownerReferences");
@@ -720,8 +720,8 @@ static void test_quoted_number_name_is_a_string(void **state) {
  * unmarshal bool into ... of type string"); quoted, a string; as a plain
  * key, "true" or "false" */
 static void test_yaml11_booleans(void **state) {
-        static const char *const forms[] = { "y",  "Y",  "yes", "Yes", "YES", "on",  "On",  "ON",
-                                             "n",  "N",  "no",  "No",  "NO",  "off", "Off", "OFF",
+        static const char *const forms[] = { "y",    "Y",    "yes",  "Yes",   "YES",   "on",   "On",  "ON",
+                                             "n",    "N",    "no",   "No",    "NO",    "off",  "Off", "OFF",
                                              "true", "True", "TRUE", "false", "False", "FALSE" };
         char text[512];
 
@@ -737,7 +737,8 @@ static void test_yaml11_booleans(void **state) {
                                 "  - name: %s\n    image: x:1\n",
                                 forms[i]);
                 assert_int_equal(pod_decode(text, strlen(text), "b.yaml", POD_FORMAT_YAML, &pod, &err), -EINVAL);
-                assert_string_equal(err.msg, "b.yaml:6: spec.containers[0].name: Invalid type: expected string, got boolean");
+                assert_string_equal(err.msg,
+                                    "b.yaml:6: spec.containers[0].name: Invalid type: expected string, got boolean");
                 /* quoted: the string */
                 (void) snprintf(text, sizeof(text),
                                 "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {a: '%s'}\n"
@@ -944,6 +945,40 @@ static void test_err_invalid_names(void **state) {
                    "x.yaml:7: spec.containers[0].name: Invalid value: \"my.app\": a lowercase RFC 1123 label must "
                    "consist of lower case alphanumeric characters or '-', and must start and end with an "
                    "alphanumeric character");
+}
+
+/* metadata.name is a DNS-1123 subdomain: 253 characters, parts of any length
+ * (the conformance suite's pods are named "termination-message-container"
+ * and a UUID: 65 characters, accepted by the API server and by kubelet) */
+static void test_long_subdomain_name(void **state) {
+        const char *name = "termination-message-containerae6fa08c-1f6e-4d3c-9a3b-0123456789ab";
+        char text[1024], big[300];
+        Pod *pod;
+
+        (void) state;
+        assert_int_equal(strlen(name), 65); /* over a label's 63 */
+        snprintf(text, sizeof text,
+                 "apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  containers:\n  - name: a\n"
+                 "    image: x:1\n",
+                 name);
+        pod = decode("x.yaml", text);
+        assert_string_equal(pod->name, name);
+        pod_free(pod);
+
+        memset(big, 'a', 254);
+        big[254] = '\0';
+        snprintf(text, sizeof text, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec: {}\n", big);
+        DECODE_ERR("x.yaml", text, EINVAL,
+                   "x.yaml:4: metadata.name: Invalid value: \"" /* the name is quoted whole */
+                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                   "aaaaaaa"
+                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                   "aaaaaaa"
+                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\": must be no more than 253 characters");
+        DECODE_ERR("x.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a..b\nspec: {}\n", EINVAL,
+                   "x.yaml:4: metadata.name: Invalid value: \"a..b\": a lowercase RFC 1123 subdomain must consist "
+                   "of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+                   "character");
 }
 
 static void test_err_missing_image(void **state) {
@@ -1263,7 +1298,8 @@ int main(void) {
                 cmocka_unit_test(test_quoted_and_plain_quantities),
                 cmocka_unit_test(test_json_number_quantities),
                 cmocka_unit_test(test_quoted_number_name_is_a_string),
-                cmocka_unit_test(test_yaml11_booleans), cmocka_unit_test(test_trailing_empty_document),
+                cmocka_unit_test(test_yaml11_booleans),
+                cmocka_unit_test(test_trailing_empty_document),
                 cmocka_unit_test(test_comments_and_flow_style),
                 cmocka_unit_test(test_block_scalars),
                 cmocka_unit_test(test_err_empty_manifest),
@@ -1279,6 +1315,7 @@ int main(void) {
                 cmocka_unit_test(test_err_missing_metadata_and_spec),
                 cmocka_unit_test(test_err_name_type),
                 cmocka_unit_test(test_err_invalid_names),
+                cmocka_unit_test(test_long_subdomain_name),
                 cmocka_unit_test(test_err_missing_image),
                 cmocka_unit_test(test_err_containers_missing_or_empty),
                 cmocka_unit_test(test_err_enums),

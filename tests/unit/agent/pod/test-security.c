@@ -145,6 +145,39 @@ static void test_effective(void **state) {
         pod_free(pod);
 }
 
+/* seLinuxOptions: decoded at both levels; the container's replaces the
+ * pod's whole (DetermineEffectiveSecurityContext), even an empty one */
+static void test_selinux(void **state) {
+        Pod *pod;
+        PodSecurity e;
+
+        (void) state;
+        pod = decode(HDR "  securityContext:\n    seLinuxOptions: {level: 's0:c0,c1', type: spc_t}\n" CTR
+                         "  - name: b\n    image: x:1\n    securityContext:\n      seLinuxOptions: {user: system_u}\n"
+                         "  - name: c\n    image: x:1\n    securityContext: {seLinuxOptions: {}}\n");
+        assert_true(pod->security.selinux.set);
+        assert_string_equal(pod->security.selinux.level, "s0:c0,c1");
+        assert_string_equal(pod->security.selinux.type, "spc_t");
+        assert_null(pod->security.selinux.user);
+        pod_security_effective(pod, &pod->containers[0], &e);
+        assert_true(e.selinux.set);
+        assert_string_equal(e.selinux.level, "s0:c0,c1");
+        pod_security_effective(pod, &pod->containers[1], &e);
+        assert_true(e.selinux.set);
+        assert_string_equal(e.selinux.user, "system_u");
+        assert_null(e.selinux.level);
+        pod_security_effective(pod, &pod->containers[2], &e);
+        assert_true(e.selinux.set);
+        assert_null(e.selinux.level);
+        assert_null(e.selinux.type);
+        pod_free(pod);
+        /* none at all: nothing for the runtime */
+        pod = decode(HDR CTR);
+        pod_security_effective(pod, &pod->containers[0], &e);
+        assert_false(e.selinux.set);
+        pod_free(pod);
+}
+
 static void test_no_new_privs(void **state) {
         PodSecurity s = {};
 
@@ -341,7 +374,8 @@ static void test_config_key(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_decode),          cmocka_unit_test(test_validation),
-                cmocka_unit_test(test_effective),       cmocka_unit_test(test_no_new_privs),
+                cmocka_unit_test(test_effective),
+                cmocka_unit_test(test_selinux),       cmocka_unit_test(test_no_new_privs),
                 cmocka_unit_test(test_run_as_non_root), cmocka_unit_test(test_sysctl_classes),
                 cmocka_unit_test(test_sysctl_patterns), cmocka_unit_test(test_sysctl_admit),
                 cmocka_unit_test(test_config_key),
