@@ -7,7 +7,10 @@ junit.py --table KUBELET.tsv CUBELET.tsv OUT.tsv: the two agents' results side b
 Markdown table on stdout (and tab-separated in OUT.tsv), with the counts.
 
 junit.py --shard I/N JUNIT.xml: a ginkgo focus regex naming the I-th of every N test cases of a
-dry run's report (1-based), in the report's order."""
+dry run's report (1-based), in the report's order.
+
+junit.py --list FILE: a ginkgo focus regex of FILE's lines (each a part of a test's name, matched
+literally; blank lines and "#" comments skipped)."""
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -24,6 +27,15 @@ def shard(spec, path):
     if not mine:
         sys.exit(f"junit.py: shard {spec}: no tests")
     print("|".join(re.escape(re.sub(r"^\[It\] ", "", x)) for x in mine))
+    return 0
+
+
+def focus_list(path):
+    with open(path) as f:
+        parts = [x.strip() for x in f if x.strip() and not x.lstrip().startswith("#")]
+    if not parts:
+        sys.exit(f"junit.py: {path}: no test names")
+    print("|".join(re.escape(x) for x in parts))
     return 0
 
 
@@ -69,6 +81,8 @@ def main(path, *rest):
         return shard(*rest)
     if path == "--table":
         return table(*rest)
+    if path == "--list":
+        return focus_list(*rest)
     root = ET.parse(path).getroot()
     for case in root.iter("testcase"):
         name = " ".join(case.get("name", "").split())

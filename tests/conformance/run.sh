@@ -10,6 +10,7 @@
 #   tests/conformance/run.sh BUILD_DIR cubelet|kubelet OUT_DIR
 # CONFORMANCE_FOCUS: a ginkgo focus regex; CONFORMANCE_LABELS: a label filter (default the node
 # conformance set: Conformance && (sig-node || sig-storage) && !Serial && !Disruptive && !Slow);
+# CONFORMANCE_LIST: a file of test names (tests/conformance/fast.txt), the focus instead;
 # CONFORMANCE_SHARD=i/n: the i-th of n parts of the selected tests (1-based); CONFORMANCE_TIMEOUT:
 # ginkgo's timeout (default 3h). Writes OUT_DIR/junit.xml, OUT_DIR/results.tsv (test, passed|
 # failed|skipped, seconds), the e2e log and the agent's; prints TAP, a line per test.
@@ -114,6 +115,10 @@ e2e() {
 		--ginkgo.label-filter "$labels" --ginkgo.no-color --disable-log-dump --allowed-not-ready-nodes 0 "$@"
 }
 focus=${CONFORMANCE_FOCUS:-}
+if [ -n "${CONFORMANCE_LIST:-}" ]; then
+	focus=$(/usr/bin/python3 "$ROOT/tests/conformance/junit.py" --list "$CONFORMANCE_LIST") ||
+		fail "the test names of $CONFORMANCE_LIST"
+fi
 if [ -n "${CONFORMANCE_SHARD:-}" ]; then
 	# the selected tests' names (a dry run), every n-th from the i-th: one focus of their names
 	e2e ${focus:+--ginkgo.focus "$focus"} --ginkgo.dry-run --ginkgo.junit-report "$T/all.xml" >/dev/null 2>&1

@@ -227,12 +227,15 @@ t_diag "cubelet CPU: idle $idle per mille of a CPU, $fault during the failing st
 # the failure): one StopPodSandbox that fails in CNI, its status and journal
 # line, ~0.1 s of emulated CPU alone and ~0.2 s with both CI guests running,
 # 5 to 11 per mille of 20 s on top of a noise of about ±5 (CI runs gave 28
-# vs 18, 24 vs 30, 15 vs 14, 28 vs 17). So the bound is 2 % here: the loop
-# this guards against took 59 % (~900 attempts a second); the retries then
-# space out (20 s, 40 s, ... 5 min) and the figure on real hardware, where
-# an attempt costs milliseconds, is tests/hw's.
-t_ok "the failing stop adds under 2 % of a CPU to cubelet's idle figure in the 20 s of its first retry ($fault per mille; idle $idle)" \
-	test "$fault" -lt $((idle + 20))
+# vs 18, 24 vs 30, 15 vs 14, 28 vs 17), and more when the host itself is
+# busy (a clean-clone CI with the native kubelet oracle beside the guests
+# gave 53 vs 14: a guest's CPU clock also runs while its vCPU waits for the
+# host). So the bound is 10 % here: the loop this guards against took 59 %
+# (~900 attempts a second), and the count of attempts below is the exact
+# check; the retries then space out (20 s, 40 s, ... 5 min) and the figure on
+# real hardware, where an attempt costs milliseconds, is tests/hw's.
+t_ok "the failing stop adds under 10 % of a CPU to cubelet's idle figure in the 20 s of its first retry ($fault per mille; idle $idle)" \
+	test "$fault" -lt $((idle + 100))
 t_ok "the stop was attempted 1 to 4 times in $held s, not in a loop ($attempts)" \
 	test "${attempts:-0}" -ge 1 -a "${attempts:-0}" -le 4
 t_ok "the journal has at most one line per attempt and one for the stop ($lines lines, $attempts attempts)" \
