@@ -71,6 +71,17 @@ run_suite "integration (containerd)" tests/integration/run.sh "$B" "${IMAGES_DIR
 run_suite "native lane (cubelet + a private containerd, cgroupsPerQOS: false)" tests/native/run.sh "$B" "${IMAGES_DIR:-build/images}"
 run_suite "native lane: the kubelet oracle (kubelet 1.34 and cubelet on tests/data/oracle)" tests/native/oracle.sh "$B" "${IMAGES_DIR:-build/images}"
 run_suite "native lane: the oracle's self-test (tests/data/oracle-selftest)" env ORACLE_WAIT=0 tests/native/oracle.sh "$B" "${IMAGES_DIR:-build/images}" tests/data/oracle-selftest
+# Kubernetes' own node conformance tests, a fast subset, against cubelet as the one node of the
+# real control plane (tests/conformance/README.md; `make conformance` runs the whole set); a
+# missing e2e.test is a failure here, not a skip
+if [ -x build/conformance/e2e.test ]; then
+        run_suite "native lane: Kubernetes' conformance subset against cubelet (tests/conformance/fast.txt)" \
+                env CONFORMANCE_LIST=tests/conformance/fast.txt CONFORMANCE_TIMEOUT=15m \
+                tests/conformance/run.sh "$B" cubelet build/conformance/fast
+else
+        echo "FAIL native lane: Kubernetes' conformance subset: no build/conformance/e2e.test (make conformance-peers)"
+        fail=$((fail + 1))
+fi
 if [ -x tests/images/run.sh ]; then
         run_suite "images" tests/images/run.sh
 fi

@@ -15,6 +15,8 @@
 /* A reference to the newest snapshot (waits for a fresh one when stale);
  * NULL before the first. */
 ApiSnapshot *api_http_snapshot(ApiHttp *h);
+/* the same, no older than max_age_usec at the call (0: rendered after it) */
+ApiSnapshot *api_http_snapshot_within(ApiHttp *h, uint64_t max_age_usec);
 enum MHD_Result api_http_reply(struct MHD_Connection *c, unsigned status, const char *ctype, char *body, size_t len);
 enum MHD_Result api_http_reply_text(struct MHD_Connection *c, unsigned status, const char *text);
 const char *api_http_runtime_endpoint(ApiHttp *h);

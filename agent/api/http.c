@@ -106,10 +106,11 @@ static bool loop_alive(ApiHttp *h, uint64_t now, uint64_t *ret_age) {
         return *ret_age <= h->stall_usec;
 }
 
-/* A reference to the newest snapshot; waits for a fresher one when it is
- * stale and the loop lives. NULL before the first. */
-ApiSnapshot *api_http_snapshot(ApiHttp *h) {
-        uint64_t now = now_usec(), age;
+/* A reference to the newest snapshot no older than max_age_usec; waits (up to
+ * API_HTTP_STALE_USEC) for the loop to render a fresher one while the loop
+ * lives. NULL before the first. */
+ApiSnapshot *api_http_snapshot_within(ApiHttp *h, uint64_t max_age_usec) {
+        uint64_t t0 = now_usec(), age;
         struct timespec deadline;
         ApiSnapshot *s;
 
@@ -117,14 +118,18 @@ ApiSnapshot *api_http_snapshot(ApiHttp *h) {
         clock_gettime(CLOCK_MONOTONIC, &deadline);
         deadline.tv_sec += (time_t) (API_HTTP_STALE_USEC / CUB_USEC_PER_SEC);
         pthread_mutex_lock(&h->lock);
-        if ((!h->snap || now - h->snap->made_usec > API_HTTP_STALE_USEC) && h->wake_fd >= 0)
+        if ((!h->snap || h->snap->made_usec + max_age_usec < t0) && h->wake_fd >= 0)
                 (void) eventfd_write(h->wake_fd, 1); /* the loop renders now, not on its next tick */
-        while ((!h->snap || now - h->snap->made_usec > API_HTTP_STALE_USEC) && loop_alive(h, now, &age) &&
+        while ((!h->snap || h->snap->made_usec + max_age_usec < t0) && loop_alive(h, now_usec(), &age) &&
                pthread_cond_timedwait(&h->fresh, &h->lock, &deadline) == 0)
-                now = now_usec();
+                ;
         s = api_snapshot_ref(h->snap);
         pthread_mutex_unlock(&h->lock);
         return s;
+}
+
+ApiSnapshot *api_http_snapshot(ApiHttp *h) {
+        return api_http_snapshot_within(h, API_HTTP_STALE_USEC);
 }
 
 enum MHD_Result api_http_reply(struct MHD_Connection *c, unsigned status, const char *ctype, char *body, size_t len) {

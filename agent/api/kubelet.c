@@ -345,6 +345,18 @@ static enum MHD_Result stream(ApiHttp *h, struct MHD_Connection *c, const char *
         return api_stream_proxy(api_http_streams(h), c, method, url, api_http_conns(h), api_http_conn(c));
 }
 
+/* the request's pod (and container, when it names one) as the client expects it: its container has started */
+static bool found(const ApiPodRef *p, const ApiKubeletRoute *rt) {
+        const ApiContainerRef *ct;
+
+        if (!p || (rt->uid && strcmp(p->uid, rt->uid) != 0))
+                return false;
+        if (!rt->container || !*rt->container)
+                return true;
+        ct = find_container(p, rt->container);
+        return ct && *ct->id;
+}
+
 enum MHD_Result api_kubelet_serve(ApiHttp *h, struct MHD_Connection *c, const char *url, const char *method) {
         ApiKubeletRoute rt;
         unsigned status = api_kubelet_route(url, method, &rt);
@@ -363,6 +375,18 @@ enum MHD_Result api_kubelet_serve(ApiHttp *h, struct MHD_Connection *c, const ch
                 return api_http_reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 the agent is starting\n");
         }
         p = find_pod(s, rt.ns, rt.pod);
+        if (!found(p, &rt)) {
+                /* the snapshot may be older than what the client knows (a
+                 * pod the API server already shows Running or Succeeded): once
+                 * more, with one the loop renders after this request */
+                api_snapshot_unref(s);
+                s = api_http_snapshot_within(h, 0);
+                p = s ? find_pod(s, rt.ns, rt.pod) : NULL;
+        }
+        if (!s) {
+                api_kubelet_route_done(&rt);
+                return api_http_reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 the agent is starting\n");
+        }
         if (!p || (rt.uid && strcmp(p->uid, rt.uid) != 0))
                 ret = rt.kind == API_KUBELET_LOGS ? fail(c, MHD_HTTP_NOT_FOUND, "pod \"%s\" does not exist", rt.pod)
                                                   : fail(c, MHD_HTTP_NOT_FOUND, "pod does not exist");

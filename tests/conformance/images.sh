@@ -5,7 +5,8 @@
 # test/utils/image/manifest.go):
 #   pause:3.10.1        the project's static pause (packaging/images/pause.c)
 #   busybox:1.37.0-1    Debian's busybox-static, as packaging/images/build-images.sh builds it
-#   agnhost:2.56        busybox's root + /agnhost (PEERS_DIR/agnhost, make conformance-peers);
+#   agnhost:2.56        busybox's root + /agnhost (PEERS_DIR/agnhost, make conformance-peers)
+#                       + the host's curl and its libraries (the hooks of the lifecycle tests);
 #                       Entrypoint ["/agnhost"], Cmd ["pause"], as upstream's
 #   httpd:2.4.38-4      busybox's root + /usr/local/bin/httpd-foreground (busybox httpd -f on
 #                       port 80 over /usr/local/apache2/htdocs, "It works!"), Cmd ["httpd-foreground"]
@@ -59,6 +60,14 @@ busybox_root() {
 	printf 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$1/etc/passwd"
 	printf 'root:x:0:\ngroup-defined-in-image:x:50000:user-defined-in-image\nnobody:x:65534:\n' >"$1/etc/group"
 }
+# with_bin DIR PROGRAM: PROGRAM and the shared libraries it loads (ldd), at their paths
+with_bin() {
+	local f
+	for f in "$2" $(ldd "$2" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+		mkdir -p "$1/$(dirname "$f")"
+		cp -L "$f" "$1/$f"
+	done
+}
 # image NAME REF ROOT CONFIG_BODY
 image() {
 	# shellcheck disable=SC2046
@@ -72,6 +81,8 @@ busybox_root "$r"
 cp "$PEERS/agnhost" "$r/agnhost"
 chmod 0755 "$r/agnhost"
 ln -s agnhost "$r/agnhost-2"
+# upstream's agnhost image (alpine) has curl: the lifecycle-hook tests' hooks run it
+with_bin "$r" "$(command -v curl)"
 mkdir -p "$r/uploads"
 image agnhost "$REG/agnhost:2.56" "$r" \
 	"\"Env\":[\"PATH=$DEFAULT_PATH\"],\"Entrypoint\":[\"/agnhost\"],\"Cmd\":[\"pause\"],\"WorkingDir\":\"/\""
