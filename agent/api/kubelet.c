@@ -186,6 +186,54 @@ static ssize_t follow_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
 }
 
+/* A whole log, sent chunked (no Content-Length) as kubelet's server sends it: the API
+ * server's WebSocket log reader (wsstream) drops the data of a read that also returns EOF,
+ * which Go's client does for the last bytes of a body of known length; a log fetched over
+ * WebSocket came out empty. */
+typedef struct Chunked {
+        char *buf;
+        size_t n;
+} Chunked;
+
+static ssize_t chunked_read(void *cls, uint64_t pos, char *buf, size_t max) {
+        const Chunked *b = cls;
+        size_t k;
+
+        if (pos >= b->n)
+                return MHD_CONTENT_READER_END_OF_STREAM;
+        k = b->n - (size_t) pos < max ? b->n - (size_t) pos : max;
+        memcpy(buf, b->buf + pos, k);
+        return (ssize_t) k;
+}
+
+static void chunked_free(void *cls) {
+        Chunked *b = cls;
+
+        free(b->buf);
+        free(b);
+}
+
+static enum MHD_Result reply_chunked(struct MHD_Connection *c, char *out, size_t n) {
+        Chunked *b = calloc(1, sizeof(*b));
+        struct MHD_Response *resp;
+        enum MHD_Result ret;
+
+        if (!b) {
+                free(out);
+                return MHD_NO;
+        }
+        *b = (Chunked){ .buf = out, .n = n };
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32768, chunked_read, b, chunked_free);
+        if (!resp) {
+                chunked_free(b);
+                return MHD_NO;
+        }
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+        ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
 static enum MHD_Result container_logs(ApiHttp *h, struct MHD_Connection *c, const ApiPodRef *p, const char *container) {
         const ApiContainerRef *ct = find_container(p, container);
         _cleanup_free_ char *dir = NULL, *out = NULL;
@@ -258,7 +306,7 @@ static enum MHD_Result container_logs(ApiHttp *h, struct MHD_Connection *c, cons
                 n += (size_t) r;
         }
         logs_reader_free(reader);
-        return api_http_reply(c, MHD_HTTP_OK, "text/plain", TAKE_PTR(out), n);
+        return reply_chunked(c, TAKE_PTR(out), n);
 }
 
 /* ---- /exec, /attach, /portForward ------------------------------------------------------ */
