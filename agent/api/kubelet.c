@@ -186,61 +186,16 @@ static ssize_t follow_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
 }
 
-/* A whole log, sent chunked (no Content-Length) as kubelet's server sends it: the API
- * server's WebSocket log reader (wsstream) drops the data of a read that also returns EOF,
- * which Go's client does for the last bytes of a body of known length; a log fetched over
- * WebSocket came out empty. */
-typedef struct Chunked {
-        char *buf;
-        size_t n;
-} Chunked;
-
-static ssize_t chunked_read(void *cls, uint64_t pos, char *buf, size_t max) {
-        const Chunked *b = cls;
-        size_t k;
-
-        if (pos >= b->n)
-                return MHD_CONTENT_READER_END_OF_STREAM;
-        k = b->n - (size_t) pos < max ? b->n - (size_t) pos : max;
-        memcpy(buf, b->buf + pos, k);
-        return (ssize_t) k;
-}
-
-static void chunked_free(void *cls) {
-        Chunked *b = cls;
-
-        free(b->buf);
-        free(b);
-}
-
-static enum MHD_Result reply_chunked(struct MHD_Connection *c, char *out, size_t n) {
-        Chunked *b = calloc(1, sizeof(*b));
-        struct MHD_Response *resp;
-        enum MHD_Result ret;
-
-        if (!b) {
-                free(out);
-                return MHD_NO;
-        }
-        *b = (Chunked){ .buf = out, .n = n };
-        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32768, chunked_read, b, chunked_free);
-        if (!resp) {
-                chunked_free(b);
-                return MHD_NO;
-        }
-        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-        ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
-        MHD_destroy_response(resp);
-        return ret;
-}
-
+/* The log streamed from the reader, chunked (no Content-Length) as kubelet's server sends it,
+ * followed or not: the API server's WebSocket log reader (wsstream) drops the data of a read
+ * that also returns EOF, which Go's client does for the last bytes of a body of known length
+ * (a log fetched over WebSocket came out empty). */
 static enum MHD_Result container_logs(ApiHttp *h, struct MHD_Connection *c, const ApiPodRef *p, const char *container) {
         const ApiContainerRef *ct = find_container(p, container);
-        _cleanup_free_ char *dir = NULL, *out = NULL;
+        _cleanup_free_ char *dir = NULL;
         LogsReadOptions o;
         LogsReader *reader = NULL;
         CubError err = {};
-        size_t n = 0, cap = 0;
         Follow *f;
         const union MHD_ConnectionInfo *fd;
         struct MHD_Response *resp;
@@ -259,54 +214,32 @@ static enum MHD_Result container_logs(ApiHttp *h, struct MHD_Connection *c, cons
         if (logs_reader_open(dir, p->name, &o, &reader, &err) < 0)
                 return fail(c, err.code == ENOENT ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR, "%s",
                             err.msg);
-        /* previous, or a container that is not running: nothing to follow */
-        if (o.follow && !o.previous && ct->running) {
-                f = calloc(1, sizeof(*f));
-                fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-                if (!f || !(f->ns = strdup(p->namespace_)) || !(f->pod = strdup(p->name)) ||
-                    !(f->container = strdup(container)) || !(f->id = strdup(ct->id))) {
-                        if (f)
-                                f->reader = reader;
-                        else
-                                logs_reader_free(reader);
-                        if (f)
-                                follow_free(f);
-                        return MHD_NO;
-                }
-                f->h = h;
-                f->reader = reader;
-                f->fd = fd ? fd->connect_fd : -1;
-                f->checked = cub_now_usec(CLOCK_MONOTONIC);
-                resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32768, follow_read, f, follow_free);
-                if (!resp) {
-                        follow_free(f);
-                        return MHD_NO;
-                }
-                (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-                ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
-                MHD_destroy_response(resp);
-                return ret;
+        f = calloc(1, sizeof(*f));
+        if (!f) {
+                logs_reader_free(reader);
+                return MHD_NO;
         }
-        for (;;) {
-                ssize_t r;
-
-                if (cap - n < 65536) {
-                        char *nb = realloc(out, cap + 262144);
-
-                        if (!nb) {
-                                logs_reader_free(reader);
-                                return MHD_NO;
-                        }
-                        out = nb;
-                        cap += 262144;
-                }
-                r = logs_reader_read(reader, out + n, cap - n, true);
-                if (r <= 0)
-                        break;
-                n += (size_t) r;
+        f->reader = reader;
+        if (!(f->ns = strdup(p->namespace_)) || !(f->pod = strdup(p->name)) || !(f->container = strdup(container)) ||
+            !(f->id = strdup(ct->id))) {
+                follow_free(f);
+                return MHD_NO;
         }
-        logs_reader_free(reader);
-        return reply_chunked(c, TAKE_PTR(out), n);
+        fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        f->h = h;
+        f->fd = fd ? fd->connect_fd : -1;
+        f->checked = cub_now_usec(CLOCK_MONOTONIC);
+        /* previous, or a container that is not running: nothing to follow, the file to its end */
+        f->ended = !(o.follow && !o.previous && ct->running);
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32768, follow_read, f, follow_free);
+        if (!resp) {
+                follow_free(f);
+                return MHD_NO;
+        }
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+        ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+        MHD_destroy_response(resp);
+        return ret;
 }
 
 /* ---- /exec, /attach, /portForward ------------------------------------------------------ */

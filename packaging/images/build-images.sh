@@ -142,14 +142,8 @@ if [ -x "$ETCD" ]; then
                 bins="$bins $ETCDCTL"
         fi
         chmod 0755 "$er"/usr/local/bin/*
-        # ldd lines: "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)"
         # shellcheck disable=SC2086 # bins is a list
-        libs=$(for b in $bins; do ldd "$b" 2>/dev/null; done | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
-        for l in $libs; do
-                mkdir -p "$er$(dirname "$l")"
-                cp -L "$l" "$er$l"
-                chmod 0755 "$er$l"
-        done
+        copy_libs "$er" $bins
         # shellcheck disable=SC2046 # top-level entries, sorted by rtar
         rtar "$er" "$WORK/etcd.layer.tar" $(cd "$er" && ls -A)
         etcd_digest=$(oci_archive etcd "$ETCD_REF" "$WORK/etcd.layer.tar" \

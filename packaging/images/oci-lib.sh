@@ -22,6 +22,20 @@ size() {
         wc -c <"$1" | tr -d ' '
 }
 
+# copy_libs ROOT BINARY...: the shared libraries ldd names for the binaries, copied under ROOT at
+# their own paths (mode 0755), so the dynamic loader finds them in the image as on the host. ldd
+# lines: "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)"
+copy_libs() {
+        root=$1
+        shift
+        for l in $(for b in "$@"; do ldd "$b" 2>/dev/null; done |
+                awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u); do
+                mkdir -p "$root$(dirname "$l")"
+                cp -L "$l" "$root$l"
+                chmod 0755 "$root$l"
+        done
+}
+
 # oci_archive NAME REF LAYER_TAR CONFIG_BODY
 #   CONFIG_BODY is the JSON text of the config's "config" object (Entrypoint/Cmd/Env ...).
 #   Writes $OUT/NAME.tar and prints the manifest digest.

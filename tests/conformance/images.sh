@@ -60,14 +60,6 @@ busybox_root() {
 	printf 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home/user:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$1/etc/passwd"
 	printf 'root:x:0:\ngroup-defined-in-image:x:50000:user-defined-in-image\nnobody:x:65534:\n' >"$1/etc/group"
 }
-# with_bin DIR PROGRAM: PROGRAM and the shared libraries it loads (ldd), at their paths
-with_bin() {
-	local f
-	for f in "$2" $(ldd "$2" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
-		mkdir -p "$1/$(dirname "$f")"
-		cp -L "$f" "$1/$f"
-	done
-}
 # image NAME REF ROOT CONFIG_BODY
 image() {
 	# shellcheck disable=SC2046
@@ -82,7 +74,10 @@ cp "$PEERS/agnhost" "$r/agnhost"
 chmod 0755 "$r/agnhost"
 ln -s agnhost "$r/agnhost-2"
 # upstream's agnhost image (alpine) has curl: the lifecycle-hook tests' hooks run it
-with_bin "$r" "$(command -v curl)"
+curl=$(command -v curl)
+mkdir -p "$r/usr/bin"
+cp "$curl" "$r/usr/bin/curl"
+copy_libs "$r" "$curl"
 mkdir -p "$r/uploads"
 image agnhost "$REG/agnhost:2.56" "$r" \
 	"\"Env\":[\"PATH=$DEFAULT_PATH\"],\"Entrypoint\":[\"/agnhost\"],\"Cmd\":[\"pause\"],\"WorkingDir\":\"/\""
