@@ -65,19 +65,22 @@ static int selinux_post(PodDec *d, json_t *obj, void *base) {
         return 0;
 }
 
-#define RUN_AS_FIELDS                                                                                         \
-        { .name = "runAsUser",                                                                                \
-          .decode = pod_dec_int64,                                                                            \
-          .offset = offsetof(PodSecurity, run_as_user),                                                       \
-          .set_offset = offsetof(PodSecurity, run_as_user_set) },                                             \
-                { .name = "runAsGroup",                                                                       \
-                  .decode = pod_dec_int64,                                                                    \
-                  .offset = offsetof(PodSecurity, run_as_group),                                              \
-                  .set_offset = offsetof(PodSecurity, run_as_group_set) },                                    \
-                { .name = "runAsNonRoot",                                                                     \
-                  .decode = pod_dec_bool,                                                                     \
-                  .offset = offsetof(PodSecurity, run_as_non_root),                                           \
-                  .set_offset = offsetof(PodSecurity, run_as_non_root_set) },                                 \
+#define RUN_AS_FIELDS                                                                                             \
+        { .name = "runAsUser",                                                                                    \
+          .decode = pod_dec_int64,                                                                                \
+          .offset = offsetof(PodSecurity, run_as_user),                                                           \
+          .set_offset = offsetof(PodSecurity, run_as_user_set) },                                                 \
+                { .name = "runAsGroup",                                                                           \
+                  .decode = pod_dec_int64,                                                                        \
+                  .offset = offsetof(PodSecurity, run_as_group),                                                  \
+                  .set_offset = offsetof(PodSecurity, run_as_group_set) },                                        \
+        {                                                                                                         \
+                .name = "runAsNonRoot", .decode = pod_dec_bool, .offset = offsetof(PodSecurity, run_as_non_root), \
+                .set_offset = offsetof(PodSecurity, run_as_non_root_set)                                          \
+        }
+
+/* seLinuxOptions, at both levels (the container's replaces the pod's whole) */
+#define SELINUX_FIELD                                                                                         \
         {                                                                                                     \
                 .name = "seLinuxOptions", .decode = pod_dec_object, .offset = offsetof(PodSecurity, selinux), \
                 .sub = selinux_fields, .post = selinux_post                                                   \
@@ -85,6 +88,7 @@ static int selinux_post(PodDec *d, json_t *obj, void *base) {
 
 const PodField pod_security_pod_fields[] = {
         RUN_AS_FIELDS,
+        SELINUX_FIELD,
         { .name = "supplementalGroups",
           .decode = dec_int64_list,
           .offset = offsetof(PodSecurity, supplemental_groups) },
@@ -99,6 +103,7 @@ const PodField pod_security_pod_fields[] = {
 
 const PodField pod_security_container_fields[] = {
         RUN_AS_FIELDS,
+        SELINUX_FIELD,
         { .name = "privileged",
           .decode = pod_dec_bool,
           .offset = offsetof(PodSecurity, privileged),

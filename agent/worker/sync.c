@@ -112,9 +112,6 @@ static int config_error(SyncCtx *x, size_t idx, const char *name, const char *ms
         return cub_err_set(err, EPERM, "container '%s': %s: %s", name, POD_CONFIG_ERROR_REASON, msg);
 }
 
-/* security context: LinuxContainerSecurityContext as kubelet's
- * determineEffectiveSecurityContext fills it; the image's user when the pod
- * names none; runAsNonRoot checked against it */
 /* a PodSELinux as the CRI's SELinuxOption (NULL when not set) */
 static const CriSELinux *selinux_of(const PodSELinux *s, CriSELinux *buf) {
         if (!s->set)
@@ -123,6 +120,9 @@ static const CriSELinux *selinux_of(const PodSELinux *s, CriSELinux *buf) {
         return buf;
 }
 
+/* security context: LinuxContainerSecurityContext as kubelet's
+ * determineEffectiveSecurityContext fills it; the image's user when the pod
+ * names none; runAsNonRoot checked against it */
 static int security_config(SyncCtx *x, size_t idx, const PodContainer *c, CriContainerConfig *cfg, char **ret_username,
                            int64_t **ret_groups, CriSELinux *selinux, CubError *err) {
         const Pod *pod = x->s->pod;
