@@ -161,8 +161,10 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
         size_t running = 0, succeeded = 0, failed = 0, app = 0;
 
         p->observed = o != NULL;
-        /* network */
-        (void) snprintf(p->pod_ip, sizeof(p->pod_ip), "%s", o && o->ready && o->pod_ip ? o->pod_ip : "");
+        /* network: a sandbox whose status the runtime did not give this time keeps its IP (kubelet
+         * keeps the last pod status it read), rather than a status without podIP */
+        if (!o || !o->pod_ip_unknown)
+                (void) snprintf(p->pod_ip, sizeof(p->pod_ip), "%s", o && o->ready && o->pod_ip ? o->pod_ip : "");
         for (size_t k = 0; k < p->n; k++)
                 p->statuses[k].oom_killed_now = false;
         if (!o || !o->ready || strcmp(o->config_hash, pod->config_hash) != 0) {

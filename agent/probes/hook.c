@@ -70,8 +70,9 @@ int probe_run_hook(CriClient *cri, const ProbeTarget *t, CubError *err) {
                 if (r < 0)
                         return r;
                 if (res.exit_code != 0) {
-                        r = cub_err_set(err, EIO, "command '%s' exited with %d: %.200s", t->command[0], res.exit_code,
-                                        res.out);
+                        /* kubelet's message carries the command's output, stdout then stderr */
+                        r = cub_err_set(err, EIO, "command '%s' exited with %d: %.200s%.200s", t->command[0],
+                                        res.exit_code, res.out, res.err_out);
                         cri_exec_result_done(&res);
                         return r;
                 }

@@ -82,8 +82,8 @@ int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err) {
                             (!best || sb[i].attempt > best->attempt))
                                 best = &sb[i];
                 }
-                if (best)
-                        (void) worker_sandbox_ip(p, best->id, &obs[k].pod_ip, &e);
+                if (best && worker_sandbox_ip(p, best->id, &obs[k].pod_ip, &e) < 0)
+                        obs[k].pod_ip_unknown = true;
         }
         for (size_t i = 0; i < n_ct; i++) {
                 const char *uid = cri_kv_get(ct[i].labels, WORKER_LABEL_UID);

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 
 #include "../util/cleanup.h"
+#include "../util/log.h"
 #include "worker-internal.h"
 
 /* Adds the NULL-terminated key/value pairs after l; -E2BIG (and err set)
@@ -519,6 +520,9 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         r = worker_pod_net_started(p, pod, sandbox_id, &net, err);
         if (r < 0)
                 return r;
+        if (!have_ready)
+                cub_log(LOG_INFO, "pod %s/%s: sandbox %.12s started, IP %s", pod->namespace_, pod->name, sandbox_id,
+                        net.pod_ip ? net.pod_ip : "(none)");
         x->pod_ip = net.pod_ip;
         x->hosts_path = net.hosts_path;
         free(j->pod_ip);

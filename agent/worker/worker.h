@@ -83,6 +83,7 @@ typedef struct WorkerObserved {
         size_t n_containers;
         /* network */
         char *pod_ip; /* of the newest ready sandbox; NULL: none or host network */
+        bool pod_ip_unknown; /* the runtime did not answer for that sandbox: keep the IP known */
 } WorkerObserved;
 
 /* A host device or mount handed to a container (owned strings). */

@@ -8,7 +8,8 @@ CONFORMANCE_DIR := $(BUILD)/conformance
 CONFORMANCE_GO  := tests/conformance/go.mod tests/conformance/go.sum
 
 .PHONY: conformance-peers conformance
-conformance-peers: $(CONFORMANCE_DIR)/e2e.test $(CONFORMANCE_DIR)/agnhost $(CONFORMANCE_DIR)/nonewprivs
+conformance-peers: $(CONFORMANCE_DIR)/e2e.test $(CONFORMANCE_DIR)/agnhost $(CONFORMANCE_DIR)/nonewprivs \
+	$(CONFORMANCE_DIR)/localhost.crt $(CONFORMANCE_DIR)/localhost.key
 $(CONFORMANCE_DIR)/e2e.test: $(CONFORMANCE_GO)
 	@mkdir -p $(dir $@)
 	@echo "  GO      $@"
@@ -17,6 +18,11 @@ $(CONFORMANCE_DIR)/agnhost $(CONFORMANCE_DIR)/nonewprivs: $(CONFORMANCE_DIR)/%: 
 	@mkdir -p $(dir $@)
 	@echo "  GO      $@"
 	@cd tests/conformance && CGO_ENABLED=0 $(GO) build -trimpath -o $(abspath $@) k8s.io/kubernetes/test/images/$*
+# the agnhost image's /localhost.crt and /localhost.key, as upstream's Dockerfile adds them (netexec's TLS)
+$(CONFORMANCE_DIR)/localhost.crt $(CONFORMANCE_DIR)/localhost.key: $(CONFORMANCE_DIR)/%: $(CONFORMANCE_GO)
+	@mkdir -p $(dir $@)
+	@cd tests/conformance && src=$$($(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes) && \
+		install -m 0644 "$$src/test/images/agnhost/porter/$*" $(abspath $@)
 
 conformance: $(B)/cubelet images cluster-peers conformance-peers
 	tests/conformance/both.sh $(B) $(CONFORMANCE_DIR)

@@ -6,7 +6,8 @@
 #   pause:3.10.1        the project's static pause (packaging/images/pause.c)
 #   busybox:1.37.0-1    Debian's busybox-static, as packaging/images/build-images.sh builds it
 #   agnhost:2.56        busybox's root + /agnhost (PEERS_DIR/agnhost, make conformance-peers)
-#                       + the host's curl and its libraries (the hooks of the lifecycle tests);
+#                       + the host's curl and its libraries (the hooks of the lifecycle tests)
+#                       + /localhost.crt and /localhost.key (PEERS_DIR, upstream's, netexec's TLS);
 #                       Entrypoint ["/agnhost"], Cmd ["pause"], as upstream's
 #   httpd:2.4.38-4      busybox's root + /usr/local/bin/httpd-foreground (busybox httpd -f on
 #                       port 80 over /usr/local/apache2/htdocs, "It works!"), Cmd ["httpd-foreground"]
@@ -26,8 +27,8 @@ SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-0}
 DEFAULT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export LC_ALL=C TZ=UTC
 umask 022
-for b in agnhost nonewprivs; do
-	[ -x "$PEERS/$b" ] || { echo "images.sh: no $PEERS/$b (make conformance-peers)" >&2; exit 1; }
+for b in agnhost nonewprivs localhost.crt localhost.key; do
+	[ -r "$PEERS/$b" ] || { echo "images.sh: no $PEERS/$b (make conformance-peers)" >&2; exit 1; }
 done
 
 mkdir -p "$OUT"
@@ -73,6 +74,7 @@ busybox_root "$r"
 cp "$PEERS/agnhost" "$r/agnhost"
 chmod 0755 "$r/agnhost"
 ln -s agnhost "$r/agnhost-2"
+cp "$PEERS/localhost.crt" "$PEERS/localhost.key" "$r/"
 # upstream's agnhost image (alpine) has curl: the lifecycle-hook tests' hooks run it
 curl=$(command -v curl)
 mkdir -p "$r/usr/bin"

@@ -10,7 +10,11 @@ junit.py --shard I/N JUNIT.xml: a ginkgo focus regex naming the I-th of every N 
 dry run's report (1-based), in the report's order.
 
 junit.py --list FILE: a ginkgo focus regex of FILE's lines (each a part of a test's name, matched
-literally; blank lines and "#" comments skipped)."""
+literally; blank lines and "#" comments skipped).
+
+junit.py --why JUNIT.xml NAME: why the test case NAME failed, in a few lines: the failure's first
+lines, the events the framework dumped for its namespace (reason: message), each pod's container
+restart counts, and "namespace: NS" (the test's namespace, to find the agent's lines)."""
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -37,6 +41,32 @@ def focus_list(path):
         sys.exit(f"junit.py: {path}: no test names")
     print("|".join(re.escape(x) for x in parts))
     return 0
+
+
+def why(path, name):
+    for case in ET.parse(path).getroot().iter("testcase"):
+        if " ".join(case.get("name", "").split()) != name:
+            continue
+        f = case.find("failure")
+        if f is None:
+            f = case.find("error")
+        text = (f.get("message") or f.text or "") if f is not None else ""
+        for line in [x.rstrip() for x in text.splitlines() if x.strip()][:4]:
+            print(line[:300])
+        err = case.find("system-err")
+        err = err.text or "" if err is not None else ""
+        m = re.search(r'Destroying namespace "([^"]+)"', err)
+        for line in err.splitlines():
+            e = re.search(r"event for ([^:]+): \{[^}]*\} (\w+): (.*)", line)
+            if e:
+                print(f"event {e.group(1)}: {e.group(2)}: {e.group(3)[:240]}")
+            c = re.search(r"dump\.go:\d+\]\s+(Container .* restart count \d+)", line)
+            if c:
+                print(c.group(1))
+        if m:
+            print(f"namespace: {m.group(1)}")
+        return 0
+    sys.exit(f"junit.py: {path}: no test case '{name}'")
 
 
 def read(path):
@@ -83,6 +113,8 @@ def main(path, *rest):
         return table(*rest)
     if path == "--list":
         return focus_list(*rest)
+    if path == "--why":
+        return why(*rest)
     root = ET.parse(path).getroot()
     for case in root.iter("testcase"):
         name = " ".join(case.get("name", "").split())

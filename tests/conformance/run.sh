@@ -136,7 +136,14 @@ while IFS=$'\t' read -r name result secs; do
 	case $result in
 	passed) ok "$name (${secs} s)" ;;
 	skipped) ;; # (not selected: thousands)
-	*) nok "$name (${secs} s)" ;;
+	*)
+		# why: the failure, the events and restart counts of its namespace, and the agent's
+		# lines about that namespace (its pods' IPs, hooks, probes, kills)
+		mapfile -t why < <(/usr/bin/python3 "$ROOT/tests/conformance/junit.py" --why "$OUT/junit.xml" "$name" 2>&1 | head -n 40)
+		ns=$(printf '%s\n' "${why[@]}" | sed -n 's/^namespace: //p')
+		[ -n "$ns" ] && mapfile -t -O "${#why[@]}" why < <(grep -F "$ns/" "$OUT/agent.log" | tail -n 20)
+		nok "$name (${secs} s)" "${why[@]}"
+		;;
 	esac
 done <"$OUT/results.tsv"
 echo "# $AGENT: $(grep -c $'\tpassed\t' "$OUT/results.tsv") passed, $(grep -c $'\tfailed\t' "$OUT/results.tsv") failed in $wall s (e2e.test exit $rc)"

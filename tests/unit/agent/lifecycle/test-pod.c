@@ -119,6 +119,30 @@ static void test_running(void **state) {
         lc_pod_free(p);
 }
 
+/* the pod IP: from the ready sandbox; kept when the runtime did not answer for
+ * it this time; gone with the sandbox */
+static void test_pod_ip_kept_when_unknown(void **state) {
+        LcPod *p = make_pod(ONE);
+        Obs x;
+
+        (void) state;
+        obs_init(&x, p);
+        add(&x, "app", CRI_CONTAINER_RUNNING, 0, 1, 0);
+        x.o.pod_ip = (char *) "10.88.0.7";
+        (void) lc_pod_observe(p, &x.o, 5 * SEC);
+        assert_string_equal(p->pod_ip, "10.88.0.7");
+        x.o.pod_ip = NULL;
+        x.o.pod_ip_unknown = true;
+        (void) lc_pod_observe(p, &x.o, 6 * SEC);
+        assert_string_equal(p->pod_ip, "10.88.0.7");
+        assert_int_equal(p->phase, LC_PHASE_RUNNING);
+        x.o.pod_ip_unknown = false;
+        x.o.ready = false;
+        (void) lc_pod_observe(p, &x.o, 7 * SEC);
+        assert_string_equal(p->pod_ip, "");
+        lc_pod_free(p);
+}
+
 static void test_missing_container_needs_sync(void **state) {
         LcPod *p = make_pod(ONE);
         Obs x;
@@ -395,6 +419,7 @@ int main(void) {
                 cmocka_unit_test(test_victims),
                 cmocka_unit_test(test_cpu_request),
                 cmocka_unit_test(test_actions),
+                cmocka_unit_test(test_pod_ip_kept_when_unknown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
