@@ -379,3 +379,22 @@ out:
         d->line = saved;
         return r;
 }
+
+/* ---- destructors of the generic containers --------------------------------- */
+
+void pod_strv_done(PodStrv *v) {
+        for (size_t i = 0; v->items && i < v->n; i++)
+                free(v->items[i]);
+        free(v->items);
+        *v = (PodStrv){};
+}
+
+void pod_string_map_done(PodStringMap *m) {
+        for (size_t i = 0; i < m->n; i++) {
+                free(m->keys[i]);
+                free(m->values[i]);
+        }
+        free(m->keys);
+        free(m->values);
+        *m = (PodStringMap){};
+}

@@ -12,6 +12,7 @@
 /* ---- tables ------------------------------------------------------------- */
 
 static const char *const pull_policies[] = { "Always", "IfNotPresent", "Never", NULL };
+static const char *const message_policies[] = { "File", "FallbackToLogsOnError", NULL };
 static const char *const protocols[] = { "TCP", "UDP", "SCTP", NULL };
 static const char *const sidecar_policies[] = { "Always", NULL };
 static const char *const seccomp_types[] = { "RuntimeDefault", "Unconfined", "Localhost", NULL };
@@ -66,36 +67,38 @@ static const PodField container_security_fields[] = {
         {},
 };
 
-#define CONTAINER_FIELDS(restart_allowed)                                                                  \
-        POD_STR_REQ("name", PodContainer, name), POD_STR("image", PodContainer, image),                    \
-                POD_ENUM("imagePullPolicy", PodContainer, image_pull_policy, pull_policies),               \
-                { .name = "command", .decode = pod_dec_strv, .offset = offsetof(PodContainer, command) },  \
-                { .name = "args", .decode = pod_dec_strv, .offset = offsetof(PodContainer, args) },        \
-                { .name = "env",                                                                           \
-                  .decode = pod_dec_object_array,                                                          \
-                  .offset = offsetof(PodContainer, env),                                                   \
-                  .count_offset = offsetof(PodContainer, n_env),                                           \
-                  .elem_size = sizeof(PodEnvVar),                                                          \
-                  .sub = env_fields,                                                                       \
-                  .post = env_post },                                                                      \
-                { .name = "envFrom",                                                                       \
-                  .decode = pod_dec_object_array,                                                          \
-                  .offset = offsetof(PodContainer, env_from),                                              \
-                  .count_offset = offsetof(PodContainer, n_env_from),                                      \
-                  .elem_size = sizeof(PodEnvFrom),                                                         \
-                  .sub = pod_env_from_fields,                                                              \
-                  .post = pod_env_from_post },                                                             \
-                POD_STR("workingDir", PodContainer, working_dir),                                          \
-                { .name = "ports",                                                                         \
-                  .decode = pod_dec_object_array,                                                          \
-                  .offset = offsetof(PodContainer, ports),                                                 \
-                  .count_offset = offsetof(PodContainer, n_ports),                                         \
-                  .elem_size = sizeof(PodPort),                                                            \
-                  .sub = port_fields,                                                                      \
-                  .post = port_post },                                                                     \
-                { .name = "resources", .decode = pod_dec_inline, .sub = resources_fields },                \
-                { .name = "securityContext", .decode = pod_dec_inline, .sub = container_security_fields }, \
-                POD_SECURITY_CONTAINER_FIELD,                                                              \
+#define CONTAINER_FIELDS(restart_allowed)                                                                         \
+        POD_STR_REQ("name", PodContainer, name), POD_STR("image", PodContainer, image),                           \
+                POD_ENUM("imagePullPolicy", PodContainer, image_pull_policy, pull_policies),                      \
+                { .name = "command", .decode = pod_dec_strv, .offset = offsetof(PodContainer, command) },         \
+                { .name = "args", .decode = pod_dec_strv, .offset = offsetof(PodContainer, args) },               \
+                { .name = "env",                                                                                  \
+                  .decode = pod_dec_object_array,                                                                 \
+                  .offset = offsetof(PodContainer, env),                                                          \
+                  .count_offset = offsetof(PodContainer, n_env),                                                  \
+                  .elem_size = sizeof(PodEnvVar),                                                                 \
+                  .sub = env_fields,                                                                              \
+                  .post = env_post },                                                                             \
+                { .name = "envFrom",                                                                              \
+                  .decode = pod_dec_object_array,                                                                 \
+                  .offset = offsetof(PodContainer, env_from),                                                     \
+                  .count_offset = offsetof(PodContainer, n_env_from),                                             \
+                  .elem_size = sizeof(PodEnvFrom),                                                                \
+                  .sub = pod_env_from_fields,                                                                     \
+                  .post = pod_env_from_post },                                                                    \
+                POD_STR("workingDir", PodContainer, working_dir),                                                 \
+                POD_STR("terminationMessagePath", PodContainer, termination_message_path),                        \
+                POD_ENUM("terminationMessagePolicy", PodContainer, termination_message_policy, message_policies), \
+                { .name = "ports",                                                                                \
+                  .decode = pod_dec_object_array,                                                                 \
+                  .offset = offsetof(PodContainer, ports),                                                        \
+                  .count_offset = offsetof(PodContainer, n_ports),                                                \
+                  .elem_size = sizeof(PodPort),                                                                   \
+                  .sub = port_fields,                                                                             \
+                  .post = port_post },                                                                            \
+                { .name = "resources", .decode = pod_dec_inline, .sub = resources_fields },                       \
+                { .name = "securityContext", .decode = pod_dec_inline, .sub = container_security_fields },        \
+                POD_SECURITY_CONTAINER_FIELD,                                                                     \
                 POD_ENUM("restartPolicy", PodContainer, restart_policy, restart_allowed), POD_PROBE_FIELDS
 
 const PodField pod_container_fields[] = {
@@ -305,6 +308,9 @@ static int container_common(PodDec *d, json_t *obj, PodContainer *c) {
                 if (!c->image_pull_policy)
                         return cub_err_set(d->err, ENOMEM, "out of memory");
         }
+        if ((!c->termination_message_path && !(c->termination_message_path = strdup("/dev/termination-log"))) ||
+            (!c->termination_message_policy && !(c->termination_message_policy = strdup("File"))))
+                return cub_err_set(d->err, ENOMEM, "out of memory");
         r = container_resources(d, obj, c);
         if (r < 0)
                 return r;

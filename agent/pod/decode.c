@@ -16,23 +16,6 @@
 
 /* ---- destructors -------------------------------------------------------- */
 
-void pod_strv_done(PodStrv *v) {
-        for (size_t i = 0; v->items && i < v->n; i++)
-                free(v->items[i]);
-        free(v->items);
-        *v = (PodStrv){};
-}
-
-void pod_string_map_done(PodStringMap *m) {
-        for (size_t i = 0; i < m->n; i++) {
-                free(m->keys[i]);
-                free(m->values[i]);
-        }
-        free(m->keys);
-        free(m->values);
-        *m = (PodStringMap){};
-}
-
 void pod_resource_list_done(PodResourceList *l) {
         for (size_t i = 0; i < l->n; i++)
                 free(l->items[i].name);
@@ -66,6 +49,8 @@ void pod_container_done(PodContainer *c) {
         }
         free(c->env_from);
         free(c->working_dir);
+        free(c->termination_message_path);
+        free(c->termination_message_policy);
         for (size_t i = 0; i < c->n_ports; i++) {
                 free(c->ports[i].name);
                 free(c->ports[i].host_ip);

@@ -45,8 +45,6 @@ static const char *const is_true[] = { "true", NULL };
 static const char *const apparmor_default[] = { "RuntimeDefault", NULL };
 static const char *const groups_policy_default[] = { "Merge", NULL };
 static const char *const os_linux[] = { "linux", NULL };
-static const char *const message_path_default[] = { "/dev/termination-log", NULL };
-static const char *const message_policy_default[] = { "File", NULL };
 static const char *const scheduler_default[] = { "default-scheduler", NULL };
 
 /* ---- the pod network ------------------------------------------------------ */
@@ -308,8 +306,8 @@ static const PodFieldRule container[] = {
         A("restartPolicy"),
         AO("securityContext", security_context),
         AL("resizePolicy", resize_policy),
-        WI("terminationMessagePath", "ignored: cubelet does not read termination messages", message_path_default),
-        WI("terminationMessagePolicy", "ignored: cubelet does not read termination messages", message_policy_default),
+        A("terminationMessagePath"),
+        A("terminationMessagePolicy"),
         AL("volumeMounts", volume_mount),
         R("volumeDevices"),
         AO("livenessProbe", probe),

@@ -331,6 +331,8 @@ typedef struct PodContainer {
         PodEnvFrom *env_from;
         size_t n_env_from;
         char *working_dir;
+        char *termination_message_path;   /* defaulted to /dev/termination-log */
+        char *termination_message_policy; /* File (the default) or FallbackToLogsOnError */
         PodPort *ports;
         size_t n_ports;
         PodResourceList requests;
