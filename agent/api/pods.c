@@ -209,6 +209,8 @@ static json_t *terminated(const LcContainerStatus *st, const char *cid) {
                 json_object_set_new(t, "startedAt", json_string(api_rfc3339(st->started_at / 1000000000, a)));
         if (t && st->finished_at)
                 json_object_set_new(t, "finishedAt", json_string(api_rfc3339(st->finished_at / 1000000000, b)));
+        if (t && st->term_message)
+                json_object_set_new(t, "message", json_string(st->term_message));
         if (t && cid)
                 json_object_set_new(t, "containerID", json_string(cid));
         return t;
@@ -403,6 +405,8 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
                 p->reason, p->message, info->host_ip ? info->host_ip : "", info->node_name);
         fprintf(f, "%s %" PRIu64 "\n", p->pod_ip, info->extra_generation); /* network; the managers' part */
         fwrite(p->statuses, sizeof(*p->statuses), p->n, f);
+        for (size_t k = 0; k < p->n; k++) /* termination messages: by content, not address */
+                fprintf(f, "%s\n", p->statuses[k].term_message ? p->statuses[k].term_message : "");
         /* probes and hooks: the conditions' transitions, the sync's error (waiting reasons) */
         fwrite(p->cond_since, sizeof(p->cond_since), 1, f);
         fprintf(f, "%s\n", p->sync_retry.error);

@@ -93,6 +93,9 @@ typedef struct LcContainerStatus {
          * running alone */
         bool probe_known, probe_started, probe_ready;
         char message[160]; /* why it was last killed (liveness, postStart) */
+        /* its last termination's message: the runtime's and the container's
+         * own (terminationMessagePath, FallbackToLogsOnError); NULL: none */
+        char *term_message;
 } LcContainerStatus;
 
 /* Latencies of the pod's start, CLOCK_MONOTONIC µs; 0 = not (yet) seen. */

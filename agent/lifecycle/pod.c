@@ -76,6 +76,8 @@ LcPod *lc_pod_free(LcPod *p) {
                 free(p->victims[i]);
         free(p->victims);
         free(p->backoff);
+        for (size_t k = 0; p->statuses && k < p->n; k++)
+                free(p->statuses[k].term_message);
         free(p->statuses);
         lc_pod_events_free(p);
         free(p);
@@ -93,6 +95,8 @@ void lc_pod_reset(LcPod *p) {
         p->numa = NULL;
         p->phase = LC_PHASE_PENDING;
         memset(p->backoff, 0, p->n * sizeof(LcBackoff));
+        for (size_t k = 0; k < p->n; k++)
+                free(p->statuses[k].term_message);
         memset(p->statuses, 0, p->n * sizeof(LcContainerStatus));
 }
 
@@ -153,6 +157,10 @@ static void count_termination(LcBackoff *bo, const WorkerContainer *wc, uint64_t
         bo->crashes = long_run ? 1 : bo->crashes + 1;
         /* the first restart is at once */
         bo->next_usec = now + (bo->crashes <= 1 ? 0 : lc_backoff_delay(bo->crashes));
+}
+
+static bool same_text(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
 }
 
 bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
@@ -220,6 +228,10 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
                 st->state = LC_CONTAINER_TERMINATED;
                 st->exit_code = wc->exit_code;
                 (void) snprintf(st->reason, sizeof(st->reason), "%s", wc->reason ? wc->reason : "");
+                if (!same_text(st->term_message, wc->message)) {
+                        free(st->term_message);
+                        st->term_message = wc->message ? strdup(wc->message) : NULL;
+                }
                 st->terminated_before = true;
                 if (wc->finished_at != bo->seen_finished) {
                         count_termination(bo, wc, now);

@@ -302,6 +302,7 @@ int worker_job_kill(WorkerPool *p, WorkerJob *j, CubError *err) {
         r = worker_kill_uid(p, j->spec ? j->spec->pod : NULL, j->uid, NULL, j->grace, NULL, NULL, NULL, err);
         if (r < 0)
                 return r;
+        worker_term_remove(p->pods_dir, j->uid);
         worker_hosts_remove(p->pods_dir, j->uid); /* network */
         /* the last tasks may still be exiting: wait for the kernel's
          * 'populated 0' in cgroup.events, then rmdir */

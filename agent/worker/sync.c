@@ -207,7 +207,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         WorkerLabels labels = {};
         const char **envs;
         size_t n_menv = 0, n_penv = 0, n_mounts;
-        _cleanup_free_ char *log_path = NULL, *id = NULL, *username = NULL, *image_ref = NULL;
+        _cleanup_free_ char *log_path = NULL, *id = NULL, *username = NULL, *image_ref = NULL, *term_file = NULL;
         _cleanup_(pod_env_strvp) char **pod_env = NULL, **command = NULL, **args = NULL;
         _cleanup_free_ CriDevice *devices = NULL;
         _cleanup_free_ CriMount *mounts = NULL;
@@ -237,6 +237,20 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                        WORKER_LABEL_K8S_CONTAINER_NAME, c->name, NULL);
         for (size_t i = 0; r >= 0 && mc && mc->labels && mc->labels[i] && mc->labels[i + 1]; i += 2)
                 r = worker_labels_add(&labels, mc->labels[i], mc->labels[i + 1]);
+        /* termination messages: the container's own file (kubelet's makeMounts: a file that
+         * cannot be made costs the message, not the container) */
+        if (r >= 0 && c->termination_message_path && *c->termination_message_path && x->p->pods_dir) {
+                CubError e = {};
+
+                if (worker_term_file(x->p->pods_dir, pod->uid, c->name, &term_file, &e) < 0)
+                        cub_log(LOG_WARNING, "pod %s/%s: container '%s': %s", pod->namespace_, pod->name, c->name,
+                                e.msg);
+                else
+                        r = worker_labels_add(&labels, WORKER_LABEL_TERM_FILE, term_file);
+        }
+        if (r >= 0 && c->termination_message_policy &&
+            strcmp(c->termination_message_policy, "FallbackToLogsOnError") == 0)
+                r = worker_labels_add(&labels, WORKER_LABEL_TERM_POLICY, c->termination_message_policy);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s'", c->name);
         while (mc && mc->envs && mc->envs[n_menv])
@@ -296,8 +310,8 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                                                   .permissions = mc->devices[i].permissions };
         }
         n_mounts = mc ? mc->n_mounts : 0;
-        if (n_mounts > 0 || x->hosts_path) {
-                mounts = calloc(n_mounts + 1, sizeof(CriMount));
+        if (n_mounts > 0 || x->hosts_path || term_file) {
+                mounts = calloc(n_mounts + 2, sizeof(CriMount));
                 for (size_t i = 0; mounts && i < n_mounts; i++)
                         mounts[i] = (CriMount){ .container_path = mc->mounts[i].container_path,
                                                 .host_path = mc->mounts[i].host_path,
@@ -306,6 +320,9 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 /* network: the pod's /etc/hosts, unless a volume mounts one (kubelet's makeMounts) */
                 if (mounts && x->hosts_path && !mounts_have(mounts, n_mounts, "/etc/hosts"))
                         mounts[n_mounts++] = (CriMount){ .container_path = "/etc/hosts", .host_path = x->hosts_path };
+                if (mounts && term_file)
+                        mounts[n_mounts++] =
+                                (CriMount){ .container_path = c->termination_message_path, .host_path = term_file };
         }
         if ((mc && mc->n_devices > 0 && !devices) || (n_mounts > 0 && !mounts)) {
                 free(envs);

@@ -124,3 +124,12 @@ int worker_ensure_image(WorkerPool *p, WorkerJob *j, size_t container, const cha
 CriSeccompType worker_seccomp_of(const PodSeccomp *c, const PodSeccomp *pod, char *buf, size_t size,
                                  const char **ret_local);
 int worker_pod_groups(const Pod *pod, int64_t **ret, size_t *ret_n);
+
+/* termination messages (termmsg.c): a new empty file for a container of pod
+ * uid, <pods_dir>/<uid>/containers/<name>/<8 hex digits>, mode 0666; the
+ * message of an ended container (NULL: none), from its file, else with
+ * fallback its log's tail, after the runtime's message; the pod's files
+ * removed */
+int worker_term_file(const char *pods_dir, const char *uid, const char *container, char **ret_path, CubError *err);
+char *worker_term_message(const char *host_path, bool fallback, const char *log_path, const char *runtime_message);
+void worker_term_remove(const char *pods_dir, const char *uid);

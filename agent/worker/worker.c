@@ -98,6 +98,7 @@ void worker_container_done(WorkerContainer *c) {
         free(c->name);
         free(c->reason);
         free(c->devices);
+        free(c->message);
 }
 
 int worker_kv_push(char ***l, const char *key, const char *value) {

@@ -37,6 +37,11 @@
 #define WORKER_LABEL_K8S_POD_UID "io.kubernetes.pod.uid"
 #define WORKER_LABEL_K8S_CONTAINER_NAME "io.kubernetes.container.name"
 #define WORKER_LABEL_DEVICES "cubelet.io/devices"
+/* termination messages (agent/worker/termmsg.c): the host file mounted at
+ * the container's terminationMessagePath; the policy when it is
+ * FallbackToLogsOnError */
+#define WORKER_LABEL_TERM_FILE "cubelet.io/termination-message-file"
+#define WORKER_LABEL_TERM_POLICY "cubelet.io/termination-message-policy"
 
 /* A desired pod, immutable once built; shared by the loop and jobs. */
 typedef struct WorkerSpec {
@@ -67,6 +72,7 @@ typedef struct WorkerContainer {
         int64_t started_at;  /* unix ns */
         int64_t finished_at; /* unix ns */
         char *devices;       /* its WORKER_LABEL_DEVICES, NULL when none */
+        char *message;       /* ended: the runtime's message and the termination message; NULL: none */
 } WorkerContainer;
 
 /* What the runtime holds for one pod UID (all its sandboxes). */
@@ -82,7 +88,7 @@ typedef struct WorkerObserved {
         WorkerContainer *containers; /* latest attempt per container name */
         size_t n_containers;
         /* network */
-        char *pod_ip; /* of the newest ready sandbox; NULL: none or host network */
+        char *pod_ip;        /* of the newest ready sandbox; NULL: none or host network */
         bool pod_ip_unknown; /* the runtime did not answer for that sandbox: keep the IP known */
 } WorkerObserved;
 

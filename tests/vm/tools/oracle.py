@@ -180,6 +180,8 @@ def collect(out, kube, endpoint=None):
     text = re.sub(r"10\.88\.\d+\.\d+", "<pod-ip>", text)
     text = re.sub(r"/proc/\d+/ns/", "/proc/<pid>/ns/", text)
     text = re.sub(r"/netns/cni-[0-9a-f-]+", "/netns/cni-<id>", text)
+    # a termination message file: <pods>/<uid>/containers/<name>/<8 hex digits> (kubelet's makeUID)
+    text = re.sub(r'(/containers/[^/"]+/)[0-9a-f]{8}"', r'\1<id>"', text)
     doc = json.loads(text)
     with open(out, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
