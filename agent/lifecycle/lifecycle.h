@@ -165,7 +165,10 @@ typedef struct LcPod {
         /* 0: its first admission; lc_pod_reset counts the new attempts */
         unsigned attempt;
         int64_t kill_grace; /* grace period of the stop of a terminal pod */
-        char **victims;     /* preemption victims still stopping; the sync waits for them */
+        /* activeDeadlineSeconds (0: none): its spec's, then what the API
+         * server says while the pod runs (the hash leaves it out) */
+        int64_t active_deadline_s;
+        char **victims; /* preemption victims still stopping; the sync waits for them */
         size_t n_victims;
         unsigned resources_gen;    /* the container-resources generation its running containers have */
         int64_t cpu_request_milli; /* the pod's effective cpu request */
@@ -227,6 +230,11 @@ void lc_pod_set_spec(LcPod *p, WorkerSpec *spec);
 LcPod *lc_pod_free(LcPod *p);
 /* A terminal pod becomes a new attempt: statuses and back-off reset. */
 void lc_pod_reset(LcPod *p);
+/* When the pod has been active for its activeDeadlineSeconds, counted from
+ * its start (status.startTime: latency.event), CLOCK_MONOTONIC µs; 0: no
+ * deadline (kubelet's activeDeadlineHandler). */
+uint64_t lc_pod_deadline_usec(const LcPod *p);
+
 /* Phase Failed with reason and message; running containers are Terminating. */
 void lc_pod_set_failed(LcPod *p, const char *reason, const char *message, int64_t grace);
 int lc_pod_add_victim(LcPod *p, const char *uid);

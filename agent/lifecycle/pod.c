@@ -35,6 +35,7 @@ void lc_pod_set_spec(LcPod *p, WorkerSpec *spec) {
 
         p->spec = worker_spec_ref(spec);
         worker_spec_unref(old);
+        p->active_deadline_s = spec->pod->active_deadline_seconds;
         p->cpu_request_milli = p->memory_request = 0;
         if (pod_effective(spec->pod, &eff, NULL) >= 0) {
                 (void) pod_resource_get(&eff.requests, "cpu", &cpu);
@@ -98,6 +99,12 @@ void lc_pod_reset(LcPod *p) {
         for (size_t k = 0; k < p->n; k++)
                 free(p->statuses[k].term_message);
         memset(p->statuses, 0, p->n * sizeof(LcContainerStatus));
+}
+
+uint64_t lc_pod_deadline_usec(const LcPod *p) {
+        if (p->active_deadline_s <= 0 || !p->latency.event)
+                return 0;
+        return p->latency.event + (uint64_t) p->active_deadline_s * 1000000ULL;
 }
 
 void lc_pod_set_failed(LcPod *p, const char *reason, const char *message, int64_t grace) {

@@ -4,6 +4,7 @@
  * admitted again once none is left), changed container resources. It takes
  * them from managers.c's queue, and is the one writer of AgentDecisions
  * (the node conditions, the resources generation). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,24 @@ static void apply_fail(Agent *a, const LcAction *act) {
         waiter = act->waiter[0] ? agent_find_pod(a, act->waiter) : NULL;
         if (waiter && lc_pod_add_victim(waiter, act->uid) < 0)
                 cub_log(LOG_ERR, "out of memory recording a preemption victim");
+}
+
+void agent_pod_check_deadline(Agent *a, LcPod *p, uint64_t now) {
+        uint64_t at = lc_pod_deadline_usec(p);
+        LcAction act = { .kind = LC_ACTION_FAIL, .grace = -1 };
+        static const char message[] = "Pod was active on the node longer than the specified deadline";
+
+        if (!at || !p->wanted || !p->admitted || p->terminal || now < at)
+                return;
+        /* kubelet's activeDeadlineHandler: a Normal event, then the pod Failed and
+         * stopped with its own grace period */
+        cub_log(LOG_INFO, "pod %s/%s: active for its %" PRId64 " s deadline: stopping it", p->spec->pod->namespace_,
+                p->spec->pod->name, p->active_deadline_s);
+        lc_pod_event(p, false, "DeadlineExceeded", now, "%s", message);
+        (void) snprintf(act.uid, sizeof(act.uid), "%s", p->spec->pod->uid);
+        (void) snprintf(act.reason, sizeof(act.reason), "DeadlineExceeded");
+        (void) snprintf(act.message, sizeof(act.message), "%s", message);
+        apply_fail(a, &act);
 }
 
 /* probes and hooks: the container's probes said started/ready */

@@ -361,6 +361,8 @@ void agent_decisions_init(Agent *a);
 void agent_apply_actions(Agent *a);
 /* The containers of uid are stopped (or nothing of it ran). */
 void agent_pod_stopped(Agent *a, const char *uid);
+/* activeDeadlineSeconds: pod p active for that long fails (DeadlineExceeded) */
+void agent_pod_check_deadline(Agent *a, LcPod *p, uint64_t now);
 
 /* ---- submit.c: the jobs into the worker pool, the stops ----------------------- */
 /* Flushes the managers first: no runtime call before their checkpoints. */

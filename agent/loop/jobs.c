@@ -174,6 +174,15 @@ static void on_relist(Agent *a, WorkerJob *j) {
                 a->rt.n_running += p->phase == LC_PHASE_RUNNING;
                 busy = busy || p->busy;
         }
+        /* activeDeadlineSeconds: the pods past it fail; the relist timer fires by the next */
+        for (size_t i = 0; i < a->table.n_pods; i++) {
+                LcPod *p = a->table.pods[i];
+                uint64_t at = lc_pod_deadline_usec(p);
+
+                agent_pod_check_deadline(a, p, now);
+                if (at > now && p->wanted && !p->terminal)
+                        relist_timer_at(a, at);
+        }
         /* a stop waiting for its retry: the relist timer fires by then */
         relist_timer_at(a, a->rt.next_due);
         if (!a->rt.relist_steady)

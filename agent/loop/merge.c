@@ -194,6 +194,11 @@ static void merge_set(Agent *a, PodsrcSet *set, uint64_t now, bool api) {
                 if (p && from_source(a, p, api) &&
                     strcmp(p->spec->pod->config_hash, set->items[i].pod->config_hash) == 0) {
                         p->wanted = true;
+                        /* activeDeadlineSeconds may change while the pod runs (not in the hash) */
+                        if (p->active_deadline_s != set->items[i].pod->active_deadline_seconds) {
+                                p->active_deadline_s = set->items[i].pod->active_deadline_seconds;
+                                agent_request_relist(a);
+                        }
                         agent_pod_resize_want(a, p, &set->items[i].pod); /* the same pod, or resized */
                 }
         }

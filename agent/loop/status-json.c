@@ -25,10 +25,13 @@ static json_t *containers_json(const LcPod *p) {
                                        "init", init, "state", lc_container_state_to_string(st->state), "restarts",
                                        (int) st->restarts);
 
-                if (st->terminated_before)
-                        json_object_set_new(
-                                cj, "lastTermination",
-                                json_pack("{s:i,s:s}", "exitCode", (int) st->exit_code, "reason", st->reason));
+                if (st->terminated_before) {
+                        json_t *t = json_pack("{s:i,s:s}", "exitCode", (int) st->exit_code, "reason", st->reason);
+
+                        if (t && st->term_message) /* termination messages */
+                                json_object_set_new(t, "message", json_string(st->term_message));
+                        json_object_set_new(cj, "lastTermination", t);
+                }
                 /* kubelet's waiting reason and message (agent/lifecycle/reasons.c, as /pods) */
                 {
                         char msg[LC_MESSAGE_MAX];

@@ -256,6 +256,7 @@ static const PodField spec_fields[] = {
           .decode = pod_dec_int64,
           .offset = offsetof(Pod, termination_grace_period_seconds),
           .set_offset = offsetof(Pod, termination_grace_period_seconds_set) },
+        { .name = "activeDeadlineSeconds", .decode = pod_dec_int64, .offset = offsetof(Pod, active_deadline_seconds) },
         { .name = "priority",
           .decode = pod_dec_int32,
           .offset = offsetof(Pod, priority),

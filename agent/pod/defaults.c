@@ -2,6 +2,7 @@
 /* Pod-level defaulting (SetDefaults_Pod/PodSpec) and the cross-field
  * checks of ValidatePodCreate that need the whole pod. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,14 @@ int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod) {
                 return pod_dec_fail(d, line_of(d, root, p, 2, 0, false), "spec.terminationGracePeriodSeconds",
                                     "Invalid value: %lld: must be greater than or equal to 0",
                                     (long long) pod->termination_grace_period_seconds);
+        }
+        if (!json_is_null(json_object_get(json_object_get(root, "spec"), "activeDeadlineSeconds")) &&
+            json_object_get(json_object_get(root, "spec"), "activeDeadlineSeconds") &&
+            (pod->active_deadline_seconds < 1 || pod->active_deadline_seconds > INT32_MAX)) {
+                static const char *const p[] = { "spec", "activeDeadlineSeconds" };
+                return pod_dec_fail(d, line_of(d, root, p, 2, 0, false), "spec.activeDeadlineSeconds",
+                                    "Invalid value: %lld: must be between 1 and 2147483647, inclusive",
+                                    (long long) pod->active_deadline_seconds);
         }
         if (!pod->priority_set) {
                 int32_t prio;

@@ -523,7 +523,7 @@ static const PodFieldRule pod_spec[] = {
         A("enableServiceLinks"),
         RA("imagePullSecrets", "static pods may not reference secrets", local_object_reference),
         RW("resourceClaims", "static pods may not use ResourceClaims"),
-        R("activeDeadlineSeconds"),
+        A("activeDeadlineSeconds"),
         A("hostPID"),
         A("hostIPC"),
         A("shareProcessNamespace"),

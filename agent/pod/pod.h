@@ -414,7 +414,8 @@ typedef struct Pod {
         char *restart_policy;                     /* defaulted to "Always" */
         int64_t termination_grace_period_seconds; /* defaulted to 30 */
         bool termination_grace_period_seconds_set;
-        int32_t priority; /* from spec.priority or the built-in class */
+        int64_t active_deadline_seconds; /* 0: none; an API pod's may change while it runs */
+        int32_t priority;                /* from spec.priority or the built-in class */
         bool priority_set;
         char *priority_class_name;
         char *preemption_policy; /* defaulted to "PreemptLowerPriority" */

@@ -54,6 +54,7 @@ char *pod_resize_spec_text(const json_t *spec) {
         if (!c)
                 return NULL;
         pod_resize_mask_spec(c);
+        (void) json_object_del(c, "activeDeadlineSeconds");
         ret = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(c);
         return ret;

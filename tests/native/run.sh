@@ -195,11 +195,56 @@ sleep 12
 r=$(podq crash .restarts)
 check "...back-off between restarts: $r restarts in about 20 s (kubelet's 10 s, doubling)" test "$r" -le 3
 
+# ---- activeDeadlineSeconds; termination messages (a file of each container's own, the log's tail) ----
+cat >"$T/manifests/deadline.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: deadline}
+spec:
+  hostNetwork: true
+  activeDeadlineSeconds: 3
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, 'trap "exit 0" TERM; while true; do sleep 0.2; done']
+EOF
+cat >"$T/manifests/lastwords.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: lastwords}
+spec:
+  hostNetwork: true
+  restartPolicy: Never
+  containers:
+  - name: file
+    image: localhost/cubelet/busybox:1
+    securityContext: {runAsUser: 1000}
+    command: [sh, -c, 'printf "written by uid %s" "$(id -u)" > /dev/termination-log']
+  - name: logs
+    image: localhost/cubelet/busybox:1
+    command: [sh, -c, 'echo starting; echo "fatal: no config" >&2; exit 4']
+    terminationMessagePolicy: FallbackToLogsOnError
+EOF
+check "activeDeadlineSeconds: 3: the pod is Failed" wait_until 30 phase deadline Failed
+is "$(podq deadline '[.reason, .message] | join(": ")')" \
+	"DeadlineExceeded: Pod was active on the node longer than the specified deadline" "...DeadlineExceeded, kubelet's message"
+check "pod lastwords ends (Failed: one container exited 4)" wait_until 60 phase lastwords Failed
+is "$(podq lastwords '.containers[0].lastTermination.message')" "written by uid 1000" \
+	"a container's /dev/termination-log (mode 0666: written by uid 1000) is its termination message"
+is "$(podq lastwords '.containers[1].lastTermination.message')" "$(printf 'starting\nfatal: no config')" \
+	"FallbackToLogsOnError: a failed container's log tail is its message"
+files=$(find "$T/state" -path '*/containers/file/*' -o -path '*/containers/logs/*' -type f | wc -l)
+is "$files" 2 "...each container a file of its own under <stateDir>/pods/<uid>/containers/<name>/"
+
 # ---- a manifest removed: its pod stops ----------------------------------------------------------------
-rm -f "$T/manifests/crash.yaml" "$T/manifests/probe.yaml"
-gone() { [ -z "$(podq crash .uid)$(podq probe .uid)" ]; }
+rm -f "$T/manifests/crash.yaml" "$T/manifests/probe.yaml" "$T/manifests/deadline.yaml" "$T/manifests/lastwords.yaml"
+gone() { [ -z "$(podq crash .uid)$(podq probe .uid)$(podq deadline .uid)$(podq lastwords .uid)" ]; }
+
 check "manifests removed: their pods leave" wait_until 60 gone
 no_containers() { [ "$(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null | wc -l)" = 2 ]; }
 check "...and their containers are gone from the runtime (env's two tasks remain)" wait_until 60 no_containers
+no_files() { [ -z "$(find "$T/state" -path '*/containers/file*' -o -path '*/containers/logs*')" ]; }
+check "...and their termination message files" wait_until 20 no_files
 check "cubelet is still running" kill -0 "$PID_CUBELET"
 echo "1..$n"

@@ -143,6 +143,23 @@ static void test_pod_ip_kept_when_unknown(void **state) {
         lc_pod_free(p);
 }
 
+/* activeDeadlineSeconds counts from the pod's start (latency.event) */
+static void test_deadline(void **state) {
+        LcPod *p = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  activeDeadlineSeconds: 5\n"
+                            "  containers:\n  - {name: app, image: x}\n");
+
+        (void) state;
+        assert_int_equal(p->active_deadline_s, 5);
+        assert_int_equal(lc_pod_deadline_usec(p), 0); /* not started */
+        p->latency.event = 7 * SEC;
+        assert_int_equal(lc_pod_deadline_usec(p), 12 * SEC);
+        p->active_deadline_s = 1; /* the API server lowered it */
+        assert_int_equal(lc_pod_deadline_usec(p), 8 * SEC);
+        p->active_deadline_s = 0;
+        assert_int_equal(lc_pod_deadline_usec(p), 0);
+        lc_pod_free(p);
+}
+
 static void test_missing_container_needs_sync(void **state) {
         LcPod *p = make_pod(ONE);
         Obs x;
@@ -232,10 +249,9 @@ static void test_oom_reported_once(void **state) {
         lc_pod_free(p);
 }
 
-static const char *const INIT =
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  restartPolicy: Never\n"
-        "  initContainers:\n  - {name: setup, image: x}\n"
-        "  containers:\n  - {name: app, image: x}\n";
+static const char *const INIT = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  restartPolicy: Never\n"
+                                "  initContainers:\n  - {name: setup, image: x}\n"
+                                "  containers:\n  - {name: app, image: x}\n";
 
 static void test_init_gates_apps(void **state) {
         LcPod *p = make_pod(INIT);
@@ -420,6 +436,7 @@ int main(void) {
                 cmocka_unit_test(test_cpu_request),
                 cmocka_unit_test(test_actions),
                 cmocka_unit_test(test_pod_ip_kept_when_unknown),
+                cmocka_unit_test(test_deadline),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

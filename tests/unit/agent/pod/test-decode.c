@@ -1036,6 +1036,34 @@ static void test_err_grace_period(void **state) {
                    "x.yaml:6: spec.terminationGracePeriodSeconds: Invalid type: expected integer, got string");
 }
 
+/* activeDeadlineSeconds: a positive int32 (the API's range); 0, negative and
+ * too large are refused with it; null and absent are none */
+static void test_active_deadline(void **state) {
+        Pod *p = NULL;
+        CubError e = {};
+        const char *ok = HDR "  activeDeadlineSeconds: 5\n" CTR, *none = HDR "  activeDeadlineSeconds: null\n" CTR;
+
+        (void) state;
+        assert_int_equal(pod_decode(ok, strlen(ok), "x.yaml", POD_FORMAT_AUTO, &p, &e), 0);
+        assert_int_equal(p->active_deadline_seconds, 5);
+        pod_free(p);
+        assert_int_equal(pod_decode(none, strlen(none), "x.yaml", POD_FORMAT_AUTO, &p, &e), 0);
+        assert_int_equal(p->active_deadline_seconds, 0);
+        pod_free(p);
+        assert_int_equal(pod_decode(MIN, strlen(MIN), "x.yaml", POD_FORMAT_AUTO, &p, &e), 0);
+        assert_int_equal(p->active_deadline_seconds, 0);
+        pod_free(p);
+        DECODE_ERR("x.yaml", HDR "  activeDeadlineSeconds: 0\n" CTR, EINVAL,
+                   "x.yaml:6: spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, "
+                   "inclusive");
+        DECODE_ERR("x.yaml", HDR "  activeDeadlineSeconds: -3\n" CTR, EINVAL,
+                   "x.yaml:6: spec.activeDeadlineSeconds: Invalid value: -3: must be between 1 and 2147483647, "
+                   "inclusive");
+        DECODE_ERR("x.yaml", HDR "  activeDeadlineSeconds: 2147483648\n" CTR, EINVAL,
+                   "x.yaml:6: spec.activeDeadlineSeconds: Invalid value: 2147483648: must be between 1 and "
+                   "2147483647, inclusive");
+}
+
 static void test_err_priority_range(void **state) {
         (void) state;
         DECODE_ERR("x.yaml", HDR "  priority: 3000000000\n" CTR, EINVAL,
@@ -1320,6 +1348,7 @@ int main(void) {
                 cmocka_unit_test(test_err_containers_missing_or_empty),
                 cmocka_unit_test(test_err_enums),
                 cmocka_unit_test(test_err_grace_period),
+                cmocka_unit_test(test_active_deadline),
                 cmocka_unit_test(test_err_priority_range),
                 cmocka_unit_test(test_err_bool_type),
                 cmocka_unit_test(test_err_quantities),
