@@ -12,7 +12,8 @@
 # conformance set: Conformance && (sig-node || sig-storage) && !Serial && !Disruptive && !Slow);
 # CONFORMANCE_LIST: a file of test names (tests/conformance/fast.txt), the focus instead;
 # CONFORMANCE_SHARD=i/n: the i-th of n parts of the selected tests (1-based); CONFORMANCE_TIMEOUT:
-# ginkgo's timeout (default 3h). Writes OUT_DIR/junit.xml, OUT_DIR/results.tsv (test, passed|
+# ginkgo's timeout (default 3h); CONFORMANCE_ARGS: more e2e.test arguments (--ginkgo.seed N, the
+# seed a run prints, repeats its order). Writes OUT_DIR/junit.xml, OUT_DIR/results.tsv (test, passed|
 # failed|skipped, seconds), the e2e log and the agent's; prints TAP, a line per test.
 set -u
 B=${1:?usage: run.sh BUILD_DIR cubelet|kubelet OUT_DIR}
@@ -127,8 +128,10 @@ if [ -n "${CONFORMANCE_SHARD:-}" ]; then
 fi
 t0=$(date +%s)
 e2e ${focus:+--ginkgo.focus "$focus"} --ginkgo.junit-report "$OUT/junit.xml" \
-	--ginkgo.timeout "${CONFORMANCE_TIMEOUT:-3h}" --ginkgo.flake-attempts 1 >"$OUT/e2e.log" 2>&1
+	--ginkgo.timeout "${CONFORMANCE_TIMEOUT:-3h}" --ginkgo.flake-attempts 1 ${CONFORMANCE_ARGS:-} >"$OUT/e2e.log" 2>&1
 rc=$?
+# the order of the tests (ginkgo randomises it): CONFORMANCE_ARGS="--ginkgo.seed N" repeats it
+echo "# $(grep -m1 '^Random Seed' "$OUT/e2e.log")"
 wall=$(($(date +%s) - t0))
 /usr/bin/python3 "$ROOT/tests/conformance/junit.py" "$OUT/junit.xml" >"$OUT/results.tsv" ||
 	fail "the suite wrote $OUT/junit.xml (e2e.test exit $rc)" "$(tail -n 20 "$OUT/e2e.log")"

@@ -16,11 +16,10 @@
 # its scenarios that did not finish run once more in a fresh VM.
 #
 # Two tiers. `make test` runs the "ci" tier: every scenario but those whose
-# header says "# vm-tier: full", and only 10-cgroup-kubepods a second time
-# under the systemd driver (22-cgroup-driver runs pods under both drivers).
+# header says "# vm-tier: full", and the whole systemd-driver matrix
+# (22-cgroup-driver also runs pods under both drivers).
 # tests/vm/extra (issue 23's scenarios) is in both. `make test-full`
-# (VM_TIER=full) runs everything: those scenarios, the whole driver matrix
-# and the parts of 97-cluster it keeps for that tier (VM_TIER reaches the
+# (VM_TIER=full) runs everything: those scenarios and the parts of 97-cluster it keeps for that tier (VM_TIER reaches the
 # guests). Under software emulation on 2 cores the full tier takes about
 # twice as long as CI allows (tests/vm/README.md).
 #   VM_TIER=ci|full               which tier (default ci)
@@ -29,9 +28,9 @@
 #                                 NAME@systemd whatever the matrix)
 #   VM_DRIVER_MATRIX="20-pods ..." the scenarios run a second time with the
 #                                 systemd cgroup driver, as NAME@systemd
-#                                 (ci: 10-cgroup-kubepods; full: also
-#                                 20-pods 21-recovery 30-admission
-#                                 40-eviction; empty: none)
+#                                 (both tiers: 10-cgroup-kubepods 20-pods
+#                                 21-recovery 30-admission 40-eviction;
+#                                 empty: none)
 #   VM_JOBS=N                     guests run at once (default 2)
 #   VM_PLAN_ONLY=1                print each guest's scenarios and stop
 #   VM_TIMINGS=FILE               "WHAT<TAB>SECONDS" lines appended: each
@@ -53,7 +52,7 @@ VM_JOBS=${VM_JOBS:-2}
 VM_TIER=${VM_TIER:-ci}
 export VM_TIER # the guests' too (run-vm.sh writes it in their env)
 case $VM_TIER in
-ci) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 30-admission} ;;
+ci) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction} ;;
 full) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction} ;;
 *)
 	echo "run-scenarios: VM_TIER must be ci or full, not '$VM_TIER'" >&2
