@@ -230,6 +230,11 @@ void lc_pod_set_spec(LcPod *p, WorkerSpec *spec);
 LcPod *lc_pod_free(LcPod *p);
 /* A terminal pod becomes a new attempt: statuses and back-off reset. */
 void lc_pod_reset(LcPod *p);
+/* A terminal pod's containers as its stop left them (o: the kill job's
+ * record): each one recorded is terminated with its exit code, reason,
+ * times and message, as kubelet shows the stopped containers it keeps. */
+void lc_pod_observe_final(LcPod *p, const WorkerObserved *o);
+
 /* When the pod has been active for its activeDeadlineSeconds, counted from
  * its start (status.startTime: latency.event), CLOCK_MONOTONIC µs; 0: no
  * deadline (kubelet's activeDeadlineHandler). */

@@ -101,6 +101,31 @@ void lc_pod_reset(LcPod *p) {
         memset(p->statuses, 0, p->n * sizeof(LcContainerStatus));
 }
 
+static bool same_text(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+void lc_pod_observe_final(LcPod *p, const WorkerObserved *o) {
+        for (size_t k = 0; o && k < p->n; k++) {
+                const WorkerContainer *wc = worker_observed_container(o, pod_container_at(p->spec->pod, k, NULL)->name);
+                LcContainerStatus *st = &p->statuses[k];
+
+                if (!wc)
+                        continue;
+                (void) snprintf(st->id, sizeof(st->id), "%s", wc->id);
+                st->state = LC_CONTAINER_TERMINATED;
+                st->exit_code = wc->exit_code;
+                (void) snprintf(st->reason, sizeof(st->reason), "%s", wc->reason ? wc->reason : "");
+                st->started_at = wc->started_at;
+                st->finished_at = wc->finished_at;
+                if (!same_text(st->term_message, wc->message)) {
+                        free(st->term_message);
+                        st->term_message = wc->message ? strdup(wc->message) : NULL;
+                }
+                st->terminated_before = true;
+        }
+}
+
 uint64_t lc_pod_deadline_usec(const LcPod *p) {
         if (p->active_deadline_s <= 0 || !p->latency.event)
                 return 0;
@@ -164,10 +189,6 @@ static void count_termination(LcBackoff *bo, const WorkerContainer *wc, uint64_t
         bo->crashes = long_run ? 1 : bo->crashes + 1;
         /* the first restart is at once */
         bo->next_usec = now + (bo->crashes <= 1 ? 0 : lc_backoff_delay(bo->crashes));
-}
-
-static bool same_text(const char *a, const char *b) {
-        return a == b || (a && b && strcmp(a, b) == 0);
 }
 
 bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {

@@ -308,6 +308,9 @@ static void on_kill_done(Agent *a, WorkerJob *j) {
         /* a pod of the table (rejected, evicted, preempted) keeps the event */
         if (j->r < 0 && agent_find_pod(a, j->uid))
                 lc_pod_event(agent_find_pod(a, j->uid), true, "FailedKillPod", now, "error killing pod: %s", j->error);
+        /* a pod of the table keeps its containers' last state (kubelet keeps the stopped containers) */
+        if (j->r >= 0 && j->n_observed == 1 && agent_find_pod(a, j->uid) && agent_find_pod(a, j->uid)->terminal)
+                lc_pod_observe_final(agent_find_pod(a, j->uid), &j->observed[0]);
         switch (agent_stops_done(a, j, now, &attempts)) {
         case KILL_FAILED_NEW:
                 e = kill_table_find(&a->stops.kills, j->uid);

@@ -244,7 +244,60 @@ static int stop_all(WorkerPool *p, const Pod *pod, const char *pod_ip, int64_t g
 
 /* Stops every container of a sandbox (stop_all), removes them, then the
  * sandbox; pod (NULL: unknown) gives the preStop hooks and the order. */
-static int teardown_sandbox(WorkerPool *p, const Pod *pod, const char *sandbox_id, int64_t grace, CubError *err) {
+/* What the stopped containers ct ended with, into o: kubelet keeps a
+ * stopped container (and so its last state) until its GC; cubelet removes
+ * it, and hands its state to the loop instead. The newest attempt per name. */
+static void record_final(WorkerPool *p, const CriContainer *ct, size_t n, WorkerObserved *o) {
+        for (size_t i = 0; o && i < n; i++) {
+                CriContainerStatus st;
+                CubError e = {};
+                WorkerContainer *c = NULL;
+                char *id, *name;
+
+                for (size_t k = 0; k < o->n_containers && !c; k++)
+                        if (strcmp(o->containers[k].name, ct[i].name) == 0)
+                                c = &o->containers[k];
+                if (c && c->attempt > ct[i].attempt)
+                        continue;
+                if (cri_container_status(p->cri, ct[i].id, &st, &e) < 0)
+                        continue;
+                id = strdup(ct[i].id);
+                name = strdup(ct[i].name);
+                if (st.state != CRI_CONTAINER_EXITED || !id || !name) {
+                        free(id);
+                        free(name);
+                        cri_container_status_done(&st);
+                        continue;
+                }
+                if (c)
+                        worker_container_done(c);
+                else {
+                        WorkerContainer *nc = realloc(o->containers, (o->n_containers + 1) * sizeof(*nc));
+
+                        if (!nc) {
+                                free(id);
+                                free(name);
+                                cri_container_status_done(&st);
+                                return;
+                        }
+                        o->containers = nc;
+                        c = &nc[o->n_containers++];
+                }
+                *c = (WorkerContainer){ .id = id,
+                                        .name = name,
+                                        .attempt = ct[i].attempt,
+                                        .state = CRI_CONTAINER_EXITED,
+                                        .exit_code = st.exit_code,
+                                        .started_at = st.started_at,
+                                        .finished_at = st.finished_at,
+                                        .message = worker_term_message_of(&st) };
+                c->reason = TAKE_PTR(st.reason);
+                cri_container_status_done(&st);
+        }
+}
+
+static int teardown_sandbox(WorkerPool *p, const Pod *pod, const char *sandbox_id, int64_t grace, WorkerObserved *final,
+                            CubError *err) {
         CriContainer *ct = NULL;
         size_t n = 0;
         _cleanup_free_ char *pod_ip = NULL;
@@ -257,6 +310,8 @@ static int teardown_sandbox(WorkerPool *p, const Pod *pod, const char *sandbox_i
         if (pod && !pod->host_network)
                 (void) worker_sandbox_ip(p, sandbox_id, &pod_ip, NULL);
         r = stop_all(p, pod, pod_ip, grace, ct, n, err);
+        if (r >= 0)
+                record_final(p, ct, n, final);
         for (size_t i = 0; i < n && r >= 0; i++)
                 r = cri_remove_container(p->cri, ct[i].id, err);
         if (r >= 0)
@@ -268,7 +323,8 @@ static int teardown_sandbox(WorkerPool *p, const Pod *pod, const char *sandbox_i
 }
 
 int worker_kill_uid(WorkerPool *p, const Pod *pod, const char *uid, const char *keep_hash, int64_t grace,
-                    uint32_t *ret_attempt, bool *ret_have_ready, char **ret_ready_id, CubError *err) {
+                    WorkerObserved *final, uint32_t *ret_attempt, bool *ret_have_ready, char **ret_ready_id,
+                    CubError *err) {
         const char *selector[] = { WORKER_LABEL_UID, uid, NULL };
         CriSandbox *sb = NULL;
         size_t n = 0;
@@ -288,7 +344,7 @@ int worker_kill_uid(WorkerPool *p, const Pod *pod, const char *uid, const char *
                         *ret_ready_id = strdup(sb[i].id);
                         continue;
                 }
-                r = teardown_sandbox(p, pod, sb[i].id, grace, err);
+                r = teardown_sandbox(p, pod, sb[i].id, grace, final, err);
                 if (r < 0)
                         break;
         }
@@ -299,7 +355,14 @@ int worker_kill_uid(WorkerPool *p, const Pod *pod, const char *uid, const char *
 int worker_job_kill(WorkerPool *p, WorkerJob *j, CubError *err) {
         int r;
 
-        r = worker_kill_uid(p, j->spec ? j->spec->pod : NULL, j->uid, NULL, j->grace, NULL, NULL, NULL, err);
+        /* the containers' last state: a pod of the table (failed, evicted) shows it, as kubelet's */
+        j->observed = calloc(1, sizeof(WorkerObserved));
+        if (j->observed) {
+                j->n_observed = 1;
+                j->observed->uid = strdup(j->uid);
+        }
+        r = worker_kill_uid(p, j->spec ? j->spec->pod : NULL, j->uid, NULL, j->grace, j->observed, NULL, NULL, NULL,
+                            err);
         if (r < 0)
                 return r;
         worker_term_remove(p->pods_dir, j->uid);

@@ -145,17 +145,9 @@ int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err) {
                         c->exit_code = st.exit_code;
                         c->started_at = st.started_at;
                         c->finished_at = st.finished_at;
+                        c->message = worker_term_message_of(&st);
                         free(c->reason);
                         c->reason = TAKE_PTR(st.reason);
-                        {
-                                const char *policy = cri_kv_get(st.labels, WORKER_LABEL_TERM_POLICY);
-                                /* kubelet: a container that could not even start has no logs */
-                                bool fallback = policy && strcmp(policy, "FallbackToLogsOnError") == 0 &&
-                                                st.exit_code != 0 && strcmp(c->reason, "ContainerCannotRun") != 0;
-
-                                c->message = worker_term_message(cri_kv_get(st.labels, WORKER_LABEL_TERM_FILE),
-                                                                 fallback, st.log_path, st.message);
-                        }
                         cri_container_status_done(&st);
                 }
         j->observed = TAKE_PTR(obs);

@@ -475,7 +475,7 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
 
         /* keep the ready sandbox of this spec; tear down stale ones (spec changed, not ready) */
         x->stage = WORKER_FAIL_KILL;
-        r = worker_kill_uid(p, NULL, pod->uid, hash, pod->termination_grace_period_seconds, &attempt, &have_ready,
+        r = worker_kill_uid(p, NULL, pod->uid, hash, pod->termination_grace_period_seconds, NULL, &attempt, &have_ready,
                             &sandbox_id, err);
         if (r < 0)
                 return r;

@@ -226,6 +226,15 @@ char *worker_term_message(const char *host_path, bool fallback, const char *log_
         return utf8_valid(msg);
 }
 
+char *worker_term_message_of(const CriContainerStatus *st) {
+        const char *policy = cri_kv_get(st->labels, WORKER_LABEL_TERM_POLICY);
+        /* kubelet: a container that could not even start has no logs */
+        bool fallback = policy && strcmp(policy, "FallbackToLogsOnError") == 0 && st->exit_code != 0 &&
+                        !(st->reason && strcmp(st->reason, "ContainerCannotRun") == 0);
+
+        return worker_term_message(cri_kv_get(st->labels, WORKER_LABEL_TERM_FILE), fallback, st->log_path, st->message);
+}
+
 static int remove_one(const char *path, const struct stat *s, int flag, struct FTW *f) {
         (void) s;
         (void) f;

@@ -77,8 +77,12 @@ void worker_stop_order(const Pod *pod, const char *const *names, size_t n, bool 
 /* Tears down the sandboxes of pod uid; with keep_hash, the first ready one
  * of that config hash is kept and its id returned in *ret_ready_id, and
  * *ret_attempt is set past every attempt seen. */
+/* final (NULL: not wanted): what each container stopped ended with (its
+ * last state: exit code, reason, times, termination message), the newest
+ * attempt per name */
 int worker_kill_uid(WorkerPool *p, const Pod *pod, const char *uid, const char *keep_hash, int64_t grace,
-                    uint32_t *ret_attempt, bool *ret_have_ready, char **ret_ready_id, CubError *err);
+                    WorkerObserved *final, uint32_t *ret_attempt, bool *ret_have_ready, char **ret_ready_id,
+                    CubError *err);
 
 /* network (network.c): the pod IP of a sandbox, from the pool's cache or
  * PodSandboxStatus (NULL: none); remember/prune keep the cache. */
@@ -132,4 +136,6 @@ int worker_pod_groups(const Pod *pod, int64_t **ret, size_t *ret_n);
  * removed */
 int worker_term_file(const char *pods_dir, const char *uid, const char *container, char **ret_path, CubError *err);
 char *worker_term_message(const char *host_path, bool fallback, const char *log_path, const char *runtime_message);
+/* the message of ended container st, as its labels say (file, policy) */
+char *worker_term_message_of(const CriContainerStatus *st);
 void worker_term_remove(const char *pods_dir, const char *uid);

@@ -223,12 +223,15 @@ spec:
     command: [sh, -c, 'printf "written by uid %s" "$(id -u)" > /dev/termination-log']
   - name: logs
     image: localhost/cubelet/busybox:1
-    command: [sh, -c, 'echo starting; echo "fatal: no config" >&2; exit 4']
+    command: [sh, -c, 'echo starting >&2; echo "fatal: no config" >&2; exit 4']
     terminationMessagePolicy: FallbackToLogsOnError
 EOF
 check "activeDeadlineSeconds: 3: the pod is Failed" wait_until 30 phase deadline Failed
 is "$(podq deadline '[.reason, .message] | join(": ")')" \
 	"DeadlineExceeded: Pod was active on the node longer than the specified deadline" "...DeadlineExceeded, kubelet's message"
+stopped() { [ "$(podq deadline '.containers[0] | [.state, .lastTermination.exitCode] | join(" ")')" = "Terminated 0" ]; }
+check "...its container Terminated, exit 0 (its TERM trap): the last state the stop left, as kubelet's" \
+	wait_until 20 stopped
 check "pod lastwords ends (Failed: one container exited 4)" wait_until 60 phase lastwords Failed
 is "$(podq lastwords '.containers[0].lastTermination.message')" "written by uid 1000" \
 	"a container's /dev/termination-log (mode 0666: written by uid 1000) is its termination message"

@@ -160,6 +160,34 @@ static void test_deadline(void **state) {
         lc_pod_free(p);
 }
 
+/* a terminal pod's containers as its stop left them: terminated, exit code,
+ * reason and message; one not recorded keeps its state */
+static void test_observe_final(void **state) {
+        LcPod *p = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers:\n"
+                            "  - {name: app, image: x}\n  - {name: other, image: x}\n");
+        Obs x;
+        WorkerContainer *c;
+
+        (void) state;
+        obs_init(&x, p);
+        add(&x, "app", CRI_CONTAINER_RUNNING, 0, 1, 0);
+        add(&x, "other", CRI_CONTAINER_RUNNING, 0, 1, 0);
+        (void) lc_pod_observe(p, &x.o, 5 * SEC);
+        lc_pod_set_failed(p, "DeadlineExceeded", "deadline", 30);
+        obs_init(&x, p);
+        c = add(&x, "app", CRI_CONTAINER_EXITED, 143, 1, 2);
+        c->reason = (char *) "Error";
+        c->message = (char *) "bye";
+        lc_pod_observe_final(p, &x.o);
+        assert_int_equal(p->statuses[0].state, LC_CONTAINER_TERMINATED);
+        assert_int_equal(p->statuses[0].exit_code, 143);
+        assert_string_equal(p->statuses[0].reason, "Error");
+        assert_string_equal(p->statuses[0].term_message, "bye");
+        assert_int_equal(p->statuses[0].finished_at, 2);
+        assert_int_not_equal(p->statuses[1].state, LC_CONTAINER_TERMINATED);
+        lc_pod_free(p);
+}
+
 static void test_missing_container_needs_sync(void **state) {
         LcPod *p = make_pod(ONE);
         Obs x;
@@ -437,6 +465,7 @@ int main(void) {
                 cmocka_unit_test(test_actions),
                 cmocka_unit_test(test_pod_ip_kept_when_unknown),
                 cmocka_unit_test(test_deadline),
+                cmocka_unit_test(test_observe_final),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
