@@ -77,6 +77,7 @@ run_suite "native lane: the oracle's self-test (tests/data/oracle-selftest)" env
 if [ -x build/conformance/e2e.test ]; then
         run_suite "native lane: Kubernetes' conformance subset against cubelet (tests/conformance/fast.txt)" \
                 env CONFORMANCE_LIST=tests/conformance/fast.txt CONFORMANCE_TIMEOUT=15m \
+                CONFORMANCE_LABELS='(Conformance || NodeConformance) && (sig-node || sig-storage) && !Serial && !Disruptive && !Slow' \
                 tests/conformance/run.sh "$B" cubelet build/conformance/fast
 else
         echo "FAIL native lane: Kubernetes' conformance subset: no build/conformance/e2e.test (make conformance-peers)"

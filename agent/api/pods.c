@@ -321,7 +321,8 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
                 condition("PodReadyToStartContainers", sandbox, NULL, NULL, p->cond_since[LC_POD_COND_SANDBOX]),
                 condition("Initialized", pc.initialized, pc.initialized_reason, pc.init_message,
                           p->cond_since[LC_POD_COND_INITIALIZED]),
-                condition("Ready", pc.ready, pc.ready_reason, pc.message, p->cond_since[LC_POD_COND_READY]),
+                condition("Ready", pc.ready, pc.gates_reason ?: pc.ready_reason,
+                          pc.gates_reason ? pc.gates_message : pc.message, p->cond_since[LC_POD_COND_READY]),
                 condition("ContainersReady", pc.containers_ready, pc.ready_reason, pc.message,
                           p->cond_since[LC_POD_COND_CONTAINERS_READY]),
                 condition("PodScheduled", true, NULL, NULL, p->latency.event ? pod_start(p, info) : 0));

@@ -168,6 +168,9 @@ typedef struct LcPod {
         /* activeDeadlineSeconds (0: none): its spec's, then what the API
          * server says while the pod runs (the hash leaves it out) */
         int64_t active_deadline_s;
+        /* readiness gates: the status of the condition each one names, as
+         * the API server last gave it (LcGate, spec order; NULL: none) */
+        unsigned char *gates;
         char **victims; /* preemption victims still stopping; the sync waits for them */
         size_t n_victims;
         unsigned resources_gen;    /* the container-resources generation its running containers have */
@@ -272,7 +275,16 @@ typedef struct LcPodConditions {
         const char *ready_reason;       /* "ContainersNotReady", "PodCompleted", "PodFailed" or NULL */
         char message[LC_MESSAGE_MAX];   /* "containers with unready status: [a b]" */
         char init_message[LC_MESSAGE_MAX];
+        /* the containers are ready, a readiness gate is not: Ready's own
+         * reason ("ReadinessGatesNotReady") and message, NULL otherwise */
+        const char *gates_reason;
+        char gates_message[LC_MESSAGE_MAX];
 } LcPodConditions;
+/* readiness gates: a gate's condition in the pod's status */
+typedef enum LcGate { LC_GATE_NONE, LC_GATE_TRUE, LC_GATE_FALSE, LC_GATE_UNKNOWN } LcGate;
+/* Takes the gates' condition statuses of pod (pod->gate_status, the same
+ * readiness gates as p's spec); true when one changed. */
+bool lc_pod_set_gates(LcPod *p, const Pod *pod);
 void lc_pod_conditions(const LcPod *p, LcPodConditions *ret);
 /* Records a transition of each condition at now (unix s); returns whether
  * one changed. */

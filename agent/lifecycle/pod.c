@@ -36,6 +36,7 @@ void lc_pod_set_spec(LcPod *p, WorkerSpec *spec) {
         p->spec = worker_spec_ref(spec);
         worker_spec_unref(old);
         p->active_deadline_s = spec->pod->active_deadline_seconds;
+        (void) lc_pod_set_gates(p, spec->pod);
         p->cpu_request_milli = p->memory_request = 0;
         if (pod_effective(spec->pod, &eff, NULL) >= 0) {
                 (void) pod_resource_get(&eff.requests, "cpu", &cpu);
@@ -77,6 +78,7 @@ LcPod *lc_pod_free(LcPod *p) {
                 free(p->victims[i]);
         free(p->victims);
         free(p->backoff);
+        free(p->gates);
         for (size_t k = 0; p->statuses && k < p->n; k++)
                 free(p->statuses[k].term_message);
         free(p->statuses);
@@ -124,6 +126,29 @@ void lc_pod_observe_final(LcPod *p, const WorkerObserved *o) {
                 }
                 st->terminated_before = true;
         }
+}
+
+bool lc_pod_set_gates(LcPod *p, const Pod *pod) {
+        size_t n = p->spec->pod->readiness_gates.n;
+        unsigned char *g;
+        bool changed = false;
+
+        if (n == 0)
+                return false;
+        if (!p->gates && !(p->gates = calloc(n, 1)))
+                return false; /* out of memory: the gates stay unmet */
+        g = p->gates;
+        for (size_t i = 0; i < n; i++) {
+                const char *s = i < pod->gate_status.n ? pod->gate_status.items[i] : "";
+                unsigned char v = strcmp(s, "True") == 0    ? LC_GATE_TRUE
+                                  : strcmp(s, "False") == 0 ? LC_GATE_FALSE
+                                  : *s                      ? LC_GATE_UNKNOWN
+                                                            : LC_GATE_NONE;
+
+                changed = changed || g[i] != v;
+                g[i] = v;
+        }
+        return changed;
 }
 
 uint64_t lc_pod_deadline_usec(const LcPod *p) {
@@ -411,6 +436,25 @@ void lc_pod_conditions(const LcPod *p, LcPodConditions *ret) {
                 return;
         }
         ret->containers_ready = ret->ready = true;
+        /* readiness gates: GeneratePodReadyCondition, each unmet gate's words */
+        for (size_t i = 0; i < pod->readiness_gates.n; i++) {
+                unsigned g = p->gates ? p->gates[i] : LC_GATE_NONE;
+                size_t len = strlen(ret->gates_message);
+
+                if (g == LC_GATE_TRUE)
+                        continue;
+                ret->ready = false;
+                ret->gates_reason = "ReadinessGatesNotReady";
+                if (g == LC_GATE_NONE)
+                        (void) snprintf(ret->gates_message + len, sizeof(ret->gates_message) - len,
+                                        "%scorresponding condition of pod readiness gate \"%s\" does not exist.",
+                                        len ? ", " : "", pod->readiness_gates.items[i]);
+                else
+                        (void) snprintf(ret->gates_message + len, sizeof(ret->gates_message) - len,
+                                        "%sthe status of pod readiness gate \"%s\" is not \"True\", but %s",
+                                        len ? ", " : "", pod->readiness_gates.items[i],
+                                        g == LC_GATE_FALSE ? "False" : "Unknown");
+        }
 }
 
 bool lc_pod_track_conditions(LcPod *p, int64_t now) {

@@ -14,6 +14,7 @@
 
 #include "../../cri/cri.h"
 #include "../managers/managers.h"
+#include "../pod/api-status.h"
 #include "../pod/resize.h"
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
@@ -237,17 +238,10 @@ static void api_entry(const json_t *o, PodsrcEntry *e) {
         (void) snprintf(hash, sizeof(hash), "%08x", cub_fnv32a_str(CUB_FNV32_OFFSET, spec));
         free(e->pod->config_hash);
         e->pod->config_hash = strdup(hash);
-        /* already Succeeded or Failed (before a restart of cubelet, or on
-         * another node's watch): kubelet does not run such a pod again */
-        {
-                const json_t *st = json_object_get(o, "status");
-
-                if (kube_status_terminal(st)) {
-                        e->pod->api_phase = strdup(json_string_value(json_object_get(st, "phase")));
-                        e->pod->api_reason = strdup(json_string_value(json_object_get(st, "reason")) ?: "");
-                        e->pod->api_message = strdup(json_string_value(json_object_get(st, "message")) ?: "");
-                }
-        }
+        /* already Succeeded or Failed (before a restart of cubelet, or on another node's watch): kubelet
+         * does not run such a pod again; the conditions its readiness gates name (not in the hash) */
+        if (pod_take_api_status(e->pod, json_object_get(o, "status")) < 0)
+                cub_log(LOG_ERR, "%s: out of memory reading its status", source);
 }
 
 /* a pod being deleted with a deletionGracePeriodSeconds shorter than its own

@@ -195,6 +195,12 @@ static void merge_set(Agent *a, PodsrcSet *set, uint64_t now, bool api) {
                     strcmp(p->spec->pod->config_hash, set->items[i].pod->config_hash) == 0) {
                         p->wanted = true;
                         /* activeDeadlineSeconds may change while the pod runs (not in the hash) */
+                        /* readiness gates: what the API server says of their conditions */
+                        if (lc_pod_set_gates(p, set->items[i].pod)) {
+                                (void) lc_pod_track_conditions(
+                                        p, (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
+                                agent_notify_status(a);
+                        }
                         if (p->active_deadline_s != set->items[i].pod->active_deadline_seconds) {
                                 p->active_deadline_s = set->items[i].pod->active_deadline_seconds;
                                 agent_request_relist(a);

@@ -84,6 +84,7 @@ Pod *pod_free(Pod *pod) {
         free(pod->restart_policy);
         free(pod->service_account_name), free(pod->service_account); /* env sources */
         pod_strv_done(&pod->image_pull_secrets);
+        pod_strv_done(&pod->readiness_gates), pod_strv_done(&pod->gate_status);
         free(pod->api_phase), free(pod->api_reason), free(pod->api_message);
         free(pod->priority_class_name);
         free(pod->preemption_policy);
@@ -257,6 +258,7 @@ static const PodField spec_fields[] = {
           .offset = offsetof(Pod, termination_grace_period_seconds),
           .set_offset = offsetof(Pod, termination_grace_period_seconds_set) },
         { .name = "activeDeadlineSeconds", .decode = pod_dec_int64, .offset = offsetof(Pod, active_deadline_seconds) },
+        POD_READINESS_GATES_FIELD,
         { .name = "priority",
           .decode = pod_dec_int32,
           .offset = offsetof(Pod, priority),

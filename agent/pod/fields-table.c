@@ -49,6 +49,11 @@ static const char *const scheduler_default[] = { "default-scheduler", NULL };
 
 /* ---- the pod network ------------------------------------------------------ */
 
+static const PodFieldRule readiness_gate[] = {
+        A("conditionType"),
+        END,
+};
+
 static const PodFieldRule host_alias[] = {
         A("ip"),
         A("hostnames"),
@@ -533,7 +538,7 @@ static const PodFieldRule pod_spec[] = {
         A("setHostnameAsFQDN"),
         AL("hostAliases", host_alias),
         AO("dnsConfig", dns_config),
-        R("readinessGates"),
+        AL("readinessGates", readiness_gate),
         R("runtimeClassName"),
         END,
 };

@@ -191,6 +191,15 @@ extern const char *const pod_dns_policies[];
         }
 int pod_network_validate(PodDec *d, json_t *root, Pod *pod);
 void pod_network_done(Pod *pod);
+/* readiness gates (api-status.c): spec.readinessGates, each conditionType a qualified name */
+extern const PodField pod_readiness_gate_fields[];
+int pod_readiness_gate_post(PodDec *d, json_t *obj, void *base);
+#define POD_READINESS_GATES_FIELD                                                                                 \
+        {                                                                                                         \
+                .name = "readinessGates", .decode = pod_dec_object_array,                                         \
+                .offset = offsetof(Pod, readiness_gates.items), .count_offset = offsetof(Pod, readiness_gates.n), \
+                .elem_size = sizeof(char *), .sub = pod_readiness_gate_fields, .post = pod_readiness_gate_post    \
+        }
 /* probes and hooks (decode-probes.c): the Container fields */
 extern const PodField pod_probe_table[];
 extern const PodField pod_lifecycle_table[];

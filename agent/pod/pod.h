@@ -415,7 +415,9 @@ typedef struct Pod {
         int64_t termination_grace_period_seconds; /* defaulted to 30 */
         bool termination_grace_period_seconds_set;
         int64_t active_deadline_seconds; /* 0: none; an API pod's may change while it runs */
-        int32_t priority;                /* from spec.priority or the built-in class */
+        PodStrv readiness_gates;         /* spec.readinessGates[].conditionType */
+        PodStrv gate_status; /* an API pod's: the status of each gate's condition ("": none), not in the hash */
+        int32_t priority;    /* from spec.priority or the built-in class */
         bool priority_set;
         char *priority_class_name;
         char *preemption_policy; /* defaulted to "PreemptLowerPriority" */

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "agent/lifecycle/lifecycle.h"
+#include "agent/pod/api-status.h"
 
 static LcPod *make_pod(const char *yaml) {
         Pod *pod = NULL;
@@ -118,6 +119,49 @@ static void test_new_container_forgets_probes(void **state) {
         lc_pod_free(p);
 }
 
+/* readiness gates (GeneratePodReadyCondition): the containers ready, Ready
+ * waits for each gate's condition to be True, with kubelet's words; the
+ * statuses come from the API pod's status */
+static void test_readiness_gates(void **state) {
+        LcPod *p = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+                            "  readinessGates: [{conditionType: a.io/one}, {conditionType: two}]\n"
+                            "  containers:\n  - {name: a, image: x:1}\n");
+        Pod *api = (Pod *) p->spec->pod;
+        json_t *st = json_pack("{s:s,s:[{s:s,s:s},{s:s,s:s}]}", "phase", "Running", "conditions", "type", "a.io/one",
+                               "status", "False", "type", "Ready", "status", "True");
+        LcPodConditions c;
+
+        (void) state;
+        run(p, 0, "c1");
+        lc_pod_conditions(p, &c);
+        assert_true(c.containers_ready);
+        assert_false(c.ready);
+        assert_string_equal(c.gates_reason, "ReadinessGatesNotReady");
+        assert_string_equal(c.gates_message, "corresponding condition of pod readiness gate \"a.io/one\" does not "
+                                             "exist., corresponding condition of pod readiness gate \"two\" does not "
+                                             "exist.");
+        /* the API server's status: one False, one missing */
+        assert_int_equal(pod_take_api_status(api, st), 0);
+        assert_null(api->api_phase); /* not terminal */
+        assert_true(lc_pod_set_gates(p, api));
+        assert_false(lc_pod_set_gates(p, api));
+        lc_pod_conditions(p, &c);
+        assert_string_equal(c.gates_message, "the status of pod readiness gate \"a.io/one\" is not \"True\", but "
+                                             "False, corresponding condition of pod readiness gate \"two\" does not "
+                                             "exist.");
+        /* both True: Ready */
+        json_decref(st);
+        st = json_pack("{s:[{s:s,s:s},{s:s,s:s}]}", "conditions", "type", "two", "status", "True", "type", "a.io/one",
+                       "status", "True");
+        assert_int_equal(pod_take_api_status(api, st), 0);
+        assert_true(lc_pod_set_gates(p, api));
+        lc_pod_conditions(p, &c);
+        assert_true(c.ready);
+        assert_null(c.gates_reason);
+        json_decref(st);
+        lc_pod_free(p);
+}
+
 static void test_completed(void **state) {
         LcPod *p = make_pod("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n"
                             "  initContainers:\n  - {name: i, image: x:1}\n  containers:\n  - {name: a, image: x:1}\n");
@@ -164,6 +208,7 @@ int main(void) {
                 cmocka_unit_test(test_started_ready),
                 cmocka_unit_test(test_new_container_forgets_probes),
                 cmocka_unit_test(test_completed),
+                cmocka_unit_test(test_readiness_gates),
                 cmocka_unit_test(test_terminal_phases),
         };
 

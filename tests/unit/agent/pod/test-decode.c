@@ -1064,6 +1064,26 @@ static void test_active_deadline(void **state) {
                    "2147483647, inclusive");
 }
 
+/* readinessGates: each conditionType a qualified name */
+static void test_readiness_gates(void **state) {
+        Pod *p = NULL;
+        CubError e = {};
+        const char *ok = HDR "  readinessGates: [{conditionType: example.com/feature-1}, {conditionType: x}]\n" CTR;
+
+        (void) state;
+        assert_int_equal(pod_decode(ok, strlen(ok), "x.yaml", POD_FORMAT_AUTO, &p, &e), 0);
+        assert_int_equal(p->readiness_gates.n, 2);
+        assert_string_equal(p->readiness_gates.items[0], "example.com/feature-1");
+        assert_string_equal(p->readiness_gates.items[1], "x");
+        pod_free(p);
+        DECODE_ERR("x.yaml", HDR "  readinessGates: [{conditionType: -bad}]\n" CTR, EINVAL,
+                   "x.yaml:6: spec.readinessGates[0].conditionType: Invalid value: \"-bad\": name part must consist "
+                   "of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                   "character");
+        DECODE_ERR("x.yaml", HDR "  readinessGates: [{}]\n" CTR, EINVAL,
+                   "x.yaml:6: spec.readinessGates[0].conditionType: Required value");
+}
+
 static void test_err_priority_range(void **state) {
         (void) state;
         DECODE_ERR("x.yaml", HDR "  priority: 3000000000\n" CTR, EINVAL,
@@ -1349,6 +1369,7 @@ int main(void) {
                 cmocka_unit_test(test_err_enums),
                 cmocka_unit_test(test_err_grace_period),
                 cmocka_unit_test(test_active_deadline),
+                cmocka_unit_test(test_readiness_gates),
                 cmocka_unit_test(test_err_priority_range),
                 cmocka_unit_test(test_err_bool_type),
                 cmocka_unit_test(test_err_quantities),
