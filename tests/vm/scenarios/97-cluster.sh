@@ -778,7 +778,14 @@ off_gone() { absent $OFF && absent swapg; }
 t_ok "offline: its pods go" wait_until 120 off_gone
 sed -i '/^  offlinePods: start$/d; /^memorySwap/d' /etc/cubelet/config.yaml
 if [ "${swap_ok:-0}" = 1 ]; then
-	swapoff /dev/zram0
+	# swapoff reads the swapped pages back, charged to the memory cgroup that
+	# swapped them while it lives: with swapb's pod cgroup still at its 80Mi
+	# limit it fails (ENOMEM, the kernel's OOM report; a CI run's reset then
+	# found dev-zram0.swap active). cubelet removes that cgroup once the pod
+	# has gone; then the pages are charged above it.
+	b_pod_gone() { [ -z "$(find /sys/fs/cgroup/kubepods -maxdepth 2 -type d -name "pod$uid" 2>/dev/null)" ]; }
+	t_ok "swap: swapb's pod cgroup removed" wait_until 120 b_pod_gone
+	t_ok "swap: the zram swap turned off (swapoff)" wait_until 60 swapoff /dev/zram0
 	echo 1 >/sys/block/zram0/reset
 fi
 rm -rf "$SW"
