@@ -26,7 +26,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1.0)
 
 # Without the build dependencies, `make` stops at once with one line naming what is missing and
 # `make deps` (as root: apt-get install). The goals that install them first, or need none, skip it.
-NO_DEPS_GOALS := deps vm-deps test test-full demo bench clean vm-clean format format-check deb vm-debs
+NO_DEPS_GOALS := deps vm-deps test demo bench clean vm-clean format format-check deb vm-debs
 ifneq ($(if $(MAKECMDGOALS),$(filter-out $(NO_DEPS_GOALS),$(MAKECMDGOALS)),all),)
 MISSING_DEPS := $(shell tests/check-build-deps.sh '$(CC)' $(PKGS))
 ifneq ($(MISSING_DEPS),)
@@ -89,7 +89,7 @@ LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/libworker.a $(B)/libprob
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: cluster-peers all deps test test-full unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-peer bench-peer-eviction bench-host fuzz fuzz-build print-fuzz-dir print-fuzz-targets lint format format-check clean install
+.PHONY: cluster-peers all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-peer bench-peer-eviction bench-host fuzz fuzz-build print-fuzz-dir print-fuzz-targets lint format format-check clean install
 all: $(B)/cubelet $(B)/cubelet-gpu-plugin
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -246,11 +246,6 @@ deps:
 VM_TESTS ?= 1
 test:
 	@VM_TESTS=$(VM_TESTS) tests/test-all.sh $(BUILD) "$(MAKE)"
-
-# The same, with the VM's full tier: the scenarios marked "# vm-tier: full"
-# and the whole systemd-driver matrix (tests/vm/README.md)
-test-full:
-	@VM_TIER=full VM_TESTS=$(VM_TESTS) tests/test-all.sh $(BUILD) "$(MAKE)"
 
 # The clang build (-Werror): compile and link only. `make test` runs it as a
 # suite; afterwards this finds it up to date.

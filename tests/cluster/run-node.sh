@@ -7,9 +7,12 @@
 # volumes (a Secret on tmpfs) and the Node authorizer's limit on Secrets, an
 # API server that stops answering and comes back, a restart that keeps the
 # Node, the last list's pods started while the API server refuses
-# (cubelet.offlinePods: start; keep starts nothing), a broken kubeconfig. No
-# container runtime here (the pods from the API server run in the VM): the
-# node is NotReady, as kubelet's is without one. TAP; 77 without root, a cgroup2 mount, etcd or Go.
+# (cubelet.offlinePods: start; keep starts nothing), image pull secrets from a
+# registry on loopback (with-runtime.sh), a broken kubeconfig. Most parts run
+# cubelet without a container runtime (the node NotReady, as kubelet's is
+# without one); the Services' variables and the pull secrets run real
+# containers in a private containerd (cgroupsPerQOS: false, host network).
+# TAP; 77 without root, a cgroup2 mount, etcd or Go.
 #
 #   tests/cluster/run-node.sh BUILD_DIR    (its cubelet; the control plane from
 #                                           build/cluster/kube, built here)
@@ -643,6 +646,10 @@ authentication: {x509: {clientCAFile: $T/cp/pki/ca.crt}}" run a --node-name "$NO
 		"enableServiceLinks: false: the master service's alone"
 	is "$(status_json a | jq -r '.apiServer.services | "\(.synced) \(.error)"')" "true " \
 		"cubelet status: the Services listed and watched"
+	# shellcheck disable=SC1091
+	. "$ROOT/tests/cluster/with-runtime.sh"
+	pull_secrets
+	static_beside_api
 	# a Service made after the pods started changes nothing that runs (as kubelet:
 	# the variables are a container's at its start)
 	lid0=$(status_json a | jq -r '.pods[] | select(.name == "links") | .containers[0].id')

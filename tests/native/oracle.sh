@@ -174,6 +174,18 @@ is "$(grep -c '^\(unexplained\|undocumented\) ' "$OUT/diff.txt")" 0 \
 	"kubelet and cubelet on $CORPUS: $(tail -n 1 "$OUT/diff.txt")"
 [ "$rc" = 0 ] || grep '^\(unexplained\|undocumented\) ' "$OUT/diff.txt" | head -n 100 | sed 's/^/# /' | cut -c1-400
 
+# the VM's half (98-oracle: cubelet's own cgroup tree) runs only the manifests whose pod and QoS
+# cgroups can differ from a BestEffort pod's (oracle.py cgroup-corpus): every other pod kubelet ran
+# here is BestEffort, with no resources and no overhead, so its cgroups are the control's (o01)
+sel=$($ORACLE cgroup-corpus "$CORPUS" | sed 's|.*/||; s/\.yaml$//' | jq -R . | jq -sc .)
+out=$(jq -r --argjson sel "$sel" --arg sfx "-$NODE" '[.items[] | (.metadata.name | rtrimstr($sfx)) as $m
+	| select(($sel | index($m)) | not)] as $rest
+	| ($rest | map(select(.status.qosClass != "BestEffort" or .spec.overhead != null
+		or ([(.spec.containers + (.spec.initContainers // []))[] | .resources // {} | select(. != {})] | length > 0)
+		or .spec.resources != null) | .metadata.name)) as $bad
+	| "\($rest | length) \($bad | join(","))"' "$OUT/kubelet.pods.json" 2>&1)
+is "${out#* }" "" "the VM's cgroup corpus ($(echo "$sel" | jq length) manifests): the ${out%% *} other pods are BestEffort, no resources, no overhead"
+
 # the oracle itself: one value of cubelet's output doctored (the image of a container running under
 # both), and, where a
 # container holds exclusive CPUs, its set widened into the shared pool: each is reported unexplained

@@ -15,20 +15,14 @@
 # A guest that freezes (killed by run-vm.sh's watchdog, or no result) gets
 # its scenarios that did not finish run once more in a fresh VM.
 #
-# Two tiers. `make test` runs the "ci" tier: every scenario but those whose
-# header says "# vm-tier: full", and the whole systemd-driver matrix
-# (22-cgroup-driver also runs pods under both drivers).
-# tests/vm/extra (issue 23's scenarios) is in both. `make test-full`
-# (VM_TIER=full) runs everything: those scenarios and the parts of 97-cluster it keeps for that tier (VM_TIER reaches the
-# guests). Under software emulation on 2 cores the full tier takes about
-# twice as long as CI allows (tests/vm/README.md).
-#   VM_TIER=ci|full               which tier (default ci)
+# `make test` runs every scenario (tests/vm/scenarios and tests/vm/extra)
+# and the systemd-driver matrix (22-cgroup-driver also runs pods under both
+# drivers): there is no tier left out of CI.
 #   VM_SCENARIOS="00-boot 10-*"   run only these (shell patterns on the name;
-#                                 a named scenario runs whatever its tier, and
 #                                 NAME@systemd whatever the matrix)
 #   VM_DRIVER_MATRIX="20-pods ..." the scenarios run a second time with the
 #                                 systemd cgroup driver, as NAME@systemd
-#                                 (both tiers: 10-cgroup-kubepods 20-pods
+#                                 (default: 10-cgroup-kubepods 20-pods
 #                                 21-recovery 30-admission 40-eviction;
 #                                 empty: none)
 #   VM_JOBS=N                     guests run at once (default 2)
@@ -49,16 +43,7 @@ VM_DIR=$(cd "$VM_DIR" && pwd)
 export VM_DIR
 VM_JOBS=${VM_JOBS:-2}
 
-VM_TIER=${VM_TIER:-ci}
-export VM_TIER # the guests' too (run-vm.sh writes it in their env)
-case $VM_TIER in
-ci) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction} ;;
-full) VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction} ;;
-*)
-	echo "run-scenarios: VM_TIER must be ci or full, not '$VM_TIER'" >&2
-	exit 2
-	;;
-esac
+VM_DRIVER_MATRIX=${VM_DRIVER_MATRIX-10-cgroup-kubepods 20-pods 21-recovery 30-admission 40-eviction}
 pass=0 fail=0 skip=0 n=0
 emit() { # emit "ok"|"not ok" DESCRIPTION
 	n=$((n + 1))
@@ -70,11 +55,8 @@ emit() { # emit "ok"|"not ok" DESCRIPTION
 }
 timing() { [ -n "${VM_TIMINGS:-}" ] && printf '%s\t%s\n' "$1" "$2" >>"$VM_TIMINGS"; }
 
-selected() { # selected NAME [PATH]: does VM_SCENARIOS (else the tier) pick it?
-	if [ -z "${VM_SCENARIOS:-}" ]; then
-		[ "$VM_TIER" = full ] || [ -z "${2:-}" ] || [ "$(header "$2" tier)" != full ]
-		return
-	fi
+selected() { # selected NAME: does VM_SCENARIOS (all when unset) pick it?
+	[ -z "${VM_SCENARIOS:-}" ] && return 0
 	for p in $VM_SCENARIOS; do
 		# shellcheck disable=SC2254
 		case $1 in $p | $p.sh) return 0 ;; esac
@@ -125,21 +107,16 @@ add() { # add NAME PATH DRIVER
 	echo "$1 $2 $3 $t" >>"$plans/$g.plan"
 }
 scenario_files=("$HERE"/scenarios/*.sh "$HERE"/extra/*.sh)
-skipped_tier=()
 for s in "${scenario_files[@]}"; do
 	[ -f "$s" ] || continue
 	name=$(basename "$s" .sh)
-	if selected "$name" "$s"; then
-		add "$name" "$s" cgroupfs
-	elif [ -z "${VM_SCENARIOS:-}" ]; then
-		skipped_tier+=("$name")
-	fi
+	selected "$name" && add "$name" "$s" cgroupfs
 done
 for s in "${scenario_files[@]}"; do
 	[ -f "$s" ] || continue
 	name=$(basename "$s" .sh)
-	# the matrix's second runs of the tier, or a NAME@systemd named in VM_SCENARIOS
-	if { in_matrix "$name" && selected "$name" "$s"; } ||
+	# the matrix's second runs, or a NAME@systemd named in VM_SCENARIOS
+	if { in_matrix "$name" && selected "$name"; } ||
 		{ [ -n "${VM_SCENARIOS:-}" ] && selected "$name@systemd"; }; then
 		add "$name@systemd" "$s" systemd
 	fi
@@ -262,13 +239,10 @@ report_guest() {
 
 if [ -n "${VM_PLAN_ONLY:-}" ]; then # the guests' plans, nothing booted
 	for g in "${order[@]}"; do echo "$g: $(cut -d' ' -f1 "$plans/$g.plan" | tr '\n' ' ')"; done
-	[ "${#skipped_tier[@]}" -gt 0 ] && echo "full tier only: ${skipped_tier[*]}"
 	exit 0
 fi
 total_start=$(date +%s)
-echo "# vm: tier $VM_TIER; driver matrix: ${VM_DRIVER_MATRIX:-none}"
-[ "${#skipped_tier[@]}" -gt 0 ] &&
-	echo "# vm: in the full tier only (make test-full): ${skipped_tier[*]}"
+echo "# vm: driver matrix: ${VM_DRIVER_MATRIX:-none}"
 for g in "${order[@]}"; do
 	echo "# vm: guest $g: $(cut -d' ' -f1 "$plans/$g.plan" | tr '\n' ' ')"
 done

@@ -205,7 +205,6 @@ done
 	echo "VM_IMAGES_BUILDER=${VM_IMAGES_BUILDER:-}"
 	echo "VM_DEBS=${VM_DEBS:-$VM_DIR/debs}"
 	echo "BENCH_PODS=${BENCH_PODS:-}"
-	echo "VM_TIER=${VM_TIER:-ci}"
 	[ -n "${BENCH_IDLE_S:-}" ] && echo "BENCH_IDLE_S=$BENCH_IDLE_S"
 	[ -n "${BENCH_CLUSTER_PODS:-}" ] && echo "BENCH_CLUSTER_PODS=$BENCH_CLUSTER_PODS"
 } >"$rundir/env"

@@ -11,7 +11,7 @@
 # ServiceAccount admission's token volume, a ConfigMap and a Secret mounted
 # and in the env (an edited ConfigMap reaches the file, not the env; env
 # from a Secret not yet created: CreateContainerConfigError until it is),
-# timed beside the same pods as static manifests (b, the full tier); `kubectl delete pod`
+# timed (b); `kubectl delete pod`
 # stops one gracefully (SIGTERM seen, the object gone through cubelet's
 # final DELETE) and the replacement
 # runs, a shorter --grace-period wins (c); two GPU pods get their own GPU
@@ -27,10 +27,10 @@
 # one is OOM-killed (h); a start with the API server unreachable runs the
 # last list's pods (offlinePods: start), which stay once it answers (i); the same
 # under the systemd cgroup driver: pods in slices, graceful deletion (g).
-# Image pull secrets and g run in the full tier only (VM_TIER=full).
-# (The Node's fields, the Lease, NodeRestriction, mirror pods, token volumes
-# and the API server's faults: tests/cluster/run-node.sh and run-hostile.sh,
-# on the host, in make test.)
+# (The Node's fields, the Lease, NodeRestriction, mirror pods, token volumes,
+# image pull secrets, static pods beside API pods and the API server's
+# faults: tests/cluster/run-node.sh and run-hostile.sh, on the host, in make
+# test.)
 set -u
 # shellcheck disable=SC1091
 . "$VM_LIB/tap.sh"
@@ -232,30 +232,6 @@ watcher=$(pods app%3Dweb | jq -r '.items[1].metadata.name')
 api /api/v1/namespaces/default/configmaps/web-config -X PATCH -H 'Content-Type: application/merge-patch+json' \
 	-d '{"data": {"mode": "slow"}}' >/dev/null
 t_cm=$(date +%s.%N)
-# the same 3 pods as static manifests, for the ratio (the full tier's:
-# ~150 s of a CI guest; make bench-cluster times 30 pods both ways)
-if [ "${VM_TIER:-ci}" = full ]; then
-for i in 1 2 3; do
-	cat >"$M/static-$i.yaml" <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: static-$i}
-spec:
-  containers:
-  - {name: app, image: localhost/cubelet/busybox:1, command: [sleep, "3600"]}
-EOF
-done
-static_running() { [ "$(status_json | jq '[.pods[] | select((.name | startswith("static-")) and .phase == "Running")] | length')" = 3 ]; }
-t3=$(date +%s.%N)
-wait_until 300 static_running
-static_s=$(since "$t3")
-t_ok "the same 3 pods as static manifests Running ($static_s s)" waited
-t_diag "create → Running: 3 pods through the API server and the scheduler $api_s s, as static manifests $static_s s (ratio $(awk -v a="$api_s" -v s="$static_s" 'BEGIN { printf "%.2f", a / s }'))"
-rm -f "$M"/static-*.yaml
-else
-	t_skip "the same 3 pods as static manifests, timed beside the API's" "the full tier's (make test-full); make bench-cluster"
-fi
-
 # ---- c. graceful deletion ----------------------------------------------------------------
 victim=$(pods app%3Dweb | jq -r '.items[0].metadata.name')
 t4=$(date +%s.%N)
@@ -352,63 +328,6 @@ wait_until $((90 - $(date +%s) + ${t_cm%.*})) followed
 at=$(($(cat "/srv/cubelet-cluster-vm/out/$watcher.at" 2>/dev/null || echo 0) - ${t_cm%.*}))
 t_ok "the ConfigMap edited: the mounted file changed within 90 s (in the container $at s after the edit), the env did not" \
 	sh -c "[ \"\$(cat /srv/cubelet-cluster-vm/out/$watcher.cm)\" = 'fast slow' ] && [ $at -le 90 ]"
-# image pull secrets: Debian's docker-registry on the guest's loopback wants
-# a password (htpasswd); the image pushed there with ctr and removed from
-# containerd. A pod whose pull secret has the password runs; one without
-# waits in ErrImagePull/ImagePullBackOff with the registry's 401.
-# (the full tier's: ~500 s of a CI guest; VM_TIER from run-scenarios.sh)
-pulled=""
-if [ "${VM_TIER:-ci}" != full ]; then
-	t_skip "image pull secrets" "the full tier's (make test-full)"
-elif command -v docker-registry >/dev/null && command -v htpasswd >/dev/null; then
-	R=/srv/cubelet-registry
-	mkdir -p "$R/data"
-	htpasswd -Bbn puller s3cr3t >"$R/htpasswd"
-	printf 'version: 0.1\nstorage: {filesystem: {rootdirectory: %s/data}}\nhttp: {addr: "127.0.0.1:5000"}\nauth: {htpasswd: {realm: cubelet, path: %s/htpasswd}}\n' \
-		"$R" "$R" >"$R/config.yml"
-	systemctl stop docker-registry 2>/dev/null
-	docker-registry serve "$R/config.yml" >"$R/log" 2>&1 &
-	reg_pid=$!
-	reg_up() { [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:5000/v2/)" = 401 ]; }
-	wait_until 30 reg_up
-	ctr -n k8s.io images tag localhost/cubelet/busybox:1 localhost:5000/private/busybox:1 >/dev/null 2>&1
-	if ctr -n k8s.io images push --plain-http -u puller:s3cr3t localhost:5000/private/busybox:1 >"$R/push.log" 2>&1; then
-		pulled=1
-	fi
-	ctr -n k8s.io images rm localhost:5000/private/busybox:1 >/dev/null 2>&1
-	t_ok "a registry on 127.0.0.1:5000 that answers 401 without a password; the image pushed to it" test -n "$pulled"
-	kc apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Secret
-metadata: {name: regcred, namespace: default}
-type: kubernetes.io/dockerconfigjson
-stringData: {.dockerconfigjson: '{"auths": {"localhost:5000": {"username": "puller", "password": "s3cr3t"}}}'}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: private, namespace: default}
-spec:
-  nodeName: $NODE_LC
-  terminationGracePeriodSeconds: 1
-  imagePullSecrets: [{name: regcred}]
-  containers: [{name: app, image: "localhost:5000/private/busybox:1", command: [sleep, "3600"]}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: nocreds, namespace: default}
-spec:
-  nodeName: $NODE_LC
-  terminationGracePeriodSeconds: 1
-  containers: [{name: app, image: "localhost:5000/private/busybox:1", command: [sleep, "3600"]}]
-EOF
-	private_running() { [ "$(pod private | jq -r .status.phase)" = Running ]; }
-	t_ok "imagePullSecrets: the pod pulls from the registry with the secret's password and runs" wait_until 120 private_running
-	pull_failed() { pod nocreds | jq -r '.status.containerStatuses[0].state.waiting | "\(.reason) \(.message)"' | grep -E '^(ErrImagePull|ImagePullBackOff) .*401 Unauthorized'; }
-	t_ok "without: ErrImagePull/ImagePullBackOff, the registry's 401 in the message" wait_until 60 pull_failed
-	t_diag "nocreds: $(pod nocreds | jq -r '.status.containerStatuses[0].state.waiting | "\(.reason): \(.message)"')"
-else
-	t_skip "image pull secrets" "docker-registry or htpasswd (apache2-utils) is not installed"
-fi
 # ---- k. kubectl logs, attach, exec, port-forward and top through the kubelet server -----------
 # the API server → cubelet's 10250 (TLS, its client certificate, a
 # SubjectAccessReview) → containerd's streaming server (exec, port-forward)
@@ -795,9 +714,8 @@ rm -rf "$SW"
 # SystemdCgroup = true): the Deployment again, its pods in systemd slices,
 # a graceful deletion and the replacement. (The driver matrix runs the
 # single-node scenarios twice; here the control plane is started once.)
-# (the full tier's: ~500 s of a CI guest; 22-cgroup-driver runs pods under
-# both drivers in CI)
-if [ "${VM_TIER:-ci}" = full ]; then
+# (22-cgroup-driver runs static pods under both drivers; this is the API's
+# pods, whose dashed UIDs the slice names escape)
 kc delete deployment web --wait=false >/dev/null
 no_web() { [ "$(pods app%3Dweb | jq '.items | length')" = 0 ]; }
 t_ok "the Deployment deleted: its pods stopped and gone" wait_until 120 no_web
@@ -819,9 +737,6 @@ kc delete pod "$victim" --wait=false >/dev/null
 t_ok "systemd driver: kubectl delete pod: the object goes once cubelet stopped it" wait_until 120 gone
 t_is "$(cat "/srv/cubelet-cluster-vm/out/$victim" 2>/dev/null)" TERM "the container saw SIGTERM"
 t_ok "systemd driver: the ReplicaSet's replacement runs" wait_until 300 running 3
-else
-	t_skip "the systemd cgroup driver as a cluster node" "the full tier's (make test-full)"
-fi
 
 cubelet_teardown
 systemctl stop cubelet-gpu-plugin

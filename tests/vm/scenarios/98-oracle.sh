@@ -1,19 +1,23 @@
 #!/bin/bash
-# The real kubelet as a differential oracle: kubelet 1.34 (build/cluster/kube,
-# standalone: staticPodPath, its read-only port) and cubelet, one after the
-# other on this guest, each from a clean node (node-state.sh reset between
-# them), each with the same KubeletConfiguration (cgroupfs, reserved
-# resources, the static CPU manager) and the same corpus (tests/data/oracle/:
-# the *.yaml at once, then late/*.yaml once the first are settled: a hostPort
-# clash and admission decisions that depend on what runs). What each agent
-# made of it is collected (tests/vm/tools/oracle.py collect: /pods, every
-# cgroup file under kubepods, each container's CRI config and OCI spec, the
-# order containers were created in) and compared: every difference must be a
-# row of tests/data/oracle/accepted.tsv, "deliberate" ones also in
+# The real kubelet as a differential oracle for what only cubelet's own
+# cgroup v2 tree shows: kubelet 1.34 (build/cluster/kube, standalone:
+# staticPodPath, its read-only port) and cubelet, one after the other on this
+# guest, each from a clean node (node-state.sh reset between them), each with
+# the same KubeletConfiguration (cgroupfs, reserved resources, the static CPU
+# manager) and the corpus's cgroup manifests (oracle.py cgroup-corpus
+# tests/data/oracle: those with resources or overhead and the BestEffort
+# control o01, at once, then late/'s one at a time once the first are
+# settled: the second exclusive CPU, the pods that do not fit). What each
+# agent made of it is collected (tests/vm/tools/oracle.py collect: /pods,
+# every cgroup file under kubepods, each container's CRI config and OCI spec,
+# the order containers were created in) and compared: every difference must
+# be a row of tests/data/oracle/accepted.tsv, "deliberate" ones also in
 # docs/differences-from-kubelet.md's oracle table; "todo" rows are printed.
+# The whole corpus, cgroup files aside, is the native lane's
+# (tests/native/oracle.sh), which also checks that every pod left out here
+# is BestEffort without resources or overhead: its cgroups are o01's.
 # vm-guest: own
-# vm-tier: full
-# vm-timeout: 3700
+# vm-timeout: 2400
 # vm-mem: 3072M
 set -u
 # shellcheck disable=SC1091
@@ -27,6 +31,10 @@ kube_or_skip "the kubelet oracle"
 . "$VM_LIB/agents.sh"
 CORPUS=$VM_REPO/tests/data/oracle
 ORACLE="/usr/bin/python3 $VM_REPO/tests/vm/tools/oracle.py"
+SELECTED=$($ORACLE cgroup-corpus "$CORPUS")
+FIRST=$(echo "$SELECTED" | grep -v '/late/')
+LATE=$(echo "$SELECTED" | grep '/late/')
+t_diag "the cgroup corpus: $(echo "$FIRST" | wc -l) manifests, then $(echo "$LATE" | wc -l) late: $(echo "$SELECTED" | sed 's|.*/||; s/\.yaml$//' | tr '\n' ' ')"
 
 # run_agent kubelet|cubelet: the corpus through it, collected into $VM_OUT/AGENT.json
 run_agent() {
@@ -38,7 +46,7 @@ run_agent() {
 	done
 	mkdir -p /var/lib/kubelet/seccomp /srv/oracle
 	cp -r "$CORPUS/seccomp/." /var/lib/kubelet/seccomp/
-	cp "$CORPUS"/*.yaml "$M"/
+	for f in $FIRST; do cp "$f" "$M"/; done
 	t0=$(date +%s.%N)
 	agent_start "$agent"
 	# settled: phases and container states the same for 20 s, none being
@@ -50,10 +58,8 @@ run_agent() {
 	out=$($ORACLE settle 1500)
 	rc=$?
 	t_ok "$agent: the corpus's pods settle ($out)" test "$rc" = 0
-	# crash loops and activeDeadlineSeconds: 120 s after the start
-	while [ "$(since "$t0")" -lt 120 ]; do sleep 2; done
 	# one at a time, in name order: both agents admit them in one order
-	for f in "$CORPUS"/late/*.yaml; do
+	for f in $LATE; do
 		cp "$f" "$M"/
 		sleep 10
 	done

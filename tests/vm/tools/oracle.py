@@ -30,6 +30,16 @@
                                  (found by the names in each archive's
                                  index.json or manifest.json), one per line;
                                  exit 1 naming an image no archive holds
+  oracle.py cgroup-corpus CORPUS_DIR
+                                 the manifests whose pod and QoS cgroups can
+                                 differ from a BestEffort pod's, one path per
+                                 line, the first batch then late/: those with
+                                 a `resources:` or `overhead:` key, and
+                                 o01-besteffort, the BestEffort control.
+                                 98-oracle runs these in the VM; every other
+                                 pod's cgroups are o01's (no resources, no
+                                 overhead: BestEffort), which the native
+                                 lane's oracle checks of each pod it runs
   oracle.py diff KUBELET.json CUBELET.json ACCEPTED.tsv DOC.md
                                  every path whose value differs, each either
                                  accepted (a line of ACCEPTED.tsv: ID, KIND,
@@ -275,6 +285,24 @@ def images(corpus, images_dir, *extra):
     for tar in sorted({have.get(w) or have.get("docker.io/library/" + w) for w in wanted} - {None}):
         print(tar)
     return 1 if missing else 0
+
+
+CGROUP_KEY = re.compile(r"^\s*-?\s*(resources|overhead)\s*:", re.M)
+
+
+def cgroup_corpus(corpus):
+    for sub in ("", "late"):
+        d = os.path.join(corpus, sub)
+        if not os.path.isdir(d):
+            continue
+        for fn in sorted(os.listdir(d)):
+            if not fn.endswith(".yaml"):
+                continue
+            with open(os.path.join(d, fn)) as f:
+                text = f.read()
+            if fn == "o01-besteffort.yaml" or CGROUP_KEY.search(text):
+                print(os.path.join(d, fn))
+    return 0
 
 
 def replace_ids(text, table):
@@ -552,6 +580,8 @@ def main():
         return settle(int(sys.argv[2]), *sys.argv[3:])
     if len(sys.argv) >= 4 and sys.argv[1] == "images":
         return images(*sys.argv[2:])
+    if len(sys.argv) == 3 and sys.argv[1] == "cgroup-corpus":
+        return cgroup_corpus(sys.argv[2])
     if len(sys.argv) == 6 and sys.argv[1] == "diff":
         return diff(*sys.argv[2:])
     sys.exit(__doc__)
