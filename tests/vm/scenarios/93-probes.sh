@@ -8,7 +8,7 @@
 # succeeds (d); postStart writes a marker, preStop runs before SIGTERM (the
 # order of the lines in the container's log) (e); a failing postStart kills
 # the container (PostStartHookError) (f).
-# vm-guest: main
+# vm-guest: b
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u

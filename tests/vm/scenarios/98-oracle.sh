@@ -85,8 +85,13 @@ $ORACLE diff "$VM_OUT/kubelet.json" "$VM_OUT/cubelet.json" "$CORPUS/accepted.tsv
 	"$VM_REPO/docs/differences-from-kubelet.md" >"$VM_OUT/diff.txt" 2>&1
 rc=$?
 summary=$(tail -n 1 "$VM_OUT/diff.txt")
-t_diag "$(grep '^\(accepted\|todo\) ' "$VM_OUT/diff.txt")"
+# each rule used: how many items, and the first (every line in diff.txt)
+t_diag "$(awk '$1 == "accepted" || $1 == "todo" { k = $1 " " $2; if (!(k in n)) { first[k] = $3; order[++m] = k } n[k]++ }
+	END { for (i = 1; i <= m; i++) printf "%s: %d items (%s ...)\n", order[i], n[order[i]], first[order[i]] }' "$VM_OUT/diff.txt")"
 t_is "$(grep -c '^\(unexplained\|undocumented\) ' "$VM_OUT/diff.txt")" 0 \
 	"kubelet and cubelet on the corpus: $summary"
 [ "$rc" = 0 ] || t_diag "$(grep '^\(unexplained\|undocumented\) ' "$VM_OUT/diff.txt" | head -n 200)"
+# cubelet's pods stopped (agent_stop leaves them running): the guest's
+# poweroff would wait 90 s for their processes
+bash "$VM_LIB/node-state.sh" reset >"$VM_OUT/reset-end.txt" 2>&1
 t_done
