@@ -195,6 +195,7 @@ typedef struct AdmitDecision {
         bool admit;
         char reason[ADMIT_REASON_MAX]; /* the first failure, kept when admitted by preemption */
         char message[ADMIT_MESSAGE_MAX];
+        AdmitFilterId first_failed; /* the filter of reason and message; _ADMIT_FILTER_INVALID when none failed */
         AdmitFilterResult filters[_ADMIT_FILTER_MAX]; /* in table order */
         size_t n_filters;
         AdmitPlacement placement;

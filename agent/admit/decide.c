@@ -216,6 +216,7 @@ int admit_decide(const AdmitSnapshot *s, const Pod *pod, const AdmitOptions *o, 
         ret->placement = (AdmitPlacement){};
         ret->victims = NULL;
         ret->n_victims = 0;
+        ret->first_failed = _ADMIT_FILTER_INVALID;
         if (!o) {
                 admit_options_init(&defaults);
                 o = &defaults;
@@ -242,6 +243,7 @@ int admit_decide(const AdmitSnapshot *s, const Pod *pod, const AdmitOptions *o, 
                 if (first == SIZE_MAX)
                         first = f;
         }
+        ret->first_failed = first == SIZE_MAX ? _ADMIT_FILTER_INVALID : (AdmitFilterId) first;
         if (first != SIZE_MAX) {
                 memcpy(ret->reason, ret->filters[first].reason, sizeof(ret->reason));
                 memcpy(ret->message, ret->filters[first].message, sizeof(ret->message));

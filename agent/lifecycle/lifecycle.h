@@ -399,6 +399,9 @@ typedef struct LcAdmitResult {
         bool admit;
         char reason[LC_REASON_MAX];
         char message[LC_MESSAGE_MAX];
+        /* refused because exclusive CPUs could not be allocated (the CPU
+         * manager's Allocate): kubelet counts it as a pinning error */
+        bool pinning_error;
         /* topology hints for the managers after this one: per container
          * (init first), the NUMA nodes of its exclusive CPUs (bit n = node
          * n, 0 = none); malloc'd, the loop keeps it in LcPod.numa */

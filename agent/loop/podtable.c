@@ -134,11 +134,9 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
         }
         refused = agent_managers_admit(a, p, &res, agent_apply_actions);
         if (refused != SIZE_MAX) {
-                /* kubelet counts a failed exclusive-CPU allocation (the
-                 * admission manager's) as a pinning error */
-                agent_metrics_rejected(a, res.reason,
-                                       strcmp(a->mgrs.mgr[refused]->name, "admission") == 0 &&
-                                               strstr(res.message, "Allocate failed"));
+                /* kubelet counts a failed exclusive-CPU allocation as a
+                 * pinning error */
+                agent_metrics_rejected(a, res.reason, res.pinning_error);
                 agent_pod_reject(a, p, res.reason, res.message);
                 return false;
         }

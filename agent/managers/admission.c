@@ -320,7 +320,7 @@ static int admission_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, C
         if (r < 0)
                 return r;
         if (!d.admit) {
-                *ret = (LcAdmitResult){ .admit = false };
+                *ret = (LcAdmitResult){ .admit = false, .pinning_error = d.first_failed == ADMIT_FILTER_CPU_MANAGER };
                 (void) snprintf(ret->reason, sizeof(ret->reason), "%s", d.reason);
                 (void) snprintf(ret->message, sizeof(ret->message), "%s", d.message);
                 admit_decision_done(&d);

@@ -179,6 +179,7 @@ static void test_out_of_cpu(void **state) {
                       "Node didn't have enough resource: cpu, requested: 600, used: 3600, capacity: 4000");
         assert_false(filter(&f->d, "NodeResourcesFit")->ok);
         assert_string_equal(filter(&f->d, "NodeResourcesFit")->reason, "OutOfcpu");
+        assert_int_equal(f->d.first_failed, ADMIT_FILTER_NODE_RESOURCES_FIT);
 }
 
 static void test_exact_fit(void **state) {

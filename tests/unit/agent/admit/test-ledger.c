@@ -279,6 +279,8 @@ static void test_place_not_enough(void **state) {
         ASSERT_REJECT(decide(f, POD_HDR("a") APP_G("cpu: '7', memory: 1Gi")), "UnexpectedAdmissionError",
                       "Allocate failed due to not enough cpus available to satisfy request: requested=7, "
                       "available=6, which is unexpected");
+        /* the CPU manager's filter: what the loop counts as a pinning error */
+        assert_int_equal(f->d.first_failed, ADMIT_FILTER_CPU_MANAGER);
         assert_string_equal(f->d.placement.cpuset, "");
 }
 
