@@ -13,6 +13,7 @@
 
 #include "../agent/util/cleanup.h"
 #include "../agent/util/fileio.h"
+#include "../agent/util/meminfo.h"
 #include "../agent/util/parse.h"
 #include "eviction-internal.h"
 
@@ -129,22 +130,15 @@ static int working_set(const char *dir, uint64_t usage, uint64_t *ret, CubError 
 }
 
 int evict_read_node_memory(const char *proc_root, const char *cgroup_root, EvictSignalObservation *ret, CubError *err) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
+        CubMeminfo mi;
         uint64_t total, free_, ws;
         int r;
 
-        r = path_join(&path, err, proc_root, "meminfo", NULL);
+        r = cub_meminfo_read(proc_root, &mi, err);
         if (r < 0)
                 return r;
-        r = read_text(path, &text, err);
-        if (r < 0)
-                return r;
-        r = read_key(path, text, "MemTotal", /* kb= */ true, &total, err);
-        if (r < 0)
-                return r;
-        r = read_key(path, text, "MemFree", /* kb= */ true, &free_, err);
-        if (r < 0)
-                return r;
+        total = mi.mem_total;
+        free_ = mi.mem_free;
         r = working_set(cgroup_root, free_ > total ? 0 : total - free_, &ws, err);
         if (r < 0)
                 return r;

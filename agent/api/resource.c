@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../util/cleanup.h"
+#include "../util/meminfo.h"
 #include "metrics.h"
 
 /* Finds "key value" lines in a flat-keyed file. */
@@ -73,8 +74,7 @@ int api_cgroup_stats(const char *cgroup_root, const char *rel, ApiCgroupStats *r
 int api_node_stats(const char *cgroup_root, const char *proc, ApiCgroupStats *ret, uint64_t *ret_mem_total,
                    uint64_t *ret_mem_available) {
         static const char *const cpu_keys[] = { "usage_usec" };
-        static const char *const mem_keys[] = { "MemTotal", "MemFree", "MemAvailable", "Inactive(file)", "AnonPages" };
-        uint64_t kb[5] = {};
+        CubMeminfo mi;
         char path[4096];
         int r;
 
@@ -94,16 +94,15 @@ int api_node_stats(const char *cgroup_root, const char *proc, ApiCgroupStats *re
                         return -EINVAL;
                 ret->cpu_usage_usec = (u + n + s + irq + sirq + steal) * 1000000ULL / (uint64_t) sysconf(_SC_CLK_TCK);
         }
-        (void) snprintf(path, sizeof(path), "%s/meminfo", proc);
-        r = read_keyed(path, mem_keys, kb, 5);
+        r = cub_meminfo_read(proc, &mi, NULL);
         if (r < 0)
                 return r;
         /* cadvisor's root: usage = total - free, working set = usage - inactive file */
-        ret->memory_usage = (kb[0] - kb[1]) * 1024;
-        ret->working_set = ret->memory_usage > kb[3] * 1024 ? ret->memory_usage - kb[3] * 1024 : 0;
-        ret->rss = kb[4] * 1024;
-        *ret_mem_total = kb[0] * 1024;
-        *ret_mem_available = kb[2] * 1024;
+        ret->memory_usage = mi.mem_total > mi.mem_free ? mi.mem_total - mi.mem_free : 0;
+        ret->working_set = ret->memory_usage > mi.inactive_file ? ret->memory_usage - mi.inactive_file : 0;
+        ret->rss = mi.anon_pages;
+        *ret_mem_total = mi.mem_total;
+        *ret_mem_available = mi.mem_available;
         return 0;
 }
 

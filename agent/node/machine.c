@@ -10,27 +10,22 @@
 
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
+#include "../util/meminfo.h"
 
 int agent_host_node(AgentNode *n, CubError *err) {
-        _cleanup_free_ char *meminfo = NULL;
-        unsigned long long kb;
-        const char *p;
+        CubMeminfo mi;
         long cpus;
         int r;
 
         if (gethostname(n->name, sizeof(n->name) - 1) < 0)
                 return cub_err_set(err, errno, "gethostname: %s", strerror(errno));
         n->name[sizeof(n->name) - 1] = '\0';
-        r = cub_read_file("/proc/meminfo", 1 << 20, &meminfo, NULL, err);
+        r = cub_meminfo_read("/proc", &mi, err);
         if (r < 0)
                 return r;
-        p = strstr(meminfo, "MemTotal:");
-        if (!p || sscanf(p, "MemTotal: %llu kB", &kb) != 1)
-                return cub_err_set(err, EINVAL, "'/proc/meminfo': no MemTotal line");
-        n->memory_capacity = (uint64_t) kb * 1024;
+        n->memory_capacity = mi.mem_total;
         /* cadvisor's MachineInfo.SwapCapacity: SwapTotal */
-        p = strstr(meminfo, "SwapTotal:");
-        n->swap_capacity = p && sscanf(p, "SwapTotal: %llu kB", &kb) == 1 ? (uint64_t) kb * 1024 : 0;
+        n->swap_capacity = mi.swap_total;
         {
                 struct statfs fs;
 
