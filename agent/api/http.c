@@ -169,12 +169,47 @@ static enum MHD_Result find_key(void *cls, enum MHD_ValueKind kind, const char *
         return MHD_YES;
 }
 
+/* The read-only port's paths (the kubelet server's own are request.c's):
+ * kubelet's mux, a trailing slash where it takes one. */
+typedef enum HttpRoute {
+        ROUTE_HEALTHZ,
+        ROUTE_LIVEZ,
+        ROUTE_READYZ,
+        ROUTE_PODS,
+        ROUTE_METRICS,
+        ROUTE_METRICS_RESOURCE,
+        ROUTE_STATS_SUMMARY,
+        ROUTE_NONE,
+} HttpRoute;
+
+static HttpRoute route_of(const char *url) {
+        static const struct {
+                const char *path;
+                HttpRoute route;
+        } routes[] = {
+                { "/healthz", ROUTE_HEALTHZ },
+                { "/livez", ROUTE_LIVEZ },
+                { "/readyz", ROUTE_READYZ },
+                { "/pods", ROUTE_PODS },
+                { "/pods/", ROUTE_PODS },
+                { "/metrics", ROUTE_METRICS },
+                { "/metrics/resource", ROUTE_METRICS_RESOURCE },
+                { "/stats/summary", ROUTE_STATS_SUMMARY },
+                { "/stats/summary/", ROUTE_STATS_SUMMARY },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(routes); i++)
+                if (strcmp(url, routes[i].path) == 0)
+                        return routes[i].route;
+        return ROUTE_NONE;
+}
+
 /* /healthz (loop and runtime), /livez (loop), /readyz (loop, first relist,
  * runtime up now): "ok", or kubelet's "[-]check failed: why" lines and 500. */
-static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, const char *which) {
+static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, HttpRoute which) {
         uint64_t now = now_usec(), age, down = atomic_load(&h->runtime_down_since);
         bool verbose = false, ok = true;
-        bool live = strcmp(which, "livez") == 0, ready = strcmp(which, "readyz") == 0;
+        bool live = which == ROUTE_LIVEZ, ready = which == ROUTE_READYZ;
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
@@ -223,7 +258,7 @@ static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, const char *
                         ok = false;
                 }
         }
-        fprintf(f, "%s check %s\n", which, ok ? "passed" : "failed");
+        fprintf(f, "%s check %s\n", live ? "livez" : ready ? "readyz" : "healthz", ok ? "passed" : "failed");
         if (fclose(f) != 0)
                 return MHD_NO;
         if (ok && !verbose)
@@ -336,6 +371,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const char *clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         ApiSnapshot *s;
         enum MHD_Result r;
+        HttpRoute route;
         bool has_body;
 
         (void) version;
@@ -359,25 +395,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 return api_http_reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n");
         if (has_body)
                 return api_http_reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 a GET takes no body\n");
-        if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0)
-                return health(h, c, url + 1);
-        if (strcmp(url, "/pods") != 0 && strcmp(url, "/pods/") != 0 && strcmp(url, "/metrics") != 0 &&
-            strcmp(url, "/metrics/resource") != 0 && strcmp(url, "/stats/summary") != 0 &&
-            strcmp(url, "/stats/summary/") != 0)
+        route = route_of(url);
+        switch (route) {
+        case ROUTE_NONE:
                 return api_http_reply_text(c, MHD_HTTP_NOT_FOUND, "404 page not found\n");
+        case ROUTE_HEALTHZ:
+        case ROUTE_LIVEZ:
+        case ROUTE_READYZ:
+                return health(h, c, route);
+        default:
+                break;
+        }
         s = api_http_snapshot(h);
         if (!s)
                 return api_http_reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 the agent is starting\n");
-        if (strncmp(url, "/pods", 5) == 0)
+        switch (route) {
+        case ROUTE_PODS:
                 r = reply_copy(c, "application/json", s->pods_json);
-        else if (strcmp(url, "/metrics") == 0)
-                r = metrics(h, c, s, false);
-        else if (strcmp(url, "/metrics/resource") == 0)
-                r = metrics(h, c, s, true);
-        else {
+                break;
+        case ROUTE_METRICS:
+        case ROUTE_METRICS_RESOURCE:
+                r = metrics(h, c, s, route == ROUTE_METRICS_RESOURCE);
+                break;
+        default: {
                 char *doc = api_stats_summary(s, h->cgroup_root, h->proc, h->fs_path);
 
                 r = doc ? api_http_reply(c, MHD_HTTP_OK, "application/json", doc, strlen(doc)) : MHD_NO;
+        }
         }
         api_snapshot_unref(s);
         return r;

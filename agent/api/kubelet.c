@@ -289,7 +289,7 @@ static int sandbox_of(CriClient *cri, const char *uid, char **ret, CubError *err
         return *ret ? 0 : cub_err_set(err, ENOENT, "the pod has no ready sandbox");
 }
 
-static enum MHD_Result stream(ApiHttp *h, struct MHD_Connection *c, const char *method, const char *kind,
+static enum MHD_Result stream(ApiHttp *h, struct MHD_Connection *c, const char *method, ApiKubeletKind kind,
                               const ApiPodRef *p, const char *container) {
         _cleanup_(cri_client_freep) CriClient *cri = NULL;
         _cleanup_free_ char *url = NULL, *sandbox = NULL;
@@ -304,22 +304,28 @@ static enum MHD_Result stream(ApiHttp *h, struct MHD_Connection *c, const char *
         /* kubelet looks among the running containers: any other is "not found" (500) */
         if (container && (!ct || !ct->running || !*ct->id))
                 return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "container not found (\"%s\")", container);
-        if (strcmp(kind, "portForward") != 0 && !fl.in && !fl.out && !fl.err)
+        if (kind != API_KUBELET_PORT_FORWARD && !fl.in && !fl.out && !fl.err)
                 return api_http_reply_text(c, MHD_HTTP_BAD_REQUEST,
                                            "you must specify at least 1 of stdin, stdout, stderr");
         if (cri_client_new(api_http_runtime_endpoint(h), 0, &cri, &err) < 0)
                 return fail(c, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", err.msg);
-        if (strcmp(kind, "exec") == 0) {
+        switch (kind) {
+        case API_KUBELET_EXEC:
                 (void) MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_command, &cmd);
                 r = cmd.n ? cri_exec(cri, ct->id, (const char *const *) cmd.v, &fl, &url, &err)
                           : cub_err_set(&err, EINVAL, "no command given (the command argument)");
                 argv_done(&cmd);
-        } else if (strcmp(kind, "attach") == 0)
+                break;
+        case API_KUBELET_ATTACH:
                 r = cri_attach(cri, ct->id, &fl, &url, &err);
-        else {
+                break;
+        case API_KUBELET_PORT_FORWARD:
                 r = sandbox_of(cri, p->uid, &sandbox, &err);
                 if (r >= 0)
                         r = cri_port_forward(cri, sandbox, NULL, 0, &url, &err);
+                break;
+        default: /* logs are not a stream (api_kubelet_serve) */
+                r = cub_err_set(&err, EINVAL, "not a stream");
         }
         if (r < 0)
                 return fail(c, r == -EINVAL ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR, "%s", err.msg);
@@ -374,7 +380,7 @@ enum MHD_Result api_kubelet_serve(ApiHttp *h, struct MHD_Connection *c, const ch
         else if (rt.kind == API_KUBELET_LOGS)
                 ret = container_logs(h, c, p, rt.container);
         else
-                ret = stream(h, c, method, rt.kind_name, p, rt.container);
+                ret = stream(h, c, method, rt.kind, p, rt.container);
         api_snapshot_unref(s);
         api_kubelet_route_done(&rt);
         return ret;

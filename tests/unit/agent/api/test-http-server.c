@@ -173,6 +173,7 @@ static void test_routes(void **state) {
         CHECK(get(port, "/livez"), 200, "ok");
         CHECK(get(port, "/readyz"), 200, "ok");
         CHECK(get(port, "/healthz?verbose"), 200, "[+]ping ok\n[+]syncloop ok\n[+]runtime ok\nhealthz check passed\n");
+        CHECK(get(port, "/livez?verbose"), 200, "[+]ping ok\n[+]syncloop ok\nlivez check passed\n");
         CHECK(get(port, "/nope"), 404, "404 page not found\n");
         CHECK(get(port, "/podsx"), 404, "404 page not found\n");
         CHECK(get(port, "/"), 404, "404 page not found\n");
