@@ -27,27 +27,6 @@
 
 #define PEM_MAX (1024 * 1024)
 
-struct ApiHttp {
-        char *address, *cgroup_root, *proc, *fs_path;
-        uint64_t stall_usec;
-        char *cert, *key, *ca; /* PEM text when TLS */
-        struct MHD_Daemon *d;
-        ApiConns *conns; /* the slots and header deadlines (conns.h) */
-        pthread_mutex_t lock;
-        pthread_cond_t fresh; /* a snapshot was published */
-        ApiSnapshot *snap;    /* under lock */
-        _Atomic uint64_t heartbeat, runtime_down_since;
-        atomic_bool wanted, synced;
-        int wake_fd;             /* not owned */
-        char network_error[768]; /* under lock: why the runtime's network is not ready, "" = it is */
-        unsigned port;
-        /* the kubelet server's (NULL otherwise) */
-        ApiAuth *auth;
-        char *runtime_endpoint;
-        ApiStreams *streams;
-        atomic_bool stopping;
-};
-
 /* ---- the loop's side ------------------------------------------------------------ */
 
 void api_http_publish(ApiHttp *h, ApiSnapshot *s) {
@@ -99,7 +78,7 @@ static uint64_t now_usec(void) {
         return cub_now_usec(CLOCK_MONOTONIC);
 }
 
-static bool loop_alive(ApiHttp *h, uint64_t now, uint64_t *ret_age) {
+bool api_http_loop_alive(ApiHttp *h, uint64_t now, uint64_t *ret_age) {
         uint64_t hb = atomic_load(&h->heartbeat);
 
         *ret_age = now > hb ? now - hb : 0;
@@ -120,7 +99,7 @@ ApiSnapshot *api_http_snapshot_within(ApiHttp *h, uint64_t max_age_usec) {
         pthread_mutex_lock(&h->lock);
         if ((!h->snap || h->snap->made_usec + max_age_usec < t0) && h->wake_fd >= 0)
                 (void) eventfd_write(h->wake_fd, 1); /* the loop renders now, not on its next tick */
-        while ((!h->snap || h->snap->made_usec + max_age_usec < t0) && loop_alive(h, now_usec(), &age) &&
+        while ((!h->snap || h->snap->made_usec + max_age_usec < t0) && api_http_loop_alive(h, now_usec(), &age) &&
                pthread_cond_timedwait(&h->fresh, &h->lock, &deadline) == 0)
                 ;
         s = api_snapshot_ref(h->snap);
@@ -153,139 +132,6 @@ enum MHD_Result api_http_reply_text(struct MHD_Connection *c, unsigned status, c
         char *b = strdup(text);
 
         return b ? api_http_reply(c, status, "text/plain; charset=utf-8", b, strlen(b)) : MHD_NO;
-}
-
-static enum MHD_Result reply_copy(struct MHD_Connection *c, const char *ctype, const char *text) {
-        char *b = strdup(text ? text : "");
-
-        return b ? api_http_reply(c, MHD_HTTP_OK, ctype, b, strlen(b)) : MHD_NO;
-}
-
-static enum MHD_Result find_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-        (void) kind;
-        (void) value;
-        if (strcmp(key, "verbose") == 0)
-                *(bool *) cls = true;
-        return MHD_YES;
-}
-
-/* The read-only port's paths (the kubelet server's own are request.c's):
- * kubelet's mux, a trailing slash where it takes one. */
-typedef enum HttpRoute {
-        ROUTE_HEALTHZ,
-        ROUTE_LIVEZ,
-        ROUTE_READYZ,
-        ROUTE_PODS,
-        ROUTE_METRICS,
-        ROUTE_METRICS_RESOURCE,
-        ROUTE_STATS_SUMMARY,
-        ROUTE_NONE,
-} HttpRoute;
-
-static HttpRoute route_of(const char *url) {
-        static const struct {
-                const char *path;
-                HttpRoute route;
-        } routes[] = {
-                { "/healthz", ROUTE_HEALTHZ },
-                { "/livez", ROUTE_LIVEZ },
-                { "/readyz", ROUTE_READYZ },
-                { "/pods", ROUTE_PODS },
-                { "/pods/", ROUTE_PODS },
-                { "/metrics", ROUTE_METRICS },
-                { "/metrics/resource", ROUTE_METRICS_RESOURCE },
-                { "/stats/summary", ROUTE_STATS_SUMMARY },
-                { "/stats/summary/", ROUTE_STATS_SUMMARY },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(routes); i++)
-                if (strcmp(url, routes[i].path) == 0)
-                        return routes[i].route;
-        return ROUTE_NONE;
-}
-
-/* /healthz (loop and runtime), /livez (loop), /readyz (loop, first relist,
- * runtime up now): "ok", or kubelet's "[-]check failed: why" lines and 500. */
-static enum MHD_Result health(ApiHttp *h, struct MHD_Connection *c, HttpRoute which) {
-        uint64_t now = now_usec(), age, down = atomic_load(&h->runtime_down_since);
-        bool verbose = false, ok = true;
-        bool live = which == ROUTE_LIVEZ, ready = which == ROUTE_READYZ;
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-
-        if (!f)
-                return MHD_NO;
-        (void) MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, find_key, &verbose);
-        fputs("[+]ping ok\n", f);
-        if (loop_alive(h, now, &age))
-                fputs("[+]syncloop ok\n", f);
-        else {
-                fprintf(f, "[-]syncloop failed: the loop has not run for %llu s (watchdog %llu s)\n",
-                        (unsigned long long) (age / CUB_USEC_PER_SEC),
-                        (unsigned long long) (h->stall_usec / CUB_USEC_PER_SEC));
-                ok = false;
-        }
-        if (!live) {
-                bool rt_ok = ready ? down == 0 : down == 0 || now - down < API_HTTP_RUNTIME_DOWN_USEC;
-
-                if (rt_ok)
-                        fputs("[+]runtime ok\n", f);
-                else {
-                        fprintf(f, "[-]runtime failed: the container runtime has been unreachable for %llu s\n",
-                                (unsigned long long) ((now - down) / CUB_USEC_PER_SEC));
-                        ok = false;
-                }
-        }
-        if (ready) {
-                char net[sizeof(h->network_error)];
-
-                pthread_mutex_lock(&h->lock);
-                memcpy(net, h->network_error, sizeof(net));
-                pthread_mutex_unlock(&h->lock);
-                if (!*net)
-                        fputs("[+]runtime-network ok\n", f);
-                else {
-                        fprintf(f, "[-]runtime-network failed: %s\n", net);
-                        ok = false;
-                }
-        }
-        if (ready) {
-                if (atomic_load(&h->synced))
-                        fputs("[+]synced ok\n", f);
-                else {
-                        fputs("[-]synced failed: the runtime has not been listed yet\n", f);
-                        ok = false;
-                }
-        }
-        fprintf(f, "%s check %s\n", live ? "livez" : ready ? "readyz" : "healthz", ok ? "passed" : "failed");
-        if (fclose(f) != 0)
-                return MHD_NO;
-        if (ok && !verbose)
-                return api_http_reply_text(c, MHD_HTTP_OK, "ok");
-        return api_http_reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
-                              TAKE_PTR(text), len);
-}
-
-static enum MHD_Result metrics(ApiHttp *h, struct MHD_Connection *c, ApiSnapshot *s, bool resource) {
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        int r;
-
-        if (!f)
-                return MHD_NO;
-        if (resource)
-                r = api_resource_metrics(s, h->cgroup_root, h->proc, f);
-        else {
-                fputs(s->metrics ? s->metrics : "", f);
-                r = api_metrics_render_process(h->proc, f);
-        }
-        if (fclose(f) != 0 || r < -ENOMEM) {
-                free(text);
-                return MHD_NO;
-        }
-        return api_http_reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len);
 }
 
 bool api_http_client_cert_ok(struct MHD_Connection *c) {
@@ -369,9 +215,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   void **con_cls) {
         ApiHttp *h = cls;
         const char *clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        ApiSnapshot *s;
         enum MHD_Result r;
-        HttpRoute route;
         bool has_body;
 
         (void) version;
@@ -395,36 +239,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 return api_http_reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n");
         if (has_body)
                 return api_http_reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "413 a GET takes no body\n");
-        route = route_of(url);
-        switch (route) {
-        case ROUTE_NONE:
-                return api_http_reply_text(c, MHD_HTTP_NOT_FOUND, "404 page not found\n");
-        case ROUTE_HEALTHZ:
-        case ROUTE_LIVEZ:
-        case ROUTE_READYZ:
-                return health(h, c, route);
-        default:
-                break;
-        }
-        s = api_http_snapshot(h);
-        if (!s)
-                return api_http_reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "503 the agent is starting\n");
-        switch (route) {
-        case ROUTE_PODS:
-                r = reply_copy(c, "application/json", s->pods_json);
-                break;
-        case ROUTE_METRICS:
-        case ROUTE_METRICS_RESOURCE:
-                r = metrics(h, c, s, route == ROUTE_METRICS_RESOURCE);
-                break;
-        default: {
-                char *doc = api_stats_summary(s, h->cgroup_root, h->proc, h->fs_path);
-
-                r = doc ? api_http_reply(c, MHD_HTTP_OK, "application/json", doc, strlen(doc)) : MHD_NO;
-        }
-        }
-        api_snapshot_unref(s);
-        return r;
+        return api_readonly_serve(h, c, url);
 }
 
 /* ---- start and stop ------------------------------------------------------------- */
