@@ -10,13 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env.h"
 #include "pod-internal.h"
 
-/* validEnvDownwardAPIFieldPathExpressions, sorted as the API lists them */
-static const char *const env_field_paths[] = {
-        "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
-        "status.hostIP", "status.hostIPs",     "status.podIP", "status.podIPs", NULL,
-};
 /* the labels podshelper.ConvertDownwardAPIFieldLabel converts (v1) */
 static const char *const convertible_paths[] = {
         "metadata.annotations",
@@ -47,6 +43,15 @@ static const char *const memory_divisors[] = {
 static bool in_list(const char *const *l, const char *s, size_t n) {
         for (; *l; l++)
                 if (strlen(*l) == n && strncmp(*l, s, n) == 0)
+                        return true;
+        return false;
+}
+
+static bool env_field_known(const char *s, size_t n) {
+        const char *a;
+
+        for (size_t i = 0; (a = pod_env_field_path(i)); i++)
+                if (strlen(a) == n && strncmp(a, s, n) == 0)
                         return true;
         return false;
 }
@@ -159,13 +164,14 @@ static int check_field_ref(PodDec *d, json_t *vf, PodEnvVar *e) {
                 return pod_dec_fail(d, line, ".valueFrom.fieldRef.fieldPath",
                                     "Invalid value: \"%s\": error converting fieldPath: field label not supported: %s",
                                     p, p);
-        if (!in_list(env_field_paths, p, n)) {
+        if (!env_field_known(p, n)) {
                 char list[512] = "";
                 size_t len = 0;
+                const char *a;
 
-                for (const char *const *a = env_field_paths; *a; a++)
-                        len += (size_t) snprintf(list + len, sizeof(list) - len, "%s\"%s\"",
-                                                 a == env_field_paths ? "" : ", ", *a);
+                /* (env.c's table: the paths it has a value for) */
+                for (size_t i = 0; (a = pod_env_field_path(i)); i++)
+                        len += (size_t) snprintf(list + len, sizeof(list) - len, "%s\"%s\"", i ? ", " : "", a);
                 return pod_dec_fail(d, line, ".valueFrom.fieldRef.fieldPath",
                                     "Unsupported value: \"%s\": supported values: %s", p, list);
         }

@@ -111,6 +111,63 @@ static int dup_ret(const char *v, char **ret, CubError *err) {
         return *ret ? 0 : cub_err_set(err, ENOMEM, "out of memory");
 }
 
+/* validEnvDownwardAPIFieldPathExpressions, in the API's order, each with
+ * what kubelet's podFieldSelectorRuntimeValue gives for it */
+static const char *f_name(const Pod *p, const PodEnvContext *c) {
+        (void) c;
+        return p->name;
+}
+static const char *f_namespace(const Pod *p, const PodEnvContext *c) {
+        (void) c;
+        return p->namespace_;
+}
+static const char *f_uid(const Pod *p, const PodEnvContext *c) {
+        (void) c;
+        return p->uid;
+}
+static const char *f_node_name(const Pod *p, const PodEnvContext *c) {
+        return p->node_name && *p->node_name ? p->node_name : c->node_name;
+}
+static const char *f_service_account(const Pod *p, const PodEnvContext *c) {
+        (void) c;
+        return p->service_account_name ? p->service_account_name : p->service_account;
+}
+static const char *f_host_ip(const Pod *p, const PodEnvContext *c) {
+        (void) p;
+        return c->host_ip;
+}
+static const char *f_host_ips(const Pod *p, const PodEnvContext *c) {
+        (void) p;
+        return c->host_ips ? c->host_ips : c->host_ip;
+}
+static const char *f_pod_ip(const Pod *p, const PodEnvContext *c) {
+        (void) p;
+        return c->pod_ip;
+}
+static const char *f_pod_ips(const Pod *p, const PodEnvContext *c) {
+        (void) p;
+        return c->pod_ips ? c->pod_ips : c->pod_ip;
+}
+
+static const struct {
+        const char *path;
+        const char *(*get)(const Pod *p, const PodEnvContext *c);
+} env_fields[] = {
+        { "metadata.name", f_name },
+        { "metadata.namespace", f_namespace },
+        { "metadata.uid", f_uid },
+        { "spec.nodeName", f_node_name },
+        { "spec.serviceAccountName", f_service_account },
+        { "status.hostIP", f_host_ip },
+        { "status.hostIPs", f_host_ips },
+        { "status.podIP", f_pod_ip },
+        { "status.podIPs", f_pod_ips },
+};
+
+const char *pod_env_field_path(size_t i) {
+        return i < ELEMENTSOF(env_fields) ? env_fields[i].path : NULL;
+}
+
 int pod_env_field_value(const Pod *pod, const char *path, const PodEnvContext *ctx, char **ret, CubError *err) {
         size_t prefix, klen;
         const char *key;
@@ -122,24 +179,9 @@ int pod_env_field_value(const Pod *pod, const char *path, const PodEnvContext *c
                         return dup_ret(map_get(&pod->annotations, key, klen), ret, err);
                 return cub_err_set(err, EINVAL, "fieldPath '%s': field label does not support subscript", path);
         }
-        if (strcmp(path, "metadata.name") == 0)
-                return dup_ret(pod->name, ret, err);
-        if (strcmp(path, "metadata.namespace") == 0)
-                return dup_ret(pod->namespace_, ret, err);
-        if (strcmp(path, "metadata.uid") == 0)
-                return dup_ret(pod->uid, ret, err);
-        if (strcmp(path, "spec.nodeName") == 0)
-                return dup_ret(pod->node_name && *pod->node_name ? pod->node_name : ctx->node_name, ret, err);
-        if (strcmp(path, "spec.serviceAccountName") == 0)
-                return dup_ret(pod->service_account_name ? pod->service_account_name : pod->service_account, ret, err);
-        if (strcmp(path, "status.hostIP") == 0)
-                return dup_ret(ctx->host_ip, ret, err);
-        if (strcmp(path, "status.hostIPs") == 0)
-                return dup_ret(ctx->host_ips ? ctx->host_ips : ctx->host_ip, ret, err);
-        if (strcmp(path, "status.podIP") == 0)
-                return dup_ret(ctx->pod_ip, ret, err);
-        if (strcmp(path, "status.podIPs") == 0)
-                return dup_ret(ctx->pod_ips ? ctx->pod_ips : ctx->pod_ip, ret, err);
+        for (size_t i = 0; i < ELEMENTSOF(env_fields); i++)
+                if (strcmp(path, env_fields[i].path) == 0)
+                        return dup_ret(env_fields[i].get(pod, ctx), ret, err);
         return cub_err_set(err, EINVAL, "fieldPath '%s': not supported for env", path);
 }
 

@@ -32,6 +32,9 @@ typedef struct PodEnvContext {
         const char *const *service_env;
 } PodEnvContext;
 
+/* The i-th fieldRef path env supports (validEnvDownwardAPIFieldPathExpressions,
+ * in the API's order); NULL past the last. The decoder validates with it. */
+const char *pod_env_field_path(size_t i);
 /* The value of a fieldRef path (metadata.name, metadata.labels['k'], ...);
  * -EINVAL naming the path for one env does not support. */
 int pod_env_field_value(const Pod *pod, const char *field_path, const PodEnvContext *ctx, char **ret, CubError *err);
