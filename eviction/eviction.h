@@ -81,10 +81,6 @@ const char *evict_condition_message(EvictCondition c, bool status);
 #define EVICT_QUANTITY_STR_MAX 32
 const char *evict_quantity_format(uint64_t v, bool binary, char buf[static EVICT_QUANTITY_STR_MAX]);
 
-/* Go's time.ParseDuration ("1m30s", "90s", "500ms", "1.5h", "0") to µs,
- * truncating below 1µs. Negative durations are -ERANGE. */
-int evict_duration_parse(const char *s, uint64_t *ret_usec, CubError *err);
-
 /* ---- Configuration -------------------------------------------------------------- */
 
 #define EVICT_DEFAULT_TRANSITION_USEC (5 * 60 * CUB_USEC_PER_SEC)

@@ -10,6 +10,7 @@
 
 #include "../agent/pod/pod.h"
 #include "../agent/util/cleanup.h"
+#include "../agent/util/duration.h"
 #include "eviction-internal.h"
 
 static const char *const signal_names[_EVICT_SIGNAL_MAX] = {
@@ -224,91 +225,6 @@ int evict_value_parse(const char *text, const char *what, EvictValue *ret, CubEr
         return 0;
 }
 
-/* ---- Go durations ---------------------------------------------------------- */
-
-static const struct {
-        const char *name;
-        uint64_t ns;
-} duration_units[] = {
-        { "ns", 1 },
-        { "us", CUB_NSEC_PER_USEC },
-        { "\xc2\xb5s", CUB_NSEC_PER_USEC }, /* U+00B5 micro sign */
-        { "\xce\xbcs", CUB_NSEC_PER_USEC }, /* U+03BC Greek mu */
-        { "ms", CUB_NSEC_PER_MSEC },
-        { "s", CUB_NSEC_PER_SEC },
-        { "m", 60 * CUB_NSEC_PER_SEC },
-        { "h", 3600 * CUB_NSEC_PER_SEC },
-};
-
-int evict_duration_parse(const char *s, uint64_t *ret_usec, CubError *err) {
-        const char *p = s;
-        bool negative = false;
-        uint64_t total = 0; /* ns; Go's limit is INT64_MAX ns */
-
-        if (!s)
-                return cub_err_set(err, EINVAL, "time: invalid duration \"\"");
-        if (*p == '-' || *p == '+')
-                negative = *p++ == '-';
-        if (strcmp(p, "0") == 0) {
-                *ret_usec = 0;
-                return 0;
-        }
-        if (!*p)
-                return cub_err_set(err, EINVAL, "time: invalid duration \"%s\"", s);
-        while (*p) {
-                uint64_t v = 0, frac = 0, scale = 1, unit = 0, add;
-                bool digits = false, overflow = false;
-                const char *u;
-                size_t ulen;
-
-                if (!(*p == '.' || (*p >= '0' && *p <= '9')))
-                        return cub_err_set(err, EINVAL, "time: invalid duration \"%s\"", s);
-                for (; *p >= '0' && *p <= '9'; p++) {
-                        digits = true;
-                        if (v > (UINT64_MAX - 9) / 10)
-                                overflow = true;
-                        else
-                                v = v * 10 + (uint64_t) (*p - '0');
-                }
-                if (*p == '.') {
-                        p++;
-                        for (; *p >= '0' && *p <= '9'; p++) {
-                                digits = true;
-                                if (scale > UINT64_MAX / 100)
-                                        continue; /* Go drops digits beyond precision */
-                                frac = frac * 10 + (uint64_t) (*p - '0');
-                                scale *= 10;
-                        }
-                }
-                if (!digits)
-                        return cub_err_set(err, EINVAL, "time: invalid duration \"%s\"", s);
-                u = p;
-                while (*p && *p != '.' && !(*p >= '0' && *p <= '9'))
-                        p++;
-                ulen = (size_t) (p - u);
-                if (ulen == 0)
-                        return cub_err_set(err, EINVAL, "time: missing unit in duration \"%s\"", s);
-                for (size_t i = 0; i < ELEMENTSOF(duration_units); i++)
-                        if (strlen(duration_units[i].name) == ulen && memcmp(duration_units[i].name, u, ulen) == 0)
-                                unit = duration_units[i].ns;
-                if (unit == 0)
-                        return cub_err_set(err, EINVAL, "time: unknown unit \"%.*s\" in duration \"%s\"", (int) ulen, u,
-                                           s);
-                if (overflow || v > (uint64_t) INT64_MAX / unit)
-                        return cub_err_set(err, ERANGE, "time: invalid duration \"%s\"", s);
-                add = v * unit;
-                if (frac > 0)
-                        add += (uint64_t) ((double) frac * ((double) unit / (double) scale));
-                if (add > (uint64_t) INT64_MAX - total)
-                        return cub_err_set(err, ERANGE, "time: invalid duration \"%s\"", s);
-                total += add;
-        }
-        if (negative && total > 0)
-                return cub_err_set(err, ERANGE, "invalid duration \"%s\": must not be negative", s);
-        *ret_usec = total / CUB_NSEC_PER_USEC;
-        return 0;
-}
-
 /* ---- Thresholds ---------------------------------------------------------------- */
 
 const char *evict_threshold_format(const EvictThreshold *t, char buf[static EVICT_THRESHOLD_STR_MAX]) {
@@ -426,7 +342,7 @@ int evict_config_set_soft_grace_period(EvictConfig *c, const char *signal, const
         r = signal_of("evictionSoftGracePeriod", signal, &s, err);
         if (r < 0)
                 return r;
-        r = evict_duration_parse(duration, &usec, err);
+        r = cub_duration_parse(duration, &usec, err);
         if (r < 0)
                 return cub_err_wrap_errno(err, r, "evictionSoftGracePeriod[%s]", signal);
         c->grace_set[s] = true;
@@ -469,7 +385,7 @@ int evict_config_set_transition_period(EvictConfig *c, const char *duration, Cub
         uint64_t usec;
         int r;
 
-        r = evict_duration_parse(duration, &usec, err);
+        r = cub_duration_parse(duration, &usec, err);
         if (r < 0)
                 return cub_err_wrap_errno(err, r, "evictionPressureTransitionPeriod");
         c->transition_usec = usec;

@@ -17,6 +17,7 @@
 #include "../cluster/node.h"
 #include "../loop/agent.h"
 #include "../node/machine.h"
+#include "../util/duration.h"
 #include "../util/log.h"
 #include "cli.h"
 
@@ -99,8 +100,8 @@ static int run_url_options(AgentOptions *opt, const char *f_url, const char *f_f
 
         if (!url || !*url)
                 return 0;
-        if (evict_duration_parse(freq, &opt->http_check_usec, &err) < 0 ||
-            evict_duration_parse(tmo, &opt->http_timeout_usec, &err) < 0) {
+        if (cub_duration_parse(freq, &opt->http_check_usec, &err) < 0 ||
+            cub_duration_parse(tmo, &opt->http_timeout_usec, &err) < 0) {
                 cub_log(LOG_ERR, "run: httpCheckFrequency or staticPodURLTimeout: %s", err.msg);
                 return -EINVAL;
         }
@@ -126,14 +127,14 @@ static int run_dir_options(AgentOptions *opt) {
         const char *freq = opt->kc.file_check_frequency ? opt->kc.file_check_frequency : "20s";
         CubError err = {};
 
-        if (evict_duration_parse(freq, &opt->rescan_usec, &err) < 0) {
+        if (cub_duration_parse(freq, &opt->rescan_usec, &err) < 0) {
                 cub_log(LOG_ERR, "run: fileCheckFrequency: %s", err.msg);
                 return -EINVAL;
         }
         /* cpuManagerReconcilePeriod (kubelet: default 10s, the node status
          * update frequency's); at least 100ms, so that it never spins */
         if (opt->kc.cpu_manager_reconcile_period &&
-            (evict_duration_parse(opt->kc.cpu_manager_reconcile_period, &opt->cpu_reconcile_usec, &err) < 0 ||
+            (cub_duration_parse(opt->kc.cpu_manager_reconcile_period, &opt->cpu_reconcile_usec, &err) < 0 ||
              opt->cpu_reconcile_usec < CUB_USEC_PER_SEC / 10)) {
                 cub_log(LOG_ERR, "run: cpuManagerReconcilePeriod '%s': %s", opt->kc.cpu_manager_reconcile_period,
                         *err.msg ? err.msg : "at least 100ms");
@@ -156,8 +157,8 @@ static int run_cluster_options(AgentOptions *opt, const char *f_kubeconfig, int 
 
         if (!f_kubeconfig)
                 return 0;
-        if (evict_duration_parse(upd, &opt->node_status_update_usec, &err) < 0 ||
-            evict_duration_parse(rep, &opt->node_status_report_usec, &err) < 0 ||
+        if (cub_duration_parse(upd, &opt->node_status_update_usec, &err) < 0 ||
+            cub_duration_parse(rep, &opt->node_status_report_usec, &err) < 0 ||
             opt->node_status_update_usec < CUB_USEC_PER_SEC / 10 || opt->node_status_report_usec < CUB_USEC_PER_SEC) {
                 cub_log(LOG_ERR,
                         "run: nodeStatusUpdateFrequency '%s' (at least 100ms) or nodeStatusReportFrequency "

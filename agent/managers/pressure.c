@@ -21,6 +21,7 @@
 
 #include "../node/derive.h"
 #include "../util/cleanup.h"
+#include "../util/duration.h"
 #include "../util/log.h"
 #include "../util/time.h"
 #include "managers.h"
@@ -100,7 +101,7 @@ int mgr_eviction_config(const PodKubeletConfig *kc, EvictConfig *ret, uint64_t *
         if (r >= 0)
                 r = evict_config_finish(&cfg, /* enforce_pods_allocatable= */ true, err);
         if (r >= 0 && kc->eviction_sample_period) {
-                r = evict_duration_parse(kc->eviction_sample_period, &sample, err);
+                r = cub_duration_parse(kc->eviction_sample_period, &sample, err);
                 if (r >= 0 && sample < 10000)
                         r = cub_err_set(err, EINVAL, "cubelet.evictionSamplePeriod '%s': at least 10ms",
                                         kc->eviction_sample_period);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../eviction/eviction.h"
+#include "../util/duration.h"
 #include "../util/time.h"
 #include "shutdown.h"
 
@@ -20,7 +21,7 @@ static int period_s(const char *field, const char *text, int64_t *ret, CubError 
         *ret = 0;
         if (!text || !*text)
                 return 0;
-        r = evict_duration_parse(text, &usec, &derr);
+        r = cub_duration_parse(text, &usec, &derr);
         if (r < 0 && r != -ERANGE)
                 return cub_err_set(err, EINVAL, "invalid configuration: %s %s: %s", field, text, derr.msg);
         if (r == -ERANGE || (usec > 0 && usec < CUB_USEC_PER_SEC))
