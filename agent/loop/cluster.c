@@ -113,7 +113,7 @@ static json_t *node_info(Agent *a) {
         return json_pack(
                 "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o*}", "machineID", machine, "systemUUID", uuid, "bootID", boot,
                 "kernelVersion", u.release, "osImage", os, "containerRuntimeVersion", rt, "kubeletVersion",
-                KUBELET_VERSION, "operatingSystem", "linux", "architecture", mgr_go_arch(), "swap",
+                KUBELET_VERSION, "operatingSystem", "linux", "architecture", agent_go_arch(), "swap",
                 a->core.node.swap_capacity > 0 ? json_pack("{s:I}", "capacity", (json_int_t) a->core.node.swap_capacity)
                                                : NULL);
 }
@@ -129,8 +129,8 @@ static json_t *node_json(void *userdata) {
         size_t i;
 
         labels = json_pack("{s:s,s:s,s:s,s:s,s:s}", "kubernetes.io/hostname", a->core.opt.node_name, "kubernetes.io/os",
-                           "linux", "kubernetes.io/arch", mgr_go_arch(), "beta.kubernetes.io/os", "linux",
-                           "beta.kubernetes.io/arch", mgr_go_arch());
+                           "linux", "kubernetes.io/arch", agent_go_arch(), "beta.kubernetes.io/os", "linux",
+                           "beta.kubernetes.io/arch", agent_go_arch());
         if (!mgr || !labels || !cap || !al || !conds) {
                 json_decref(labels), json_decref(cap), json_decref(al), json_decref(conds);
                 return NULL;

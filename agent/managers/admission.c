@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
-#include <sys/utsname.h>
 
 #include "../admit/admit.h"
 #include "../cpumanager/cpumanager.h"
 #include "../node/derive.h"
+#include "../node/machine.h"
 #include "../util/cleanup.h"
 #include "../util/log.h"
 #include "managers.h"
@@ -131,25 +131,6 @@ int mgr_node_allocatable(const LcEnv *env, PodResourceList *ret, CubError *err) 
         return 0;
 }
 
-/* The well-known labels kubelet puts on its node, for nodeSelector and
- * node affinity: kubernetes.io/arch, kubernetes.io/hostname, kubernetes.io/os. */
-const char *mgr_go_arch(void) {
-        static const struct {
-                const char *machine, *arch;
-        } map[] = {
-                { "x86_64", "amd64" },    { "aarch64", "arm64" }, { "armv7l", "arm" },
-                { "ppc64le", "ppc64le" }, { "s390x", "s390x" },   { "riscv64", "riscv64" },
-        };
-        struct utsname u;
-
-        if (uname(&u) < 0)
-                return "unknown";
-        for (size_t i = 0; i < ELEMENTSOF(map); i++)
-                if (strcmp(u.machine, map[i].machine) == 0)
-                        return map[i].arch;
-        return "unknown";
-}
-
 static void admission_free(void *userdata) {
         Admission *m = userdata;
 
@@ -169,7 +150,7 @@ static int admission_new(const LcEnv *env, void **ret, CubError *err) {
         PodResourceList alloc = {};
         char *label_keys[] = { (char *) "kubernetes.io/arch", (char *) "kubernetes.io/hostname",
                                (char *) "kubernetes.io/os" };
-        char *label_values[] = { (char *) mgr_go_arch(), (char *) env->node_name, (char *) "linux" };
+        char *label_values[] = { (char *) agent_go_arch(), (char *) env->node_name, (char *) "linux" };
         PodStringMap labels = { .keys = label_keys, .values = label_values, .n = ELEMENTSOF(label_keys) };
         AdmitNodeInfo ni;
         char note[1024] = "";

@@ -38,5 +38,3 @@ int mgr_eviction_config(const PodKubeletConfig *kc, EvictConfig *ret, uint64_t *
  * reserved − the hard eviction thresholds (kubelet's GetNodeAllocatableReservation);
  * admission checks against it, env resourceFieldRef limits default to it. */
 int mgr_node_allocatable(const LcEnv *env, PodResourceList *ret, CubError *err);
-/* Go's name of this machine's architecture (kubernetes.io/arch): amd64, arm64, ... */
-const char *mgr_go_arch(void);

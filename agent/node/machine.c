@@ -5,6 +5,7 @@
 #include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -74,4 +75,21 @@ bool agent_swap_controller(const char *proc_self_cgroup, const char *cgroup_moun
         if (asprintf(&path, "%s/%.*s/memory.swap.max", cgroup_mount, (int) len, line) < 0)
                 return false;
         return access(path, F_OK) == 0;
+}
+
+const char *agent_go_arch(void) {
+        static const struct {
+                const char *machine, *arch;
+        } map[] = {
+                { "x86_64", "amd64" },    { "aarch64", "arm64" }, { "armv7l", "arm" },
+                { "ppc64le", "ppc64le" }, { "s390x", "s390x" },   { "riscv64", "riscv64" },
+        };
+        struct utsname u;
+
+        if (uname(&u) < 0)
+                return "unknown";
+        for (size_t i = 0; i < ELEMENTSOF(map); i++)
+                if (strcmp(u.machine, map[i].machine) == 0)
+                        return map[i].arch;
+        return "unknown";
 }

@@ -23,6 +23,10 @@ typedef struct AgentNode {
 } AgentNode;
 
 int agent_host_node(AgentNode *ret, CubError *err);
+/* This machine's architecture as Go names it (GOARCH: amd64, arm64, ...),
+ * for the Node's nodeInfo.architecture and the kubernetes.io/arch label
+ * that nodeSelector and node affinity match; "unknown" for another. */
+const char *agent_go_arch(void);
 /* kuberuntime_container_linux.go swapControllerAvailable (1.34): on cgroup v2,
  * <cgroup_mount>/<the group of proc_self_cgroup's "0::" line>/memory.swap.max exists; on
  * cgroup v1 (cgroup_v1: the mount is not cgroup2), <cgroup_mount>/memory/memory.memsw.limit_in_bytes
