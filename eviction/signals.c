@@ -113,7 +113,7 @@ static int read_key(const char *path, const char *text, const char *key, bool kb
 /* usage - inactive_file of <dir>/memory.stat, floored at 0. */
 static int working_set(const char *dir, uint64_t usage, uint64_t *ret, CubError *err) {
         _cleanup_free_ char *path = NULL, *text = NULL;
-        uint64_t inactive;
+        uint64_t inactive = 0;
         int r;
 
         r = path_join(&path, err, dir, "memory.stat", NULL);
