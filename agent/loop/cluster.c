@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
-#include <sys/utsname.h>
 #include <syslog.h>
 
 #include "../../cri/cri.h"
 #include "../managers/managers.h"
+#include "../node/info.h"
 #include "../pod/api-status.h"
 #include "../pod/resize.h"
 #include "../util/cleanup.h"
@@ -38,70 +38,14 @@ static void quantity(json_t *o, const char *name, int64_t v, bool cpu) {
         json_object_set_new(o, name, json_string(pod_quantity_format(q, cpu, buf)));
 }
 
-/* first line of a file, trimmed; "" when unreadable */
-static void read_line(const char *path, char *buf, size_t size) {
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        CubError err = {};
-
-        buf[0] = 0;
-        if (cub_read_file(path, 4096, &text, &len, &err) < 0)
-                return;
-        text[strcspn(text, "\n")] = 0;
-        (void) snprintf(buf, size, "%s", text);
-}
-
-static void os_image(char *buf, size_t size) {
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        CubError err = {};
-        char *p;
-
-        (void) snprintf(buf, size, "Linux");
-        if (cub_read_file("/etc/os-release", 65536, &text, &len, &err) < 0 || !(p = strstr(text, "PRETTY_NAME=")))
-                return;
-        p += strlen("PRETTY_NAME=");
-        if (*p == '"')
-                p++;
-        p[strcspn(p, "\"\n")] = 0;
-        (void) snprintf(buf, size, "%s", p);
-}
-
-/* hugepages-2Mi, hugepages-1Gi: what the kernel holds of each size */
-static void hugepages(json_t *cap, json_t *alloc) {
-        static const struct {
-                const char *name, *dir;
-                int64_t size;
-        } sizes[] = { { "hugepages-1Gi", "hugepages-1048576kB", 1LL << 30 },
-                      { "hugepages-2Mi", "hugepages-2048kB", 2LL << 20 } };
-
-        for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
-                char path[256], line[64];
-
-                (void) snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/%s/nr_hugepages", sizes[i].dir);
-                read_line(path, line, sizeof(line));
-                if (!*line)
-                        continue;
-                quantity(cap, sizes[i].name, strtoll(line, NULL, 10) * sizes[i].size, false);
-                quantity(alloc, sizes[i].name, strtoll(line, NULL, 10) * sizes[i].size, false);
-        }
-}
-
 static json_t *condition(const char *type, const char *status, const char *reason, const char *message) {
         return json_pack("{s:s,s:s,s:s,s:s}", "type", type, "status", status, "reason", reason, "message", message);
 }
 
-static json_t *node_info(Agent *a) {
-        char machine[64], uuid[64], boot[64], os[256], rt[256] = "";
+static json_t *node_info(Agent *a, const AgentNodeInfo *ni) {
+        char rt[256] = "";
         const char *v = a->core.runtime_version;
-        struct utsname u;
 
-        read_line("/etc/machine-id", machine, sizeof(machine));
-        read_line("/sys/class/dmi/id/product_uuid", uuid, sizeof(uuid));
-        read_line("/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
-        os_image(os, sizeof(os));
-        if (uname(&u) < 0)
-                u = (struct utsname){};
         /* "containerd 1.6.20 (CRI v1)" → containerd://1.6.20 */
         if (*v) {
                 size_t n = strcspn(v, " ");
@@ -110,12 +54,13 @@ static json_t *node_info(Agent *a) {
                 (void) snprintf(rt, sizeof(rt), "%.*s://%.*s", (int) n, v, (int) strcspn(ver, " "), ver);
         }
         /* swap: nodestatus/setters.go MachineInfo (1.34), when the machine has swap */
-        return json_pack(
-                "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o*}", "machineID", machine, "systemUUID", uuid, "bootID", boot,
-                "kernelVersion", u.release, "osImage", os, "containerRuntimeVersion", rt, "kubeletVersion",
-                KUBELET_VERSION, "operatingSystem", "linux", "architecture", agent_go_arch(), "swap",
-                a->core.node.swap_capacity > 0 ? json_pack("{s:I}", "capacity", (json_int_t) a->core.node.swap_capacity)
-                                               : NULL);
+        return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o*}", "machineID", ni->machine_id, "systemUUID",
+                         ni->system_uuid, "bootID", ni->boot_id, "kernelVersion", ni->kernel, "osImage", ni->os_image,
+                         "containerRuntimeVersion", rt, "kubeletVersion", KUBELET_VERSION, "operatingSystem", "linux",
+                         "architecture", agent_go_arch(), "swap",
+                         a->core.node.swap_capacity > 0
+                                 ? json_pack("{s:I}", "capacity", (json_int_t) a->core.node.swap_capacity)
+                                 : NULL);
 }
 
 static json_t *node_json(void *userdata) {
@@ -124,6 +69,7 @@ static json_t *node_json(void *userdata) {
         _cleanup_(json_decrefp) json_t *mgr = json_object();
         json_t *node, *labels, *cap = json_object(), *al = json_object(), *conds = json_array(), *c, *res;
         const char *ip = a->core.host_ip[0] ? a->core.host_ip : "127.0.0.1";
+        AgentNodeInfo ni;
         struct statvfs sv;
         CubError err = {};
         size_t i;
@@ -150,7 +96,16 @@ static json_t *node_json(void *userdata) {
                                  cpu ? pod_quantity_milli(alloc.items[i].q) : pod_quantity_value(alloc.items[i].q),
                                  cpu);
                 }
-        hugepages(cap, al);
+        /* hugepages-2Mi, hugepages-1Gi: what the kernel holds of each size */
+        agent_node_info_read("/", &ni);
+        if (ni.hugepages_1gi >= 0) {
+                quantity(cap, "hugepages-1Gi", ni.hugepages_1gi, false);
+                quantity(al, "hugepages-1Gi", ni.hugepages_1gi, false);
+        }
+        if (ni.hugepages_2mi >= 0) {
+                quantity(cap, "hugepages-2Mi", ni.hugepages_2mi, false);
+                quantity(al, "hugepages-2Mi", ni.hugepages_2mi, false);
+        }
         /* the managers' part: pressure conditions, device-plugin resources */
         agent_managers_node_status(a, mgr);
         res = json_object_get(json_object_get(mgr, "devicePlugins"), "resources");
@@ -176,7 +131,7 @@ static json_t *node_json(void *userdata) {
                          "metadata", "labels", labels, "annotations", ANNOTATION_ATTACH, "true", "spec", "taints",
                          kube_node_taints_parse(a->core.opt.register_taints), "status", "capacity", cap, "allocatable",
                          al, "conditions", conds, "addresses", "type", "InternalIP", "address", ip, "type", "Hostname",
-                         "address", a->core.opt.node_name, "nodeInfo", node_info(a), "daemonEndpoints",
+                         "address", a->core.opt.node_name, "nodeInfo", node_info(a, &ni), "daemonEndpoints",
                          "kubeletEndpoint", "Port", (json_int_t) agent_kubelet_port(a));
         return node;
 }
