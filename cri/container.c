@@ -119,6 +119,10 @@ int cri_create_container(CriClient *c, const char *sandbox_id, const CriContaine
                 sandbox && sandbox->host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
         if (cri_namespaces_set(&a, ns, sandbox) < 0)
                 goto oom;
+        if (cfg->pid_target_id) {
+                ns->pid = RUNTIME__V1__NAMESPACE_MODE__TARGET;
+                ns->target_id = (char *) cfg->pid_target_id;
+        }
         *sec = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
         sec->namespace_options = ns;
         sec->seccomp = cri_seccomp_profile(&a, cfg->seccomp, cfg->seccomp_localhost);
@@ -176,6 +180,9 @@ int cri_create_container(CriClient *c, const char *sandbox_id, const CriContaine
         cc->command = strv_arg(cfg->command, &cc->n_command);
         cc->args = strv_arg(cfg->args, &cc->n_args);
         cc->working_dir = cri_s_or_empty(cfg->working_dir);
+        cc->stdin = cfg->stdin_;
+        cc->stdin_once = cfg->stdin_once;
+        cc->tty = cfg->tty;
         if (n_env > 0) {
                 cc->envs = cri_arena_alloc(&a, n_env * sizeof(*cc->envs));
                 for (size_t i = 0; cc->envs && i < n_env; i++) {

@@ -223,6 +223,10 @@ typedef struct CriContainerConfig {
         bool no_new_privs;
         bool proc_unmasked;        /* procMount Unmasked: no masked or read-only paths */
         const CriSELinux *selinux; /* the effective seLinuxOptions */
+        bool stdin_, stdin_once, tty;
+        /* an ephemeral container's target: it joins that container's PID
+         * namespace (NamespaceMode TARGET); NULL: the pod's */
+        const char *pid_target_id;
 } CriContainerConfig;
 
 typedef enum CriContainerState {

@@ -3,7 +3,7 @@
 set -eu
 PKGS="gcc clang make pkg-config git libjansson-dev libyaml-dev libcgroup-dev libsystemd-dev libssl-dev
 libcmocka-dev libclang-rt-14-dev clang-format libgrpc-dev protobuf-c-compiler libprotobuf-c-dev
-containerd runc busybox-static file jq libseccomp-dev libnl-3-dev libnl-idiag-3-dev
+containerd runc containernetworking-plugins busybox-static file jq libseccomp-dev libnl-3-dev libnl-idiag-3-dev
 python3-grpcio python3-protobuf protobuf-compiler
 libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev nginx-light prometheus openssl curl
 debhelper dpkg-dev fakeroot lintian help2man zlib1g-dev etcd-server etcd-client docker-registry apache2-utils"

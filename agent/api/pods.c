@@ -270,6 +270,30 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
         return cj;
 }
 
+/* an ephemeral container's status (kubelet's ephemeralContainerStatuses):
+ * never ready, never restarted */
+static json_t *ephemeral_status(const LcPod *p, size_t e, const ApiPodsInfo *info) {
+        const PodContainer *c = &p->spec->pod->ephemeral_containers[e];
+        const LcContainerStatus *st = &p->eph[e];
+        bool running = st->state == LC_CONTAINER_RUNNING;
+        char cid[128], when[32];
+        json_t *state, *cj;
+
+        (void) snprintf(cid, sizeof(cid), "%s://%s", info->runtime ? info->runtime : "containerd", st->id);
+        if (running)
+                state = json_pack("{s:{s:s}}", "running", "startedAt",
+                                  api_rfc3339(st->started_at ? st->started_at / 1000000000 : pod_start(p, info), when));
+        else if (st->state == LC_CONTAINER_TERMINATED)
+                state = json_pack("{s:o}", "terminated", terminated(st, cid));
+        else
+                state = json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
+        cj = json_pack("{s:s,s:o,s:{},s:b,s:i,s:s,s:s,s:b}", "name", c->name, "state", state, "lastState", "ready",
+                       false, "restartCount", 0, "image", c->image, "imageID", "", "started", running);
+        if (cj && *st->id)
+                json_object_set_new(cj, "containerID", json_string(cid));
+        return cj;
+}
+
 /* probes and hooks: kubelet's condition with its reason, message and
  * lastTransitionTime (since: unix s, 0 = unknown) */
 /* stopped by the graceful node shutdown (agent/shutdown): kubelet sets
@@ -348,6 +372,13 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
         status = json_pack("{s:s,s:o,s:s,s:o,s:o}", "phase", lc_phase_to_string(p->phase), "conditions", conds,
                            "qosClass", pod_qos_to_string(p->spec->qos), "initContainerStatuses", ics,
                            "containerStatuses", cs);
+        if (status && p->n_eph > 0 && pod->n_ephemeral_containers > 0) {
+                json_t *ecs = json_array();
+
+                for (size_t e = 0; ecs && e < p->n_eph && e < pod->n_ephemeral_containers; e++)
+                        json_array_append_new(ecs, ephemeral_status(p, e, info));
+                json_object_set_new(status, "ephemeralContainerStatuses", ecs);
+        }
         if (status && *p->reason)
                 json_object_set_new(status, "reason", json_string(p->reason));
         if (status && *p->message)
@@ -369,9 +400,9 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
                 /* kubelet's rejectPod sets the status to these alone: no
                  * conditions, container statuses or addresses (the kubelet
                  * oracle compares them) */
-                for (const char *const *k =
-                             (const char *const[]){ "conditions", "initContainerStatuses", "containerStatuses",
-                                                    "hostIP", "hostIPs", "podIP", "podIPs", NULL };
+                for (const char *const *k = (const char *const[]){ "conditions", "initContainerStatuses",
+                                                                   "containerStatuses", "ephemeralContainerStatuses",
+                                                                   "hostIP", "hostIPs", "podIP", "podIPs", NULL };
                      *k; k++)
                         (void) json_object_del(status, *k);
         return json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", "Pod", "apiVersion", "v1", "metadata", meta, "spec",
@@ -391,125 +422,6 @@ char *api_pod_list_json(LcPod *const *pods, size_t n, const ApiPodsInfo *info) {
         text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
         json_decref(doc);
         return text;
-}
-
-/* The bytes a pod's JSON depends on besides its spec (the spec pointer
- * changes with any edit: a new WorkerSpec). */
-static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len) {
-        char *key = NULL;
-        FILE *f = open_memstream(&key, ret_len);
-
-        if (!f)
-                return NULL;
-        /* the UID too: a new spec may come at the address of a freed one */
-        fprintf(f, "%s %d %d %d %s\n%s\n%s\n%s\n", p->spec->pod->uid, (int) p->phase, p->observed, p->terminal,
-                p->reason, p->message, info->host_ip ? info->host_ip : "", info->node_name);
-        fprintf(f, "%s %" PRIu64 "\n", p->pod_ip, info->extra_generation); /* network; the managers' part */
-        fwrite(p->statuses, sizeof(*p->statuses), p->n, f);
-        for (size_t k = 0; k < p->n; k++) /* termination messages: by content, not address */
-                fprintf(f, "%s\n", p->statuses[k].term_message ? p->statuses[k].term_message : "");
-        /* probes and hooks: the conditions' transitions, the sync's error (waiting reasons) */
-        fwrite(p->cond_since, sizeof(p->cond_since), 1, f);
-        fprintf(f, "%s\n", p->sync_retry.error);
-        /* the waiting reasons' other inputs (agent/lifecycle/reasons.c): the
-         * typed failure, its count (ErrImagePull → ImagePullBackOff), the
-         * crash back-off (CrashLoopBackOff's message) */
-        fprintf(f, "%d %zu %u\n", (int) p->failure, p->failure_container, p->sync_retry.failures);
-        fwrite(p->backoff, sizeof(*p->backoff), p->n, f);
-        /* in-place resize */
-        fprintf(f, "%s %s %d %s %p\n", p->resize.pending, p->resize.message, p->resize.in_progress, p->resize.error,
-                (void *) p->resize.actual);
-        if (fclose(f) != 0) {
-                free(key);
-                return NULL;
-        }
-        return key;
-}
-
-char *api_pod_list_json_cached(ApiPodCache *c, LcPod *const *pods, size_t n, const ApiPodsInfo *info) {
-        char *text = NULL;
-        size_t len = 0, k = 0;
-        FILE *f;
-        bool first = true, ok = true;
-
-        for (size_t i = 0; i < c->n; i++)
-                c->items[i].seen = false;
-        f = open_memstream(&text, &len);
-        if (!f)
-                return NULL;
-        fputs("{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[", f);
-        for (size_t i = 0; i < n && ok; i++) {
-                const LcPod *p = pods[i];
-                struct ApiPodCacheEntry *e = NULL;
-                size_t key_len;
-                char *key;
-
-                if (!p->wanted)
-                        continue;
-                key = status_key(p, info, &key_len);
-                if (!key) {
-                        ok = false;
-                        break;
-                }
-                for (size_t j = 0; j < c->n && !e; j++)
-                        if (c->items[j].spec == p->spec && !c->items[j].seen)
-                                e = &c->items[j];
-                if (!e) {
-                        struct ApiPodCacheEntry *items = realloc(c->items, (c->n + 1) * sizeof(*items));
-
-                        if (!items) {
-                                free(key);
-                                ok = false;
-                                break;
-                        }
-                        c->items = items;
-                        e = &items[c->n++];
-                        *e = (struct ApiPodCacheEntry){ .spec = p->spec };
-                }
-                e->seen = true;
-                if (!e->json || e->key_len != key_len || memcmp(e->key, key, key_len) != 0) {
-                        json_t *pj = api_pod_json(p, info);
-
-                        free(e->json);
-                        free(e->key);
-                        e->json = pj ? json_dumps(pj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-                        json_decref(pj);
-                        e->key = key;
-                        e->key_len = key_len;
-                        if (!e->json)
-                                ok = false;
-                } else
-                        free(key);
-                if (ok) {
-                        fputs(first ? "" : ",", f);
-                        fputs(e->json, f);
-                        first = false;
-                }
-        }
-        fputs("]}", f);
-        if (fclose(f) != 0 || !ok) {
-                free(text);
-                text = NULL;
-        }
-        /* drop the pods that are gone */
-        for (size_t i = 0; i < c->n; i++)
-                if (c->items[i].seen)
-                        c->items[k++] = c->items[i];
-                else {
-                        free(c->items[i].key);
-                        free(c->items[i].json);
-                }
-        c->n = k;
-        return text;
-}
-
-void api_pod_cache_done(ApiPodCache *c) {
-        for (size_t i = 0; i < c->n; i++) {
-                free(c->items[i].key);
-                free(c->items[i].json);
-        }
-        free(c->items);
-        *c = (ApiPodCache){};
 }
 
 void api_pods_gauges(LcPod *const *pods, size_t n, ApiGauges *g) {
@@ -567,6 +479,11 @@ int api_snapshot_add_pods(ApiSnapshot *s, LcPod *const *pods, size_t n, const Ap
                                                       st->started_at) < 0)
                                 return -ENOMEM;
                 }
+                /* ephemeral containers: their logs and exec as the others' */
+                for (size_t e = 0; e < p->n_eph && e < pod->n_ephemeral_containers; e++)
+                        if (api_pod_ref_add_container(r, pod->ephemeral_containers[e].name, p->eph[e].id,
+                                                      p->eph[e].state == LC_CONTAINER_RUNNING, p->eph[e].started_at) < 0)
+                                return -ENOMEM;
         }
         return 0;
 }

@@ -154,6 +154,14 @@ typedef struct LcPod {
         LcBackoff *backoff;          /* init containers first, then app containers */
         LcContainerStatus *statuses; /* same order */
         size_t n;
+        /* ephemeral containers (kubectl debug): each one's status, spec order,
+         * and the back-off of the tries to start one the runtime lacks */
+        LcContainerStatus *eph;
+        LcBackoff *eph_backoff;
+        size_t n_eph;
+        /* the source's pod of the same hash with more of them or other labels or
+         * annotations, until no job holds the spec (agent/loop/spec-update.c) */
+        WorkerSpec *spec_want;
         bool admitted;     /* admitted by every manager (assumed or confirmed) */
         bool started;      /* pod_started was sent */
         bool terminal;     /* Failed: rejected, preempted or evicted; never synced again */

@@ -72,6 +72,7 @@ LcPod *lc_pod_free(LcPod *p) {
         worker_spec_unref(p->spec);
         worker_spec_unref(p->resize.want);
         worker_spec_unref(p->resize.actual);
+        worker_spec_unref(p->spec_want);
         free(p->resize.restart);
         free(p->numa);
         for (size_t i = 0; i < p->n_victims; i++)
@@ -82,6 +83,10 @@ LcPod *lc_pod_free(LcPod *p) {
         for (size_t k = 0; p->statuses && k < p->n; k++)
                 free(p->statuses[k].term_message);
         free(p->statuses);
+        for (size_t k = 0; k < p->n_eph; k++)
+                free(p->eph[k].term_message);
+        free(p->eph);
+        free(p->eph_backoff);
         lc_pod_events_free(p);
         free(p);
         return NULL;
@@ -101,6 +106,10 @@ void lc_pod_reset(LcPod *p) {
         for (size_t k = 0; k < p->n; k++)
                 free(p->statuses[k].term_message);
         memset(p->statuses, 0, p->n * sizeof(LcContainerStatus));
+        for (size_t k = 0; k < p->n_eph; k++)
+                free(p->eph[k].term_message);
+        memset(p->eph, 0, p->n_eph * sizeof(LcContainerStatus));
+        memset(p->eph_backoff, 0, p->n_eph * sizeof(LcBackoff));
 }
 
 static bool same_text(const char *a, const char *b) {
@@ -216,6 +225,55 @@ static void count_termination(LcBackoff *bo, const WorkerContainer *wc, uint64_t
         bo->next_usec = now + (bo->crashes <= 1 ? 0 : lc_backoff_delay(bo->crashes));
 }
 
+/* The ephemeral containers: as the runtime holds them (never restarted);
+ * true when one it lacks is due another try (their back-off: kubelet
+ * tries each sync, cubelet at 10 s doubling to 300 s). */
+static bool observe_ephemeral(LcPod *p, const WorkerObserved *o, uint64_t now) {
+        const Pod *pod = p->spec->pod;
+        size_t n = pod->n_ephemeral_containers;
+        bool need = false;
+
+        if (n > p->n_eph) {
+                LcContainerStatus *st = realloc(p->eph, n * sizeof(*st));
+                LcBackoff *bo = st ? realloc(p->eph_backoff, n * sizeof(*bo)) : NULL;
+
+                if (st)
+                        p->eph = st;
+                if (!bo)
+                        return false; /* out of memory: not observed this time */
+                p->eph_backoff = bo;
+                memset(&p->eph[p->n_eph], 0, (n - p->n_eph) * sizeof(*st));
+                memset(&p->eph_backoff[p->n_eph], 0, (n - p->n_eph) * sizeof(*bo));
+                p->n_eph = n;
+        }
+        for (size_t e = 0; e < n; e++) {
+                const PodContainer *c = &pod->ephemeral_containers[e];
+                const WorkerContainer *wc = o && o->ready ? worker_observed_container(o, c->name) : NULL;
+                LcContainerStatus *st = &p->eph[e];
+                LcBackoff *bo = &p->eph_backoff[e];
+
+                if (!wc) {
+                        st->state = LC_CONTAINER_WAITING;
+                        if (o && o->ready && !p->terminal && now >= bo->next_usec) {
+                                need = true;
+                                bo->next_usec = now + lc_backoff_delay(++bo->crashes);
+                        }
+                        continue;
+                }
+                if (strcmp(st->id, wc->id) != 0 && wc->started_at)
+                        lc_pod_event(p, false, "Started", now, "Started container %s", c->name);
+                (void) snprintf(st->id, sizeof(st->id), "%s", wc->id);
+                st->started_at = wc->started_at;
+                st->finished_at = wc->finished_at;
+                st->state = wc->state == CRI_CONTAINER_RUNNING   ? LC_CONTAINER_RUNNING
+                            : wc->state == CRI_CONTAINER_CREATED ? LC_CONTAINER_CREATED
+                                                                 : LC_CONTAINER_TERMINATED;
+                st->exit_code = wc->exit_code;
+                (void) snprintf(st->reason, sizeof(st->reason), "%s", wc->reason ? wc->reason : "");
+        }
+        return need;
+}
+
 bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
         const Pod *pod = p->spec->pod;
         bool need = false, init_pending = false, init_failed = false;
@@ -228,6 +286,7 @@ bool lc_pod_observe(LcPod *p, const WorkerObserved *o, uint64_t now) {
                 (void) snprintf(p->pod_ip, sizeof(p->pod_ip), "%s", o && o->ready && o->pod_ip ? o->pod_ip : "");
         for (size_t k = 0; k < p->n; k++)
                 p->statuses[k].oom_killed_now = false;
+        need = observe_ephemeral(p, o, now);
         if (!o || !o->ready || strcmp(o->config_hash, pod->config_hash) != 0) {
                 p->phase = LC_PHASE_PENDING;
                 for (size_t k = 0; k < p->n; k++)

@@ -206,6 +206,7 @@ typedef struct AgentCluster {
         KubeProjected *projected; /* tokens and ConfigMaps of their volumes */
         KubeServices *services;   /* the Services, for the containers' env */
         bool services_synced;     /* their first list, or its failure, has been seen (on_services) */
+        uint64_t meta_generation; /* pods' labels or annotations changed (spec-update.c) */
         sd_event_source *status_timer;
         uint64_t skipped_mirror, skipped_deleting, ticks;
         /* pods waiting for their volumes' data: uid → {ns, name, message, first} (FailedMount events) */
@@ -377,6 +378,12 @@ bool agent_submit_resize(Agent *a, LcPod *p, bool *skip);
  * pod of the same identity (takes *pod when its cpu/memory differ); the
  * loop tries what waits after each relist; the UPDATE job's end. */
 void agent_pod_resize_want(Agent *a, LcPod *p, Pod **pod);
+/* spec-update.c: the source's pod of p (the same hash) names more
+ * ephemeral containers, or other labels or annotations, than its spec
+ * (takes *pod: true); the spec waiting is p's when no job holds its spec
+ * and no resize waits (true: a relist should follow) */
+bool agent_pod_spec_want(Agent *a, LcPod *p, Pod **pod);
+bool agent_pod_spec_apply(Agent *a, LcPod *p);
 /* podtable.c: p's spec replaced (the UID index follows) */
 void agent_pod_set_spec(Agent *a, LcPod *p, WorkerSpec *spec);
 void agent_resizes_retry(Agent *a);

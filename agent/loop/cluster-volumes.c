@@ -136,5 +136,6 @@ int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f
 uint64_t agent_cluster_api_generation(void *loop) {
         Agent *a = loop;
 
-        return a->cluster.projected ? kube_projected_generation(a->cluster.projected) : 0;
+        /* and the pods' labels and annotations: their downward API files */
+        return (a->cluster.projected ? kube_projected_generation(a->cluster.projected) : 0) + a->cluster.meta_generation;
 }

@@ -206,6 +206,8 @@ static void merge_set(Agent *a, PodsrcSet *set, uint64_t now, bool api) {
                                 agent_request_relist(a);
                         }
                         agent_pod_resize_want(a, p, &set->items[i].pod); /* the same pod, or resized */
+                        if (agent_pod_spec_want(a, p, &set->items[i].pod) && agent_pod_spec_apply(a, p))
+                                agent_request_relist(a);
                 }
         }
         for (size_t i = 0; i < a->table.n_pods; i++)

@@ -23,14 +23,15 @@
  * share. For a sync (containers may be created), also the env and pull
  * credentials the API server's objects give; an update needs neither. */
 static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p, bool sync, size_t *ret_k, CubError *err) {
-        WorkerContainerConfig *l = calloc(p->n + 1, sizeof(WorkerContainerConfig));
+        size_t n = worker_spec_containers(p->spec); /* the ephemeral containers' too */
+        WorkerContainerConfig *l = calloc(n + 1, sizeof(WorkerContainerConfig));
 
         *ret_k = SIZE_MAX;
         if (!l) {
                 (void) cub_err_set(err, ENOMEM, "out of memory");
                 return NULL;
         }
-        for (size_t k = 0; k < p->n; k++) {
+        for (size_t k = 0; k < n; k++) {
                 LcContainerConfig *cfg = &l[k];
                 int r = agent_managers_prepare_container(a, p, k, cfg, err);
 
@@ -48,7 +49,7 @@ static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p, bool s
                         r = cub_err_set(err, ENOMEM, "out of memory");
                 if (r < 0) {
                         *ret_k = k;
-                        worker_container_configs_free(l, p->n);
+                        worker_container_configs_free(l, n);
                         return NULL;
                 }
         }
@@ -79,7 +80,7 @@ void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         }
         j = worker_job_new(WORKER_SYNC);
         if (!j) {
-                worker_container_configs_free(configs, p->n);
+                worker_container_configs_free(configs, worker_spec_containers(p->spec));
                 return;
         }
         j->spec = worker_spec_ref(p->spec);
@@ -112,7 +113,7 @@ void agent_update_resources(Agent *a) {
                 sets = container_configs(a, p, false, &k, &err);
                 j = worker_job_new(WORKER_UPDATE);
                 if (!sets || !j) {
-                        worker_container_configs_free(sets, p->n);
+                        worker_container_configs_free(sets, worker_spec_containers(p->spec));
                         worker_job_free(j);
                         continue;
                 }
@@ -134,7 +135,7 @@ bool agent_submit_resize(Agent *a, LcPod *p, bool *skip) {
         sets = container_configs(a, p, false, &k, &err);
         j = worker_job_new(WORKER_UPDATE);
         if (!sets || !j) {
-                worker_container_configs_free(sets, p->n);
+                worker_container_configs_free(sets, worker_spec_containers(p->spec));
                 worker_job_free(j);
                 free(skip);
                 return false;

@@ -160,25 +160,44 @@ static int64_t pod_memory_limit(const LcPod *p) {
         return errno == 0 && *end == '\0' && x > 0 ? (int64_t) x : 0;
 }
 
-/* the container's env with literal values, flat key/value (subPathExpr) */
-static char **literal_env(const PodContainer *c) {
+/* the container's env for subPathExpr, flat key/value (owned): its literal
+ * values and the fieldRefs of the pod's metadata and spec (the addresses
+ * are not known when the mounts are resolved: "") */
+static char **subpath_env(const Pod *pod, const PodContainer *c) {
         char **l = calloc(2 * c->n_env + 1, sizeof(char *));
+        const PodEnvContext ctx = { .node_name = pod->node_name };
         size_t n = 0;
 
         if (!l)
                 return NULL;
         for (size_t i = 0; i < c->n_env; i++) {
-                if (!c->env[i].value)
+                char *v = NULL;
+
+                if (c->env[i].value)
+                        v = strdup(c->env[i].value);
+                else if (!c->env[i].field_ref_set || pod_env_field_value(pod, c->env[i].field_path, &ctx, &v, NULL) < 0)
                         continue;
-                l[n++] = c->env[i].name;
-                l[n++] = c->env[i].value;
+                l[n] = strdup(c->env[i].name);
+                l[n + 1] = v;
+                if (!l[n] || !l[n + 1]) {
+                        free(l[n]);
+                        free(l[n + 1]);
+                        l[n] = l[n + 1] = NULL;
+                        pod_env_strv_free(l);
+                        return NULL;
+                }
+                n += 2;
         }
         return l;
 }
 
+static void pod_env_strvp(char ***l) {
+        pod_env_strv_free(*l);
+}
+
 static int container_mounts(Volumes *m, const Pod *pod, const PodContainer *c, VolMount **ret, size_t *ret_n,
                             CubError *err) {
-        _cleanup_free_ char **envs = literal_env(c);
+        _cleanup_(pod_env_strvp) char **envs = subpath_env(pod, c);
 
         if (!envs)
                 return cub_err_set(err, ENOMEM, "out of memory");
@@ -520,9 +539,10 @@ static void eph_start(Volumes *m, const LcPod *const *pods, size_t n) {
         m->joinable = true;
 }
 
-/* the files of the API server (tokens, ConfigMaps) changed: the running
- * pods' projected volumes written again (kubelet's periodic remount of
- * projected volumes; an unchanged payload is kept) */
+/* the files of the API server (tokens, ConfigMaps) or pods' labels or
+ * annotations changed: the running pods' downwardAPI and projected volumes
+ * written again (kubelet's periodic remount of them; an unchanged payload
+ * is kept) */
 static void refresh_api(Volumes *m, const LcPod *const *pods, size_t n) {
         uint64_t gen = m->env->api_generation ? m->env->api_generation(m->env->loop) : 0;
 
@@ -533,7 +553,7 @@ static void refresh_api(Volumes *m, const LcPod *const *pods, size_t n) {
                 const LcPod *p = pods[i];
                 CubError e = {};
 
-                if (p->admitted && !p->terminal && p->wanted && pod_has_api_projection(p->spec->pod) &&
+                if (p->admitted && !p->terminal && p->wanted && pod_has_items(p->spec->pod) &&
                     vol_pod_refresh_api(&m->roots, p->spec->pod, &m->node, &e) < 0)
                         cub_log(LOG_WARNING, "pod %s/%s: %s", p->spec->pod->namespace_, p->spec->pod->name, e.msg);
         }

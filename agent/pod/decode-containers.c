@@ -99,7 +99,10 @@ static const PodField container_security_fields[] = {
                 { .name = "resources", .decode = pod_dec_inline, .sub = resources_fields },                       \
                 { .name = "securityContext", .decode = pod_dec_inline, .sub = container_security_fields },        \
                 POD_SECURITY_CONTAINER_FIELD,                                                                     \
-                POD_ENUM("restartPolicy", PodContainer, restart_policy, restart_allowed), POD_PROBE_FIELDS
+                POD_ENUM("restartPolicy", PodContainer, restart_policy, restart_allowed),                         \
+                { .name = "stdin", .decode = pod_dec_bool, .offset = offsetof(PodContainer, stdin_) },            \
+                { .name = "stdinOnce", .decode = pod_dec_bool, .offset = offsetof(PodContainer, stdin_once) },    \
+                { .name = "tty", .decode = pod_dec_bool, .offset = offsetof(PodContainer, tty) }, POD_PROBE_FIELDS
 
 const PodField pod_container_fields[] = {
         CONTAINER_FIELDS(sidecar_policies),
@@ -108,6 +111,14 @@ const PodField pod_container_fields[] = {
 
 const PodField pod_init_container_fields[] = {
         CONTAINER_FIELDS(sidecar_policies),
+        {},
+};
+
+/* the API server's validation leaves an ephemeral container no ports,
+ * resources, probes, lifecycle or restartPolicy */
+const PodField pod_ephemeral_container_fields[] = {
+        CONTAINER_FIELDS(sidecar_policies),
+        POD_STR("targetContainerName", PodContainer, target_container_name),
         {},
 };
 
@@ -323,6 +334,15 @@ int pod_container_post(PodDec *d, json_t *obj, void *base) {
         if (c->restart_policy)
                 return pod_dec_fail(d, pod_dec_field_line(d, obj, "restartPolicy"), ".restartPolicy",
                                     "Forbidden: may not be set for non-init containers");
+        return container_common(d, obj, c);
+}
+
+int pod_ephemeral_container_post(PodDec *d, json_t *obj, void *base) {
+        PodContainer *c = base;
+
+        if (c->restart_policy)
+                return pod_dec_fail(d, pod_dec_field_line(d, obj, "restartPolicy"), ".restartPolicy",
+                                    "Forbidden: may not be set for ephemeral containers");
         return container_common(d, obj, c);
 }
 

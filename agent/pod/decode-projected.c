@@ -174,6 +174,13 @@ bool pod_has_api_projection(const Pod *pod) {
         return false;
 }
 
+bool pod_has_items(const Pod *pod) {
+        for (size_t i = 0; i < pod->n_volumes; i++)
+                if (pod->volumes[i].n_items > 0)
+                        return true;
+        return false;
+}
+
 bool pod_has_api_data(const Pod *pod) {
         if (pod_has_api_projection(pod) || pod->image_pull_secrets.n > 0)
                 return true;

@@ -60,6 +60,7 @@ void pod_container_done(PodContainer *c) {
         pod_resource_list_done(&c->requests);
         pod_resource_list_done(&c->limits);
         free(c->restart_policy);
+        free(c->target_container_name);
         seccomp_done(&c->seccomp);
         pod_security_done(&c->security);
         pod_container_volumes_done(c);
@@ -81,6 +82,9 @@ Pod *pod_free(Pod *pod) {
         for (size_t i = 0; i < pod->n_init_containers; i++)
                 pod_container_done(&pod->init_containers[i]);
         free(pod->init_containers);
+        for (size_t i = 0; i < pod->n_ephemeral_containers; i++)
+                pod_container_done(&pod->ephemeral_containers[i]);
+        free(pod->ephemeral_containers);
         free(pod->restart_policy);
         free(pod->service_account_name), free(pod->service_account); /* env sources */
         pod_strv_done(&pod->image_pull_secrets);
@@ -252,6 +256,14 @@ static const PodField spec_fields[] = {
           .sub = pod_container_fields,
           .post = pod_container_post,
           .flags = POD_FIELD_REQUIRED },
+        /* an API pod's (the field table refuses them in a static pod) */
+        { .name = "ephemeralContainers",
+          .decode = pod_dec_object_array,
+          .offset = offsetof(Pod, ephemeral_containers),
+          .count_offset = offsetof(Pod, n_ephemeral_containers),
+          .elem_size = sizeof(PodContainer),
+          .sub = pod_ephemeral_container_fields,
+          .post = pod_ephemeral_container_post },
         POD_ENUM("restartPolicy", Pod, restart_policy, restart_policies),
         { .name = "terminationGracePeriodSeconds",
           .decode = pod_dec_int64,

@@ -40,7 +40,6 @@
         {}
 
 /* the values that mean what an absent field means */
-static const char *const is_false[] = { "false", NULL };
 static const char *const is_true[] = { "true", NULL };
 static const char *const apparmor_default[] = { "RuntimeDefault", NULL };
 static const char *const groups_policy_default[] = { "Merge", NULL };
@@ -297,31 +296,24 @@ static const PodFieldRule resize_policy[] = {
         END,
 };
 
+/* a Container's fields; an EphemeralContainer's are the same and targetContainerName */
+#define CONTAINER_RULES                                                                                              \
+        A("name"), A("image"), A("imagePullPolicy"), A("command"), A("args"), A("workingDir"),                       \
+                AL("ports", container_port), AL("env", env_var), AL("envFrom", env_from_source),                     \
+                AO("resources", resource_requirements), A("restartPolicy"), AO("securityContext", security_context), \
+                AL("resizePolicy", resize_policy), A("terminationMessagePath"), A("terminationMessagePolicy"),       \
+                AL("volumeMounts", volume_mount), R("volumeDevices"), AO("livenessProbe", probe),                    \
+                AO("readinessProbe", probe), AO("startupProbe", probe), AO("lifecycle", lifecycle), A("stdin"),      \
+                A("stdinOnce"), A("tty")
+
 static const PodFieldRule container[] = {
-        A("name"),
-        A("image"),
-        A("imagePullPolicy"),
-        A("command"),
-        A("args"),
-        A("workingDir"),
-        AL("ports", container_port),
-        AL("env", env_var),
-        AL("envFrom", env_from_source),
-        AO("resources", resource_requirements),
-        A("restartPolicy"),
-        AO("securityContext", security_context),
-        AL("resizePolicy", resize_policy),
-        A("terminationMessagePath"),
-        A("terminationMessagePolicy"),
-        AL("volumeMounts", volume_mount),
-        R("volumeDevices"),
-        AO("livenessProbe", probe),
-        AO("readinessProbe", probe),
-        AO("startupProbe", probe),
-        AO("lifecycle", lifecycle),
-        RI("stdin", is_false),
-        RI("stdinOnce", is_false),
-        RI("tty", is_false),
+        CONTAINER_RULES,
+        END,
+};
+
+static const PodFieldRule ephemeral_container[] = {
+        CONTAINER_RULES,
+        A("targetContainerName"),
         END,
 };
 
@@ -502,7 +494,7 @@ static const PodFieldRule local_object_reference[] = {
 static const PodFieldRule pod_spec[] = {
         AL("containers", container),
         AL("initContainers", container),
-        RW("ephemeralContainers", "Forbidden: cannot be set on create"),
+        RA("ephemeralContainers", "Forbidden: cannot be set on create", ephemeral_container),
         AL("volumes", volume),
         A("restartPolicy"),
         A("terminationGracePeriodSeconds"),

@@ -131,6 +131,8 @@ extern const PodField pod_init_container_fields[];
 int pod_seccomp_post(PodDec *d, json_t *obj, void *base);
 int pod_container_post(PodDec *d, json_t *obj, void *base);
 int pod_init_container_post(PodDec *d, json_t *obj, void *base);
+int pod_ephemeral_container_post(PodDec *d, json_t *obj, void *base);
+extern const PodField pod_ephemeral_container_fields[];
 
 /* security context (decode-security.c): the securityContext tables, a
  * second "securityContext" entry of the Pod's spec and of the Container

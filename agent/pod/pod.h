@@ -351,6 +351,11 @@ typedef struct PodContainer {
         /* resizePolicy: a resize of cpu / memory restarts the container
          * (RestartContainer); false: NotRequired, the default */
         bool resize_restart_cpu, resize_restart_memory;
+        /* stdin, stdinOnce, tty: handed to the runtime as kubelet hands them */
+        bool stdin_, stdin_once, tty;
+        /* an ephemeral container's targetContainerName: it joins that container's
+         * process namespace (NULL: the pod's) */
+        char *target_container_name;
 } PodContainer;
 
 /* probes and hooks */
@@ -411,6 +416,11 @@ typedef struct Pod {
         size_t n_containers;
         PodContainer *init_containers;
         size_t n_init_containers;
+        /* an API pod's spec.ephemeralContainers (kubectl debug), added while it
+         * runs: each started once, never restarted, not in the pod's hash;
+         * pod_container_at() counts them after the app containers */
+        PodContainer *ephemeral_containers;
+        size_t n_ephemeral_containers;
         char *restart_policy;                     /* defaulted to "Always" */
         int64_t termination_grace_period_seconds; /* defaulted to 30 */
         bool termination_grace_period_seconds_set;
@@ -507,6 +517,8 @@ int pod_decode_api(const char *buf, size_t len, const char *source, Pod **ret, C
 bool pod_has_api_projection(const Pod *pod);
 /* ... or env from a ConfigMap or Secret (envFrom, configMapKeyRef, secretKeyRef), or pull secrets */
 bool pod_has_api_data(const Pod *pod);
+/* a downwardAPI or projected volume: files the volume manager writes */
+bool pod_has_items(const Pod *pod);
 /* Reads a file (at most 1 MiB) and decodes it; source = path. */
 int pod_load_file(const char *path, Pod **ret, CubError *err);
 /* Any object document (YAML or JSON, as a manifest: a kubeconfig, say) as a
@@ -531,8 +543,9 @@ void pod_field_notes_done(PodFieldNotes *n);
 bool pod_container_is_sidecar(const PodContainer *c);
 /*
  * The k-th container of the pod, init containers first, each list in the
- * manifest's order (k < n_init_containers + n_containers); *ret_init (may
- * be NULL) tells which list it is in.
+ * manifest's order (k < n_init_containers + n_containers), then the
+ * ephemeral containers (k < that + n_ephemeral_containers); *ret_init (may
+ * be NULL) tells whether it is an init container.
  */
 const PodContainer *pod_container_at(const Pod *pod, size_t k, bool *ret_init);
 

@@ -55,6 +55,7 @@ char *pod_resize_spec_text(const json_t *spec) {
                 return NULL;
         pod_resize_mask_spec(c);
         (void) json_object_del(c, "activeDeadlineSeconds");
+        (void) json_object_del(c, "ephemeralContainers"); /* added while the pod runs (kubectl debug) */
         ret = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(c);
         return ret;

@@ -25,7 +25,8 @@
 void pod_resize_mask_spec(json_t *spec);
 
 /* The API pod's config-hash text: the spec as compact sorted JSON, masked,
- * without activeDeadlineSeconds (which may change while the pod runs);
+ * without activeDeadlineSeconds and ephemeralContainers (which may change
+ * while the pod runs);
  * NULL when out of memory. */
 char *pod_resize_spec_text(const json_t *spec);
 

@@ -27,9 +27,12 @@ bool pod_container_is_sidecar(const PodContainer *c) {
 
 const PodContainer *pod_container_at(const Pod *pod, size_t k, bool *ret_init) {
         bool init = k < pod->n_init_containers;
+        size_t n = pod->n_init_containers + pod->n_containers;
 
         if (ret_init)
                 *ret_init = init;
+        if (k >= n)
+                return &pod->ephemeral_containers[k - n];
         return init ? &pod->init_containers[k] : &pod->containers[k - pod->n_init_containers];
 }
 

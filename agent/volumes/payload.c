@@ -93,12 +93,9 @@ int vol_pod_refresh_api(const VolRoots *roots, const Pod *pod, const VolNode *no
         for (size_t i = 0; i < pod->n_volumes; i++) {
                 const PodVolume *v = &pod->volumes[i];
                 char path[PATH_MAX];
-                bool api = false;
                 int r;
 
-                for (size_t k = 0; k < v->n_items && !api; k++)
-                        api = v->items[k].source != POD_PROJECTION_DOWNWARD_API;
-                if (!api)
+                if (v->n_items == 0)
                         continue;
                 r = vol_path(roots, pod->uid, v, path, sizeof(path), err);
                 if (r == 0)

@@ -123,9 +123,9 @@ int vol_set_ownership(const char *dir, int64_t fs_group, bool readonly, bool on_
 int vol_pod_setup(const VolRoots *roots, const Pod *pod, int64_t pod_memory_limit, const VolNode *node, CubError *err);
 /* Writes the files of downwardAPI or projected volume v at path. */
 int vol_items_write(const char *path, const Pod *pod, const PodVolume *v, const VolNode *node, CubError *err);
-/* Writes the pod's projected volumes that have files of the API server
- * again (a token refreshed, a ConfigMap changed; an unchanged payload is
- * left as it is). */
+/* Writes the pod's downwardAPI and projected volumes again (a token
+ * refreshed, a ConfigMap changed, the pod's labels or annotations changed;
+ * an unchanged payload is left as it is). */
 int vol_pod_refresh_api(const VolRoots *roots, const Pod *pod, const VolNode *node, CubError *err);
 /* Unmounts the pod's tmpfs volumes and removes <pods_dir>/<uid>/volumes
  * (and <pods_dir>/<uid> when it is then empty). */

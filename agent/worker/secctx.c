@@ -57,3 +57,11 @@ int worker_pod_groups(const Pod *pod, int64_t **ret, size_t *ret_n) {
         *ret_n = n;
         return 0;
 }
+
+/* a PodSELinux as the CRI's SELinuxOption (NULL when not set) */
+const CriSELinux *worker_selinux_of(const PodSELinux *s, CriSELinux *buf) {
+        if (!s->set)
+                return NULL;
+        *buf = (CriSELinux){ .user = s->user, .role = s->role, .type = s->type, .level = s->level };
+        return buf;
+}

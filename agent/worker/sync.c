@@ -9,9 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 
 #include "../util/cleanup.h"
@@ -49,9 +46,11 @@ typedef struct SyncCtx {
         WorkerJob *j;                     /* security context: its config_errors */
         bool config_error;                /* the last start_container() failed so */
         const char *pod_ip;               /* the sandbox's primary IP (network); NULL = unknown → "" */
+        const CriContainer *ct;           /* the sandbox's containers (an ephemeral container's target) */
+        size_t n_ct;
         /* env sources: the host's addresses, read once per sync */
         char host_ip[INET6_ADDRSTRLEN];
-        char host_ips[2 * INET6_ADDRSTRLEN + 2];
+        char host_ips[WORKER_HOST_IPS_MAX];
         const char *hosts_path; /* network: the pod's /etc/hosts, NULL = none mounted */
         /* what the sync is at, for its typed failure (WorkerJob.fail) */
         WorkerFailKind stage;
@@ -68,36 +67,12 @@ static int failed_at(WorkerJob *j, WorkerFailKind kind, size_t idx, int r) {
         return r;
 }
 
-/* env sources: the node's first IPv4 address that is up and not loopback
- * (status.hostIP, as the status shows it), and with the first global IPv6
- * one (status.hostIPs: one per family, as kubelet's node addresses). */
-static void host_ips(SyncCtx *x) {
-        struct ifaddrs *ifs = NULL;
-        char v6[INET6_ADDRSTRLEN] = "";
-
-        x->host_ip[0] = x->host_ips[0] = '\0';
-        if (getifaddrs(&ifs) < 0)
-                return;
-        for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-                if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
-                        continue;
-                if (i->ifa_addr->sa_family == AF_INET && !x->host_ip[0])
-                        (void) inet_ntop(AF_INET, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, x->host_ip,
-                                         sizeof(x->host_ip));
-                if (i->ifa_addr->sa_family == AF_INET6 && !v6[0] &&
-                    !IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr))
-                        (void) inet_ntop(AF_INET6, &((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr, v6, sizeof(v6));
-        }
-        freeifaddrs(ifs);
-        (void) snprintf(x->host_ips, sizeof(x->host_ips), "%s%s%s", x->host_ip, x->host_ip[0] && v6[0] ? "," : "", v6);
-}
-
 /* security context: a container that cannot be created as its spec says
  * (kubelet's CreateContainerConfigError): noted for its status; the sync
  * goes on with the others */
 static int config_error(SyncCtx *x, size_t idx, const char *name, const char *msg, CubError *err) {
         WorkerJob *j = x->j;
-        size_t n = x->s->pod->n_init_containers + x->s->pod->n_containers;
+        size_t n = worker_spec_containers(x->s);
 
         if (!j->config_errors) {
                 j->config_errors = calloc(n, sizeof(char *));
@@ -111,14 +86,6 @@ static int config_error(SyncCtx *x, size_t idx, const char *name, const char *ms
                 return cub_err_set(err, ENOMEM, "out of memory");
         x->config_error = true;
         return cub_err_set(err, EPERM, "container '%s': %s: %s", name, POD_CONFIG_ERROR_REASON, msg);
-}
-
-/* a PodSELinux as the CRI's SELinuxOption (NULL when not set) */
-static const CriSELinux *selinux_of(const PodSELinux *s, CriSELinux *buf) {
-        if (!s->set)
-                return NULL;
-        *buf = (CriSELinux){ .user = s->user, .role = s->role, .type = s->type, .level = s->level };
-        return buf;
 }
 
 /* security context: LinuxContainerSecurityContext as kubelet's
@@ -159,7 +126,7 @@ static int security_config(SyncCtx *x, size_t idx, const PodContainer *c, CriCon
         cfg->supplemental_groups = *ret_groups;
         cfg->no_new_privs = pod_security_no_new_privs(&eff);
         cfg->proc_unmasked = eff.proc_mount && strcmp(eff.proc_mount, "Unmasked") == 0;
-        cfg->selinux = selinux_of(&eff.selinux, selinux);
+        cfg->selinux = worker_selinux_of(&eff.selinux, selinux);
         return 0;
 }
 
@@ -347,7 +314,14 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
                 .n_mounts = mounts ? n_mounts : 0,
                 .devices = devices,
                 .n_devices = devices ? mc->n_devices : 0,
+                .stdin_ = c->stdin_,
+                .stdin_once = c->stdin_once,
+                .tty = c->tty,
         };
+        /* an ephemeral container's targetContainerName: that container's process namespace */
+        for (size_t k = 0; c->target_container_name && k < x->n_ct; k++)
+                if (strcmp(x->ct[k].name, c->target_container_name) == 0 && x->ct[k].state == CRI_CONTAINER_RUNNING)
+                        cfg.pid_target_id = x->ct[k].id;
         cfg.seccomp = worker_seccomp_of(&c->seccomp, &pod->seccomp, seccomp_path, sizeof(seccomp_path),
                                         &cfg.seccomp_localhost);
         x->stage = WORKER_FAIL_CONFIG;
@@ -422,6 +396,35 @@ static int sync_container(SyncCtx *x, const CriContainer *ct, size_t n_ct, size_
         if (a == WORKER_ACTION_RESTART)
                 return start_container(x, idx, latest->attempt + 1, latest->id, err);
         return 0;
+}
+
+/* The ephemeral containers (kubectl debug) the runtime does not hold yet,
+ * started once, before the init containers (kubelet's SyncPod): one that
+ * ended is not started again, and one that fails to start holds back
+ * neither the pod nor the next sync's try. */
+static void sync_ephemeral(SyncCtx *x, const CriContainer *ct, size_t n_ct) {
+        const Pod *pod = x->s->pod;
+        size_t n = pod->n_init_containers + pod->n_containers;
+
+        for (size_t e = 0; e < pod->n_ephemeral_containers; e++) {
+                const PodContainer *c = &pod->ephemeral_containers[e];
+                CubError err = {};
+                bool held = false;
+
+                for (size_t k = 0; k < n_ct && !held; k++)
+                        held = strcmp(ct[k].name, c->name) == 0;
+                if (held)
+                        continue;
+                if (start_container(x, n + e, 0, NULL, &err) < 0)
+                        cub_log(LOG_WARNING, "pod %s/%s: ephemeral container '%s': %s", pod->namespace_, pod->name,
+                                c->name, err.msg);
+                else
+                        cub_log(LOG_INFO, "pod %s/%s: ephemeral container '%s' started", pod->namespace_, pod->name,
+                                c->name);
+        }
+        x->stage = WORKER_FAIL_SYNC;
+        x->stage_container = SIZE_MAX;
+        x->config_error = false;
 }
 
 static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
@@ -505,7 +508,7 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         sbc.run_as_user = pod->security.run_as_user;
         sbc.run_as_group_set = pod->security.run_as_group_set;
         sbc.run_as_group = pod->security.run_as_group;
-        sbc.selinux = selinux_of(&pod->security.selinux, &selinux);
+        sbc.selinux = worker_selinux_of(&pod->security.selinux, &selinux);
         if (worker_pod_groups(pod, &groups, &sbc.n_supplemental_groups) < 0)
                 return cub_err_set(err, ENOMEM, "out of memory");
         sbc.supplemental_groups = groups;
@@ -546,12 +549,15 @@ static int sync_pod(SyncCtx *x, WorkerPool *p, WorkerJob *j, CubError *err) {
         j->pod_ip = net.pod_ip ? strdup(net.pod_ip) : NULL;
         x->sandbox_id = sandbox_id;
         x->sbc = &sbc;
-        host_ips(x); /* env sources */
+        worker_host_ips(x->host_ip, x->host_ips); /* env sources */
 
         x->stage = WORKER_FAIL_SYNC;
         r = cri_list_containers(p->cri, sandbox_id, NULL, &ct, &n_ct, err);
         if (r < 0)
                 return r;
+        x->ct = ct;
+        x->n_ct = n_ct;
+        sync_ephemeral(x, ct, n_ct);
         /* init containers in order, then the app containers; an init container
          * that has not succeeded yet holds back the ones after it, sidecars keep
          * running beside the rest */

@@ -80,8 +80,9 @@ int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err) {
 
                 if (ct[i].state != CRI_CONTAINER_RUNNING && ct[i].state != CRI_CONTAINER_CREATED)
                         continue;
-                for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++)
-                        if (strcmp(pod_container_at(pod, k, NULL)->name, ct[i].name) == 0 && !(j->skip && j->skip[k])) {
+                for (size_t k = 0; k < worker_spec_containers(s); k++)
+                        if (strcmp(pod_container_at(pod, k, NULL)->name, ct[i].name) == 0 &&
+                            !(j->skip && k < pod->n_init_containers + pod->n_containers && j->skip[k])) {
                                 res = worker_resources_at(s, k);
                                 cpuset = j->configs[k].cpuset;
                         }

@@ -128,6 +128,12 @@ int worker_ensure_image(WorkerPool *p, WorkerJob *j, size_t container, const cha
 CriSeccompType worker_seccomp_of(const PodSeccomp *c, const PodSeccomp *pod, char *buf, size_t size,
                                  const char **ret_local);
 int worker_pod_groups(const Pod *pod, int64_t **ret, size_t *ret_n);
+/* a PodSELinux as the CRI's SELinuxOption in buf (NULL when not set) */
+const CriSELinux *worker_selinux_of(const PodSELinux *s, CriSELinux *buf);
+/* env sources: the node's first IPv4 address that is up and not loopback,
+ * and "IPv4,IPv6" with its first global IPv6 one (hostips.c) */
+#define WORKER_HOST_IPS_MAX (2 * 46 + 2)
+void worker_host_ips(char host_ip[static 46], char host_ips[static WORKER_HOST_IPS_MAX]);
 
 /* termination messages (termmsg.c): a new empty file for a container of pod
  * uid, <pods_dir>/<uid>/containers/<name>/<8 hex digits>, mode 0666; the

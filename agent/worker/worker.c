@@ -45,7 +45,8 @@ int worker_spec_new(Pod *pod, const char *source, const CgOptions *o, const char
         }
         cpumgr_unquota_pod(pod, s->qos, o, &s->cgroup);
         s->init_res = calloc(pod->n_init_containers + 1, sizeof(CgContainerResources));
-        s->app_res = calloc(pod->n_containers + 1, sizeof(CgContainerResources));
+        /* the ephemeral containers' after the app containers' (worker_resources_at) */
+        s->app_res = calloc(pod->n_containers + pod->n_ephemeral_containers + 1, sizeof(CgContainerResources));
         s->source = strdup(source ? source : "");
         if (asprintf(&s->log_dir, "%s/%s_%s_%s", log_root, pod->namespace_, pod->name, pod->uid) < 0)
                 s->log_dir = NULL;
@@ -61,8 +62,15 @@ int worker_spec_new(Pod *pod, const char *source, const CgOptions *o, const char
                 cg_container_resources(pod, s->qos, &pod->containers[i], o, &s->app_res[i]);
                 cpumgr_unquota_container(s->qos, &pod->containers[i], o, &s->app_res[i]);
         }
+        for (size_t i = 0; i < pod->n_ephemeral_containers; i++)
+                cg_container_resources(pod, s->qos, &pod->ephemeral_containers[i], o,
+                                       &s->app_res[pod->n_containers + i]);
         *ret = s;
         return 0;
+}
+
+size_t worker_spec_containers(const WorkerSpec *s) {
+        return s->pod->n_init_containers + s->pod->n_containers + s->pod->n_ephemeral_containers;
 }
 
 WorkerSpec *worker_spec_ref(WorkerSpec *s) {
@@ -185,7 +193,7 @@ WorkerJob *worker_job_free(WorkerJob *j) {
         /* the configs' count comes from the spec: before the job's reference
          * goes, which may be the last one (the pod was removed meanwhile) */
         if (j->configs && j->spec)
-                worker_container_configs_free(j->configs, j->spec->pod->n_init_containers + j->spec->pod->n_containers);
+                worker_container_configs_free(j->configs, worker_spec_containers(j->spec));
         worker_spec_unref(j->spec);
         free(j->may_start);
         free(j->skip);

@@ -59,6 +59,8 @@ typedef struct WorkerSpec {
 int worker_spec_new(Pod *pod, const char *source, const CgOptions *o, const char *log_root, WorkerSpec **ret,
                     CubError *err);
 WorkerSpec *worker_spec_ref(WorkerSpec *s);
+/* its containers: init, app and ephemeral (pod_container_at's range; a job's configs have as many) */
+size_t worker_spec_containers(const WorkerSpec *s);
 WorkerSpec *worker_spec_unref(WorkerSpec *s);
 
 typedef struct WorkerContainer {
