@@ -23,7 +23,8 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
                 p->reason, p->message, info->host_ip ? info->host_ip : "", info->node_name);
         fprintf(f, "%s %" PRIu64 "\n", p->pod_ip, info->extra_generation); /* network; the managers' part */
         fwrite(p->statuses, sizeof(*p->statuses), p->n, f);
-        fwrite(p->eph, sizeof(*p->eph), p->n_eph, f); /* ephemeral containers */
+        if (p->n_eph > 0)
+                fwrite(p->eph, sizeof(*p->eph), p->n_eph, f); /* ephemeral containers */
         for (size_t k = 0; k < p->n; k++) /* termination messages: by content, not address */
                 fprintf(f, "%s\n", p->statuses[k].term_message ? p->statuses[k].term_message : "");
         /* probes and hooks: the conditions' transitions, the sync's error (waiting reasons) */

@@ -106,10 +106,11 @@ void lc_pod_reset(LcPod *p) {
         for (size_t k = 0; k < p->n; k++)
                 free(p->statuses[k].term_message);
         memset(p->statuses, 0, p->n * sizeof(LcContainerStatus));
-        for (size_t k = 0; k < p->n_eph; k++)
+        for (size_t k = 0; k < p->n_eph; k++) {
                 free(p->eph[k].term_message);
-        memset(p->eph, 0, p->n_eph * sizeof(LcContainerStatus));
-        memset(p->eph_backoff, 0, p->n_eph * sizeof(LcBackoff));
+                p->eph[k] = (LcContainerStatus){};
+                p->eph_backoff[k] = (LcBackoff){};
+        }
 }
 
 static bool same_text(const char *a, const char *b) {

@@ -24,6 +24,8 @@
 #include "agent/util/cleanup.h"
 #include "agent/util/fileio.h"
 
+#define NSEC 1000000000LL
+
 static LcPod *make_pod(const char *yaml) {
         Pod *pod = NULL;
         WorkerSpec *spec = NULL;
@@ -384,6 +386,54 @@ static void test_pod_level_resources(void **state) {
         lc_pod_free(p);
 }
 
+/* an API pod's ephemeral containers: ephemeralContainerStatuses (never
+ * ready, no restarts), and their logs and exec in the snapshot */
+static void test_ephemeral_status(void **state) {
+        const char *json = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"t\",\"uid\":\"u9\"},"
+                           "\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"x:1\"}],"
+                           "\"ephemeralContainers\":[{\"name\":\"debugger\",\"image\":\"bb:1\"},"
+                           "{\"name\":\"later\",\"image\":\"bb:1\"}]}}";
+        ApiPodsInfo info = { .node_name = "node1", .runtime = "containerd" };
+        WorkerContainer cs[2] = {
+                { .id = (char *) "c1", .name = (char *) "app", .state = CRI_CONTAINER_RUNNING, .started_at = NSEC },
+                { .id = (char *) "e1", .name = (char *) "debugger", .state = CRI_CONTAINER_RUNNING, .started_at = NSEC },
+        };
+        WorkerObserved o = { .uid = (char *) "u9", .config_hash = (char *) "h", .ready = true, .containers = cs,
+                             .n_containers = 2 };
+        Pod *pod = NULL;
+        WorkerSpec *spec = NULL;
+        CgOptions cg;
+        CubError err = {};
+        LcPod *p = NULL;
+        json_t *pj, *ecs, *e;
+
+        (void) state;
+        cg_options_init(&cg);
+        assert_int_equal(pod_decode_api(json, strlen(json), "api", &pod, &err), 0);
+        pod->config_hash = strdup("h");
+        assert_int_equal(worker_spec_new(pod, "api", &cg, "/tmp/http-test-logs", &spec, &err), 0);
+        assert_int_equal(lc_pod_new(spec, &p), 0);
+        worker_spec_unref(spec);
+        (void) lc_pod_observe(p, &o, 1);
+        pj = api_pod_json(p, &info);
+        ecs = json_object_get(json_object_get(pj, "status"), "ephemeralContainerStatuses");
+        assert_int_equal(json_array_size(ecs), 2);
+        e = json_array_get(ecs, 0);
+        assert_string_equal(json_string_value(json_object_get(e, "name")), "debugger");
+        assert_string_equal(json_string_value(json_object_get(e, "containerID")), "containerd://e1");
+        assert_non_null(json_object_get(json_object_get(e, "state"), "running"));
+        assert_true(json_is_false(json_object_get(e, "ready")));
+        assert_int_equal(json_integer_value(json_object_get(e, "restartCount")), 0);
+        e = json_array_get(ecs, 1);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(e, "state"), "waiting"),
+                                                              "reason")),
+                            "ContainerCreating");
+        assert_null(json_object_get(e, "containerID"));
+        assert_int_equal(json_array_size(json_object_get(json_object_get(pj, "status"), "containerStatuses")), 1);
+        json_decref(pj);
+        lc_pod_free(p);
+}
+
 static void test_disruption_target(void **state) {
         static const char *const msg = "The node was low on resource: memory. Threshold quantity: 100Mi.";
         ApiPodsInfo info = { .node_name = "node1", .runtime = "containerd" };
@@ -507,6 +557,7 @@ int main(void) {
                 cmocka_unit_test(test_resource),
                 cmocka_unit_test(test_disruption_target),
                 cmocka_unit_test(test_pod_level_resources),
+                cmocka_unit_test(test_ephemeral_status),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

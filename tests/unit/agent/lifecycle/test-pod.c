@@ -188,6 +188,53 @@ static void test_observe_final(void **state) {
         lc_pod_free(p);
 }
 
+/* ephemeral containers: beside the pod's own (not in p->n, not in its
+ * phase), started when the runtime lacks one (tries with back-off), never
+ * restarted */
+static void test_ephemeral(void **state) {
+        const char *json = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"uid\":\"u1\"},"
+                           "\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"x:1\"}],"
+                           "\"ephemeralContainers\":[{\"name\":\"debugger\",\"image\":\"x:1\",\"tty\":true}]}}";
+        Pod *pod = NULL;
+        WorkerSpec *spec = NULL;
+        CgOptions cg;
+        CubError err = {};
+        LcPod *p = NULL;
+        Obs x;
+        WorkerContainer *c;
+
+        (void) state;
+        cg_options_init(&cg);
+        assert_int_equal(pod_decode_api(json, strlen(json), "api", &pod, &err), 0);
+        pod->config_hash = strdup("h");
+        assert_int_equal(worker_spec_new(pod, "api", &cg, "/tmp/lc-test-logs", &spec, &err), 0);
+        assert_int_equal(lc_pod_new(spec, &p), 0);
+        worker_spec_unref(spec);
+        assert_int_equal(p->n, 1);
+        obs_init(&x, p);
+        add(&x, "app", CRI_CONTAINER_RUNNING, 0, 1, 0);
+        assert_true(lc_pod_observe(p, &x.o, 5 * SEC)); /* the debugger is missing: a sync */
+        assert_int_equal(p->n_eph, 1);
+        assert_int_equal(p->eph[0].state, LC_CONTAINER_WAITING);
+        assert_int_equal(p->phase, LC_PHASE_RUNNING);
+        assert_false(lc_pod_observe(p, &x.o, 6 * SEC));  /* tried: the next try after 10 s */
+        assert_true(lc_pod_observe(p, &x.o, 15 * SEC));
+        c = add(&x, "debugger", CRI_CONTAINER_RUNNING, 0, 7, 0);
+        c->id = (char *) "eid";
+        assert_false(lc_pod_observe(p, &x.o, 16 * SEC));
+        assert_int_equal(p->eph[0].state, LC_CONTAINER_RUNNING);
+        assert_string_equal(p->eph[0].id, "eid");
+        assert_int_equal(p->eph[0].started_at, 7);
+        c->state = CRI_CONTAINER_EXITED;
+        c->exit_code = 1;
+        c->finished_at = 9;
+        assert_false(lc_pod_observe(p, &x.o, 100 * SEC)); /* ended: never started again */
+        assert_int_equal(p->eph[0].state, LC_CONTAINER_TERMINATED);
+        assert_int_equal(p->eph[0].exit_code, 1);
+        assert_int_equal(p->phase, LC_PHASE_RUNNING);
+        lc_pod_free(p);
+}
+
 static void test_missing_container_needs_sync(void **state) {
         LcPod *p = make_pod(ONE);
         Obs x;
@@ -466,6 +513,7 @@ int main(void) {
                 cmocka_unit_test(test_pod_ip_kept_when_unknown),
                 cmocka_unit_test(test_deadline),
                 cmocka_unit_test(test_observe_final),
+                cmocka_unit_test(test_ephemeral),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -602,11 +602,11 @@ static void test_unread_fields_noted(void **state) {
                                  "status:\n  phase: Running\n");
         assert_string_equal(pod->containers[0].name, "a");
         assert_int_equal(pod->containers[0].requests.n, 0);
-        assert_int_equal(pod->refused.n, 4);
+        assert_int_equal(pod->refused.n, 3);
         assert_string_equal(pod->refused.items[0].path, "spec.volumes[0].nfs");
-        assert_string_equal(pod->refused.items[1].path, "spec.containers[0].stdin");
-        assert_string_equal(pod->refused.items[2].path, "spec.containers[0].resources.claims");
-        assert_string_equal(pod->refused.items[3].path, "spec.containers[0].securityContext.appArmorProfile.type");
+        assert_string_equal(pod->refused.items[1].path, "spec.containers[0].resources.claims");
+        assert_string_equal(pod->refused.items[2].path, "spec.containers[0].securityContext.appArmorProfile.type");
+        assert_true(pod->containers[0].stdin_); /* handed to the runtime */
         assert_int_equal(pod->warnings.n, 3);
         assert_string_equal(pod->warnings.items[0].path, "metadata.generateName");
         assert_string_equal(pod->warnings.items[1].path, "metadata.ownerReferences");
@@ -1084,6 +1084,40 @@ static void test_readiness_gates(void **state) {
                    "x.yaml:6: spec.readinessGates[0].conditionType: Required value");
 }
 
+/* spec.ephemeralContainers: a pod of the API server's (kubectl debug), with
+ * stdin, tty and a target; refused in a static pod as the API refuses them
+ * on create */
+static void test_ephemeral_containers(void **state) {
+        const char *api = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"uid\":\"u\"},"
+                          "\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"x:1\"}],"
+                          "\"ephemeralContainers\":[{\"name\":\"debugger\",\"image\":\"busybox:1\","
+                          "\"stdin\":true,\"stdinOnce\":true,\"tty\":true,\"targetContainerName\":\"a\"}]}}";
+        const char *stat = HDR CTR "  ephemeralContainers: [{name: debugger, image: busybox:1}]\n";
+        Pod *p = NULL;
+        CubError e = {};
+
+        (void) state;
+        assert_int_equal(pod_decode_api(api, strlen(api), "api", &p, &e), 0);
+        assert_int_equal(p->refused.n, 0);
+        assert_int_equal(p->n_containers, 1);
+        assert_int_equal(p->n_ephemeral_containers, 1);
+        assert_string_equal(p->ephemeral_containers[0].name, "debugger");
+        assert_true(p->ephemeral_containers[0].stdin_);
+        assert_true(p->ephemeral_containers[0].stdin_once);
+        assert_true(p->ephemeral_containers[0].tty);
+        assert_string_equal(p->ephemeral_containers[0].target_container_name, "a");
+        assert_string_equal(p->ephemeral_containers[0].image_pull_policy, "IfNotPresent");
+        /* after the app containers in pod_container_at's order */
+        assert_ptr_equal(pod_container_at(p, 1, NULL), &p->ephemeral_containers[0]);
+        pod_free(p);
+        p = NULL;
+        assert_int_equal(pod_decode(stat, strlen(stat), "x.yaml", POD_FORMAT_AUTO, &p, &e), 0);
+        assert_int_equal(p->refused.n, 1);
+        assert_string_equal(p->refused.items[0].path, "spec.ephemeralContainers");
+        assert_string_equal(p->refused.items[0].what, "Forbidden: cannot be set on create");
+        pod_free(p);
+}
+
 static void test_err_priority_range(void **state) {
         (void) state;
         DECODE_ERR("x.yaml", HDR "  priority: 3000000000\n" CTR, EINVAL,
@@ -1369,7 +1403,7 @@ int main(void) {
                 cmocka_unit_test(test_err_enums),
                 cmocka_unit_test(test_err_grace_period),
                 cmocka_unit_test(test_active_deadline),
-                cmocka_unit_test(test_readiness_gates),
+                cmocka_unit_test(test_readiness_gates), cmocka_unit_test(test_ephemeral_containers),
                 cmocka_unit_test(test_err_priority_range),
                 cmocka_unit_test(test_err_bool_type),
                 cmocka_unit_test(test_err_quantities),

@@ -221,6 +221,11 @@ static void test_api_spec_text(void **state) {
         t = pod_resize_spec_text(a);
         assert_null(strstr(t, "activeDeadlineSeconds"));
         free(t);
+        /* nor the ephemeral containers kubectl debug adds */
+        json_object_set_new(a, "ephemeralContainers", json_pack("[{s:s,s:s}]", "name", "debugger", "image", "x"));
+        t = pod_resize_spec_text(a);
+        assert_null(strstr(t, "ephemeralContainers"));
+        free(t);
         json_decref(a);
         json_decref(pl);
 }
