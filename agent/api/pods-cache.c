@@ -25,7 +25,7 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
         fwrite(p->statuses, sizeof(*p->statuses), p->n, f);
         if (p->n_eph > 0)
                 fwrite(p->eph, sizeof(*p->eph), p->n_eph, f); /* ephemeral containers */
-        for (size_t k = 0; k < p->n; k++) /* termination messages: by content, not address */
+        for (size_t k = 0; k < p->n; k++)                     /* termination messages: by content, not address */
                 fprintf(f, "%s\n", p->statuses[k].term_message ? p->statuses[k].term_message : "");
         /* probes and hooks: the conditions' transitions, the sync's error (waiting reasons) */
         fwrite(p->cond_since, sizeof(p->cond_since), 1, f);

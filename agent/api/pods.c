@@ -482,7 +482,8 @@ int api_snapshot_add_pods(ApiSnapshot *s, LcPod *const *pods, size_t n, const Ap
                 /* ephemeral containers: their logs and exec as the others' */
                 for (size_t e = 0; e < p->n_eph && e < pod->n_ephemeral_containers; e++)
                         if (api_pod_ref_add_container(r, pod->ephemeral_containers[e].name, p->eph[e].id,
-                                                      p->eph[e].state == LC_CONTAINER_RUNNING, p->eph[e].started_at) < 0)
+                                                      p->eph[e].state == LC_CONTAINER_RUNNING,
+                                                      p->eph[e].started_at) < 0)
                                 return -ENOMEM;
         }
         return 0;

@@ -137,5 +137,6 @@ uint64_t agent_cluster_api_generation(void *loop) {
         Agent *a = loop;
 
         /* and the pods' labels and annotations: their downward API files */
-        return (a->cluster.projected ? kube_projected_generation(a->cluster.projected) : 0) + a->cluster.meta_generation;
+        return (a->cluster.projected ? kube_projected_generation(a->cluster.projected) : 0) +
+               a->cluster.meta_generation;
 }

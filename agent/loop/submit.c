@@ -47,6 +47,14 @@ static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p, bool s
                 if (r >= 0 && sync &&
                     agent_cluster_container_env(a, p->spec->pod, pod_container_at(p->spec->pod, k, NULL), cfg) < 0)
                         r = cub_err_set(err, ENOMEM, "out of memory");
+                /* an ephemeral container's share that cannot be had fails it
+                 * alone (its CreateContainerConfigError), not the pod's sync */
+                if (r < 0 && k >= p->n) {
+                        free(cfg->env_error);
+                        cfg->env_error = strdup(err->msg);
+                        *err = (CubError){};
+                        r = cfg->env_error ? 0 : cub_err_set(err, ENOMEM, "out of memory");
+                }
                 if (r < 0) {
                         *ret_k = k;
                         worker_container_configs_free(l, n);

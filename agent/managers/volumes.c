@@ -4,11 +4,11 @@
  *
  *  - admit: every volume is set up before any runtime call (hostPath type
  *    checks, emptyDir directories and Memory tmpfs, downwardAPI files,
- *    fsGroup) and every container's mounts are resolved once (subPath);
- *    a failure rejects the pod with reason FailedMount and kubelet's event
- *    text (`MountVolume.SetUp failed for volume "data" : ...`);
+ *    fsGroup); a failure rejects the pod with reason FailedMount and
+ *    kubelet's event text (`MountVolume.SetUp failed for volume "data" : ...`);
  *  - prepare_container: the container's volumeMounts become CRI mounts
- *    (readOnly, propagation, subPath / subPathExpr);
+ *    (readOnly, propagation, subPath / subPathExpr); a subPath that cannot
+ *    be had fails that container's sync (CreateContainerConfigError);
  *  - the volumes go when the pod's containers have stopped (pod_stopped),
  *    or at once when nothing of it runs (pod_removed);
  *  - restore: the volumes of pods that went while cubelet was down are
@@ -160,44 +160,13 @@ static int64_t pod_memory_limit(const LcPod *p) {
         return errno == 0 && *end == '\0' && x > 0 ? (int64_t) x : 0;
 }
 
-/* the container's env for subPathExpr, flat key/value (owned): its literal
- * values and the fieldRefs of the pod's metadata and spec (the addresses
- * are not known when the mounts are resolved: "") */
-static char **subpath_env(const Pod *pod, const PodContainer *c) {
-        char **l = calloc(2 * c->n_env + 1, sizeof(char *));
-        const PodEnvContext ctx = { .node_name = pod->node_name };
-        size_t n = 0;
-
-        if (!l)
-                return NULL;
-        for (size_t i = 0; i < c->n_env; i++) {
-                char *v = NULL;
-
-                if (c->env[i].value)
-                        v = strdup(c->env[i].value);
-                else if (!c->env[i].field_ref_set || pod_env_field_value(pod, c->env[i].field_path, &ctx, &v, NULL) < 0)
-                        continue;
-                l[n] = strdup(c->env[i].name);
-                l[n + 1] = v;
-                if (!l[n] || !l[n + 1]) {
-                        free(l[n]);
-                        free(l[n + 1]);
-                        l[n] = l[n + 1] = NULL;
-                        pod_env_strv_free(l);
-                        return NULL;
-                }
-                n += 2;
-        }
-        return l;
-}
-
 static void pod_env_strvp(char ***l) {
         pod_env_strv_free(*l);
 }
 
 static int container_mounts(Volumes *m, const Pod *pod, const PodContainer *c, VolMount **ret, size_t *ret_n,
                             CubError *err) {
-        _cleanup_(pod_env_strvp) char **envs = subpath_env(pod, c);
+        _cleanup_(pod_env_strvp) char **envs = pod_env_subpath(pod, c);
 
         if (!envs)
                 return cub_err_set(err, ENOMEM, "out of memory");
@@ -220,14 +189,10 @@ static int volumes_admit(void *userdata, const LcPod *p, LcAdmitResult *ret, Cub
         (void) err;
         if (pod->n_volumes == 0)
                 return 0;
+        /* the containers' mounts (subPath, subPathExpr) are resolved when each is
+         * created (volumes_prepare): a failure is that container's
+         * CreateContainerConfigError, as kubelet's makeMounts */
         r = vol_pod_setup(&m->roots, pod, pod_memory_limit(p), &m->node, &e);
-        for (size_t k = 0; r == 0 && k < pod->n_init_containers + pod->n_containers; k++) {
-                VolMount *l = NULL;
-                size_t n = 0;
-
-                r = container_mounts(m, pod, pod_container_at(pod, k, NULL), &l, &n, &e);
-                vol_mounts_free(l, n);
-        }
         if (r < 0) {
                 cub_log(LOG_WARNING, "pod %s/%s: %s", pod->namespace_, pod->name, e.msg);
                 ret->admit = false;

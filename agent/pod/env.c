@@ -185,6 +185,36 @@ int pod_env_field_value(const Pod *pod, const char *path, const PodEnvContext *c
         return cub_err_set(err, EINVAL, "fieldPath '%s': not supported for env", path);
 }
 
+/* ---- subPathExpr ---------------------------------------------------------------- */
+
+char **pod_env_subpath(const Pod *pod, const PodContainer *c) {
+        char **l = calloc(2 * c->n_env + 1, sizeof(char *));
+        const PodEnvContext ctx = { .node_name = pod->node_name };
+        size_t n = 0;
+
+        if (!l)
+                return NULL;
+        for (size_t i = 0; i < c->n_env; i++) {
+                char *v = NULL;
+
+                if (c->env[i].value)
+                        v = strdup(c->env[i].value);
+                else if (!c->env[i].field_ref_set || pod_env_field_value(pod, c->env[i].field_path, &ctx, &v, NULL) < 0)
+                        continue;
+                l[n] = strdup(c->env[i].name);
+                l[n + 1] = v;
+                if (!l[n] || !l[n + 1]) {
+                        free(l[n]);
+                        free(l[n + 1]);
+                        l[n] = l[n + 1] = NULL;
+                        pod_env_strv_free(l);
+                        return NULL;
+                }
+                n += 2;
+        }
+        return l;
+}
+
 /* ---- resourceFieldRef -------------------------------------------------------- */
 
 int pod_env_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const PodEnvContext *ctx,

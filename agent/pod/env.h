@@ -38,6 +38,10 @@ const char *pod_env_field_path(size_t i);
 /* The value of a fieldRef path (metadata.name, metadata.labels['k'], ...);
  * -EINVAL naming the path for one env does not support. */
 int pod_env_field_value(const Pod *pod, const char *field_path, const PodEnvContext *ctx, char **ret, CubError *err);
+/* The env subPathExpr sees when the mounts are resolved (flat key/value,
+ * owned; NULL when out of memory): the literal values and the fieldRefs of
+ * the pod's metadata and spec (the addresses are not known then: ""). */
+char **pod_env_subpath(const Pod *pod, const PodContainer *c);
 /* kubelet's ExtractContainerResourceValue on the container with its limits
  * merged with node allocatable: cpu is ceil(milli / divisor milli), memory
  * and ephemeral-storage ceil(value / divisor value); a zero divisor is 1. */

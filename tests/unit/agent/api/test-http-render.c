@@ -396,10 +396,14 @@ static void test_ephemeral_status(void **state) {
         ApiPodsInfo info = { .node_name = "node1", .runtime = "containerd" };
         WorkerContainer cs[2] = {
                 { .id = (char *) "c1", .name = (char *) "app", .state = CRI_CONTAINER_RUNNING, .started_at = NSEC },
-                { .id = (char *) "e1", .name = (char *) "debugger", .state = CRI_CONTAINER_RUNNING, .started_at = NSEC },
+                { .id = (char *) "e1",
+                  .name = (char *) "debugger",
+                  .state = CRI_CONTAINER_RUNNING,
+                  .started_at = NSEC },
         };
-        WorkerObserved o = { .uid = (char *) "u9", .config_hash = (char *) "h", .ready = true, .containers = cs,
-                             .n_containers = 2 };
+        WorkerObserved o = {
+                .uid = (char *) "u9", .config_hash = (char *) "h", .ready = true, .containers = cs, .n_containers = 2
+        };
         Pod *pod = NULL;
         WorkerSpec *spec = NULL;
         CgOptions cg;
@@ -425,9 +429,9 @@ static void test_ephemeral_status(void **state) {
         assert_true(json_is_false(json_object_get(e, "ready")));
         assert_int_equal(json_integer_value(json_object_get(e, "restartCount")), 0);
         e = json_array_get(ecs, 1);
-        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(e, "state"), "waiting"),
-                                                              "reason")),
-                            "ContainerCreating");
+        assert_string_equal(
+                json_string_value(json_object_get(json_object_get(json_object_get(e, "state"), "waiting"), "reason")),
+                "ContainerCreating");
         assert_null(json_object_get(e, "containerID"));
         assert_int_equal(json_array_size(json_object_get(json_object_get(pj, "status"), "containerStatuses")), 1);
         json_decref(pj);

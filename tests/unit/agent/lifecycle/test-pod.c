@@ -217,7 +217,7 @@ static void test_ephemeral(void **state) {
         assert_int_equal(p->n_eph, 1);
         assert_int_equal(p->eph[0].state, LC_CONTAINER_WAITING);
         assert_int_equal(p->phase, LC_PHASE_RUNNING);
-        assert_false(lc_pod_observe(p, &x.o, 6 * SEC));  /* tried: the next try after 10 s */
+        assert_false(lc_pod_observe(p, &x.o, 6 * SEC)); /* tried: the next try after 10 s */
         assert_true(lc_pod_observe(p, &x.o, 15 * SEC));
         c = add(&x, "debugger", CRI_CONTAINER_RUNNING, 0, 7, 0);
         c->id = (char *) "eid";

@@ -592,14 +592,15 @@ static void test_unread_fields_noted(void **state) {
         Pod *pod;
 
         (void) state;
-        pod = decode("unk.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n"
-                                 "  creationTimestamp: null\n  generateName: x-\n  ownerReferences: [{a: 1}]\n"
-                                 "spec:\n  dnsPolicy: ClusterFirst\n  volumes: [{name: v, nfs: {server: s, path: /}}]\n"
-                                 "  containers:\n  - name: a\n    image: x:1\n"
-                                 "    stdin: true\n"
-                                 "    resources: {claims: [{name: c}]}\n"
-                                 "    securityContext: {privileged: true, runAsUser: 0, appArmorProfile: {type: Unconfined}}\n"
-                                 "status:\n  phase: Running\n");
+        pod = decode("unk.yaml",
+                     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n"
+                     "  creationTimestamp: null\n  generateName: x-\n  ownerReferences: [{a: 1}]\n"
+                     "spec:\n  dnsPolicy: ClusterFirst\n  volumes: [{name: v, nfs: {server: s, path: /}}]\n"
+                     "  containers:\n  - name: a\n    image: x:1\n"
+                     "    stdin: true\n"
+                     "    resources: {claims: [{name: c}]}\n"
+                     "    securityContext: {privileged: true, runAsUser: 0, appArmorProfile: {type: Unconfined}}\n"
+                     "status:\n  phase: Running\n");
         assert_string_equal(pod->containers[0].name, "a");
         assert_int_equal(pod->containers[0].requests.n, 0);
         assert_int_equal(pod->refused.n, 3);
@@ -1403,7 +1404,8 @@ int main(void) {
                 cmocka_unit_test(test_err_enums),
                 cmocka_unit_test(test_err_grace_period),
                 cmocka_unit_test(test_active_deadline),
-                cmocka_unit_test(test_readiness_gates), cmocka_unit_test(test_ephemeral_containers),
+                cmocka_unit_test(test_readiness_gates),
+                cmocka_unit_test(test_ephemeral_containers),
                 cmocka_unit_test(test_err_priority_range),
                 cmocka_unit_test(test_err_bool_type),
                 cmocka_unit_test(test_err_quantities),

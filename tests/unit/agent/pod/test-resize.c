@@ -18,16 +18,16 @@
 
 /* a Burstable pod: app (cpu 100m/200m, memory 64Mi/128Mi, policy), a
  * sidecar and an init container, each with resources */
-#define POD_FMT                                                                                             \
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  restartPolicy: %s\n"                   \
-        "  initContainers:\n  - name: init\n    image: busybox\n"                                           \
-        "    resources: {requests: {cpu: %s}}\n"                                                            \
-        "  - name: side\n    image: busybox\n    restartPolicy: Always\n"                                   \
-        "    resources: {requests: {cpu: %s}}\n"                                                            \
-        "  containers:\n  - name: app\n    image: nginx\n"                                                  \
-        "    resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}, {resourceName: memory, "      \
-        "restartPolicy: %s}]\n"                                                                             \
-        "    resources:\n      requests: {cpu: %s, memory: %s, ephemeral-storage: 1Gi}\n"                   \
+#define POD_FMT                                                                                       \
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  restartPolicy: %s\n"             \
+        "  initContainers:\n  - name: init\n    image: busybox\n"                                     \
+        "    resources: {requests: {cpu: %s}}\n"                                                      \
+        "  - name: side\n    image: busybox\n    restartPolicy: Always\n"                             \
+        "    resources: {requests: {cpu: %s}}\n"                                                      \
+        "  containers:\n  - name: app\n    image: nginx\n"                                            \
+        "    resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}, {resourceName: memory, " \
+        "restartPolicy: %s}]\n"                                                                       \
+        "    resources:\n      requests: {cpu: %s, memory: %s, ephemeral-storage: 1Gi}\n"             \
         "      limits: {cpu: %s, memory: %s}\n"
 
 typedef struct Spec {
@@ -41,8 +41,8 @@ static int load(const Spec *s, Pod **ret, CubError *err) {
 
         (void) snprintf(text, sizeof(text), POD_FMT, s->restart, s->init_cpu, s->side_cpu, s->mem_policy, s->cpu_req,
                         s->mem_req, s->cpu_lim, s->mem_lim);
-        return pod_decode_static(text, strlen(text), "web.yaml", POD_FORMAT_YAML, "node-a", POD_SOURCE_FILE, NULL,
-                                 ret, err);
+        return pod_decode_static(text, strlen(text), "web.yaml", POD_FORMAT_YAML, "node-a", POD_SOURCE_FILE, NULL, ret,
+                                 err);
 }
 
 static Pod *must(const Spec *s) {
@@ -211,7 +211,8 @@ static void test_api_spec_text(void **state) {
         char *t = pod_resize_spec_text(a), *u = pod_resize_spec_text(pl);
 
         (void) state;
-        assert_string_equal(t, "{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}");
+        assert_string_equal(
+                t, "{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}");
         /* pod-level resources: nothing is masked */
         assert_non_null(strstr(u, "\"requests\":{\"cpu\":\"1\"}"));
         free(t);
