@@ -2,7 +2,8 @@
 #   make conformance-peers   e2e.test, agnhost and nonewprivs from k8s.io/kubernetes at the release
 #                            tests/conformance/go.mod pins (Go; ~13 CPU-minutes cold, seconds warm)
 #   make conformance         the node conformance set against the real kubelet 1.34.4 and against
-#                            cubelet, one after the other, then the table (build/conformance/table.md);
+#                            cubelet, both at once (two control planes), then the Serial,
+#                            Disruptive and Slow ones likewise, then the table (build/conformance/table.md);
 #                            CONFORMANCE_SHARD=i/n runs a part, CONFORMANCE_FOCUS a regex of names
 CONFORMANCE_DIR := $(BUILD)/conformance
 CONFORMANCE_GO  := tests/conformance/go.mod tests/conformance/go.sum
@@ -25,4 +26,4 @@ $(CONFORMANCE_DIR)/localhost.crt $(CONFORMANCE_DIR)/localhost.key: $(CONFORMANCE
 		install -m 0644 "$$src/test/images/agnhost/porter/$*" $(abspath $@)
 
 conformance: $(B)/cubelet images cluster-peers conformance-peers
-	tests/conformance/both.sh $(B) $(CONFORMANCE_DIR)
+	CONFORMANCE_SERIAL=1 tests/conformance/both.sh $(B) $(CONFORMANCE_DIR)

@@ -4,7 +4,9 @@ as "NAME<TAB>passed|failed|skipped<TAB>SECONDS", in the report's order; the suit
 ([SynchronizedBeforeSuite] and the like) only when they failed. Standard library only.
 
 junit.py --table KUBELET.tsv CUBELET.tsv OUT.tsv: the two agents' results side by side, as a
-Markdown table on stdout (and tab-separated in OUT.tsv), with the counts.
+Markdown table on stdout (and tab-separated in OUT.tsv), with the counts: each the results.tsv of a
+run, or several comma-separated (the parallel part's and the serial part's); tests neither agent
+ran are left out.
 
 junit.py --shard I/N JUNIT.xml: a ginkgo focus regex naming the I-th of every N test cases of a
 dry run's report (1-based), in the report's order.
@@ -69,21 +71,27 @@ def why(path, name):
     sys.exit(f"junit.py: {path}: no test case '{name}'")
 
 
-def read(path):
+def read(paths):
+    """results.tsv files, comma-separated (the parallel run's and the serial
+    one's): a test skipped in one keeps its result from another"""
     out = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                name, result, secs = line.rstrip("\n").split("\t")
-                out[name] = (result, secs)
-    except OSError:
-        pass
+    for path in paths.split(","):
+        try:
+            with open(path) as f:
+                for line in f:
+                    name, result, secs = line.rstrip("\n").split("\t")
+                    if result == "skipped" and name in out:
+                        continue
+                    out[name] = (result, secs)
+        except OSError:
+            pass
     return out
 
 
 def table(kpath, cpath, tsv):
     k, c = read(kpath), read(cpath)
-    names = list(k) + [x for x in c if x not in k]
+    ran = ("passed", "failed")
+    names = [x for x in k if k[x][0] in ran] + [x for x in c if x not in k and c[x][0] in ran]
     both = {"passed": 0}
     counts = {"kubelet": {}, "cubelet": {}}
     print("| test | kubelet 1.34.4 | cubelet |")
