@@ -56,6 +56,7 @@ bool agent_pod_spec_apply(Agent *a, LcPod *p) {
         agent_pod_set_spec(a, p, p->spec_want);
         p->spec_want = worker_spec_unref(p->spec_want);
         a->cluster.meta_generation++; /* the downward API's files */
+        p->sync_retry.next_usec = 0;  /* a failed sync is tried again at once (kubelet's UpdatePod) */
         if (p->spec->pod->n_ephemeral_containers > had)
                 cub_log(LOG_INFO, "pod %s/%s: ephemeral container '%s' added", p->spec->pod->namespace_,
                         p->spec->pod->name,
