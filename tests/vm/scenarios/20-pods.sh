@@ -238,7 +238,7 @@ if once_per_matrix "e, f (manifest errors, refused and ignored fields)"; then
 	  - name: app
 	    image: localhost/cubelet/busybox:1
 	    command: [sleep, "3600"]
-	    stdin: true
+	    resources: {claims: [{name: gpu}]}
 	Y
 	cat >"$M/ignored.yaml" <<-'Y'
 	apiVersion: v1
@@ -251,9 +251,9 @@ if once_per_matrix "e, f (manifest errors, refused and ignored fields)"; then
 	    image: localhost/cubelet/busybox:1
 	    command: [sleep, "3600"]
 	Y
-	t_ok "the pod with stdin: true is Failed" wait_phase "probed-$NODE" Failed 60
+	t_ok "the pod with resources.claims is Failed" wait_phase "probed-$NODE" Failed 60
 	t_is "$(pod_field "probed-$NODE" reason)" UnsupportedField "its reason is UnsupportedField"
-	t_is "$(pod_field "probed-$NODE" message)" "spec.containers[0].stdin: not supported by cubelet" \
+	t_is "$(pod_field "probed-$NODE" message)" "spec.containers[0].resources.claims: not supported by cubelet" \
 		"its message names the field path"
 	t_ok "the pod with an ignored field runs" wait_phase "ignored-$NODE" Running 120
 	t_contains "$("$CUBELET" status 2>&1)" "warning spec.schedulerName: ignored: a static pod is not scheduled" \
