@@ -68,8 +68,7 @@ static int failed_at(WorkerJob *j, WorkerFailKind kind, size_t idx, int r) {
 }
 
 /* security context: a container that cannot be created as its spec says
- * (kubelet's CreateContainerConfigError): noted for its status; the sync
- * goes on with the others */
+ * (CreateContainerConfigError): noted for its status; the others go on */
 static int config_error(SyncCtx *x, size_t idx, const char *name, const char *msg, CubError *err) {
         WorkerJob *j = x->j;
         size_t n = worker_spec_containers(x->s);
@@ -337,6 +336,8 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         x->stage = WORKER_FAIL_CREATE;
         r = cri_create_container(x->p->cri, x->sandbox_id, &cfg, x->sbc, &id, err);
         free(envs);
+        if (r == -ENOENT) /* NOT_FOUND: the sandbox's task is gone (worker.c makes the sync again) */
+                (void) snprintf(x->j->lost_sandbox, sizeof(x->j->lost_sandbox), "%s", x->sandbox_id);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': create", c->name);
         x->stage = WORKER_FAIL_START;

@@ -323,6 +323,16 @@ static void *worker_main(void *arg) {
                         break;
                 case WORKER_SYNC:
                         j->r = worker_job_sync(p, j, &err);
+                        /* the runtime listed the sandbox ready but had lost its task (its processes
+                         * killed while cubelet was down, the exit not seen yet): stopped, and the sync
+                         * made again at once with a new sandbox, not after the retry's 10 s */
+                        if (j->r < 0 && *j->lost_sandbox && cri_stop_pod_sandbox(p->cri, j->lost_sandbox, NULL) >= 0) {
+                                err = (CubError){};
+                                j->fail = WORKER_FAIL_NONE;
+                                j->fail_container = SIZE_MAX;
+                                j->lost_sandbox[0] = '\0';
+                                j->r = worker_job_sync(p, j, &err);
+                        }
                         break;
                 case WORKER_KILL:
                         j->r = worker_job_kill(p, j, &err);

@@ -223,6 +223,7 @@ typedef struct WorkerJob {
         char error[CUB_ERR_MSG_MAX];
         WorkerFailKind fail;   /* SYNC: what it failed at (the first failure) */
         size_t fail_container; /* ... the container's index (init first), SIZE_MAX: the pod */
+        char lost_sandbox[80]; /* SYNC: a sandbox listed ready whose task the runtime had lost ("": none) */
         WorkerPull *pulls;     /* SYNC: the images made sure of, in order */
         size_t n_pulls;
         WorkerObserved *observed; /* RELIST */
