@@ -336,7 +336,7 @@ static int start_container(SyncCtx *x, size_t idx, uint32_t attempt, const char 
         x->stage = WORKER_FAIL_CREATE;
         r = cri_create_container(x->p->cri, x->sandbox_id, &cfg, x->sbc, &id, err);
         free(envs);
-        if (r == -ENOENT) /* NOT_FOUND: the sandbox's task is gone (worker.c makes the sync again) */
+        if (r == -ENOENT && strstr(err->msg, "sandbox container task")) /* gone: worker.c syncs again */
                 (void) snprintf(x->j->lost_sandbox, sizeof(x->j->lost_sandbox), "%s", x->sandbox_id);
         if (r < 0)
                 return cub_err_wrap(err, "container '%s': create", c->name);
