@@ -216,10 +216,23 @@ static json_t *terminated(const LcContainerStatus *st, const char *cid) {
         return t;
 }
 
+/* a container's state when it runs (running) or has ended; NULL: it waits */
+static json_t *run_state(const LcPod *p, const LcContainerStatus *st, bool running, const char *cid,
+                         const ApiPodsInfo *info) {
+        char when[32];
+
+        if (running)
+                return json_pack("{s:{s:s}}", "running", "startedAt",
+                                 api_rfc3339(st->started_at ? st->started_at / 1000000000 : pod_start(p, info), when));
+        if (st->state == LC_CONTAINER_TERMINATED)
+                return json_pack("{s:o}", "terminated", terminated(st, cid));
+        return NULL;
+}
+
 static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c, bool init, const ApiPodsInfo *info,
                                 bool *ret_ready) {
         const LcContainerStatus *st = &p->statuses[k];
-        char cid[128], when[32];
+        char cid[128];
         bool running = st->state == LC_CONTAINER_RUNNING || st->state == LC_CONTAINER_TERMINATING;
         bool ready;
         json_t *state, *last, *cj;
@@ -229,12 +242,8 @@ static json_t *container_status(const LcPod *p, size_t k, const PodContainer *c,
                 (init && !pod_container_is_sidecar(c) && st->state == LC_CONTAINER_TERMINATED && st->exit_code == 0);
 
         (void) snprintf(cid, sizeof(cid), "%s://%s", info->runtime ? info->runtime : "containerd", st->id);
-        if (running)
-                state = json_pack("{s:{s:s}}", "running", "startedAt",
-                                  api_rfc3339(st->started_at ? st->started_at / 1000000000 : pod_start(p, info), when));
-        else if (st->state == LC_CONTAINER_TERMINATED)
-                state = json_pack("{s:o}", "terminated", terminated(st, cid));
-        else {
+        state = run_state(p, st, running, cid, info);
+        if (!state) {
                 /* kubelet's waiting reason and message: agent/lifecycle/reasons.c, as cubelet status */
                 char msg[LC_MESSAGE_MAX];
                 const char *why = lc_container_waiting(p, k, msg, sizeof(msg));
@@ -276,17 +285,12 @@ static json_t *ephemeral_status(const LcPod *p, size_t e, const ApiPodsInfo *inf
         const PodContainer *c = &p->spec->pod->ephemeral_containers[e];
         const LcContainerStatus *st = &p->eph[e];
         bool running = st->state == LC_CONTAINER_RUNNING;
-        char cid[128], when[32];
+        char cid[128];
         json_t *state, *cj;
 
         (void) snprintf(cid, sizeof(cid), "%s://%s", info->runtime ? info->runtime : "containerd", st->id);
-        if (running)
-                state = json_pack("{s:{s:s}}", "running", "startedAt",
-                                  api_rfc3339(st->started_at ? st->started_at / 1000000000 : pod_start(p, info), when));
-        else if (st->state == LC_CONTAINER_TERMINATED)
-                state = json_pack("{s:o}", "terminated", terminated(st, cid));
-        else
-                state = json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
+        state = run_state(p, st, running, cid, info)
+                        ?: json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
         cj = json_pack("{s:s,s:o,s:{},s:b,s:i,s:s,s:s,s:b}", "name", c->name, "state", state, "lastState", "ready",
                        false, "restartCount", 0, "image", c->image, "imageID", "", "started", running);
         if (cj && *st->id)

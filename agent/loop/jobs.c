@@ -256,7 +256,7 @@ static bool changed_nothing(const WorkerJob *j) {
 
 static void on_sync_done(Agent *a, WorkerJob *j) {
         LcPod *p = job_pod(a, j);
-        bool eph;
+        bool updated;
 
         if (p) {
                 agent_metrics_job(a, p, j);
@@ -282,9 +282,9 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
                         (void) snprintf(p->statuses[k].config_error, sizeof(p->statuses[k].config_error), "%s",
                                         k < j->n_config_errors && j->config_errors[k] ? j->config_errors[k] : "");
         }
-        eph = p && agent_pod_spec_apply(a, p);
+        updated = p && agent_pod_spec_apply(a, p); /* a spec update that waited for the job */
         agent_remove_unwanted(a);
-        if (!changed_nothing(j) || eph)
+        if (!changed_nothing(j) || updated)
                 agent_request_relist(a);
         else
                 agent_notify_status(a);
@@ -378,14 +378,12 @@ int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata
                                 p->busy = false;
                                 if (j->resize) {
                                         agent_resize_done(a, p, j);
-                                        if (agent_pod_spec_apply(a, p))
-                                                agent_request_relist(a);
                                 } else if (j->r < 0) {
                                         p->resources_gen = 0; /* retried at the next relist */
                                         cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_,
                                                 j->spec->pod->name, j->error);
                                 }
-                                if (!j->resize && agent_pod_spec_apply(a, p))
+                                if (agent_pod_spec_apply(a, p)) /* a spec update that waited for the job */
                                         agent_request_relist(a);
                         }
                         agent_remove_unwanted(a);

@@ -328,22 +328,20 @@ static int container_common(PodDec *d, json_t *obj, PodContainer *c) {
         return 0;
 }
 
-int pod_container_post(PodDec *d, json_t *obj, void *base) {
-        PodContainer *c = base;
-
+/* an app or ephemeral container: no restartPolicy (kind names it in the error) */
+static int no_restart_policy_post(PodDec *d, json_t *obj, PodContainer *c, const char *kind) {
         if (c->restart_policy)
                 return pod_dec_fail(d, pod_dec_field_line(d, obj, "restartPolicy"), ".restartPolicy",
-                                    "Forbidden: may not be set for non-init containers");
+                                    "Forbidden: may not be set for %s containers", kind);
         return container_common(d, obj, c);
 }
 
-int pod_ephemeral_container_post(PodDec *d, json_t *obj, void *base) {
-        PodContainer *c = base;
+int pod_container_post(PodDec *d, json_t *obj, void *base) {
+        return no_restart_policy_post(d, obj, base, "non-init");
+}
 
-        if (c->restart_policy)
-                return pod_dec_fail(d, pod_dec_field_line(d, obj, "restartPolicy"), ".restartPolicy",
-                                    "Forbidden: may not be set for ephemeral containers");
-        return container_common(d, obj, c);
+int pod_ephemeral_container_post(PodDec *d, json_t *obj, void *base) {
+        return no_restart_policy_post(d, obj, base, "ephemeral");
 }
 
 int pod_init_container_post(PodDec *d, json_t *obj, void *base) {
