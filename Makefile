@@ -89,7 +89,7 @@ LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/libworker.a $(B)/libprob
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-.PHONY: cluster-peers all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-peer bench-peer-eviction bench-host fuzz fuzz-build print-fuzz-dir print-fuzz-targets lint format format-check clean install
+.PHONY: cluster-peers all deps test unit-test unit-test-build check-clang demo demo-plan bench bench-vm bench-faults bench-cluster bench-peer bench-peer-eviction bench-scale bench-host fuzz fuzz-build print-fuzz-dir print-fuzz-targets lint format format-check clean install
 all: $(B)/cubelet $(B)/cubelet-gpu-plugin
 
 # protoc-c output is a build product (pinned: Debian's protobuf-c-compiler 1.4.1),
@@ -325,6 +325,7 @@ bench: deps
 	@$(MAKE) --no-print-directory bench-cluster
 	@$(MAKE) --no-print-directory bench-peer
 	@$(MAKE) --no-print-directory bench-peer-eviction
+	@$(MAKE) --no-print-directory bench-scale
 
 # The real kubelet beside cubelet (tests/vm/bench/peer.sh): memory, idle CPU
 # and pod start latency of both on the same guest, pods and configuration,
@@ -349,6 +350,13 @@ bench-cluster: $(B)/cubelet images vm-image
 	@$(MAKE) --no-print-directory cluster-peers || echo "bench-cluster: no control plane (make cluster-peers failed)"
 	@VM_IMAGES=$(abspath $(IMAGES_DIR)) tests/vm/run-vm.sh -o $(abspath $(B))/vm/runs/cluster-bench \
 		tests/vm/bench/cluster.sh
+
+# Hollow nodes against the real control plane (tests/cluster/scale/): for
+# N in SCALE_NODES (10,100,500,1000), hollow cubelets and kubemark's hollow
+# kubelets, each kind alone, then one node at SCALE_COUNTS pods; rewrites
+# docs/scale.md's tables and plot. About an hour on 2 cores.
+bench-scale: $(B)/cubelet cluster-peers
+	@tests/cluster/scale/bench-scale.sh $(B) $(abspath $(B))/scale
 
 # The fault matrix (tests/vm/bench/faults.sh): FAULT_PODS pods, each fault
 # held FAULT_HOLD seconds, cubelet's CPU and journal lines beside its idle
@@ -407,13 +415,18 @@ KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=34 -X $(p).gitTreeState=clean)
 # Go for the test peers: the one on PATH, else the toolchain's usual place
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
-cluster-peers: $(BUILD)/cluster/kube
+cluster-peers: $(BUILD)/cluster/kube $(BUILD)/cluster/hollow
 # kubelet alone, for the benchmark peer (make bench-peer): kube's other
 # commands would weigh on its memory
 $(BUILD)/cluster/kubelet: tests/cluster/kubelet/main.go tests/cluster/go.mod tests/cluster/go.sum
 	@mkdir -p $(dir $@)
 	@echo "  GO      $@"
 	@cd tests/cluster && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(abspath $@) ./kubelet
+# kubemark's hollow node and the fake CRI runtime, for make bench-scale
+$(BUILD)/cluster/hollow: tests/cluster/hollow/main.go tests/cluster/go.mod tests/cluster/go.sum
+	@mkdir -p $(dir $@)
+	@echo "  GO      $@"
+	@cd tests/cluster && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(abspath $@) ./hollow
 $(BUILD)/cluster/kube: tests/cluster/main.go tests/cluster/cridump.go tests/cluster/go.mod tests/cluster/go.sum
 	@mkdir -p $(dir $@)
 	@echo "  GO      $@"

@@ -241,6 +241,14 @@ void evict_state_init(EvictState *s);
 void evict_state_update(EvictState *s, const EvictConfig *c, const EvictObservations *obs, uint64_t now_usec);
 bool evict_state_any_active(const EvictState *s, const EvictConfig *c);
 
+/* The delay before the next sample after cur (prev: the sample before it):
+ * period_usec, or period_usec / EVICT_FAST_SAMPLE_DIVISOR while a signal not
+ * yet past its threshold fell, at the last interval's rate, by more than
+ * half its headroom per period (it would cross within two periods). */
+#define EVICT_FAST_SAMPLE_DIVISOR 10
+uint64_t evict_sample_delay_usec(const EvictConfig *c, const EvictObservations *prev, const EvictObservations *cur,
+                                 uint64_t period_usec);
+
 typedef struct EvictConditionInfo {
         EvictCondition type;
         bool status;

@@ -6,7 +6,7 @@ libcmocka-dev libclang-rt-14-dev clang-format libgrpc-dev protobuf-c-compiler li
 containerd runc containernetworking-plugins busybox-static file jq libseccomp-dev libnl-3-dev libnl-idiag-3-dev
 python3-grpcio python3-protobuf protobuf-compiler
 libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev nginx-light prometheus openssl curl
-debhelper dpkg-dev fakeroot lintian help2man zlib1g-dev etcd-server etcd-client docker-registry apache2-utils"
+debhelper dpkg-dev fakeroot lintian help2man zlib1g-dev etcd-server etcd-client docker-registry apache2-utils gnuplot-nox"
 missing=""
 for p in $PKGS; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

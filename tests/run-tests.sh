@@ -67,6 +67,7 @@ run_suite "device manager in the agent interop (python3-grpcio)" tests/interop/r
 run_suite "gpu plugin interop (python3-grpcio)" tests/interop/run-gpu-plugin.sh "$B"
 run_suite "cluster node (the real control plane, in a network namespace of its own)" tests/cluster/run-node.sh "$B"
 run_suite "cluster node against a hostile API server" tests/cluster/run-hostile.sh "$B"
+run_suite "hollow nodes: bench-scale's harness, 3 cubelets and 3 kubemark kubelets" tests/cluster/run-hollow.sh "$B"
 run_suite "integration (containerd)" tests/integration/run.sh "$B" "${IMAGES_DIR:-build/images}"
 run_suite "native lane (cubelet + a private containerd, cgroupsPerQOS: false)" tests/native/run.sh "$B" "${IMAGES_DIR:-build/images}"
 run_suite "native lane: the kubelet oracle (kubelet 1.34 and cubelet on tests/data/oracle)" tests/native/oracle.sh "$B" "${IMAGES_DIR:-build/images}"

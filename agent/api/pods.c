@@ -319,9 +319,9 @@ static json_t *condition(const char *type, bool status, const char *reason, cons
         return c;
 }
 
-void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
+void *api_pod_status_json(const LcPod *p, const ApiPodsInfo *info) {
         const Pod *pod = p->spec->pod;
-        json_t *meta, *status, *ics = json_array(), *cs = json_array(), *conds;
+        json_t *status, *ics = json_array(), *cs = json_array(), *conds;
         bool all_ready = pod->n_containers > 0, initialized = true, sandbox = p->observed && !p->terminal;
         LcPodConditions pc;
         char when[32];
@@ -370,9 +370,6 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
         if (conds && p->resize.in_progress)
                 json_array_append_new(conds, condition("PodResizeInProgress", true, *p->resize.error ? "Error" : NULL,
                                                        p->resize.error, p->resize.progress_since));
-        meta = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "name", pod->name, "namespace", pod->namespace_, "uid", pod->uid,
-                         "creationTimestamp", api_rfc3339(pod_start(p, info), when), "labels", string_map(&pod->labels),
-                         "annotations", string_map(&pod->annotations));
         status = json_pack("{s:s,s:o,s:s,s:o,s:o}", "phase", lc_phase_to_string(p->phase), "conditions", conds,
                            "qosClass", pod_qos_to_string(p->spec->qos), "initContainerStatuses", ics,
                            "containerStatuses", cs);
@@ -409,8 +406,19 @@ void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
                                                                    "hostIP", "hostIPs", "podIP", "podIPs", NULL };
                      *k; k++)
                         (void) json_object_del(status, *k);
+        return status;
+}
+
+void *api_pod_json(const LcPod *p, const ApiPodsInfo *info) {
+        const Pod *pod = p->spec->pod;
+        json_t *meta;
+        char when[32];
+
+        meta = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "name", pod->name, "namespace", pod->namespace_, "uid", pod->uid,
+                         "creationTimestamp", api_rfc3339(pod_start(p, info), when), "labels", string_map(&pod->labels),
+                         "annotations", string_map(&pod->annotations));
         return json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", "Pod", "apiVersion", "v1", "metadata", meta, "spec",
-                         spec_json(pod, info->node_name), "status", status);
+                         spec_json(pod, info->node_name), "status", api_pod_status_json(p, info));
 }
 
 char *api_pod_list_json(LcPod *const *pods, size_t n, const ApiPodsInfo *info) {

@@ -51,5 +51,8 @@ char *api_pod_list_json_cached(ApiPodCache *c, LcPod *const *pods, size_t n, con
 void api_pod_cache_done(ApiPodCache *c);
 /* One pod, as in the PodList (a json_t *). */
 void *api_pod_json(const LcPod *p, const ApiPodsInfo *info);
+/* Its status alone (what the API server's status PATCH carries): the
+ * cluster's status tick renders this for every API pod each second. */
+void *api_pod_status_json(const LcPod *p, const ApiPodsInfo *info);
 void api_pods_gauges(LcPod *const *pods, size_t n, ApiGauges *g);
 int api_snapshot_add_pods(ApiSnapshot *s, LcPod *const *pods, size_t n, const ApiPodsInfo *info);

@@ -140,6 +140,20 @@ void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char
                 if (json_is_array(l))
                         (void) json_array_append_new(l, json_pack("{s:s}", "$patch", "replace"));
         }
+        /* a strategic merge keeps what the patch leaves out: a condition's
+         * reason and message cubelet no longer gives are null (kubelet's
+         * two-way patch has them null), or Ready=True would keep the
+         * ContainersNotReady of its False */
+        {
+                const json_t *c;
+                size_t i;
+
+                json_array_foreach(json_object_get(json_object_get(patch, "status"), "conditions"), i, c) {
+                        for (const char *const *f = (const char *const[]){ "reason", "message", NULL }; *f; f++)
+                                if (!json_object_get(c, *f))
+                                        (void) json_object_set_new((json_t *) c, *f, json_null());
+                }
+        }
         /* conditions merge by "type": the resize conditions cubelet no
          * longer reports are deleted (conditions of others stay) */
         for (const char *const *t = (const char *const[]){ "PodResizePending", "PodResizeInProgress", NULL };
@@ -163,11 +177,29 @@ void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char
 /* what a status says that matters to a reader (kubelet's needsReconcile
  * compares the API's pod with the cached status): the phase and reason,
  * each container's name, ID, restarts, readiness and state */
-static json_t *digest(const json_t *status) {
-        json_t *d = json_pack("{s:O?,s:O?,s:[]}", "phase", json_object_get(status, "phase"), "reason",
-                              json_object_get(status, "reason"), "containers");
-        const json_t *c;
-        size_t i;
+/* What the resync compares: the phase, the reason, each container's state,
+ * and the status of each condition cubelet sends (`types`: the sent
+ * status's conditions; others' conditions are theirs). The node lifecycle
+ * controller sets Ready=False on the pods of a node that missed its Lease:
+ * once the node is back, the resync sends Ready again, as kubelet's status
+ * manager does. */
+static json_t *digest(const json_t *status, const json_t *types) {
+        json_t *d = json_pack("{s:O?,s:O?,s:[],s:{}}", "phase", json_object_get(status, "phase"), "reason",
+                              json_object_get(status, "reason"), "containers", "conditions");
+        const json_t *c, *t;
+        size_t i, j;
+
+        json_array_foreach(types, j, t) {
+                const char *type = json_string_value(json_object_get(t, "type"));
+                const char *st = NULL;
+
+                json_array_foreach(json_object_get(status, "conditions"), i, c) {
+                        if (type && strcmp(json_string_value(json_object_get(c, "type")) ?: "", type) == 0)
+                                st = json_string_value(json_object_get(c, "status"));
+                }
+                if (d && type)
+                        (void) json_object_set_new(json_object_get(d, "conditions"), type, json_string(st ?: "absent"));
+        }
 
         json_array_foreach(json_object_get(status, "containerStatuses"), i, c) {
                 const char *state = NULL;
@@ -177,8 +209,8 @@ static json_t *digest(const json_t *status) {
                 json_array_append_new(json_object_get(d, "containers"),
                                       json_pack("{s:O?,s:O?,s:O?,s:O?,s:s?}", "name", json_object_get(c, "name"), "id",
                                                 json_object_get(c, "containerID"), "restarts",
-                                                json_object_get(c, "restartCount"), "ready", json_object_get(c, "ready"),
-                                                "state", state));
+                                                json_object_get(c, "restartCount"), "ready",
+                                                json_object_get(c, "ready"), "state", state));
         }
         return d;
 }
@@ -189,8 +221,8 @@ bool kube_status_reconcile(KubeStatus *s, const char *uid, const json_t *api_sta
 
         if (!sent || json_object_get(e, "inflight"))
                 return false;
-        a = digest(sent);
-        b = digest(api_status);
+        a = digest(sent, json_object_get(sent, "conditions"));
+        b = digest(api_status, json_object_get(sent, "conditions"));
         differ = a && b && !json_equal(a, b);
         json_decref(a);
         json_decref(b);

@@ -365,10 +365,10 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                                 json_object_get(json_object_get(set, p->spec->pod->uid), "status"));
                 /* a pod already terminal in the API when cubelet first saw it
                  * keeps the API's status */
-                pj = api && !p->api_terminal ? api_pod_json(p, &info) : NULL;
+                pj = api && !p->api_terminal ? api_pod_status_json(p, &info) : NULL;
                 if (pj)
                         kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,
-                                        p->spec->pod->uid, json_object_get(pj, "status"));
+                                        p->spec->pod->uid, pj);
                 json_decref(pj);
                 for (size_t k = 0; k < p->n_events; k++) {
                         const LcEvent *e = &p->events[k];

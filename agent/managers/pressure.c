@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Node pressure on the agent's loop: the signals are sampled every
- * evictionSamplePeriod (1 s) and at once when a PSI trigger fires
+ * evictionSamplePeriod (1 s; a tenth of it while a signal falls towards
+ * its threshold fast enough to cross it within two periods) and at once
+ * when a PSI trigger fires
  * (/proc/pressure/memory, kubepods/memory.pressure) or kubepods'
  * memory.events changes; eviction/ decides, the agent stops the victim
  * through its pod worker. One pod per round; the next round waits for the
@@ -44,6 +46,7 @@ typedef struct Pressure {
         EvictConfig cfg;
         EvictState state;
         EvictObservations obs;
+        EvictObservations prev; /* the round before obs: the signals' rate (evict_sample_delay_usec) */
         bool conditions[_EVICT_CONDITION_MAX];
         uint64_t sample_usec;
         const char *imagefs_path; /* /var/lib/containerd, else the state dir */
@@ -327,6 +330,7 @@ static void evict(Pressure *m) {
 /* One round: sample, update the conditions, evict at most one pod. */
 static void pressure_sync(Pressure *m) {
         m->rounds++;
+        m->prev = m->obs;
         observe(m);
         evict_state_update(&m->state, &m->cfg, &m->obs, m->obs.time_usec);
         conditions_changed(m);
@@ -353,8 +357,11 @@ static void pressure_stopped(void *userdata, const char *uid) {
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Pressure *m = userdata;
 
-        (void) sd_event_source_set_time(s, usec + m->sample_usec);
+        (void) usec;
         pressure_sync(m);
+        /* the period, or a tenth of it while a signal heads for its threshold */
+        (void) sd_event_source_set_time(s, now_usec() +
+                                                   evict_sample_delay_usec(&m->cfg, &m->prev, &m->obs, m->sample_usec));
         return 0;
 }
 

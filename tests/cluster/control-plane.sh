@@ -29,6 +29,10 @@
 # took its guest CPU from 1,762 to 1,600 ticks a minute (etcd 530 → 406, the
 # API server 1,108 → 940).
 #
+# CP_API_FLAGS, CP_CM_FLAGS, CP_SCHED_FLAGS: more flags (words) for the API
+# server, the controller manager and the scheduler (make bench-scale raises
+# the two clients' request rates for its Deployments of thousands of pods).
+#
 # DIR (default /run/cubelet-cluster) holds pki/, etcd's data, the logs
 # (*.log) and the PIDs; start returns once /readyz answers ok (exit 1 with
 # the API server's log tail after TIMEOUT seconds, default 300: under
@@ -108,7 +112,7 @@ start() {
 		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
 		--service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
-		--endpoint-reconciler-type=none "${lean_api[@]}"
+		--endpoint-reconciler-type=none "${lean_api[@]}" ${CP_API_FLAGS:-}
 	for _ in $(seq $((TIMEOUT * 2))); do
 		# curl, not kubectl: the kube binary takes seconds to start under
 		# the VM's emulation, and each poll took them from the API server's start
@@ -125,12 +129,12 @@ start() {
 				--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
 				--use-service-account-credentials=true --cluster-signing-cert-file="$P/ca.crt" \
 				--cluster-signing-key-file="$P/ca.key" --service-cluster-ip-range=10.0.0.0/24 \
-				${NODE_MONITOR_GRACE:+--node-monitor-grace-period=$NODE_MONITOR_GRACE}
+				${NODE_MONITOR_GRACE:+--node-monitor-grace-period=$NODE_MONITOR_GRACE} ${CP_CM_FLAGS:-}
 			bg scheduler "$KUBE" kube-scheduler \
 				--kubeconfig="$P/scheduler.kubeconfig" \
 				--authentication-kubeconfig="$P/scheduler.kubeconfig" \
 				--authorization-kubeconfig="$P/scheduler.kubeconfig" \
-				--bind-address=127.0.0.1 --leader-elect=false "${lean_sched[@]}"
+				--bind-address=127.0.0.1 --leader-elect=false "${lean_sched[@]}" ${CP_SCHED_FLAGS:-}
 			sleep 2
 			for p in controller-manager scheduler; do
 				kill -0 "$(cat "$DIR/$p.pid")" 2>/dev/null && continue

@@ -630,6 +630,19 @@ authentication: {x509: {clientCAFile: $T/cp/pki/ca.crt}}" run a --node-name "$NO
 	is "$(kc logs links 2>&1)" "started links" \
 		"...kubectl logs through the API server reaches the kubelet server at $NODE_IP:10250 (TLS verified both ways)"
 	is "$(kc exec links -- echo exec-ok 2>&1)" "exec-ok" "...kubectl exec too (the runtime's stream proxied)"
+	# the pod's Ready condition: no reason left from its False (a strategic
+	# merge keeps what a patch leaves out; kubelet's patch nulls it), and
+	# Ready=False set by another (the node lifecycle controller's
+	# MarkPodsNotReady when a node misses its Lease) sent again by the
+	# status resync every 10 s, as kubelet's status manager does
+	ready_of() { kc get pod links -o json | jq -r '.status.conditions[] | select(.type == "Ready") | "\(.status) \(.reason // "-")"'; }
+	ready_true() { [ "$(ready_of)" = "True -" ]; }
+	check "...its Ready=True carries no reason (the ContainersNotReady of its False is nulled in the patch)" \
+		wait_until 20 ready_true
+	kc patch pod links --subresource=status --type=strategic \
+		-p '{"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "NodeNotReady"}]}}' >/dev/null
+	check "...Ready=False set by another (the node lifecycle controller's, a node that missed its Lease) is sent again by the 10 s status resync" \
+		wait_until 25 ready_true
 	# Ready waits for the runtime's network (no CNI configuration here), as kubelet's does
 	contains "$(jqn '.status.conditions[] | select(.type == "Ready") | "\(.status) \(.message)"')" \
 		"False container runtime network not ready: NetworkReady=false" \

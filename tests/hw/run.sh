@@ -8,6 +8,8 @@
 #                and sees its device nodes; a second one is refused
 #   bench N      the VM bench's figures for N pause pods (raw CRI, raw cgroup,
 #                cubelet; footprint and idle CPU), as tests/vm/bench/bench.sh
+#   density COUNTS  cubelet idle with each count of pause pods (0,110,250,500):
+#                its CPU over 30 s and its footprint
 #   scrape N     bench N with the HTTP API scraped once a second meanwhile,
 #                then requests/s of each endpoint
 #   fault [BIN]  10 pods on the pod network (the bundle's CNI plugins, a
@@ -324,11 +326,40 @@ step_fault() {
 	CUBELET_BIN=
 }
 
+# ---- density COUNTS --------------------------------------------------------------------
+# cubelet idle with each count of pause pods (COUNTS: 0,110,250,500; host network, requests
+# 10m/8Mi, maxPods 510), the pods added to reach each count: the time until all run, then
+# its CPU over 30 s idle and its footprint (the scale issue's pods per node, real hardware)
+step_density() {
+	local have=0 n i t0
+	say "== density: cubelet idle at $1 pause pods"
+	start_containerd
+	rm -rf "$M" && mkdir -p "$M"
+	start_cubelet "maxPods: 510"
+	sleep 5
+	for n in ${1//,/ }; do
+		t0=$(date +%s%N)
+		for ((i = have; i < n; i++)); do
+			printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: d%d}\nspec:\n  hostNetwork: true\n  containers:\n  - name: p\n    image: localhost/cubelet/pause:1\n    resources: {requests: {cpu: 10m, memory: 8Mi}}\n' \
+				"$i" >"$M/.d$i.yaml"
+			mv "$M/.d$i.yaml" "$M/d$i.yaml"
+		done
+		have=$n
+		wait_for 600 running "$n" || say "(not all $n pods running: $(jqs '[.pods[] | select(.phase == "Running")] | length'))"
+		say "density: $n pods running $(ms_since "$t0") ms after the last manifests were written"
+		sleep 10
+		say "cubelet with $n pods, idle CPU: $(idle_cpu 30)"
+		footprint "$n pods"
+	done
+	stop_cubelet
+}
+
 while [ $# -gt 0 ]; do
 	case $1 in
 	gpu) step_gpu; shift ;;
 	cri) start_containerd; cri-baseline -p probe "${2:-1}" 2>&1 | tail -n 3; shift 2 ;;
 	bench) step_bench "${2:-110}"; shift 2 ;;
+	density) step_density "${2:-0,110,250,500}"; shift 2 ;;
 	scrape) SCRAPE=1 step_bench "${2:-110}"; shift 2 ;;
 	fault) if [ $# -gt 1 ] && [ "${2#cubelet}" != "$2" ]; then step_fault "$2"; shift 2; else step_fault; shift; fi ;;
 	*) echo "run.sh: unknown step '$1'" >&2; exit 2 ;;
