@@ -27,6 +27,7 @@ typedef struct KubeRequest {
         KubeLineFn line_fn; /* a watch: each line as it comes */
         void *userdata;
         bool held;      /* not handed to libcurl yet (the next loop turn, or a Retry-After's end) */
+        bool unlimited; /* a watch, or the node's heartbeat (its Node, its Lease): never waits for a slot */
         bool cancelled; /* its answer is not wanted: freed on the next loop turn */
         struct KubeRequest *next;
 } KubeRequest;
@@ -46,6 +47,16 @@ struct KubeClient {
         uint64_t next_id;
         KubeClientStats stats;
 };
+
+/* Requests (not watches) libcurl works on at once; the others wait here,
+ * their timeout not started, oldest first. Without it a burst (the status
+ * of 250 new pods, their tokens and ConfigMaps) waited in the API server's
+ * queues past its 10 s timeout and was all sent again, every second: 500
+ * API pods kept one node at 64 % of a CPU and 23 requests/s, idle
+ * (docs/scale.md). kubelet's client-side limit is a rate (kubeAPIQPS 50,
+ * burst 100). Watches and the node's heartbeat (its Node and its Lease,
+ * kubelet's separate heartbeat client) never wait. */
+#define KUBE_MAX_ACTIVE 32
 
 static void request_free(KubeRequest *q) {
         if (!q)
@@ -181,6 +192,11 @@ static void on_done(CURL *easy, CURLcode code, void *userdata) {
         if (!q)
                 return;
         unlink_request(c, q);
+        for (KubeRequest *h = c->inflight; h; h = h->next)
+                if (h->held) { /* a slot is free: the next waiting request */
+                        kick(c);
+                        break;
+                }
         if (q->cancelled) {
                 request_free(q);
                 return;
@@ -245,6 +261,7 @@ static void on_done(CURL *easy, CURLcode code, void *userdata) {
 static int on_hold_end(sd_event_source *s, uint64_t usec, void *userdata) {
         KubeClient *c = userdata;
         KubeRequest **p = &c->inflight;
+        size_t active = 0;
 
         (void) s;
         while (*p) {
@@ -263,11 +280,20 @@ static int on_hold_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 kick(c);
                 return 0;
         }
+        for (KubeRequest *q = c->inflight; q; q = q->next)
+                if (!q->held && !q->unlimited)
+                        active++;
         for (p = &c->inflight; *p;) {
                 KubeRequest *q = *p;
                 char error[CUB_ERR_MSG_MAX];
 
+                if (q->held && !q->unlimited && active >= KUBE_MAX_ACTIVE) {
+                        p = &q->next; /* waits for a slot: on_done kicks */
+                        continue;
+                }
                 if (!q->held || podsrc_curl_add(c->curl, q->easy) == 0) {
+                        if (q->held && !q->unlimited)
+                                active++;
                         q->held = false;
                         p = &q->next;
                         continue;
@@ -390,6 +416,8 @@ static int start(KubeClient *c, const char *method, const char *path, const char
         q->client = c;
         q->fn = fn;
         q->line_fn = line_fn;
+        q->unlimited = line_fn || strncmp(path, "/api/v1/nodes/", 14) == 0 ||
+                       strncmp(path, "/apis/coordination.k8s.io/", 26) == 0;
         q->userdata = userdata;
         q->headers = curl_slist_append(NULL, "Accept: application/json");
         if (q->headers && ct)
@@ -422,8 +450,14 @@ static int start(KubeClient *c, const char *method, const char *path, const char
         q->held = true;
         kick(c);
         q->id = ++c->next_id;
-        q->next = c->inflight;
-        c->inflight = q;
+        /* at the end: the waiting ones are handed to libcurl oldest first */
+        {
+                KubeRequest **t = &c->inflight;
+
+                while (*t)
+                        t = &(*t)->next;
+                *t = q;
+        }
         c->stats.requests++;
         if (ret_id)
                 *ret_id = q->id;

@@ -20,6 +20,8 @@ if [ -n "${OLD_CUBELET:-}" ]; then
 	cp -L "$OLD_CUBELET" "$stage/bin/cubelet-old"
 	bins+=("$OLD_CUBELET")
 fi
+# KUBELET=PATH: the real kubelet as bin/kubelet (a static Go binary), for run.sh kubelet-density
+[ -n "${KUBELET:-}" ] && cp -L "$KUBELET" "$stage/bin/kubelet"
 # the pod network: Debian's containernetworking-plugins (static Go binaries)
 cp -L /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/loopback "$stage/cni/"
 cp tests/hw/05-hw.conflist "$stage/"

@@ -10,6 +10,8 @@
 #                cubelet; footprint and idle CPU), as tests/vm/bench/bench.sh
 #   density COUNTS  cubelet idle with each count of pause pods (0,110,250,500):
 #                its CPU over 30 s and its footprint
+#   kubelet-density COUNTS  the same with the real kubelet 1.34 (standalone, static
+#                pods; the bundle made with KUBELET=build/cluster/kubelet)
 #   scrape N     bench N with the HTTP API scraped once a second meanwhile,
 #                then requests/s of each endpoint
 #   fault [BIN]  10 pods on the pod network (the bundle's CNI plugins, a
@@ -354,12 +356,68 @@ step_density() {
 	stop_cubelet
 }
 
+# ---- kubelet-density COUNTS --------------------------------------------------------------
+# the same pods and figures with the real kubelet 1.34 beside it (bin/kubelet: the bundle
+# made with KUBELET=build/cluster/kubelet): standalone, static pods from the same
+# manifests, cgroupfs on the machine's cgroup v2, the same containerd
+kubelet_pid() { echo "$KUBELET_PID"; }
+kubelet_foot() { # kubelet_foot LABEL
+	say "kubelet $1: VmRSS $(awk '/VmRSS/ { print $2 }' "/proc/$KUBELET_PID/status") kB," \
+		"$(awk '/^(Anonymous|Private_Clean|Private_Dirty):/ { printf "%s %s kB ", $1, $2 }' "/proc/$KUBELET_PID/smaps_rollup")"
+}
+kubelet_running() { [ "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" -ge $((2 * $1)) ]; }
+step_kubelet_density() {
+	local have=0 n i t0 d=/var/lib/hw-kubelet ticks c0
+	say "== kubelet density: the real kubelet idle at $1 pause pods"
+	command -v kubelet >/dev/null || { say "no bin/kubelet in the bundle (KUBELET=build/cluster/kubelet tests/hw/bundle.sh)"; return; }
+	start_containerd
+	rm -rf "$M" && mkdir -p "$M" "$d"
+	say "kernel tunables kubelet sets: vm.overcommit_memory $(cat /proc/sys/vm/overcommit_memory), kernel.panic $(cat /proc/sys/kernel/panic), kernel.panic_on_oops $(cat /proc/sys/kernel/panic_on_oops)"
+	cat >"$d/config.yaml" <<-EOC
+		apiVersion: kubelet.config.k8s.io/v1beta1
+		kind: KubeletConfiguration
+		cgroupDriver: cgroupfs
+		staticPodPath: $M
+		containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+		maxPods: 510
+		address: 127.0.0.1
+		readOnlyPort: 0
+		authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+		authorization: {mode: AlwaysAllow}
+		failSwapOn: false
+	EOC
+	kubelet --config "$d/config.yaml" --root-dir "$d/root" --node-ip 127.0.0.1 >"$OUT/kubelet.log" 2>&1 &
+	KUBELET_PID=$!
+	sleep 15
+	kill -0 "$KUBELET_PID" 2>/dev/null || { say "kubelet exited: $(tail -n 5 "$OUT/kubelet.log")"; return; }
+	ticks=$(getconf CLK_TCK)
+	for n in ${1//,/ }; do
+		t0=$(date +%s%N)
+		for ((i = have; i < n; i++)); do
+			printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: d%d}\nspec:\n  hostNetwork: true\n  containers:\n  - name: p\n    image: localhost/cubelet/pause:1\n    resources: {requests: {cpu: 10m, memory: 8Mi}}\n' \
+				"$i" >"$M/.d$i.yaml"
+			mv "$M/.d$i.yaml" "$M/d$i.yaml"
+		done
+		have=$n
+		wait_for 600 kubelet_running "$n" || say "(not all $n pods running: $(ctr -n k8s.io tasks ls | grep -c RUNNING) tasks)"
+		say "kubelet density: $n pods running $(ms_since "$t0") ms after the last manifests were written"
+		sleep 10
+		c0=$(awk '{ print $14 + $15 }' "/proc/$KUBELET_PID/stat")
+		sleep 30
+		say "kubelet with $n pods, idle CPU: $((($(awk '{ print $14 + $15 }' "/proc/$KUBELET_PID/stat") - c0) * 1000 / ticks)) ms over 30 s idle"
+		kubelet_foot "$n pods"
+	done
+	kill "$KUBELET_PID"
+	wait "$KUBELET_PID" 2>/dev/null
+}
+
 while [ $# -gt 0 ]; do
 	case $1 in
 	gpu) step_gpu; shift ;;
 	cri) start_containerd; cri-baseline -p probe "${2:-1}" 2>&1 | tail -n 3; shift 2 ;;
 	bench) step_bench "${2:-110}"; shift 2 ;;
 	density) step_density "${2:-0,110,250,500}"; shift 2 ;;
+	kubelet-density) step_kubelet_density "${2:-0,110,250,500}"; shift 2 ;;
 	scrape) SCRAPE=1 step_bench "${2:-110}"; shift 2 ;;
 	fault) if [ $# -gt 1 ] && [ "${2#cubelet}" != "$2" ]; then step_fault "$2"; shift 2; else step_fault; shift; fi ;;
 	*) echo "run.sh: unknown step '$1'" >&2; exit 2 ;;

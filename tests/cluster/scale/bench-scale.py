@@ -34,11 +34,13 @@ import argparse
 import calendar
 import json
 import os
+import shutil
 import signal
 import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,7 +59,19 @@ class Api:
         self.ctx = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
         self.ctx.load_cert_chain(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
 
+    timeouts = 0  # the bench's own requests that timed out (retried): an API server past its limit
+
     def req(self, method, path, body=None, timeout=60):
+        for attempt in range(5):
+            try:
+                return self.req_once(method, path, body, timeout)
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+                if isinstance(e, urllib.error.HTTPError) or attempt == 4:
+                    raise
+                Api.timeouts += 1
+                time.sleep(5)
+
+    def req_once(self, method, path, body, timeout):
         data = json.dumps(body).encode() if body is not None else None
         r = urllib.request.Request("https://127.0.0.1:6443" + path, data=data, method=method)
         if data is not None:
@@ -101,7 +115,7 @@ def proc_cpu(pid):
 
 
 def proc_mem(pid):
-    """(RSS, private) in MiB, from smaps_rollup."""
+    """(RSS, private) in MiB, from smaps_rollup (proc_anon: its anonymous part)."""
     rss = priv = 0
     try:
         with open("/proc/%d/smaps_rollup" % pid) as f:
@@ -114,6 +128,18 @@ def proc_mem(pid):
     except OSError:
         pass
     return rss / 1024, priv / 1024
+
+
+def proc_anon(pid):
+    """Anonymous memory in MiB: the process's own, whether or not another maps its files."""
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                if line.startswith("Anonymous:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def mem_available_mb():
@@ -278,6 +304,7 @@ cubelet:
             self.started += 1
             if self.kind == "kubelet" and i % 10 == 9:
                 time.sleep(1)  # kubemark's start is CPU-bound: a burst of hundreds starves the API server
+        Api.timeouts = 0
         self.res["started"] = self.started
         self.res["stopped_by"] = self.stopped_by
         # all Ready
@@ -470,12 +497,14 @@ cubelet:
                  "cpu_apiserver": round(100 * rate(a, b, lambda s: s.cpu["apiserver"]), 2),
                  "node_req_s": round(rate(a, b, lambda s: s.flows), 3),
                  "status_writes_s": round(rate(a, b, self.status_writes), 3),
-                 "rss_mb": round(rss, 1), "private_mb": round(priv, 1)}
+                 "rss_mb": round(rss, 1), "private_mb": round(priv, 1),
+                 "anon_mb": round(proc_anon(self.node_pids()[0]), 1) if self.node_pids() else 0}
             self.res["density"].append(d)
             log("%s with %d pods (ready in %s s): %.2f%% of a core, %.1f MiB private, %.3f API req/s" % (
                 self.kind, count, took, d["cpu_node"], priv, d["node_req_s"]))
 
     def go(self):
+        shutil.rmtree(self.dir, ignore_errors=True)  # a fresh control plane: no earlier run's etcd
         os.makedirs(self.dir, exist_ok=True)
         try:
             self.start_cp()
@@ -492,6 +521,7 @@ cubelet:
             self.res["error"] = "%s: %s" % (type(e).__name__, e)
             log("%s N=%d: %s" % (self.kind, self.n, self.res["error"]))
         finally:
+            self.res["api_timeouts"] = Api.timeouts
             self.stop()
         return self.res
 

@@ -29,6 +29,7 @@ ROWS = [
     ("API server CPU for the Deployment, CPU seconds (creation to 10 s after all ready)",
      lambda r: cpu_s(r, "apiserver"), "%.1f"),
     ("the nodes' CPU for it, CPU seconds per node", lambda r: per(r, cpu_s(r, "nodes")), "%.2f"),
+    ("the bench's own API requests that timed out (60 s) and were retried", lambda r: r.get("api_timeouts"), "%d"),
     ("time until all pods are gone after the deletion (s)", lambda r: r.get("pods_gone_s") if r.get("pods_left") == 0 else None, "%.0f"),
 ]
 
@@ -56,7 +57,7 @@ def cell(r, row):
     if r is None:
         return "—", None
     if label.startswith("nodes started"):
-        s = "%d / %d" % (r.get("started", 0), r.get("ready", 0))
+        s = "%d / %s" % (r.get("started", 0), r["ready"] if "ready" in r else "—")
         if r.get("stopped_by"):
             s += " (%s)" % r["stopped_by"]
         if r.get("exited"):
@@ -85,8 +86,9 @@ def density(path):
     k, c = by.get("kubelet", {}), by.get("cubelet", {})
     out = ["### Pods per node: one hollow node, idle at each count (%d s window)" % data["window_s"], "",
            "| pods | kubelet CPU, % of a core | cubelet CPU | ratio | kubelet private MiB | cubelet private MiB | ratio "
+           "| kubelet anonymous MiB | cubelet anonymous MiB "
            "| kubelet API req/s | cubelet API req/s | kubelet status writes/s | cubelet status writes/s |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def g(d, n, key, fmt):
         v = d.get(n, {}).get(key)
@@ -99,8 +101,9 @@ def density(path):
         cc, ccv = g(c, n, "cpu_node", "%.2f")
         km, kmv = g(k, n, "private_mb", "%.1f")
         cm, cmv = g(c, n, "private_mb", "%.1f")
-        out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            n, kc, cc, ratio(kcv, ccv), km, cm, ratio(kmv, cmv), g(k, n, "node_req_s", "%.3f")[0],
+        out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            n, kc, cc, ratio(kcv, ccv), km, cm, ratio(kmv, cmv), g(k, n, "anon_mb", "%.1f")[0],
+            g(c, n, "anon_mb", "%.1f")[0], g(k, n, "node_req_s", "%.3f")[0],
             g(c, n, "node_req_s", "%.3f")[0], g(k, n, "status_writes_s", "%.3f")[0], g(c, n, "status_writes_s", "%.3f")[0]))
     out.append("")
     for kind, d in (("kubelet", k), ("cubelet", c)):
@@ -134,7 +137,7 @@ def render(path, doc, plot):
                 lines.append("%s at N = %d stopped: `%s`" % (r["kind"], n, r["error"]))
         lines.append("")
     # requests by verb and resource, the largest N both kinds reached
-    both = [n for n in ns if ("kubelet", n) in find and ("cubelet", n) in find]
+    both = [n for n in ns if "req_by" in find.get(("kubelet", n), {}) and "req_by" in find.get(("cubelet", n), {})]
     if both:
         n = both[-1]
         k, c = find[("kubelet", n)], find[("cubelet", n)]
