@@ -46,11 +46,11 @@ for kind in cubelet kubelet; do
 	check "$kind: the nodes' CPU and memory measured" test "$(q "$r | (.node_private_mb > 0 and .cpu_nodes > 0)")" = true
 	check "$kind: the API server's requests measured" test "$(q "$r | (.req_s > 0 and .node_req_s > 0)")" = true
 done
-# what bench-scale's table compares: cubelet's own memory
+# the figures themselves are make bench-scale's (a release build; make test's
+# cubelet is ASan's, its memory several times larger; status writes per pod
+# depend on how the pods' starts fall between status ticks): said, not asserted
 c='.results[] | select(.kind == "cubelet")'
 k='.results[] | select(.kind == "kubelet")'
-check "a hollow cubelet's private memory ($(q "$c | .node_private_mb") MiB) is under half a hollow kubelet's ($(q "$k | .node_private_mb") MiB)" \
-	test "$(jq -r "[($c | .node_private_mb), ($k | .node_private_mb)] | .[0] * 2 < .[1]" "$R")" = true
-# status writes per pod depend on how the pods' starts fall between status ticks: said, not asserted
+echo "# private memory per node: cubelet $(q "$c | .node_private_mb") MiB, kubelet $(q "$k | .node_private_mb") MiB"
 echo "# status writes per pod: cubelet $(q "$c | .status_writes_per_pod"), kubelet $(q "$k | .status_writes_per_pod")"
 echo "1..$n"
