@@ -332,8 +332,16 @@ step_fault() {
 # cubelet idle with each count of pause pods (COUNTS: 0,110,250,500; host network, requests
 # 10m/8Mi, maxPods 510), the pods added to reach each count: the time until all run, then
 # its CPU over 30 s idle and its footprint (the scale issue's pods per node, real hardware)
+density_pods() { # density_pods FROM TO: pause pods dFROM..dTO-1 (host network, 10m/8Mi) in $M
+	local i
+	for ((i = $1; i < $2; i++)); do
+		printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: d%d}\nspec:\n  hostNetwork: true\n  containers:\n  - name: p\n    image: localhost/cubelet/pause:1\n    resources: {requests: {cpu: 10m, memory: 8Mi}}\n' \
+			"$i" >"$M/.d$i.yaml"
+		mv "$M/.d$i.yaml" "$M/d$i.yaml"
+	done
+}
 step_density() {
-	local have=0 n i t0
+	local have=0 n t0
 	say "== density: cubelet idle at $1 pause pods"
 	start_containerd
 	rm -rf "$M" && mkdir -p "$M"
@@ -341,11 +349,7 @@ step_density() {
 	sleep 5
 	for n in ${1//,/ }; do
 		t0=$(date +%s%N)
-		for ((i = have; i < n; i++)); do
-			printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: d%d}\nspec:\n  hostNetwork: true\n  containers:\n  - name: p\n    image: localhost/cubelet/pause:1\n    resources: {requests: {cpu: 10m, memory: 8Mi}}\n' \
-				"$i" >"$M/.d$i.yaml"
-			mv "$M/.d$i.yaml" "$M/d$i.yaml"
-		done
+		density_pods "$have" "$n"
 		have=$n
 		wait_for 600 running "$n" || say "(not all $n pods running: $(jqs '[.pods[] | select(.phase == "Running")] | length'))"
 		say "density: $n pods running $(ms_since "$t0") ms after the last manifests were written"
@@ -367,7 +371,7 @@ kubelet_foot() { # kubelet_foot LABEL
 }
 kubelet_running() { [ "$(ctr -n k8s.io tasks ls 2>/dev/null | grep -c RUNNING)" -ge $((2 * $1)) ]; }
 step_kubelet_density() {
-	local have=0 n i t0 d=/var/lib/hw-kubelet ticks c0
+	local have=0 n t0 d=/var/lib/hw-kubelet ticks c0
 	say "== kubelet density: the real kubelet idle at $1 pause pods"
 	command -v kubelet >/dev/null || { say "no bin/kubelet in the bundle (KUBELET=build/cluster/kubelet tests/hw/bundle.sh)"; return; }
 	start_containerd
@@ -393,11 +397,7 @@ step_kubelet_density() {
 	ticks=$(getconf CLK_TCK)
 	for n in ${1//,/ }; do
 		t0=$(date +%s%N)
-		for ((i = have; i < n; i++)); do
-			printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: d%d}\nspec:\n  hostNetwork: true\n  containers:\n  - name: p\n    image: localhost/cubelet/pause:1\n    resources: {requests: {cpu: 10m, memory: 8Mi}}\n' \
-				"$i" >"$M/.d$i.yaml"
-			mv "$M/.d$i.yaml" "$M/d$i.yaml"
-		done
+		density_pods "$have" "$n"
 		have=$n
 		wait_for 600 kubelet_running "$n" || say "(not all $n pods running: $(ctr -n k8s.io tasks ls | grep -c RUNNING) tasks)"
 		say "kubelet density: $n pods running $(ms_since "$t0") ms after the last manifests were written"

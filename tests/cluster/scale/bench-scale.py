@@ -115,31 +115,18 @@ def proc_cpu(pid):
 
 
 def proc_mem(pid):
-    """(RSS, private) in MiB, from smaps_rollup (proc_anon: its anonymous part)."""
-    rss = priv = 0
+    """(RSS, private, anonymous) in MiB, from one read of smaps_rollup; anonymous is the
+    process's own, whether or not another maps its files."""
+    kb = {"Rss": 0, "Private_Clean": 0, "Private_Dirty": 0, "Anonymous": 0}
     try:
         with open("/proc/%d/smaps_rollup" % pid) as f:
             for line in f:
                 k, _, v = line.partition(":")
-                if k == "Rss":
-                    rss = int(v.split()[0])
-                elif k in ("Private_Clean", "Private_Dirty"):
-                    priv += int(v.split()[0])
+                if k in kb:
+                    kb[k] = int(v.split()[0])
     except OSError:
         pass
-    return rss / 1024, priv / 1024
-
-
-def proc_anon(pid):
-    """Anonymous memory in MiB: the process's own, whether or not another maps its files."""
-    try:
-        with open("/proc/%d/smaps_rollup" % pid) as f:
-            for line in f:
-                if line.startswith("Anonymous:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return kb["Rss"] / 1024, (kb["Private_Clean"] + kb["Private_Dirty"]) / 1024, kb["Anonymous"] / 1024
 
 
 def mem_available_mb():
@@ -491,14 +478,14 @@ cubelet:
             a = Sample(self.api, self.pids())
             time.sleep(self.opt.window)
             b = Sample(self.api, self.pids())
-            rss, priv = proc_mem(self.node_pids()[0]) if self.node_pids() else (0, 0)
+            rss, priv, anon = proc_mem(self.node_pids()[0]) if self.node_pids() else (0, 0, 0)
             d = {"pods": count, "ready_s": took, "cpu_node": round(100 * rate(a, b, lambda s: s.cpu["nodes"]), 2),
                  "cpu_fake": round(100 * rate(a, b, lambda s: s.cpu["fake-cri"]), 2),
                  "cpu_apiserver": round(100 * rate(a, b, lambda s: s.cpu["apiserver"]), 2),
                  "node_req_s": round(rate(a, b, lambda s: s.flows), 3),
                  "status_writes_s": round(rate(a, b, self.status_writes), 3),
                  "rss_mb": round(rss, 1), "private_mb": round(priv, 1),
-                 "anon_mb": round(proc_anon(self.node_pids()[0]), 1) if self.node_pids() else 0}
+                 "anon_mb": round(anon, 1)}
             self.res["density"].append(d)
             log("%s with %d pods (ready in %s s): %.2f%% of a core, %.1f MiB private, %.3f API req/s" % (
                 self.kind, count, took, d["cpu_node"], priv, d["node_req_s"]))
