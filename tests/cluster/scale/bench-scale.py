@@ -32,6 +32,7 @@ into docs/scale.md's tables and the plot (gnuplot).
 """
 import argparse
 import calendar
+import glob
 import json
 import os
 import shutil
@@ -219,6 +220,8 @@ class Run:
         if self.fake:
             self.fake.terminate()
             self.fake.wait()
+        for d in set(glob.glob("/tmp/hollow-kubelet.*")) - getattr(self, "tmp_before", set()):
+            shutil.rmtree(d, ignore_errors=True)
         subprocess.run([os.path.join(ROOT, "tests/cluster/control-plane.sh"), "stop", "-d", self.cp],
                        capture_output=True)
         for d, subs, _ in sorted(os.walk(self.cg, topdown=False), reverse=True):
@@ -277,6 +280,10 @@ cubelet:
                 time.sleep(0.1)
         self.started = 0
         self.stopped_by = None
+        # kubemark's hollow kubelet makes its root directory in /tmp, whatever
+        # TMPDIR says (pkg/kubemark: MakeTempDirOrDie("hollow-kubelet.", "")):
+        # stop() removes those that were not there before
+        self.tmp_before = set(glob.glob("/tmp/hollow-kubelet.*"))
         t0 = time.monotonic()
         for i in range(self.n):
             if i % 10 == 0 and mem_available_mb() < self.opt.mem_floor:
