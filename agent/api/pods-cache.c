@@ -10,9 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The bytes a pod's JSON depends on besides its spec (the spec pointer
- * changes with any edit: a new WorkerSpec). */
-static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len) {
+char *api_pod_status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len) {
         char *key = NULL;
         FILE *f = open_memstream(&key, ret_len);
 
@@ -22,6 +20,13 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
         fprintf(f, "%s %d %d %d %s\n%s\n%s\n%s\n", p->spec->pod->uid, (int) p->phase, p->observed, p->terminal,
                 p->reason, p->message, info->host_ip ? info->host_ip : "", info->node_name);
         fprintf(f, "%s %" PRIu64 "\n", p->pod_ip, info->extra_generation); /* network; the managers' part */
+        /* the spec (a new WorkerSpec with any edit; its hash besides, as an
+         * edit's may come at the address of the freed one), startTime, the
+         * rejection and eviction, the clock the times are rendered with */
+        fprintf(f, "%p %s %" PRIu64 " %d %d %" PRId64 "\n", (const void *) p->spec, p->spec->pod->config_hash ?: "",
+                p->latency.event, p->rejected, p->evicted, info->wall_minus_mono_usec);
+        if (p->gates) /* readiness gates: the conditions the API server gave */
+                fwrite(p->gates, 1, p->spec->pod->readiness_gates.n, f);
         fwrite(p->statuses, sizeof(*p->statuses), p->n, f);
         if (p->n_eph > 0)
                 fwrite(p->eph, sizeof(*p->eph), p->n_eph, f); /* ephemeral containers */
@@ -36,8 +41,9 @@ static char *status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len
         fprintf(f, "%d %zu %u\n", (int) p->failure, p->failure_container, p->sync_retry.failures);
         fwrite(p->backoff, sizeof(*p->backoff), p->n, f);
         /* in-place resize */
-        fprintf(f, "%s %s %d %s %p\n", p->resize.pending, p->resize.message, p->resize.in_progress, p->resize.error,
-                (void *) p->resize.actual);
+        fprintf(f, "%s %s %d %s %p %" PRId64 " %" PRId64 "\n", p->resize.pending, p->resize.message,
+                p->resize.in_progress, p->resize.error, (void *) p->resize.actual, p->resize.pending_since,
+                p->resize.progress_since);
         if (fclose(f) != 0) {
                 free(key);
                 return NULL;
@@ -65,7 +71,7 @@ char *api_pod_list_json_cached(ApiPodCache *c, LcPod *const *pods, size_t n, con
 
                 if (!p->wanted)
                         continue;
-                key = status_key(p, info, &key_len);
+                key = api_pod_status_key(p, info, &key_len);
                 if (!key) {
                         ok = false;
                         break;

@@ -48,11 +48,15 @@ typedef struct ApiPodCache {
 } ApiPodCache;
 
 char *api_pod_list_json_cached(ApiPodCache *c, LcPod *const *pods, size_t n, const ApiPodsInfo *info);
+/* The bytes a pod's JSON depends on besides its labels and annotations
+ * (malloc'd, *ret_len of them; NULL on ENOMEM): two equal keys, the same
+ * status. The cache's, and the cluster status tick's (a pod's status is
+ * rendered again only when its key changed). */
+char *api_pod_status_key(const LcPod *p, const ApiPodsInfo *info, size_t *ret_len);
 void api_pod_cache_done(ApiPodCache *c);
 /* One pod, as in the PodList (a json_t *). */
 void *api_pod_json(const LcPod *p, const ApiPodsInfo *info);
-/* Its status alone (what the API server's status PATCH carries): the
- * cluster's status tick renders this for every API pod each second. */
+/* Its status alone (what the API server's status PATCH carries). */
 void *api_pod_status_json(const LcPod *p, const ApiPodsInfo *info);
 void api_pods_gauges(LcPod *const *pods, size_t n, ApiGauges *g);
 int api_snapshot_add_pods(ApiSnapshot *s, LcPod *const *pods, size_t n, const ApiPodsInfo *info);

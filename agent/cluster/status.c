@@ -6,6 +6,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "../util/cleanup.h"
 #include "../util/log.h"
 #include "../util/time.h"
 #include "status.h"
@@ -15,8 +16,8 @@ typedef struct Pending Pending;
 struct KubeStatus {
         KubeClient *client;
         Pending *inflight;
-        json_t *pods; /* uid → {sent, inflight, deleted} */
-        uint64_t patches, deletes, creates, failures, resyncs;
+        json_t *pods; /* uid → {sent, inflight, deleted, key} */
+        uint64_t patches, deletes, creates, failures, resyncs, renders;
         char error[CUB_ERR_MSG_MAX];
 };
 
@@ -26,6 +27,7 @@ struct Pending {
         char uid[600]; /* the UID, or a mirror pod's "NS/NAME" */
         bool create;
         json_t *status; /* NULL: the DELETE or the POST */
+        json_t *key;    /* the bytes status was rendered from (kube_status_set's; NULL: unknown) */
         Pending *next;
 };
 
@@ -74,14 +76,19 @@ static void on_answer(void *userdata, long status, json_t *body, const char *err
                         json_object_del(e, "deleted"); /* the DELETE again */
         } else if (e && p->status) {
                 json_object_set(e, "sent", p->status);
+                /* no newer status was set while this one was in flight: the
+                 * next tick need not render it again to know it is sent */
+                if (p->key)
+                        json_object_set(e, "key", p->key);
                 s->error[0] = 0;
         }
         json_decref(p->status);
+        json_decref(p->key);
         free(p);
 }
 
 static void send(KubeStatus *s, const char *method, const char *path, const json_t *body, const char *uid,
-                 const json_t *status) {
+                 const json_t *status, json_t *key) {
         Pending *p = calloc(1, sizeof(*p));
         json_t *e = entry(s, uid);
         CubError err = {};
@@ -94,10 +101,12 @@ static void send(KubeStatus *s, const char *method, const char *path, const json
         p->create = strcmp(method, "POST") == 0;
         (void) snprintf(p->uid, sizeof(p->uid), "%s", uid);
         p->status = status ? json_incref((json_t *) status) : NULL;
+        p->key = json_incref(key);
         if (kube_client_request(s->client, method, path, status ? KUBE_CT_STRATEGIC : KUBE_CT_JSON, body, on_answer, p,
                                 &p->id, &err) < 0) {
                 cub_log(LOG_ERR, "API server: %s", err.msg);
                 json_decref(p->status);
+                json_decref(p->key);
                 free(p);
                 return;
         }
@@ -118,15 +127,32 @@ bool kube_status_terminal(const json_t *status) {
         return ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0);
 }
 
-void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char *uid, const json_t *status) {
+bool kube_status_unchanged(const KubeStatus *s, const char *uid, const char *key, size_t key_len) {
+        const json_t *e = json_object_get(s->pods, uid), *k = e ? json_object_get(e, "key") : NULL;
+
+        return k && json_object_get(e, "sent") && !json_object_get(e, "inflight") && !json_object_get(e, "deleted") &&
+               json_string_length(k) == key_len && memcmp(json_string_value(k), key, key_len) == 0;
+}
+
+void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char *uid, const json_t *status,
+                     const char *key, size_t key_len) {
         json_t *e = entry(s, uid), *sent, *patch;
+        _cleanup_(json_decrefp) json_t *kj = NULL;
         char path[1024];
 
+        s->renders++;
+        if (e)
+                (void) json_object_del(e, "key");
         if (!e || json_object_get(e, "inflight") || json_object_get(e, "deleted"))
                 return;
         sent = json_object_get(e, "sent");
-        if (sent && json_equal(sent, (json_t *) status))
+        kj = key ? json_stringn_nocheck(key, key_len) : NULL;
+        if (sent && json_equal(sent, (json_t *) status)) {
+                /* settled: until the key changes, nothing to render */
+                if (kj)
+                        (void) json_object_set(e, "key", kj);
                 return;
+        }
         /* a terminal phase never goes back (kubelet's status manager) */
         if (sent && kube_status_terminal(sent) && !kube_status_terminal(status))
                 return;
@@ -170,7 +196,7 @@ void kube_status_set(KubeStatus *s, const char *ns, const char *name, const char
         }
         (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", ns, name);
         if (patch)
-                send(s, "PATCH", path, patch, uid, status);
+                send(s, "PATCH", path, patch, uid, status, kj);
         json_decref(patch);
 }
 
@@ -228,6 +254,7 @@ bool kube_status_reconcile(KubeStatus *s, const char *uid, const json_t *api_sta
         json_decref(b);
         if (differ) {
                 json_object_del(e, "sent"); /* sent again with the next set */
+                json_object_del(e, "key");
                 s->resyncs++;
         }
         return differ;
@@ -244,7 +271,7 @@ void kube_status_delete(KubeStatus *s, const char *ns, const char *name, const c
         (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
         json_object_set_new(e, "deleted", json_true());
         if (body)
-                send(s, "DELETE", path, body, uid, NULL);
+                send(s, "DELETE", path, body, uid, NULL, NULL);
         json_decref(body);
 }
 
@@ -260,7 +287,7 @@ void kube_status_create(KubeStatus *s, const char *key, const char *ns, const js
                 return;
         json_object_set_new(e, "posted", json_integer((json_int_t) now));
         (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
-        send(s, "POST", path, pod, key, NULL);
+        send(s, "POST", path, pod, key, NULL, NULL);
 }
 
 void kube_status_prune(KubeStatus *s, const json_t *keep) {
@@ -295,6 +322,7 @@ KubeStatus *kube_status_free(KubeStatus *s) {
                 s->inflight = p->next;
                 kube_client_cancel(s->client, p->id);
                 json_decref(p->status);
+                json_decref(p->key);
                 free(p);
         }
         json_decref(s->pods);
@@ -303,7 +331,8 @@ KubeStatus *kube_status_free(KubeStatus *s) {
 }
 
 json_t *kube_status_json(const KubeStatus *s) {
-        return json_pack("{s:I,s:I,s:I,s:I,s:I,s:s}", "patches", (json_int_t) s->patches, "deletes",
+        return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "patches", (json_int_t) s->patches, "deletes",
                          (json_int_t) s->deletes, "mirrorCreates", (json_int_t) s->creates, "failures",
-                         (json_int_t) s->failures, "resyncs", (json_int_t) s->resyncs, "error", s->error);
+                         (json_int_t) s->failures, "resyncs", (json_int_t) s->resyncs, "renders",
+                         (json_int_t) s->renders, "error", s->error);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../util/cleanup.h"
 #include "agent-internal.h"
 
 static const char *uid_of_json(const json_t *o) {
@@ -106,11 +107,18 @@ void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *i
                                    ?: "",
                            p->spec->pod->config_hash) != 0)
                         continue; /* the old one goes below, the new one follows */
-                pj = api_pod_json(p, info);
-                if (pj)
-                        kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name, uid_of_json(m),
-                                        json_object_get(pj, "status"));
-                json_decref(pj);
+                {
+                        size_t key_len = 0;
+                        _cleanup_free_ char *skey = api_pod_status_key(p, info, &key_len);
+
+                        pj = skey && kube_status_unchanged(a->cluster.status, uid_of_json(m), skey, key_len)
+                                     ? NULL
+                                     : api_pod_status_json(p, info);
+                        if (pj)
+                                kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,
+                                                uid_of_json(m), pj, skey, key_len);
+                        json_decref(pj);
+                }
         }
         json_object_foreach((json_t *) set, uid, o) {
                 const json_t *meta = json_object_get(o, "metadata");

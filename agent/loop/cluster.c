@@ -330,7 +330,7 @@ static void on_api_pods(void *userdata, const json_t *pods) {
 #define STATUS_RESYNC_TICKS 10
 
 /* Each second: the status of every API pod of the table, as /pods renders
- * it (sent when it changed), the final DELETE of each deleted pod whose
+ * it (rendered when what it depends on changed, sent when it did), the final DELETE of each deleted pod whose
  * containers are stopped, and the statuses of pods the API no longer has
  * forgotten. */
 static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -364,12 +364,20 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                                 a->cluster.status, p->spec->pod->uid,
                                 json_object_get(json_object_get(set, p->spec->pod->uid), "status"));
                 /* a pod already terminal in the API when cubelet first saw it
-                 * keeps the API's status */
-                pj = api && !p->api_terminal ? api_pod_status_json(p, &info) : NULL;
-                if (pj)
-                        kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,
-                                        p->spec->pod->uid, pj);
-                json_decref(pj);
+                 * keeps the API's status; one whose status is the one sent
+                 * and depends on the same bytes is not rendered again */
+                if (api && !p->api_terminal) {
+                        size_t key_len = 0;
+                        _cleanup_free_ char *key = api_pod_status_key(p, &info, &key_len);
+
+                        pj = key && kube_status_unchanged(a->cluster.status, p->spec->pod->uid, key, key_len)
+                                     ? NULL
+                                     : api_pod_status_json(p, &info);
+                        if (pj)
+                                kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,
+                                                p->spec->pod->uid, pj, key, key_len);
+                        json_decref(pj);
+                }
                 for (size_t k = 0; k < p->n_events; k++) {
                         const LcEvent *e = &p->events[k];
                         KubeEventInput in = {
