@@ -101,22 +101,25 @@ spec:
       exec awk 'BEGIN{s=sprintf("%1048576s","x"); for(i=1;i<=$((limit + 64));i++){a[i]=s i; if(i%2==0) system("echo " i " \$(cat /proc/uptime) >>/ramp/$pod")}; while(1) system("sleep 60")}'
   volumes: [{name: ramp, hostPath: {path: /run/peer-ramp/$a, type: DirectoryOrCreate}}]
 Y
-	# the pod up (sandbox, container, shell), memory.available taken, then
-	# the ramp let go; the awk process, then its end, polled
+	# the pod up (sandbox, container, shell), memory.available taken, the
+	# shell's PID (it execs the awk: the same process), then the ramp let go
+	# and the process's end polled. Found before the ramp: an agent that
+	# evicts within a second left no awk to find after it (once, a search
+	# after the ramp cost 240 kubectl calls a run and found nothing)
 	wait_until 240 test -e "/run/peer-ramp/$a/$pod.ready" || say "  $a run $r: $pod did not start in 240 s"
-	avail=$(available)
-	cross=$(((avail - T * MiB) / MiB))
-	touch "/run/peer-ramp/$a/$pod.go"
 	uid="" pid=""
-	for _ in $(seq 240); do
+	for _ in $(seq 120); do
 		uid=$(kc get pod "$pod" -o jsonpath='{.metadata.uid}' 2>/dev/null)
 		if [ -n "$uid" ]; then
 			pid=$(for f in /sys/fs/cgroup/kubepods/burstable/pod"$uid"/*/cgroup.procs; do cat "$f"; done 2>/dev/null |
-				while read -r p; do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = awk ] && echo "$p"; done | head -n 1)
+				while read -r p; do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = sh ] && echo "$p"; done | head -n 1)
 			[ -n "$pid" ] && break
 		fi
 		nap 0.25
 	done
+	avail=$(available)
+	cross=$(((avail - T * MiB) / MiB))
+	touch "/run/peer-ramp/$a/$pod.go"
 	stop=""
 	log "$a run $r: ramp pid '${pid}' (uid $uid), crossing at $cross MiB, limit $limit MiB"
 	if [ -n "$pid" ]; then
