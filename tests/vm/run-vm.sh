@@ -205,8 +205,11 @@ done
 	echo "VM_IMAGES_BUILDER=${VM_IMAGES_BUILDER:-}"
 	echo "VM_DEBS=${VM_DEBS:-$VM_DIR/debs}"
 	echo "BENCH_PODS=${BENCH_PODS:-}"
-	[ -n "${BENCH_IDLE_S:-}" ] && echo "BENCH_IDLE_S=$BENCH_IDLE_S"
-	[ -n "${BENCH_CLUSTER_PODS:-}" ] && echo "BENCH_CLUSTER_PODS=$BENCH_CLUSTER_PODS"
+	# every other BENCH_* setting the benches read (BENCH_IDLE_S,
+	# BENCH_CLUSTER_PODS, BENCH_PEER_AGENTS, BENCH_PEER_EVICTIONS, ...), quoted
+	while IFS= read -r v; do
+		[ "$v" = BENCH_PODS ] || printf '%s=%q\n' "$v" "${!v}"
+	done < <(compgen -e | grep '^BENCH_')
 } >"$rundir/env"
 
 # ---- qemu ----------------------------------------------------------------------
