@@ -262,6 +262,10 @@ void agent_cluster_node_event(Agent *a, const char *reason, const char *message)
 void agent_cluster_node_condition_events(Agent *a, const json_t *conds);
 /* cluster-mirror.c: static pods as mirror pods (the status tick's) */
 void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *info);
+/* The status of p (an API pod, or the static pod of mirror pod uid) to the
+ * API server: rendered again only when what it depends on changed since
+ * the API server got it (cluster-mirror.c). */
+void agent_cluster_publish_status(Agent *a, const LcPod *p, const ApiPodsInfo *info, const char *uid);
 /* cluster-volumes.c: the API server's files of projected volumes */
 /* whether the pod's projected files of the API server can all be had; why:
  * kubelet's FailedMount message of the first that failed ("" while on their way) */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Mirror pods: the node's static pods in the API server (kubelet's mirror
- * client), made by cluster.c's status tick. */
+/* Pod statuses to the API server, and mirror pods: the node's static pods
+ * in the API server (kubelet's mirror client); both for cluster.c's status
+ * tick. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -10,6 +11,21 @@
 
 static const char *uid_of_json(const json_t *o) {
         return json_string_value(json_object_get(json_object_get(o, "metadata"), "uid")) ?: "";
+}
+
+/* ---- a pod's status ------------------------------------------------------------- */
+
+void agent_cluster_publish_status(Agent *a, const LcPod *p, const ApiPodsInfo *info, const char *uid) {
+        size_t key_len = 0;
+        _cleanup_free_ char *key = api_pod_status_key(p, info, &key_len);
+        json_t *pj;
+
+        if (key && kube_status_unchanged(a->cluster.status, uid, key, key_len))
+                return;
+        pj = api_pod_status_json(p, info);
+        if (pj)
+                kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name, uid, pj, key, key_len);
+        json_decref(pj);
 }
 
 /* ---- mirror pods ------------------------------------------------------------------ */
@@ -107,18 +123,7 @@ void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *i
                                    ?: "",
                            p->spec->pod->config_hash) != 0)
                         continue; /* the old one goes below, the new one follows */
-                {
-                        size_t key_len = 0;
-                        _cleanup_free_ char *skey = api_pod_status_key(p, info, &key_len);
-
-                        pj = skey && kube_status_unchanged(a->cluster.status, uid_of_json(m), skey, key_len)
-                                     ? NULL
-                                     : api_pod_status_json(p, info);
-                        if (pj)
-                                kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,
-                                                uid_of_json(m), pj, skey, key_len);
-                        json_decref(pj);
-                }
+                agent_cluster_publish_status(a, p, info, uid_of_json(m));
         }
         json_object_foreach((json_t *) set, uid, o) {
                 const json_t *meta = json_object_get(o, "metadata");

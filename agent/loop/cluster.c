@@ -330,9 +330,9 @@ static void on_api_pods(void *userdata, const json_t *pods) {
 #define STATUS_RESYNC_TICKS 10
 
 /* Each second: the status of every API pod of the table, as /pods renders
- * it (rendered when what it depends on changed, sent when it did), the final DELETE of each deleted pod whose
- * containers are stopped, and the statuses of pods the API no longer has
- * forgotten. */
+ * it (rendered when what it depends on changed, sent when it did), the
+ * final DELETE of each deleted pod whose containers are stopped, and the
+ * statuses of pods the API no longer has forgotten. */
 static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
         const json_t *set = kube_pods_set(a->cluster.pods);
@@ -351,7 +351,6 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         for (size_t i = 0; keep && i < a->table.n_pods; i++) {
                 const LcPod *p = a->table.pods[i];
                 bool api = agent_pod_from_api(p) && json_object_get(set, p->spec->pod->uid);
-                json_t *pj;
 
                 /* a static pod's events too, once the node is there (kubelet's) */
                 if (!api && (agent_pod_from_api(p) || !p->wanted || !kube_node_registered(a->cluster.node)))
@@ -366,18 +365,8 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 /* a pod already terminal in the API when cubelet first saw it
                  * keeps the API's status; one whose status is the one sent
                  * and depends on the same bytes is not rendered again */
-                if (api && !p->api_terminal) {
-                        size_t key_len = 0;
-                        _cleanup_free_ char *key = api_pod_status_key(p, &info, &key_len);
-
-                        pj = key && kube_status_unchanged(a->cluster.status, p->spec->pod->uid, key, key_len)
-                                     ? NULL
-                                     : api_pod_status_json(p, &info);
-                        if (pj)
-                                kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name,
-                                                p->spec->pod->uid, pj, key, key_len);
-                        json_decref(pj);
-                }
+                if (api && !p->api_terminal)
+                        agent_cluster_publish_status(a, p, &info, p->spec->pod->uid);
                 for (size_t k = 0; k < p->n_events; k++) {
                         const LcEvent *e = &p->events[k];
                         KubeEventInput in = {

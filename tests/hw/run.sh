@@ -364,7 +364,6 @@ step_density() {
 # the same pods and figures with the real kubelet 1.34 beside it (bin/kubelet: the bundle
 # made with KUBELET=build/cluster/kubelet): standalone, static pods from the same
 # manifests, cgroupfs on the machine's cgroup v2, the same containerd
-kubelet_pid() { echo "$KUBELET_PID"; }
 kubelet_foot() { # kubelet_foot LABEL
 	say "kubelet $1: VmRSS $(awk '/VmRSS/ { print $2 }' "/proc/$KUBELET_PID/status") kB," \
 		"$(awk '/^(Anonymous|Private_Clean|Private_Dirty):/ { printf "%s %s kB ", $1, $2 }' "/proc/$KUBELET_PID/smaps_rollup")"

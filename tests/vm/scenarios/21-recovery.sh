@@ -121,21 +121,22 @@ done
 # UNKNOWN, and cubelet then replaces it, as kubelet does (CI's loaded guests
 # hit this: stops 37 and 48). A pod whose sandbox or container containerd
 # named so is expected with new containers; every other pod kept its own.
-lost=$(journalctl -u containerd -o cat --no-pager --since "@$stopped_at" 2>/dev/null |
-	grep 'Failed to load \(sandbox\|container\)' | grep -oE '[0-9a-f]{64}' | sort -u)
+cjournal=$(journalctl -u containerd -o cat --no-pager --since "@$stopped_at" 2>/dev/null)
+unloaded=$(echo "$cjournal" | grep 'Failed to load \(sandbox\|container\)' | grep -oE '[0-9a-f]{64}' | sort -u)
 now=$(snapshot | grep -v tasks)
 want=
 for n in one two; do
 	line=$(echo "$before" | grep "^$n ")
-	for id in $lost; do
-		if [ "$id" = "${sandbox_ids[$n]}" ] || [ "$id" = "$(echo "$line" | sed -n 's/.* app=\([0-9a-f]*\) .*/\1/p')" ]; then
-			t_diag "pod $n: containerd could not load $id at its restart; cubelet replaced it: $(journalctl -u containerd -o cat --no-pager --since "@$stopped_at" | grep "Failed to load.*$id" | head -1)"
+	for id in "${sandbox_ids[$n]}" "$(echo "$line" | sed -n 's/.* app=\([0-9a-f]*\) .*/\1/p')"; do
+		if [ -n "$id" ] && echo "$unloaded" | grep -qx "$id"; then
+			t_diag "pod $n: containerd could not load $id at its restart; cubelet replaced it: $(echo "$cjournal" | grep "Failed to load.*$id" | head -1)"
 			line=$(echo "$now" | grep "^$n ")
+			break
 		fi
 	done
 	want="$want${want:+$'\n'}$line"
 done
-[ "$now" = "$want" ] || t_diag "containerd's journal since the outage: $(journalctl -u containerd -o cat --no-pager --since "@$stopped_at" | grep -ci 'error') error lines; cubelet's: $(journalctl -u cubelet -o cat --no-pager --since "@$stopped_at" | grep -E 'one-|two-' | head -20)"
+[ "$now" = "$want" ] || t_diag "containerd's journal since the outage: $(echo "$cjournal" | grep -ci 'error') error lines; cubelet's: $(journalctl -u cubelet -o cat --no-pager --since "@$stopped_at" | grep -E 'one-|two-' | head -20)"
 t_is "$now" "$want" "pods one and two kept their containers (but what containerd failed to load at its start)"
 t_ok "the journal has the outage once and the recovery" sh -c \
 	"journalctl -u cubelet --no-pager | grep -q 'runtime: ' && journalctl -u cubelet --no-pager | grep -q 'is back'"
