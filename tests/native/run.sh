@@ -21,66 +21,10 @@ set -u
 B=${1:?usage: run.sh BUILD_DIR IMAGES_DIR}
 IMAGES=${2:?usage: run.sh BUILD_DIR IMAGES_DIR}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-CUBELET=$(cd "$B" && pwd)/cubelet
-n=0
-
-# TAP and waits: the cluster tests' (skip, ok, nok, check, is, contains, wait_until)
 # shellcheck disable=SC1091
-. "$ROOT/tests/cluster/lib.sh"
+. "$ROOT/tests/native/lib.sh"
+native_init "$B" "$IMAGES"
 
-[ "$(id -u)" = 0 ] || skip "not root"
-command -v containerd >/dev/null && command -v runc >/dev/null || skip "containerd and runc (make deps)"
-[ -s "$IMAGES/busybox.tar" ] && [ -s "$IMAGES/pause.tar" ] || skip "no images in $IMAGES (make images)"
-
-# the groups of runs that died (their PID gone): emptied and removed
-for g in /sys/fs/cgroup/*/cubelet-native-* /sys/fs/cgroup/cubelet-native-*; do
-	[ -d "$g" ] || continue
-	pid=${g##*cubelet-native-}
-	kill -0 "$pid" 2>/dev/null && continue
-	find "$g" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null
-	sleep 0.2
-	find "$g" -depth -type d -exec rmdir {} + 2>/dev/null
-done
-
-T=$(mktemp -d /tmp/cubelet-native-XXXXXX)
-CGNAME=cubelet-native-$$
-PID_CUBELET=""
-cleanup() {
-	[ -n "$PID_CUBELET" ] && kill "$PID_CUBELET" 2>/dev/null && wait "$PID_CUBELET" 2>/dev/null
-	"$ROOT/packaging/containerd/private-containerd.sh" stop "$T/ctd" >/dev/null 2>&1
-	for g in /sys/fs/cgroup/*/"$CGNAME" /sys/fs/cgroup/"$CGNAME"; do
-		[ -d "$g" ] && find "$g" -depth -type d -exec rmdir {} + 2>/dev/null
-	done
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-
-if ! SOCK=$("$ROOT/packaging/containerd/private-containerd.sh" start "$T/ctd" 2>"$T/ctd.log"); then
-	nok "a private containerd starts" "$(cat "$T/ctd.log")"
-	echo "1..$n"
-	exit 1
-fi
-for img in pause busybox; do
-	ctr -a "$SOCK" -n k8s.io images import "$IMAGES/$img.tar" >/dev/null 2>>"$T/ctd.log" ||
-		{ nok "import $img" "$(tail -n 3 "$T/ctd.log")"; echo "1..$n"; exit 1; }
-done
-ok "a private containerd ($SOCK) with the local images"
-
-mkdir -p "$T/manifests" "$T/out" "$T/logs"
-config() { # config EXTRA-LINES
-	cat <<-EOC
-		apiVersion: kubelet.config.k8s.io/v1beta1
-		kind: KubeletConfiguration
-		readOnlyPort: 0
-		podLogsDir: $T/logs
-		cubelet:
-		  devicePluginDir: ""
-		  stateDir: $T/state
-		  socket: $T/cubelet.sock
-		  cniConfDir: ""
-		$1
-	EOC
-}
 run_cubelet() { # run_cubelet CONFIG-FILE (foreground, for the refusals)
 	timeout 20 "$CUBELET" run --config "$1" --manifest-dir "$T/manifests" --runtime-endpoint "unix://$SOCK" \
 		--cgroup-root /sys/fs/cgroup --node-name native-node 2>&1
@@ -101,19 +45,13 @@ contains "$(run_cubelet "$T/bad2.yaml")" "podPidsLimit 100 needs cgroupsPerQOS: 
 # ---- cubelet in the mode ----------------------------------------------------------------------------
 printf '%s\n' "cgroupsPerQOS: false" "enforceNodeAllocatable: []" "cgroupRoot: /$CGNAME" >"$T/extra"
 config "$(cat "$T/extra")" >"$T/config.yaml"
-"$CUBELET" run --config "$T/config.yaml" --manifest-dir "$T/manifests" --runtime-endpoint "unix://$SOCK" \
-	--cgroup-root /sys/fs/cgroup --node-name native-node >"$T/cubelet.log" 2>&1 &
-PID_CUBELET=$!
-status_json() { "$CUBELET" status --socket "$T/cubelet.sock" -o json 2>/dev/null; }
-up() { status_json | jq -e '.runtime.ready' >/dev/null; }
+start_cubelet "$T/config.yaml"
 check "cubelet runs against the private containerd" wait_until 20 up
 is "$(status_json | jq -c '.cgroups | [.perQOS, .podsParent]')" "[false,\"/$CGNAME\"]" \
 	"cubelet status: cgroupsPerQOS false, pods below the run's cgroupRoot"
 contains "$("$CUBELET" status --socket "$T/cubelet.sock")" "cgroups: none of cubelet's (cgroupsPerQOS: false); pods below '/$CGNAME'" \
 	"...in its table too"
 
-podq() { status_json | jq -r --arg n "$1-native-node" ".pods[] | select(.name == \$n) | $2"; }
-phase() { [ "$(podq "$1" .phase)" = "$2" ]; }
 cat >"$T/manifests/env.yaml" <<EOF
 apiVersion: v1
 kind: Pod

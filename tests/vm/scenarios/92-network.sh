@@ -9,7 +9,7 @@
 # no network card: loopback, the bridge and veths only. Last, a pod whose
 # sandbox cannot be torn down (the CNI plugins gone): its stop is retried with
 # the pod worker's back-off, not in a hot loop (CPU, attempts, journal lines).
-# vm-guest: main
+# vm-guest: b
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u
