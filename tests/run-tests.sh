@@ -71,6 +71,7 @@ run_suite "hollow nodes: bench-scale's harness, 3 cubelets and 3 kubemark kubele
 run_suite "integration (containerd)" tests/integration/run.sh "$B" "${IMAGES_DIR:-build/images}"
 run_suite "native lane (cubelet + a private containerd, cgroupsPerQOS: false)" tests/native/run.sh "$B" "${IMAGES_DIR:-build/images}"
 run_suite "native lane: probes, hooks, env, logs and exec (tests/native/probes-logs.sh)" tests/native/probes-logs.sh "$B" "${IMAGES_DIR:-build/images}"
+run_suite "native lane: pods from a manifest URL over mutual TLS (tests/native/http-source.sh)" tests/native/http-source.sh "$B" "${IMAGES_DIR:-build/images}"
 run_suite "native lane: the kubelet oracle (kubelet 1.34 and cubelet on tests/data/oracle)" tests/native/oracle.sh "$B" "${IMAGES_DIR:-build/images}"
 run_suite "native lane: the oracle's self-test (tests/data/oracle-selftest)" env ORACLE_WAIT=0 tests/native/oracle.sh "$B" "${IMAGES_DIR:-build/images}" tests/data/oracle-selftest
 # Kubernetes' own node conformance tests, a fast subset, against cubelet as the one node of the

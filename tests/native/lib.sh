@@ -57,7 +57,7 @@ native_init() { # native_init BUILD_DIR IMAGES_DIR
 }
 
 # config EXTRA-LINES: cubelet's configuration (READ_ONLY_PORT: the HTTP API's
-# port, default 0: off)
+# port, default 0: off; CUBELET_EXTRA: more lines of its cubelet: section)
 config() {
 	cat <<-EOC
 		apiVersion: kubelet.config.k8s.io/v1beta1
@@ -69,14 +69,44 @@ config() {
 		  stateDir: $T/state
 		  socket: $T/cubelet.sock
 		  cniConfDir: ""
-		$1
 	EOC
+	[ -n "${CUBELET_EXTRA:-}" ] && printf '%s\n' "$CUBELET_EXTRA" | sed 's/^/  /'
+	printf '%s\n' "$1"
 }
-# start_cubelet CONFIG-FILE: cubelet in the background (its log $T/cubelet.log)
+# start_cubelet CONFIG-FILE: cubelet in the background (its log appended to
+# $T/cubelet.log; LOG_TIMES=1: each line after its time, seconds since the
+# epoch to the microsecond, as journalctl -o short-unix); stop_cubelet:
+# SIGTERM, and wait for it
 start_cubelet() {
-	"$CUBELET" run --config "$1" --manifest-dir "$T/manifests" --runtime-endpoint "unix://$SOCK" \
-		--cgroup-root /sys/fs/cgroup --node-name "$NODE" >"$T/cubelet.log" 2>&1 &
+	if [ -n "${LOG_TIMES:-}" ]; then
+		"$CUBELET" run --config "$1" --manifest-dir "$T/manifests" --runtime-endpoint "unix://$SOCK" \
+			--cgroup-root /sys/fs/cgroup --node-name "$NODE" \
+			> >(while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done >>"$T/cubelet.log") 2>&1 &
+	else
+		"$CUBELET" run --config "$1" --manifest-dir "$T/manifests" --runtime-endpoint "unix://$SOCK" \
+			--cgroup-root /sys/fs/cgroup --node-name "$NODE" >>"$T/cubelet.log" 2>&1 &
+	fi
 	PID_CUBELET=$!
+}
+stop_cubelet() {
+	[ -n "$PID_CUBELET" ] && kill "$PID_CUBELET" 2>/dev/null && wait "$PID_CUBELET" 2>/dev/null
+	PID_CUBELET=""
+}
+
+# native_netns SCRIPT ARGS...: SCRIPT run again in a network namespace of its
+# own (unshare --net), with loopback and the node address NODE_IP (192.0.2.2,
+# TEST-NET-1) on a veth link with the default route; once inside, sets it up
+NODE_IP=192.0.2.2
+native_netns() {
+	if [ -z "${CUBELET_TEST_NETNS:-}" ]; then
+		[ "$(id -u)" = 0 ] || skip "not root"
+		exec unshare --net env CUBELET_TEST_NETNS=1 "$@"
+	fi
+	if ! { ip link set lo up && ip link add node0 type veth peer name node0p && ip link set node0p up &&
+		ip addr add "$NODE_IP/24" dev node0 && ip link set node0 up && ip route add default via 192.0.2.1; } 2>/dev/null; then
+		echo "not ok 1 - a network namespace of the run's own with $NODE_IP"
+		exit 1
+	fi
 }
 status_json() { "$CUBELET" status --socket "$T/cubelet.sock" -o json 2>/dev/null; }
 up() { status_json | jq -e '.runtime.ready' >/dev/null; }

@@ -27,20 +27,9 @@
 set -u
 B=${1:?usage: probes-logs.sh BUILD_DIR IMAGES_DIR}
 IMAGES=${2:?usage: probes-logs.sh BUILD_DIR IMAGES_DIR}
-# the whole run in a network namespace of its own: loopback, and the node
-# address 192.0.2.2 (TEST-NET-1) on a veth link with the default route
-NODE_IP=192.0.2.2
-if [ -z "${CUBELET_TEST_NETNS:-}" ]; then
-	[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP not root"; exit 77; }
-	exec unshare --net env CUBELET_TEST_NETNS=1 "$0" "$@"
-fi
-if ! { ip link set lo up && ip link add node0 type veth peer name node0p && ip link set node0p up &&
-	ip addr add "$NODE_IP/24" dev node0 && ip link set node0 up && ip route add default via 192.0.2.1; } 2>/dev/null; then
-	echo "not ok 1 - a network namespace of the run's own with $NODE_IP"
-	exit 1
-fi
 # shellcheck disable=SC1091
 . "$(dirname "$0")/lib.sh"
+native_netns "$0" "$@"
 native_init "$B" "$IMAGES"
 IMG=localhost/cubelet/busybox:1
 M=$T/manifests

@@ -6,8 +6,9 @@
 # from the answer kept on disk (<stateDir>/manifest_url_cache), same UID, a
 # new container, about as soon as the static pod beside it; nginx back with a changed
 # list: the node converges (the old pod goes, the new one runs).
-# 70-http-source does the same over mutual TLS among its
+# tests/native/http-source.sh does the same over mutual TLS among its
 # other checks.
+# vm-guest: b
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u

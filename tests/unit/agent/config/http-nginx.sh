@@ -1,5 +1,5 @@
 #!/bin/sh
-# Prepares DIR for test-http and tests/vm/scenarios/70-http-source.sh:
+# Prepares DIR for test-http and tests/native/http-source.sh:
 # DIR/nginx.conf (a plain server on 127.0.0.1:PORT, a TLS server with client
 # certificates required on 127.0.0.1:TLSPORT, both with root DIR/root),
 # a CA with a server and a client certificate, and a second CA with a client
