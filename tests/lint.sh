@@ -62,6 +62,11 @@ fi
 if ! python3 tests/loop-graph.py "$B"; then
         echo "lint: the loop's files call each other in a circle (tests/loop-graph.py)"; rc=1
 fi
+# The #include graph (issue 42): no circle among the product's headers (pod/'s parts include
+# pod-model.h, the umbrella pod.h includes them), none between its folders (tests/include-graph.py).
+if ! python3 tests/include-graph.py .; then
+        echo "lint: an #include circle (tests/include-graph.py)"; rc=1
+fi
 # No product source over 600 lines (the style guide; the tests' own files are not held to it).
 # shellcheck disable=SC2046
 long=$(wc -l $(find agent cri proto eviction deviceplugin -name '*.[ch]' -not -path 'proto/*/*') | awk '$2 != "total" && $1 > 600')

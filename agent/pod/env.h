@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* agent/pod: env sources: kubelet's makeEnvironmentVariables (env.c). Included by pod.h. */
+/* agent/pod: env sources: kubelet's makeEnvironmentVariables (env.c). Included by pod.h; includes pod-model.h alone. */
 
-#include "pod.h"
+#include "pod-model.h"
 
 /* ---- env sources (env.c): kubelet's makeEnvironmentVariables ----------- */
 

@@ -2,9 +2,9 @@
 #pragma once
 
 /* agent/pod: what the field table says of each field (fields-table.c), for
- * the README and the tests. Included by pod.h. */
+ * the README and the tests. Included by pod.h; includes pod-model.h alone. */
 
-#include "pod.h"
+#include "pod-model.h"
 
 /* What the field table says, for the README and the tests. */
 typedef enum PodFieldClass {

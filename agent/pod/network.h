@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* agent/pod: the pod network: kubelet's dns.go and hosts file (network.c). Included by pod.h. */
+/* agent/pod: the pod network: kubelet's dns.go and hosts file (network.c). Included by pod.h; includes pod-model.h
+ * alone. */
 
-#include "pod.h"
+#include "pod-model.h"
 
 /* ---- The pod network (network.c): kubelet's dns.go and hosts file ------- */
 

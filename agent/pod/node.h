@@ -4,10 +4,10 @@
 /*
  * agent/pod's inputs besides the pod (node.c): the node (capacity,
  * allocatable, labels, taints, conditions, CPU topology) and the
- * KubeletConfiguration file with cubelet's own keys. Included by pod.h.
+ * KubeletConfiguration file with cubelet's own keys. Included by pod.h; includes pod-model.h alone.
  */
 
-#include "pod.h"
+#include "pod-model.h"
 
 /* ---- Node and configuration inputs -------------------------------------- */
 

@@ -2,7 +2,7 @@
 #pragma once
 
 /* agent/pod: a container's probes and lifecycle hooks, as decoded
- * (decode-probes.c). Included by pod.h before PodContainer. */
+ * (decode-probes.c). Included by pod-model.h before PodContainer. */
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -5,9 +5,9 @@
  * effective requests and limits (resources.c) and pod-level resources,
  * spec.resources of KEP-2837, beta and on by default in kubelet 1.34
  * (pod-resources.c: decoding, defaulting and validation). The formulas and
- * their sources: docs/pod-level-resources.md. Included by pod.h. */
+ * their sources: docs/pod-level-resources.md. Included by pod.h; includes pod-model.h alone. */
 
-#include "pod.h"
+#include "pod-model.h"
 
 /* ---- QoS class (pkg/apis/core/v1/helper/qos/qos.go ComputePodQOS) -------- */
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* agent/pod: the security context (security.c). Included by pod.h. */
+/* agent/pod: the security context (security.c). Included by pod.h; includes pod-model.h alone. */
 
-#include "pod.h"
+#include "pod-model.h"
 
 /* ---- Security context (security.c) ----------------------------------------- */
 
