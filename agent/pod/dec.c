@@ -342,6 +342,38 @@ int pod_dec_object_array(PodDec *d, json_t *v, void *dst, const PodField *f) {
         return 0;
 }
 
+void pod_fields_done(const PodField *fields, void *base) {
+        for (const PodField *f = fields; f->name; f++) {
+                void *dst = (char *) base + f->offset;
+
+                if (f->done)
+                        f->done(dst);
+                else if (f->decode == pod_dec_string) {
+                        free(*(char **) dst);
+                        *(char **) dst = NULL;
+                } else if (f->decode == pod_dec_strv)
+                        pod_strv_done(dst);
+                else if (f->decode == pod_dec_string_map)
+                        pod_string_map_done(dst);
+                else if (f->decode == pod_dec_resources)
+                        pod_resource_list_done(dst);
+                else if (f->decode == pod_dec_inline)
+                        pod_fields_done(f->sub, base);
+                else if (f->decode == pod_dec_object)
+                        pod_fields_done(f->sub, dst);
+                else if (f->decode == pod_dec_object_array) {
+                        char *items = *(char **) dst;
+                        size_t *n = (size_t *) ((char *) base + f->count_offset);
+
+                        for (size_t i = 0; items && i < *n; i++)
+                                pod_fields_done(f->sub, items + i * f->elem_size);
+                        free(items);
+                        *(char **) dst = NULL;
+                        *n = 0;
+                }
+        }
+}
+
 int pod_dec_fields(PodDec *d, json_t *obj, void *base, const PodField *fields, PodPostFn post) {
         int saved = d->line, r = 0, line = pod_tree_line(d->tree, obj);
 

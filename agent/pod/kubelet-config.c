@@ -57,6 +57,10 @@ static int dec_header_map(PodDec *d, json_t *v, void *dst, const PodField *f) {
         return 0;
 }
 
+static void strv_done(void *sv) {
+        pod_strv_done(sv);
+}
+
 static const PodField cubelet_fields[] = {
         { .name = "staticPodURLCAFile",
           .decode = pod_dec_string,
@@ -217,7 +221,8 @@ static const PodField config_fields[] = {
         { .name = "staticPodURL", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, static_pod_url) },
         { .name = "staticPodURLHeader",
           .decode = dec_header_map,
-          .offset = offsetof(PodKubeletConfig, static_pod_url_header) },
+          .offset = offsetof(PodKubeletConfig, static_pod_url_header),
+          .done = strv_done },
         { .name = "httpCheckFrequency",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, http_check_frequency) },
@@ -418,56 +423,7 @@ void pod_kubelet_config_init(PodKubeletConfig *c) {
 }
 
 void pod_kubelet_config_done(PodKubeletConfig *c) {
-        free(c->cgroup_driver);
-        free(c->cgroup_root);
-        pod_strv_done(&c->enforce_node_allocatable);
-        free(c->static_pod_path);
-        free(c->pod_logs_dir), free(c->container_log_max_size); /* logs */
-        free(c->runtime_endpoint);
-        free(c->authorization_mode);
-        free(c->state_dir);
-        free(c->socket_path);
-        free(c->node_name);
-        free(c->cgroup_mount);
-        pod_resource_list_done(&c->kube_reserved);
-        pod_resource_list_done(&c->system_reserved);
-        free(c->cpu_manager_policy);
-        free(c->cpu_manager_reconcile_period);
-        free(c->reserved_system_cpus);
-        free(c->swap_behavior);
-        pod_string_map_done(&c->eviction_hard);
-        pod_string_map_done(&c->eviction_soft);
-        pod_string_map_done(&c->eviction_soft_grace_period);
-        pod_string_map_done(&c->eviction_minimum_reclaim);
-        free(c->eviction_pressure_transition_period);
-        free(c->eviction_policy);
-        free(c->eviction_sample_period);
-        free(c->psi_memory_trigger);
-        free(c->device_plugin_dir);
-        free(c->address);
-        free(c->tls_cert_file);
-        free(c->tls_private_key_file);
-        free(c->client_ca_file);
-        free(c->static_pod_url);
-        pod_strv_done(&c->static_pod_url_header);
-        free(c->http_check_frequency);
-        free(c->file_check_frequency);
-        free(c->static_pod_url_ca_file);
-        free(c->static_pod_url_client_cert);
-        free(c->static_pod_url_client_key);
-        free(c->static_pod_url_timeout);
-        pod_strv_done(&c->allowed_unsafe_sysctls);
-        free(c->pod_cidr);
-        pod_strv_done(&c->cluster_dns);
-        free(c->cluster_domain);
-        free(c->resolv_conf);
-        free(c->cni_conf_dir);
-        free(c->offline_pods);
-        free(c->node_status_update_frequency);
-        free(c->node_status_report_frequency);
-        free(c->shutdown_grace_period);
-        free(c->shutdown_grace_period_critical_pods);
-        free(c->shutdown_by_priority);
+        pod_fields_done(config_fields, c);
         pod_strv_done(&c->ignored);
         pod_kubelet_config_init(c);
 }

@@ -71,10 +71,18 @@ struct PodField {
         unsigned flags;
         const char *const *allowed; /* enum strings, NULL-terminated */
         size_t set_offset;          /* bool set when present; 0 = none */
+        /* a field of a decoder of its own that owns memory: how to free it
+         * (pod_fields_done knows the generic decoders' own) */
+        void (*done)(void *dst);
 };
 
 int pod_dec_fail(PodDec *d, int line, const char *suffix, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int pod_dec_fields(PodDec *d, json_t *obj, void *base, const PodField *fields, PodPostFn post);
+/* What the table's fields hold in base, freed and zeroed, as the table says
+ * they were decoded: strings, string lists and maps, resource lists, inline
+ * objects, objects and arrays of objects (their own tables); a field of a
+ * decoder of its own with its done. The one free list of a decoded struct. */
+void pod_fields_done(const PodField *fields, void *base);
 size_t pod_dec_push(PodDec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pod_dec_pop(PodDec *d, size_t len);
 const char *pod_json_type_name(const json_t *v);

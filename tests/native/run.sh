@@ -187,5 +187,16 @@ no_containers() { [ "$(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null | wc -l)
 check "...and their containers are gone from the runtime (env's two tasks remain)" wait_until 60 no_containers
 no_files() { [ -z "$(find "$T/state" -path '*/containers/file*' -o -path '*/containers/logs*')" ]; }
 check "...and their termination message files" wait_until 20 no_files
+# ---- an idle node samples its pressure signals once a period ----------------------------------------
+# (evictionSamplePeriod 1s; a tenth of it only while a signal falls towards its
+# threshold: eviction/pace.c), so the pacing costs an idle node nothing
+rounds() { status_json | jq -r '.eviction.rounds'; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$PID_CUBELET/stat"; }
+r0=$(rounds) c0=$(cpu_ticks)
+sleep 10
+r1=$(rounds) c1=$(cpu_ticks)
+check "an idle node's pressure sampling: $((r1 - r0)) rounds in 10 s (one a second; the fast pace would be ten)" \
+	test "$((r1 - r0))" -ge 8 -a "$((r1 - r0))" -le 20
+echo "# figure: cubelet's CPU over those 10 s idle (one pod): $(((c1 - c0) * 1000 / $(getconf CLK_TCK))) ms"
 check "cubelet is still running" kill -0 "$PID_CUBELET"
 echo "1..$n"
