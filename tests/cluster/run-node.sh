@@ -8,7 +8,9 @@
 # API server that stops answering and comes back, a restart that keeps the
 # Node, the last list's pods started while the API server refuses
 # (cubelet.offlinePods: start; keep starts nothing), image pull secrets from a
-# registry on loopback (with-runtime.sh), a broken kubeconfig. Most parts run
+# registry on loopback, kubectl logs/attach/exec/port-forward through the kubelet
+# server and client-go's in-cluster configuration in a pod (with-runtime.sh), a
+# broken kubeconfig. Most parts run
 # cubelet without a container runtime (the node NotReady, as kubelet's is
 # without one); the Services' variables and the pull secrets run real
 # containers in a private containerd (cgroupsPerQOS: false, host network).
@@ -670,6 +672,7 @@ authentication: {x509: {clientCAFile: $T/cp/pki/ca.crt}}" run a --node-name "$NO
 	. "$ROOT/tests/cluster/with-runtime.sh"
 	pull_secrets
 	static_beside_api
+	streams
 	# a Service made after the pods started changes nothing that runs (as kubelet:
 	# the variables are a container's at its start)
 	lid0=$(status_json a | jq -r '.pods[] | select(.name == "links") | .containers[0].id')

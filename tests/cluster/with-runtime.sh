@@ -110,3 +110,113 @@ static_beside_api() {
 	none_left() { [ "$(status_json a | jq '[.pods[] | select(.name | test("^(api|static)-"))] | length')" = 0 ]; }
 	check "...all six stopped and gone" wait_until 60 none_left
 }
+
+# streams: through the kubelet server (the API server → cubelet's 10250, TLS
+# and a SubjectAccessReview → containerd's streaming server or the pod's log
+# files): kubectl logs (--previous, --tail, --timestamps, -f), attach, exec
+# (stdout, stderr, the exit code, stdin, a terminal), port-forward, the
+# kubelet server's 401/403/200 on /containerLogs and a WebSocket client of
+# /exec; and client-go's in-cluster configuration in a pod (kubectl with no
+# kubeconfig: the master Service's variables, the ServiceAccount's token and
+# CA, its address as kube-proxy would give it: here the run's own loopback
+# and packet filter, to the API server on 127.0.0.1:6443). chatty's first
+# run exits 3; its second serves HTTP on 8080 and ticks. 97-cluster's
+# section k in the VM until 2026-12-05.
+streams() {
+	local K=$T/streams master rc tty_out ws pf lf att
+	mkdir -p "$K"
+	master=$(kc get svc kubernetes -o jsonpath='{.spec.clusterIP}')
+	ip addr add "$master/32" dev lo
+	sysctl -qw net.ipv4.conf.all.route_localnet=1
+	iptables -t nat -I OUTPUT -d "$master/32" -p tcp --dport 443 -j DNAT --to-destination 127.0.0.1:6443
+	kc create role pod-lister --verb=list --resource=pods -n default >/dev/null
+	kc create rolebinding incluster-list --role=pod-lister --serviceaccount=default:default -n default >/dev/null
+	kc create -f - >/dev/null <<-EOF
+		apiVersion: v1
+		kind: Pod
+		metadata: {name: incluster, namespace: default}
+		spec:
+		  nodeName: $NODE
+		  hostNetwork: true
+		  restartPolicy: OnFailure
+		  terminationGracePeriodSeconds: 1
+		  volumes: [{name: kube, hostPath: {path: $(dirname "$KUBE")}}]
+		  containers:
+		  - name: app
+		    image: localhost/cubelet/busybox:1
+		    volumeMounts: [{name: kube, mountPath: /kube, readOnly: true}]
+		    command: [/kube/kube, kubectl, get, pods, -n, default, -o, name]
+		---
+		apiVersion: v1
+		kind: Pod
+		metadata: {name: chatty, namespace: default}
+		spec:
+		  nodeName: $NODE
+		  hostNetwork: true
+		  automountServiceAccountToken: false
+		  terminationGracePeriodSeconds: 1
+		  volumes: [{name: st, emptyDir: {}}]
+		  containers:
+		  - name: app
+		    image: localhost/cubelet/busybox:1
+		    volumeMounts: [{name: st, mountPath: /st}]
+		    command: [sh, -c, 'n=\$((\$(cat /st/n 2>/dev/null || echo 0) + 1)); echo \$n > /st/n; for i in 1 2 3; do echo "run \$n line \$i"; done; sleep 1; echo "run \$n to stderr" >&2; [ \$n = 1 ] && exit 3; mkdir -p /st/www; echo "served by chatty" > /st/www/index.html; httpd -p 8080 -h /st/www; i=0; while true; do i=\$((i + 1)); echo "tick \$i"; sleep 1; done']
+	EOF
+	chatty_again() { [ "$(kc get pod chatty -o json 2>/dev/null | jq -r '"\(.status.phase) \(.status.containerStatuses[0].restartCount) \(.status.containerStatuses[0].ready)"')" = "Running 1 true" ]; }
+	check "streams: chatty's first run exited, the second runs" wait_until 90 chatty_again
+	kc logs chatty >"$K/out" 2>&1
+	is "$(head -n 4 "$K/out" | sort | tr '\n' '|')" "run 2 line 1|run 2 line 2|run 2 line 3|run 2 to stderr|" \
+		"kubectl logs: the running container's log, stdout and stderr"
+	is "$(kc logs chatty --previous 2>&1 | tr '\n' '|')" "run 1 line 1|run 1 line 2|run 1 line 3|run 1 to stderr|" \
+		"kubectl logs --previous: the run that exited"
+	is "$(kc logs chatty --previous --tail 2 --timestamps 2>&1 | awk '{ print ($1 ~ /^20[0-9][0-9]-.*Z$/), $2, $3, $4, $5 }' | tr '\n' '|')" \
+		"1 run 1 line 3|1 run 1 to stderr|" "kubectl logs --previous --tail 2 --timestamps"
+	timeout 30 "$KUBE" kubectl --kubeconfig "$T/cp/pki/admin.kubeconfig" logs -f chatty --tail 1 >"$K/f" 2>&1 &
+	lf=$!
+	ticks() { [ "$(grep -c '^tick ' "$K/$1")" -ge "$2" ]; }
+	check "kubectl logs -f: new lines arrive" wait_until 25 ticks f 3
+	kill "$lf" 2>/dev/null
+	wait "$lf" 2>/dev/null
+	timeout 30 "$KUBE" kubectl --kubeconfig "$T/cp/pki/admin.kubeconfig" attach chatty -c app >"$K/att" 2>&1 &
+	att=$!
+	check "kubectl attach: the running container's output, live" wait_until 25 ticks att 2
+	kill "$att" 2>/dev/null
+	wait "$att" 2>/dev/null
+	kc exec chatty -- sh -c 'echo to-out; echo to-err >&2; exit 7' >"$K/x" 2>"$K/x.err"
+	rc=$?
+	is "$rc $(cat "$K/x") $(grep -c to-err "$K/x.err")" "7 to-out 1" "kubectl exec: the command's stdout, stderr and exit code (7)"
+	is "$(echo hello | kc exec -i chatty -- tr a-z A-Z 2>&1)" HELLO "kubectl exec -i: stdin reaches the command"
+	tty_out=$(script -qec "$KUBE kubectl --kubeconfig $T/cp/pki/admin.kubeconfig exec -it chatty -- tty" /dev/null 2>&1 | tr -d '\r')
+	contains "$tty_out" "/dev/pts/" "kubectl exec -it: a terminal in the container ($tty_out)"
+	"$KUBE" kubectl --kubeconfig "$T/cp/pki/admin.kubeconfig" port-forward pod/chatty 18080:8080 >"$K/pf" 2>&1 &
+	pf=$!
+	served() { [ "$(curl -s --max-time 5 http://127.0.0.1:18080/index.html)" = "served by chatty" ]; }
+	check "kubectl port-forward: a request through it is answered by the pod's server" wait_until 30 served
+	kill "$pf" 2>/dev/null
+	wait "$pf" 2>/dev/null
+	logs10250() { curl -s --max-time 20 --cacert "$T/cp/pki/ca.crt" -o /dev/null -w '%{http_code}' "$@" \
+		"https://127.0.0.1:10250/containerLogs/default/chatty/app"; }
+	is "$(logs10250) $(logs10250 "${as_nobody[@]}") $(logs10250 "${as_admin[@]}")" "401 403 200" \
+		"the kubelet server's /containerLogs: no credentials 401, a certificate the API server allows nothing 403, the admin's 200"
+	# a client that speaks WebSocket to the kubelet server directly (the API
+	# server speaks SPDY to it): the channel protocol passes through
+	ws=$(/usr/bin/python3 "$ROOT/tests/cluster/ws-exec.py" \
+		"https://127.0.0.1:10250/exec/default/chatty/app?command=sh&command=-c&command=echo%20ws-out%3Becho%20ws-err%20%3E%262&output=1&error=1" \
+		"$T/cp/pki/ca.crt" "$T/cp/pki/admin.crt" "$T/cp/pki/admin.key" 2>&1 | tr '\n' '|')
+	contains "$ws" "status 101 protocol v4.channel.k8s.io|channel 1 ws-out|channel 2 ws-err|channel 3 " \
+		"a WebSocket client of /exec (channel protocol v4, containerd's): 101, stdout and stderr on their channels ($ws)"
+	contains "$ws" '"status":"Success"' "...and the status channel's Success"
+	incluster_done() { [ "$(kc get pod incluster -o jsonpath='{.status.phase}' 2>/dev/null)" = Succeeded ]; }
+	wait_until 90 incluster_done
+	is "$(kc get pod incluster -o jsonpath='{.status.phase}' 2>&1)" Succeeded \
+		"client-go's in-cluster configuration in a pod: kubectl with no kubeconfig ran to its end"
+	contains "$(kc logs incluster 2>&1)" "pod/chatty" \
+		"...and listed the namespace's pods through the master Service's address and its ServiceAccount"
+	kc delete pod incluster chatty --grace-period=1 --wait=false >/dev/null 2>&1
+	kc delete rolebinding incluster-list -n default >/dev/null 2>&1
+	kc delete role pod-lister -n default >/dev/null 2>&1
+	iptables -t nat -D OUTPUT -d "$master/32" -p tcp --dport 443 -j DNAT --to-destination 127.0.0.1:6443
+	ip addr del "$master/32" dev lo
+	streams_gone() { [ -z "$(kc get pods incluster chatty -o name --ignore-not-found 2>/dev/null)" ]; }
+	check "...chatty and incluster stopped and gone" wait_until 60 streams_gone
+}

@@ -8,7 +8,7 @@
 # and an unsafe sysctl refused at admission (SysctlForbidden) (e). Each
 # container prints what it sees to its log (the CRI log under the sandbox's
 # log directory) and sleeps.
-# vm-guest: b
+# vm-guest: main
 # vm-timeout: 600
 # vm-mem: 2048M
 set -u

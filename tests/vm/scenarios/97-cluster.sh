@@ -19,8 +19,7 @@
 # pods run on; cubelet back while the API server is frozen: nothing stopped;
 # then Ready, no container restarted, a pod deleted meanwhile cleaned up (e);
 # a pod resized in place through the resize subresource (b);
-# kubectl logs, attach, exec,
-# port-forward and top against a pod, through the kubelet server (k); a
+# kubectl top of the node and the pods, through the kubelet server (k); a
 # bound pod that does not fit is Failed/OutOfmemory with kubelet's message (d); memory pressure
 # evicts the lowest-ranked pod: Failed/Evicted in the API (f); LimitedSwap
 # on a zram swap: a Burstable API pod swaps at most its share, a Guaranteed
@@ -28,6 +27,7 @@
 # last list's pods (offlinePods: start), which stay once it answers (i); the same
 # under the systemd cgroup driver: pods in slices, graceful deletion (g).
 # (The Node's fields, the Lease, NodeRestriction, mirror pods, token volumes,
+# kubectl logs, attach, exec and port-forward, the in-cluster configuration,
 # image pull secrets, static pods beside API pods and the API server's
 # faults: tests/cluster/run-node.sh and run-hostile.sh, on the host, in make
 # test.)
@@ -328,117 +328,10 @@ wait_until $((90 - $(date +%s) + ${t_cm%.*})) followed
 at=$(($(cat "/srv/cubelet-cluster-vm/out/$watcher.at" 2>/dev/null || echo 0) - ${t_cm%.*}))
 t_ok "the ConfigMap edited: the mounted file changed within 90 s (in the container $at s after the edit), the env did not" \
 	sh -c "[ \"\$(cat /srv/cubelet-cluster-vm/out/$watcher.cm)\" = 'fast slow' ] && [ $at -le 90 ]"
-# ---- k. kubectl logs, attach, exec, port-forward and top through the kubelet server -----------
-# the API server → cubelet's 10250 (TLS, its client certificate, a
-# SubjectAccessReview) → containerd's streaming server (exec, port-forward)
-# or the pod's log files. chatty's first run exits 3; its second serves HTTP
-# and ticks. Its stderr line comes a second after the stdout lines: the
-# runtime reads the two pipes apart, and lines written together may land in
-# the log in either order.
-# Beside it, client-go's in-cluster configuration from a pod (kubectl with
-# no kubeconfig): the master Service's variables, the ServiceAccount's token
-# and CA, and its address 10.0.0.1:443 as kube-proxy would give it (here the
-# guest's own loopback and packet filter, to the API server on 127.0.0.1:6443)
-ip addr add 10.0.0.1/32 dev lo
-route_localnet=$(sysctl -n net.ipv4.conf.all.route_localnet)
-sysctl -qw net.ipv4.conf.all.route_localnet=1
-iptables -t nat -I OUTPUT -d 10.0.0.1/32 -p tcp --dport 443 -j DNAT --to-destination 127.0.0.1:6443
-# (a Role of its own: the aggregated "view" role is the controller manager's to fill; and
-# OnFailure: a first try before the authorizer has the binding is tried again)
-kc create role pod-lister --verb=list --resource=pods -n default >/dev/null
-kc create rolebinding incluster-list --role=pod-lister --serviceaccount=default:default -n default >/dev/null
-create_pod <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: incluster, namespace: default}
-spec:
-  nodeName: $NODE_LC
-  hostNetwork: true
-  restartPolicy: OnFailure
-  terminationGracePeriodSeconds: 1
-  volumes: [{name: kube, hostPath: {path: $(dirname "$KUBE")}}]
-  containers:
-  - name: app
-    image: localhost/cubelet/busybox:1
-    volumeMounts: [{name: kube, mountPath: /kube, readOnly: true}]
-    command: [/kube/kube, kubectl, get, pods, -n, default, -o, name]
-EOF
-create_pod <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: chatty, namespace: default}
-spec:
-  nodeName: $NODE_LC
-  terminationGracePeriodSeconds: 1
-  volumes: [{name: st, emptyDir: {}}]
-  containers:
-  - name: app
-    image: localhost/cubelet/busybox:1
-    volumeMounts: [{name: st, mountPath: /st}]
-    command: [sh, -c, 'n=\$((\$(cat /st/n 2>/dev/null || echo 0) + 1)); echo \$n > /st/n; for i in 1 2 3; do echo "run \$n line \$i"; done; sleep 1; echo "run \$n to stderr" >&2; [ \$n = 1 ] && exit 3; mkdir -p /st/www; echo "served by chatty" > /st/www/index.html; httpd -p 8080 -h /st/www; i=0; while true; do i=\$((i + 1)); echo "tick \$i"; sleep 1; done']
-EOF
-chatty_again() { [ "$(pod chatty | jq -r '"\(.status.phase) \(.status.containerStatuses[0].restartCount) \(.status.containerStatuses[0].ready)"')" = "Running 1 true" ]; }
-t_ok "chatty: its first run exited, the second runs" wait_until 120 chatty_again
-K=$D/kubectl.out
-kc logs chatty >"$K" 2>&1
-t_is "$(head -n 4 "$K" | sort | tr '\n' '|')" "run 2 line 1|run 2 line 2|run 2 line 3|run 2 to stderr|" \
-	"kubectl logs: the running container's log, stdout and stderr"
-kc logs chatty --previous >"$K" 2>&1
-t_is "$(tr '\n' '|' <"$K")" "run 1 line 1|run 1 line 2|run 1 line 3|run 1 to stderr|" "kubectl logs --previous: the run that exited"
-kc logs chatty --previous --tail 2 --timestamps >"$K" 2>&1
-t_is "$(awk '{ print ($1 ~ /^20[0-9][0-9]-.*Z$/), $2, $3, $4, $5 }' "$K" | tr '\n' '|')" "1 run 1 line 3|1 run 1 to stderr|" \
-	"kubectl logs --previous --tail 2 --timestamps"
-# (kubectl's own start is ~6 s in a busy guest, and the stream has three
-# hops here: 24 s got 0 ticks of attach in one clean-clone CI, 2 in another)
-timeout 60 "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" logs -f chatty --tail 1 >"$K" 2>&1 &
-lf=$!
-ticks() { [ "$(grep -c '^tick ' "$K")" -ge 3 ]; }
-wait_until 59 ticks
-t_ok "kubectl logs -f: new lines arrive ($(grep -c '^tick ' "$K") ticks: $(head -n 1 "$K") ... $(tail -n 1 "$K"))" waited
-waited || t_diag "kubectl logs -f printed: $(head -c 600 "$K")"
-kill "$lf" 2>/dev/null
-wait "$lf" 2>/dev/null
-timeout 60 "$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" attach chatty -c app >"$K.att" 2>&1 &
-att=$!
-att_ticks() { [ "$(grep -c '^tick ' "$K.att")" -ge 2 ]; }
-wait_until 59 att_ticks
-t_ok "kubectl attach: the running container's output, live ($(grep -c '^tick ' "$K.att") ticks)" waited
-waited || t_diag "kubectl attach printed: $(head -c 600 "$K.att")"
-kill "$att" 2>/dev/null
-wait "$att" 2>/dev/null
-kc exec chatty -- sh -c 'echo to-out; echo to-err >&2; exit 7' >"$K" 2>"$K.err"
-rc=$?
-t_is "$rc $(cat "$K") $(grep -c to-err "$K.err")" "7 to-out 1" "kubectl exec: the command's stdout, stderr and exit code (7)"
-t_is "$(echo hello | kc exec -i chatty -- tr a-z A-Z 2>&1)" HELLO "kubectl exec -i: stdin reaches the command"
-# the master service's variables, as kubelet gives every container (client-go's in-cluster config reads them)
-t_is "$(kc exec chatty -- sh -c 'echo "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT $KUBERNETES_PORT_443_TCP_ADDR $KUBERNETES_SERVICE_PORT_HTTPS"' 2>&1)" \
-	"$(kc get svc kubernetes -o jsonpath='{.spec.clusterIP}'):443 $(kc get svc kubernetes -o jsonpath='{.spec.clusterIP}') 443" \
-	"Service env: KUBERNETES_SERVICE_HOST/PORT, KUBERNETES_PORT_443_TCP_ADDR, KUBERNETES_SERVICE_PORT_HTTPS"
-incluster_done() { [ "$(kc get pod incluster -o jsonpath='{.status.phase}' 2>/dev/null)" = Succeeded ]; }
-wait_until 180 incluster_done
-t_is "$(kc get pod incluster -o jsonpath='{.status.phase}' 2>&1)" Succeeded \
-	"client-go's in-cluster configuration in a pod: kubectl with no kubeconfig ran to its end"
-t_contains "$(kc logs incluster 2>&1)" "pod/chatty" \
-	"...and listed the namespace's pods through the master Service's address and its ServiceAccount"
-kc delete pod incluster --wait=false >/dev/null 2>&1
-kc delete rolebinding incluster-list -n default >/dev/null 2>&1
-kc delete role pod-lister -n default >/dev/null 2>&1
-iptables -t nat -D OUTPUT -d 10.0.0.1/32 -p tcp --dport 443 -j DNAT --to-destination 127.0.0.1:6443
-ip addr del 10.0.0.1/32 dev lo
-sysctl -qw net.ipv4.conf.all.route_localnet="$route_localnet"
-
-tty_out=$(script -qec "$KUBE kubectl --kubeconfig $D/pki/admin.kubeconfig exec -it chatty -- tty" /dev/null 2>&1 | tr -d '\r')
-t_contains "$tty_out" "/dev/pts/" "kubectl exec -it: a terminal in the container ($tty_out)"
-"$KUBE" kubectl --kubeconfig "$D/pki/admin.kubeconfig" port-forward pod/chatty 18080:8080 >"$K.pf" 2>&1 &
-pf=$!
-served() { [ "$(curl -s --max-time 5 http://127.0.0.1:18080/index.html)" = "served by chatty" ]; }
-t_ok "kubectl port-forward: a request through it is answered by the pod's server" wait_until 60 served
-kill "$pf" 2>/dev/null
-wait "$pf" 2>/dev/null
-k10250() { curl -s --max-time 20 --cacert "$D/pki/ca.crt" -o /dev/null -w '%{http_code}' "$@" \
-	"https://127.0.0.1:10250/containerLogs/default/chatty/app"; }
-t_is "$(k10250) $(k10250 --cert "$D/pki/nobody.crt" --key "$D/pki/nobody.key") $(k10250 --cert "$D/pki/admin.crt" --key "$D/pki/admin.key")" \
-	"401 403 200" "the kubelet server: no credentials 401, a certificate the API server allows nothing 403, the admin's 200"
+# ---- k. kubectl top through the kubelet server ----------------------------------------------------
+# (kubectl logs, attach, exec, port-forward, the kubelet server's answers and
+# client-go's in-cluster configuration: tests/cluster/with-runtime.sh's
+# streams, on the host, in make test; top needs the pods' cgroup v2 stats)
 # kubectl top: metrics-server (started now) scrapes the kubelet server's
 # /metrics/resource every 15 s
 out=$("$VM_REPO/tests/cluster/control-plane.sh" metrics -b "$KUBE" -d "$D" 2>&1)
@@ -451,16 +344,8 @@ t_ok "kubectl top pod: the Deployment's 3 pods, CPU and memory each" wait_until 
 t_diag "$(kc top node 2>&1 | tr -s ' ' | tr '\n' '|') $(kc top pod 2>&1 | tr -s ' ' | tr '\n' '|')"
 "$VM_REPO/tests/cluster/control-plane.sh" metrics-stop -b "$KUBE" -d "$D" >/dev/null 2>&1 ||
 	t_diag "metrics-server: not stopped"
-# a client that speaks WebSocket to the kubelet server directly (the API
-# server speaks SPDY to it): the channel protocol passes through
-ws=$(/usr/bin/python3 "$VM_REPO/tests/cluster/ws-exec.py" \
-	"https://127.0.0.1:10250/exec/default/chatty/app?command=sh&command=-c&command=echo%20ws-out%3Becho%20ws-err%20%3E%262&output=1&error=1" \
-	"$D/pki/ca.crt" "$D/pki/admin.crt" "$D/pki/admin.key" 2>&1 | tr '\n' '|')
-t_contains "$ws" "status 101 protocol v4.channel.k8s.io|channel 1 ws-out|channel 2 ws-err|channel 3 " \
-	"a WebSocket client of /exec (channel protocol v4, containerd's): 101, stdout and stderr on their channels ($ws)"
-t_contains "$ws" '"status":"Success"' "...and the status channel's Success"
-kc delete pod gpu-1 gpu-2 gpu-3 needsecret private nocreds chatty --grace-period=1 --wait=false --ignore-not-found >/dev/null
-gpu_gone() { [ "$(gpu_pods | jq '.items | length')" = 0 ] && absent needsecret && absent private && absent nocreds && absent chatty; }
+kc delete pod gpu-1 gpu-2 gpu-3 needsecret private nocreds --grace-period=1 --wait=false --ignore-not-found >/dev/null
+gpu_gone() { [ "$(gpu_pods | jq '.items | length')" = 0 ] && absent needsecret && absent private && absent nocreds; }
 wait_until 60 gpu_gone
 [ -n "${reg_pid:-}" ] && kill "$reg_pid" 2>/dev/null
 
