@@ -312,8 +312,19 @@ static int teardown_sandbox(WorkerPool *p, const Pod *pod, const char *sandbox_i
         r = stop_all(p, pod, pod_ip, grace, ct, n, err);
         if (r >= 0)
                 record_final(p, ct, n, final);
-        for (size_t i = 0; i < n && r >= 0; i++)
-                r = cri_remove_container(p->cri, ct[i].id, err);
+        /* the containers removed as a courtesy: a container whose task
+         * ended while containerd was away reads "still running" until
+         * containerd has applied the exit, and such a refusal must not cost
+         * the pod its sync's back-off (kubelet leaves the removal to its
+         * garbage collector). RemovePodSandbox, after StopPodSandbox has
+         * stopped them all, removes whatever is left. */
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                CubError rerr = {};
+
+                if (cri_remove_container(p->cri, ct[i].id, &rerr) < 0)
+                        cub_log(LOG_DEBUG, "sandbox %.12s: container %.12s left to RemovePodSandbox: %s", sandbox_id,
+                                ct[i].id, rerr.msg);
+        }
         if (r >= 0)
                 r = cri_stop_pod_sandbox(p->cri, sandbox_id, err);
         if (r >= 0)
