@@ -355,6 +355,14 @@ int worker_kill_uid(WorkerPool *p, const Pod *pod, const char *uid, const char *
                         *ret_ready_id = strdup(sb[i].id);
                         continue;
                 }
+                /* a sync replaces it: why, as kubelet's "No ready sandbox
+                 * for pod can be found. Need to start a new one" */
+                if (keep_hash)
+                        cub_log(LOG_INFO, "pod %s/%s: sandbox %.12s %s: stopped, a new one follows",
+                                sb[i].namespace_ ? sb[i].namespace_ : "", sb[i].name ? sb[i].name : uid, sb[i].id,
+                                sb[i].state != CRI_SANDBOX_READY        ? "is not ready in the runtime"
+                                : !hash || strcmp(hash, keep_hash) != 0 ? "has another spec hash"
+                                                                        : "is a second ready one");
                 r = teardown_sandbox(p, pod, sb[i].id, grace, final, err);
                 if (r < 0)
                         break;
