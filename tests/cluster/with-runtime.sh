@@ -8,7 +8,9 @@
 # docker-registry on this run's own loopback (127.0.0.1:5000, in the run's
 # network namespace) wants a password (htpasswd, bcrypt); busybox is pushed
 # to it with ctr and its name removed from containerd. A pod whose
-# imagePullSecrets hold the password pulls it and runs; one without waits in
+# imagePullSecrets hold the password pulls it and runs; one without
+# (imagePullPolicy Always: with IfNotPresent it ran on the image the other had
+# pulled whenever that pull came first, as kubelet's would) waits in
 # ErrImagePull/ImagePullBackOff with the registry's 401 in its message, as
 # kubelet's does.
 pull_secrets() {
@@ -59,7 +61,7 @@ pull_secrets() {
 		  hostNetwork: true
 		  automountServiceAccountToken: false
 		  terminationGracePeriodSeconds: 1
-		  containers: [{name: app, image: "localhost:5000/private/busybox:1", command: [sleep, "3600"]}]
+		  containers: [{name: app, image: "localhost:5000/private/busybox:1", imagePullPolicy: Always, command: [sleep, "3600"]}]
 	EOF
 	private_running() { [ "$(kc get pod private -o jsonpath='{.status.phase}' 2>/dev/null)" = Running ]; }
 	check "imagePullSecrets: the pod pulls from the registry with the secret's password and runs" \
