@@ -7,9 +7,17 @@ exit 1 when there is one.
 
     tests/include-graph.py [ROOT]
 """
+import importlib.util
 import os
 import re
 import sys
+
+# the strongly connected components and a shortest circle through each:
+# loop-graph.py's, for the loop's own files
+_spec = importlib.util.spec_from_file_location(
+    "loop_graph", os.path.join(os.path.dirname(os.path.abspath(__file__)), "loop-graph.py"))
+loop_graph = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(loop_graph)
 
 TREES = ("agent", "cri", "deviceplugin", "eviction", "proto")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -32,41 +40,6 @@ def includes(root, path):
             yield inc
 
 
-def circles(graph):
-    """Tarjan's strongly connected components of more than one node, or
-    a node that reaches itself."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-    counter = [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1 or v in graph.get(v, ()):
-                out.append(sorted(comp))
-
-    sys.setrecursionlimit(10000)
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
-
-
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     headers, folders = {}, {}
@@ -78,12 +51,11 @@ def main():
             if a != b:
                 folders.setdefault(a, set()).add(b)
     rc = 0
-    for c in circles(headers):
-        print("include-graph: headers that include each other: " + " -> ".join(c))
-        rc = 1
-    for c in circles(folders):
-        print("include-graph: folders that include each other's files: " + ", ".join(c))
-        rc = 1
+    for what, graph in (("headers that include each other", headers),
+                        ("folders that include each other's files", folders)):
+        for comp, path in loop_graph.circles(loop_graph.merged(graph, {})):
+            print(f"include-graph: {what} ({', '.join(comp)}): {' -> '.join(path)}")
+            rc = 1
     return rc
 
 
