@@ -78,13 +78,12 @@ config() {
 # epoch to the microsecond, as journalctl -o short-unix); stop_cubelet:
 # SIGTERM, and wait for it
 start_cubelet() {
+	local cmd=("$CUBELET" run --config "$1" --manifest-dir "$T/manifests" --runtime-endpoint "unix://$SOCK"
+		--cgroup-root /sys/fs/cgroup --node-name "$NODE")
 	if [ -n "${LOG_TIMES:-}" ]; then
-		"$CUBELET" run --config "$1" --manifest-dir "$T/manifests" --runtime-endpoint "unix://$SOCK" \
-			--cgroup-root /sys/fs/cgroup --node-name "$NODE" \
-			> >(while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done >>"$T/cubelet.log") 2>&1 &
+		"${cmd[@]}" > >(while IFS= read -r l; do printf '%s %s\n' "$EPOCHREALTIME" "$l"; done >>"$T/cubelet.log") 2>&1 &
 	else
-		"$CUBELET" run --config "$1" --manifest-dir "$T/manifests" --runtime-endpoint "unix://$SOCK" \
-			--cgroup-root /sys/fs/cgroup --node-name "$NODE" >>"$T/cubelet.log" 2>&1 &
+		"${cmd[@]}" >>"$T/cubelet.log" 2>&1 &
 	fi
 	PID_CUBELET=$!
 }
