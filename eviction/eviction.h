@@ -179,6 +179,8 @@ int evict_config_set_soft_grace_period(EvictConfig *c, const char *signal, const
 int evict_config_set_min_reclaim(EvictConfig *c, const char *signal, const char *value, CubError *err);
 int evict_config_set_max_pod_grace_period(EvictConfig *c, int64_t seconds, CubError *err);
 int evict_config_set_transition_period(EvictConfig *c, const char *duration, CubError *err);
+/* the same, already parsed (a KubeletConfiguration's, agent/pod) */
+void evict_config_set_transition_usec(EvictConfig *c, uint64_t usec);
 int evict_config_set_policy(EvictConfig *c, const char *policy, CubError *err);
 int evict_config_finish(EvictConfig *c, bool enforce_pods_allocatable, CubError *err);
 

@@ -392,6 +392,10 @@ int evict_config_set_transition_period(EvictConfig *c, const char *duration, Cub
         return 0;
 }
 
+void evict_config_set_transition_usec(EvictConfig *c, uint64_t usec) {
+        c->transition_usec = usec;
+}
+
 int evict_config_set_policy(EvictConfig *c, const char *policy, CubError *err) {
         EvictPolicy p = evict_policy_from_string(policy);
 

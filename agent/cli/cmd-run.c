@@ -90,26 +90,23 @@ static int set_str(char **dst, const char *flag, const char *cfg, const char *df
 }
 
 /* The manifest URL: staticPodURL (or --manifest-url), httpCheckFrequency
- * (or --http-check-frequency, default 20s), cubelet.staticPodURLTimeout
- * (default 10s). */
+ * (or --http-check-frequency), cubelet.staticPodURLTimeout: the
+ * configuration's durations are parsed and bounded by its decoder, the
+ * flag here with the same floor. */
 static int run_url_options(AgentOptions *opt, const char *f_url, const char *f_freq) {
         const char *url = f_url ? f_url : opt->kc.static_pod_url;
-        const char *freq = f_freq ? f_freq : opt->kc.http_check_frequency ? opt->kc.http_check_frequency : "20s";
-        const char *tmo = opt->kc.static_pod_url_timeout ? opt->kc.static_pod_url_timeout : "10s";
         CubError err = {};
 
         if (!url || !*url)
                 return 0;
-        if (cub_duration_parse(freq, &opt->http_check_usec, &err) < 0 ||
-            cub_duration_parse(tmo, &opt->http_timeout_usec, &err) < 0) {
-                cub_log(LOG_ERR, "run: httpCheckFrequency or staticPodURLTimeout: %s", err.msg);
+        opt->http_check_usec = (uint64_t) opt->kc.http_check_frequency.usec;
+        opt->http_timeout_usec = (uint64_t) opt->kc.static_pod_url_timeout.usec;
+        if (f_freq && cub_duration_parse(f_freq, &opt->http_check_usec, &err) < 0) {
+                cub_log(LOG_ERR, "run: --http-check-frequency: %s", err.msg);
                 return -EINVAL;
         }
-        if (opt->http_check_usec < CUB_USEC_PER_SEC / 10 || opt->http_timeout_usec < CUB_USEC_PER_MSEC) {
-                cub_log(LOG_ERR,
-                        "run: httpCheckFrequency '%s' must be at least 100ms, staticPodURLTimeout '%s' at "
-                        "least 1ms",
-                        freq, tmo);
+        if (opt->http_check_usec < CUB_USEC_PER_SEC / 10) {
+                cub_log(LOG_ERR, "run: --http-check-frequency '%s': must be at least 100ms", f_freq);
                 return -EINVAL;
         }
         if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
@@ -120,52 +117,16 @@ static int run_url_options(AgentOptions *opt, const char *f_url, const char *f_f
         return opt->manifest_url ? 0 : -ENOMEM;
 }
 
-/* The static pod directory's rescan: fileCheckFrequency (default 20s, as
- * kubelet; at least 1s: the directory's changes arrive by inotify at once,
- * the rescan is the backstop); and the CPU manager's reconcile period. */
-static int run_dir_options(AgentOptions *opt) {
-        const char *freq = opt->kc.file_check_frequency ? opt->kc.file_check_frequency : "20s";
-        CubError err = {};
-
-        if (cub_duration_parse(freq, &opt->rescan_usec, &err) < 0) {
-                cub_log(LOG_ERR, "run: fileCheckFrequency: %s", err.msg);
-                return -EINVAL;
-        }
-        /* cpuManagerReconcilePeriod (kubelet: default 10s, the node status
-         * update frequency's); at least 100ms, so that it never spins */
-        if (opt->kc.cpu_manager_reconcile_period &&
-            (cub_duration_parse(opt->kc.cpu_manager_reconcile_period, &opt->cpu_reconcile_usec, &err) < 0 ||
-             opt->cpu_reconcile_usec < CUB_USEC_PER_SEC / 10)) {
-                cub_log(LOG_ERR, "run: cpuManagerReconcilePeriod '%s': %s", opt->kc.cpu_manager_reconcile_period,
-                        *err.msg ? err.msg : "at least 100ms");
-                return -EINVAL;
-        }
-        if (opt->rescan_usec < CUB_USEC_PER_SEC) {
-                cub_log(LOG_ERR, "run: fileCheckFrequency '%s' must be at least 1s", freq);
-                return -EINVAL;
-        }
-        return 0;
-}
-
 /* The API server: --kubeconfig and the registration flags, the config's
  * registerNode and the node status and lease periods. */
 static int run_cluster_options(AgentOptions *opt, const char *f_kubeconfig, int register_node, const char *f_labels,
                                const char *f_taints) {
-        const char *upd = opt->kc.node_status_update_frequency ? opt->kc.node_status_update_frequency : "10s";
-        const char *rep = opt->kc.node_status_report_frequency ? opt->kc.node_status_report_frequency : "5m";
         CubError err = {};
 
         if (!f_kubeconfig)
                 return 0;
-        if (cub_duration_parse(upd, &opt->node_status_update_usec, &err) < 0 ||
-            cub_duration_parse(rep, &opt->node_status_report_usec, &err) < 0 ||
-            opt->node_status_update_usec < CUB_USEC_PER_SEC / 10 || opt->node_status_report_usec < CUB_USEC_PER_SEC) {
-                cub_log(LOG_ERR,
-                        "run: nodeStatusUpdateFrequency '%s' (at least 100ms) or nodeStatusReportFrequency "
-                        "'%s' (at least 1s): %s",
-                        upd, rep, *err.msg ? err.msg : "too short");
-                return -EINVAL;
-        }
+        opt->node_status_update_usec = (uint64_t) opt->kc.node_status_update_frequency.usec;
+        opt->node_status_report_usec = (uint64_t) opt->kc.node_status_report_frequency.usec;
         if (opt->kc.node_lease_duration_seconds < 1 || opt->kc.node_lease_duration_seconds > 3600) {
                 cub_log(LOG_ERR, "run: nodeLeaseDurationSeconds %lld: expected 1 to 3600",
                         (long long) opt->kc.node_lease_duration_seconds);
@@ -393,7 +354,11 @@ int cli_run(int argc, char **argv) {
         opt.http_port = (unsigned) (http_port >= 0                               ? http_port
                                     : f_kubeconfig && !opt.kc.read_only_port_set ? 0
                                                                                  : opt.kc.read_only_port);
-        if (run_dir_options(&opt) < 0 || run_url_options(&opt, f_url, f_freq) < 0 ||
+        /* the static pod directory's rescan (fileCheckFrequency) and the CPU
+         * manager's reconcile period (cpuManagerReconcilePeriod) */
+        opt.rescan_usec = (uint64_t) opt.kc.file_check_frequency.usec;
+        opt.cpu_reconcile_usec = (uint64_t) opt.kc.cpu_manager_reconcile_period.usec;
+        if (run_url_options(&opt, f_url, f_freq) < 0 ||
             run_cluster_options(&opt, f_kubeconfig, register_node, f_labels, f_taints) < 0) {
                 agent_options_done(&opt);
                 return CLI_EXIT_BAD_INPUT;

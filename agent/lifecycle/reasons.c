@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/duration.h"
+#include "../util/time.h"
 #include "lifecycle.h"
 
 void lc_pod_events_free(LcPod *p) {
@@ -80,30 +82,7 @@ void lc_pod_event(LcPod *p, bool warning, const char *reason, uint64_t now, cons
 /* Go's time.Duration.String() of a duration truncated to milliseconds, as
  * kubelet's Pulled event prints it: "0s", "512ms", "1.5s", "1m2.345s" */
 static void go_duration_ms(uint64_t usec, char *buf, size_t size) {
-        uint64_t ms = usec / 1000, s = ms / 1000, frac = ms % 1000;
-        char f[8] = "";
-
-        if (ms == 0) {
-                (void) snprintf(buf, size, "0s");
-                return;
-        }
-        if (ms < 1000) {
-                (void) snprintf(buf, size, "%llums", (unsigned long long) ms);
-                return;
-        }
-        if (frac) {
-                (void) snprintf(f, sizeof(f), ".%03llu", (unsigned long long) frac);
-                for (size_t n = strlen(f); f[n - 1] == '0'; n--)
-                        f[n - 1] = 0;
-        }
-        if (s < 60)
-                (void) snprintf(buf, size, "%llu%ss", (unsigned long long) s, f);
-        else if (s < 3600)
-                (void) snprintf(buf, size, "%llum%llu%ss", (unsigned long long) (s / 60), (unsigned long long) (s % 60),
-                                f);
-        else
-                (void) snprintf(buf, size, "%lluh%llum%llu%ss", (unsigned long long) (s / 3600),
-                                (unsigned long long) (s / 60 % 60), (unsigned long long) (s % 60), f);
+        cub_duration_format((int64_t) (usec / CUB_USEC_PER_MSEC * CUB_USEC_PER_MSEC), buf, size);
 }
 
 void lc_pod_pull_events(LcPod *p, const WorkerPull *pulls, size_t n) {

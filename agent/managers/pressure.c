@@ -79,7 +79,7 @@ static uint64_t boottime_msec(void) {
 
 int mgr_eviction_config(const PodKubeletConfig *kc, EvictConfig *ret, uint64_t *ret_sample_usec, CubError *err) {
         EvictConfig cfg;
-        uint64_t sample = CUB_USEC_PER_SEC;
+        uint64_t sample;
         int r = 0;
 
         evict_config_init(&cfg);
@@ -97,20 +97,14 @@ int mgr_eviction_config(const PodKubeletConfig *kc, EvictConfig *ret, uint64_t *
                                                  kc->eviction_minimum_reclaim.values[i], err);
         if (r >= 0)
                 r = evict_config_set_max_pod_grace_period(&cfg, kc->eviction_max_pod_grace_period, err);
-        if (r >= 0 && kc->eviction_pressure_transition_period)
-                r = evict_config_set_transition_period(&cfg, kc->eviction_pressure_transition_period, err);
+        if (r >= 0)
+                evict_config_set_transition_usec(&cfg, (uint64_t) kc->eviction_pressure_transition_period.usec);
         if (r >= 0 && kc->eviction_policy)
                 r = evict_config_set_policy(&cfg, kc->eviction_policy, err);
         if (r >= 0)
                 r = evict_config_finish(&cfg, /* enforce_pods_allocatable= */ true, err);
-        if (r >= 0 && kc->eviction_sample_period) {
-                r = cub_duration_parse(kc->eviction_sample_period, &sample, err);
-                if (r >= 0 && sample < 10000)
-                        r = cub_err_set(err, EINVAL, "cubelet.evictionSamplePeriod '%s': at least 10ms",
-                                        kc->eviction_sample_period);
-                if (r < 0)
-                        r = cub_err_wrap(err, "cubelet.evictionSamplePeriod");
-        }
+        /* cubelet.evictionSamplePeriod: bounded by the configuration's decoder */
+        sample = (uint64_t) kc->eviction_sample_period.usec;
         if (r < 0) {
                 evict_config_done(&cfg);
                 return r;

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/duration.h"
 #include "../util/fileio.h"
+#include "../util/time.h"
 #include "pod-internal.h"
 
 #define POD_INPUT_MAX (4 * 1024 * 1024)
@@ -57,6 +59,23 @@ static int dec_header_map(PodDec *d, json_t *v, void *dst, const PodField *f) {
         return 0;
 }
 
+/* a Go duration (metav1.Duration): a string that time.ParseDuration takes */
+static int dec_duration(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        PodDuration *t = dst;
+        CubError derr = {};
+
+        (void) f;
+        if (json_is_null(v))
+                return 0;
+        if (!json_is_string(v))
+                return pod_dec_fail(d, 0, NULL, "Invalid type: expected a duration string (\"20s\"), got %s",
+                                    pod_json_type_name(v));
+        if (cub_duration_parse_signed(json_string_value(v), &t->usec, &derr) < 0)
+                return pod_dec_fail(d, 0, NULL, "Invalid value: %s", derr.msg);
+        t->set = true;
+        return 0;
+}
+
 static void strv_done(void *sv) {
         pod_strv_done(sv);
 }
@@ -72,14 +91,14 @@ static const PodField cubelet_fields[] = {
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, static_pod_url_client_key) },
         { .name = "staticPodURLTimeout",
-          .decode = pod_dec_string,
+          .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, static_pod_url_timeout) },
         { .name = "evictionPolicy",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, eviction_policy),
           .allowed = eviction_policies },
         { .name = "evictionSamplePeriod",
-          .decode = pod_dec_string,
+          .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, eviction_sample_period) },
         { .name = "psiMemoryTrigger",
           .decode = pod_dec_string,
@@ -224,10 +243,10 @@ static const PodField config_fields[] = {
           .offset = offsetof(PodKubeletConfig, static_pod_url_header),
           .done = strv_done },
         { .name = "httpCheckFrequency",
-          .decode = pod_dec_string,
+          .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, http_check_frequency) },
         { .name = "fileCheckFrequency",
-          .decode = pod_dec_string,
+          .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, file_check_frequency) },
         { .name = "containerRuntimeEndpoint",
           .decode = pod_dec_string,
@@ -238,7 +257,7 @@ static const PodField config_fields[] = {
           .offset = offsetof(PodKubeletConfig, cpu_manager_policy),
           .allowed = cpu_manager_policies },
         { .name = "cpuManagerReconcilePeriod",
-          .decode = pod_dec_string,
+          .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, cpu_manager_reconcile_period) },
         { .name = "memorySwap", .decode = pod_dec_inline, .sub = memory_swap_fields },
         { .name = "featureGates", .decode = dec_feature_gates, .offset = offsetof(PodKubeletConfig, memory_qos) },
@@ -263,7 +282,7 @@ static const PodField config_fields[] = {
           .decode = pod_dec_int64,
           .offset = offsetof(PodKubeletConfig, eviction_max_pod_grace_period) },
         { .name = "evictionPressureTransitionPeriod",
-          .decode = pod_dec_string,
+          .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, eviction_pressure_transition_period) },
         /* network */
         { .name = "podCIDR", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, pod_cidr) },
@@ -284,20 +303,20 @@ static const PodField config_fields[] = {
         /* the API server */
         { .name = "registerNode", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, register_node) },
         { .name = "nodeStatusUpdateFrequency",
-          .decode = pod_dec_string,
+          .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, node_status_update_frequency) },
         { .name = "nodeStatusReportFrequency",
-          .decode = pod_dec_string,
+          .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, node_status_report_frequency) },
         { .name = "nodeLeaseDurationSeconds",
           .decode = pod_dec_int64,
           .offset = offsetof(PodKubeletConfig, node_lease_duration_seconds) },
         /* graceful node shutdown */
         { .name = "shutdownGracePeriod",
-          .decode = pod_dec_string,
+          .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, shutdown_grace_period) },
         { .name = "shutdownGracePeriodCriticalPods",
-          .decode = pod_dec_string,
+          .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, shutdown_grace_period_critical_pods) },
         { .name = "shutdownGracePeriodByPodPriority",
           .decode = pod_dec_object_array,
@@ -316,97 +335,6 @@ static const PodField config_fields[] = {
         {},
 };
 
-/* cgroupsPerQOS and enforceNodeAllocatable as kubelet's validation.go
- * checks them (its messages), and what cubelet needs of them: "pods" or
- * "none" (the system- and kube-reserved cgroups are not cubelet's), and no
- * setting that needs cubelet's own pod cgroups without them */
-static int check_cgroups(PodKubeletConfig *c, const char *source, CubError *err) {
-        static const char *const keys[] = { "pods",
-                                            "system-reserved",
-                                            "system-reserved-compressible",
-                                            "kube-reserved",
-                                            "kube-reserved-compressible",
-                                            "none" };
-        const PodStrv *e = &c->enforce_node_allocatable;
-
-        c->enforce_pods = !c->enforce_node_allocatable_set;
-        for (size_t i = 0; i < e->n; i++) {
-                const char *v = e->items[i];
-                bool known = false;
-
-                for (size_t k = 0; k < i; k++)
-                        if (strcmp(e->items[k], v) == 0)
-                                return cub_err_set(err, EINVAL,
-                                                   "%s: invalid configuration: duplicated enforcements \"%s\" in "
-                                                   "enforceNodeAllocatable (--enforce-node-allocatable)",
-                                                   source, v);
-                for (size_t k = 0; k < sizeof(keys) / sizeof(*keys); k++)
-                        known = known || strcmp(keys[k], v) == 0;
-                if (!known)
-                        return cub_err_set(
-                                err, EINVAL,
-                                "%s: invalid configuration: option \"%s\" specified for enforceNodeAllocatable "
-                                "(--enforce-node-allocatable). Valid options are \"pods\", "
-                                "\"system-reserved\", \"system-reserved-compressible\", \"kube-reserved\", "
-                                "\"kube-reserved-compressible\" or \"none\"",
-                                source, v);
-                if (strcmp(v, "none") == 0) {
-                        if (e->n > 1)
-                                return cub_err_set(err, EINVAL,
-                                                   "%s: invalid configuration: enforceNodeAllocatable "
-                                                   "(--enforce-node-allocatable) may not contain additional "
-                                                   "enforcements when \"none\" is specified",
-                                                   source);
-                        continue;
-                }
-                if (strcmp(v, "pods") != 0)
-                        return cub_err_set(err, ENOTSUP,
-                                           "%s: enforceNodeAllocatable: \"%s\" is not supported by cubelet (it "
-                                           "enforces \"pods\" on kubepods; systemReservedCgroup and "
-                                           "kubeReservedCgroup are not read)",
-                                           source, v);
-                if (!c->cgroups_per_qos)
-                        return cub_err_set(err, EINVAL,
-                                           "%s: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set "
-                                           "to true when \"pods\" contained in enforceNodeAllocatable "
-                                           "(--enforce-node-allocatable)",
-                                           source);
-                c->enforce_pods = true;
-        }
-        if (c->cgroups_per_qos) {
-                if (!c->enforce_pods)
-                        return cub_err_set(err, ENOTSUP,
-                                           "%s: enforceNodeAllocatable without \"pods\" and cgroupsPerQOS: true: not "
-                                           "supported by cubelet (kubepods is always limited to allocatable)",
-                                           source);
-                if (c->cgroup_root && *c->cgroup_root && strcmp(c->cgroup_root, "/") != 0)
-                        return cub_err_set(err, ENOTSUP,
-                                           "%s: cgroupRoot \"%s\": with cgroupsPerQOS: true cubelet's kubepods is "
-                                           "at the root of its cgroup mount (cubelet.cgroupMount); cgroupRoot is the "
-                                           "pods' parent with cgroupsPerQOS: false",
-                                           source, c->cgroup_root);
-                return 0;
-        }
-        if (!c->enforce_node_allocatable_set)
-                return cub_err_set(err, EINVAL,
-                                   "%s: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true "
-                                   "when \"pods\" contained in enforceNodeAllocatable (--enforce-node-allocatable) "
-                                   "(its default: set enforceNodeAllocatable: [] with cgroupsPerQOS: false)",
-                                   source);
-        /* what needs cubelet's own pod cgroups */
-        if (c->memory_qos)
-                return cub_err_set(
-                        err, EINVAL,
-                        "%s: featureGates.MemoryQoS needs cgroupsPerQOS: true (memory.min of the pod and QoS "
-                        "cgroups)",
-                        source);
-        if (c->pod_pids_limit > 0)
-                return cub_err_set(err, EINVAL,
-                                   "%s: podPidsLimit %lld needs cgroupsPerQOS: true (pids.max of the pod cgroup)",
-                                   source, (long long) c->pod_pids_limit);
-        return 0;
-}
-
 void pod_kubelet_config_init(PodKubeletConfig *c) {
         *c = (PodKubeletConfig){ .pod_pids_limit = -1,
                                  .cpu_cfs_quota = true,
@@ -418,6 +346,14 @@ void pod_kubelet_config_init(PodKubeletConfig *c) {
                                  .node_lease_duration_seconds = 40,
                                  .container_log_max_files = 5,
                                  .memory_throttling_factor = 0.9,
+                                 .http_check_frequency = { .usec = 20 * (int64_t) CUB_USEC_PER_SEC },
+                                 .file_check_frequency = { .usec = 20 * (int64_t) CUB_USEC_PER_SEC },
+                                 .static_pod_url_timeout = { .usec = 10 * (int64_t) CUB_USEC_PER_SEC },
+                                 .cpu_manager_reconcile_period = { .usec = 10 * (int64_t) CUB_USEC_PER_SEC },
+                                 .eviction_pressure_transition_period = { .usec = 300 * (int64_t) CUB_USEC_PER_SEC },
+                                 .eviction_sample_period = { .usec = (int64_t) CUB_USEC_PER_SEC },
+                                 .node_status_update_frequency = { .usec = 10 * (int64_t) CUB_USEC_PER_SEC },
+                                 .node_status_report_frequency = { .usec = 300 * (int64_t) CUB_USEC_PER_SEC },
                                  .cgroups_per_qos = true,
                                  .enforce_pods = true };
 }
@@ -450,7 +386,7 @@ int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, P
                         r = cub_err_wrap(err, "%s: allowedUnsafeSysctls[%zu]", source, i);
         }
         if (r >= 0)
-                r = check_cgroups(&c, source, err);
+                r = pod_kubelet_config_check(&c, source, err);
         /* "kind" was decoded into cgroup_driver for checking only; absent
          * stays NULL: the default depends on the host (cg_driver_default()) */
         if (r >= 0) {

@@ -61,7 +61,18 @@ typedef struct PodShutdownPriority {
         int64_t grace_s; /* shutdownGracePeriodSeconds */
 } PodShutdownPriority;
 
-/* The KubeletConfiguration fields cubelet supports so far. */
+/* A Go duration of the configuration (metav1.Duration), parsed once by
+ * the decoder: µs (negative only where a check allows it), and whether the
+ * file set it (else the field's default). Messages print it with
+ * cub_duration_format, as kubelet's print a time.Duration. */
+typedef struct PodDuration {
+        int64_t usec;
+        bool set;
+} PodDuration;
+
+/* The KubeletConfiguration fields cubelet supports so far. Decoded and
+ * checked once (pod_kubelet_config_decode): durations parsed and within
+ * their bounds, enums among their values, errors naming the field. */
 typedef struct PodKubeletConfig {
         int64_t pod_pids_limit; /* podPidsLimit, -1 = unlimited */
         bool cpu_cfs_quota;     /* cpuCFSQuota, default true */
@@ -76,11 +87,11 @@ typedef struct PodKubeletConfig {
         char *node_name;
         char *cgroup_mount;
         /* admission and the CPU manager */
-        int64_t max_pods;                   /* maxPods, default 110 */
-        char *cpu_manager_policy;           /* cpuManagerPolicy: "none" (default) or "static" */
-        char *cpu_manager_reconcile_period; /* cpuManagerReconcilePeriod: a duration, default 10s */
-        char *reserved_system_cpus;         /* reservedSystemCPUs, a cpu list */
-        char *swap_behavior;                /* memorySwap.swapBehavior: "NoSwap" (default, also "") or "LimitedSwap" */
+        int64_t max_pods;                         /* maxPods, default 110 */
+        char *cpu_manager_policy;                 /* cpuManagerPolicy: "none" (default) or "static" */
+        PodDuration cpu_manager_reconcile_period; /* cpuManagerReconcilePeriod: default 10s, at least 100ms */
+        char *reserved_system_cpus;               /* reservedSystemCPUs, a cpu list */
+        char *swap_behavior; /* memorySwap.swapBehavior: "NoSwap" (default, also "") or "LimitedSwap" */
         /* memory QoS (KEP-2570): featureGates.MemoryQoS (default false; the
          * other gates land in ignored as "featureGates.<name>") and
          * memoryThrottlingFactor (default 0.9, in (0, 1] as kubelet's
@@ -90,16 +101,16 @@ typedef struct PodKubeletConfig {
         /* eviction: kubelet's maps, signal -> value, kept as text for eviction/ to parse */
         PodStringMap eviction_hard; /* evictionHard; NULL items = kubelet's defaults */
         bool eviction_hard_set;
-        PodStringMap eviction_soft;                /* evictionSoft */
-        PodStringMap eviction_soft_grace_period;   /* evictionSoftGracePeriod, Go durations */
-        PodStringMap eviction_minimum_reclaim;     /* evictionMinimumReclaim */
-        int64_t eviction_max_pod_grace_period;     /* evictionMaxPodGracePeriod, seconds */
-        char *eviction_pressure_transition_period; /* Go duration, default "5m" */
+        PodStringMap eviction_soft;                      /* evictionSoft */
+        PodStringMap eviction_soft_grace_period;         /* evictionSoftGracePeriod, Go durations */
+        PodStringMap eviction_minimum_reclaim;           /* evictionMinimumReclaim */
+        int64_t eviction_max_pod_grace_period;           /* evictionMaxPodGracePeriod, seconds */
+        PodDuration eviction_pressure_transition_period; /* default 5m, not negative */
         /* cubelet's own, under "cubelet:" */
-        char *eviction_policy;        /* evictionPolicy: "cubelet" (default) or "kubelet" */
-        char *eviction_sample_period; /* evictionSamplePeriod: Go duration, default "1s" */
-        char *psi_memory_trigger;     /* psiMemoryTrigger, default "some 150000 1000000" */
-        char *device_plugin_dir;      /* devicePluginDir, default /var/lib/kubelet/device-plugins; "" = none */
+        char *eviction_policy;              /* evictionPolicy: "cubelet" (default) or "kubelet" */
+        PodDuration eviction_sample_period; /* evictionSamplePeriod: default 1s, at least 10ms */
+        char *psi_memory_trigger;           /* psiMemoryTrigger, default "some 150000 1000000" */
+        char *device_plugin_dir;            /* devicePluginDir, default /var/lib/kubelet/device-plugins; "" = none */
         /* the HTTP API: readOnlyPort (default 10255, 0 = off), address, TLS, authentication.x509.clientCAFile */
         int64_t read_only_port;
         bool read_only_port_set;
@@ -111,16 +122,16 @@ typedef struct PodKubeletConfig {
         bool anonymous_auth, webhook_authn;
         char *authorization_mode;
         /* the manifest URL: kubelet's staticPodURL, staticPodURLHeader (as "Name: value" lines, each
-         * name's values in order), httpCheckFrequency (Go duration, default "20s"); cubelet's own
-         * under "cubelet:" the TLS files and the timeout (Go duration, default "10s") */
+         * name's values in order), httpCheckFrequency (default 20s, at least 100ms); cubelet's own
+         * under "cubelet:" the TLS files and the timeout (default 10s, at least 1ms) */
         char *static_pod_url;
         PodStrv static_pod_url_header;
-        char *http_check_frequency;
-        char *file_check_frequency; /* fileCheckFrequency: the static pod directory's rescan, default "20s" */
+        PodDuration http_check_frequency;
+        PodDuration file_check_frequency; /* the static pod directory's rescan: default 20s, at least 1s */
         char *static_pod_url_ca_file;
         char *static_pod_url_client_cert;
         char *static_pod_url_client_key;
-        char *static_pod_url_timeout;
+        PodDuration static_pod_url_timeout;
         /* security context */
         PodStrv allowed_unsafe_sysctls; /* allowedUnsafeSysctls: names and "prefix*" patterns */
         /* logs: podLogsDir (default /var/log/pods), containerLogMaxSize (a quantity, default "10Mi"),
@@ -139,15 +150,17 @@ typedef struct PodKubeletConfig {
         /* cubelet's offlinePods: "keep" (NULL, the default) or "start" the API pods of the last list when the
          * API server is unreachable at the start */
         char *offline_pods;
-        /* the API server: registerNode (default true), nodeStatusUpdateFrequency (default "10s"),
-         * nodeStatusReportFrequency (default "5m"), nodeLeaseDurationSeconds (default 40) */
+        /* the API server: registerNode (default true), nodeStatusUpdateFrequency (default 10s, at
+         * least 100ms), nodeStatusReportFrequency (default 5m, at least 1s), nodeLeaseDurationSeconds
+         * (default 40) */
         bool register_node;
-        char *node_status_update_frequency, *node_status_report_frequency;
+        PodDuration node_status_update_frequency, node_status_report_frequency;
         int64_t node_lease_duration_seconds;
         /* graceful node shutdown (agent/shutdown): shutdownGracePeriod and
-         * shutdownGracePeriodCriticalPods (Go durations, NULL = "0s"), or
+         * shutdownGracePeriodCriticalPods (default 0s; zero or at least
+         * 1s, the second no longer than the first: kubelet's checks), or
          * shutdownGracePeriodByPodPriority */
-        char *shutdown_grace_period, *shutdown_grace_period_critical_pods;
+        PodDuration shutdown_grace_period, shutdown_grace_period_critical_pods;
         PodShutdownPriority *shutdown_by_priority;
         size_t n_shutdown_by_priority;
         /* cgroups: kubelet's cgroupsPerQOS (default true: cubelet's kubepods,

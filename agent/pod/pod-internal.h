@@ -302,3 +302,8 @@ int pod_aggregate_containers(const Pod *pod, bool limits, PodResourceList *ret);
 int pod_default_and_validate(PodDec *d, json_t *root, Pod *pod);
 bool pod_dns1123_label(const char *s);
 bool pod_dns1123_subdomain(const char *s);
+
+/* A decoded KubeletConfiguration's checks (kubelet-checks.c): the cgroup
+ * settings, the durations' bounds, the shutdown fields; kubelet's messages
+ * where kubelet checks it, each naming source and field. */
+int pod_kubelet_config_check(PodKubeletConfig *c, const char *source, CubError *err);

@@ -1,36 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The priority groups of a graceful node shutdown, as kubelet 1.34 derives
  * them (pkg/kubelet/nodeshutdown: migrateConfig, groupByPriority; the
- * checks of pkg/kubelet/apis/config/validation). Pure. */
+ * checks of pkg/kubelet/apis/config/validation are agent/pod/kubelet-checks.c's). Pure. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../eviction/eviction.h"
-#include "../util/duration.h"
 #include "../util/time.h"
 #include "shutdown.h"
-
-/* a Go duration of the configuration in whole seconds ("" or NULL: 0);
- * kubelet's check: zero, or at least 1 s */
-static int period_s(const char *field, const char *text, int64_t *ret, CubError *err) {
-        CubError derr = {};
-        uint64_t usec = 0;
-        int r;
-
-        *ret = 0;
-        if (!text || !*text)
-                return 0;
-        r = cub_duration_parse(text, &usec, &derr);
-        if (r < 0 && r != -ERANGE)
-                return cub_err_set(err, EINVAL, "invalid configuration: %s %s: %s", field, text, derr.msg);
-        if (r == -ERANGE || (usec > 0 && usec < CUB_USEC_PER_SEC))
-                return cub_err_set(err, EINVAL,
-                                   "invalid configuration: %s %s must be either zero or otherwise >= 1 sec", field,
-                                   text);
-        *ret = (int64_t) (usec / CUB_USEC_PER_SEC);
-        return 0;
-}
 
 static int by_priority(const void *a, const void *b) {
         const ShutdownGroup *x = a, *y = b;
@@ -42,31 +20,13 @@ int shutdown_plan(const PodKubeletConfig *kc, ShutdownPlan *ret, CubError *err) 
         int64_t requested, critical;
         ShutdownGroup *g;
         size_t n;
-        int r;
 
+        /* kubelet's checks of the three fields (zero or at least 1 s, the
+         * critical pods' no longer than the period, not both kinds, no
+         * negative seconds) are the configuration decoder's */
         *ret = (ShutdownPlan){};
-        r = period_s("shutdownGracePeriod", kc->shutdown_grace_period, &requested, err);
-        if (r < 0)
-                return r;
-        r = period_s("shutdownGracePeriodCriticalPods", kc->shutdown_grace_period_critical_pods, &critical, err);
-        if (r < 0)
-                return r;
-        if (critical > requested)
-                return cub_err_set(err, EINVAL,
-                                   "invalid configuration: shutdownGracePeriodCriticalPods %s must be <= "
-                                   "shutdownGracePeriod %s",
-                                   kc->shutdown_grace_period_critical_pods,
-                                   kc->shutdown_grace_period ? kc->shutdown_grace_period : "0s");
-        if (kc->n_shutdown_by_priority > 0 && (requested > 0 || critical > 0))
-                return cub_err_set(err, EINVAL,
-                                   "invalid configuration: Cannot specify both shutdownGracePeriodByPodPriority and "
-                                   "shutdownGracePeriod at the same time");
-        for (size_t i = 0; i < kc->n_shutdown_by_priority; i++)
-                if (kc->shutdown_by_priority[i].grace_s < 0)
-                        return cub_err_set(err, EINVAL,
-                                           "invalid configuration: shutdownGracePeriodByPodPriority[%zu]."
-                                           "shutdownGracePeriodSeconds %lld must not be negative",
-                                           i, (long long) kc->shutdown_by_priority[i].grace_s);
+        requested = kc->shutdown_grace_period.usec / (int64_t) CUB_USEC_PER_SEC;
+        critical = kc->shutdown_grace_period_critical_pods.usec / (int64_t) CUB_USEC_PER_SEC;
         if (kc->n_shutdown_by_priority > 0) {
                 n = kc->n_shutdown_by_priority;
                 g = calloc(n, sizeof(*g));

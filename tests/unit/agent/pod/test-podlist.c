@@ -154,12 +154,12 @@ static void test_config(void **state) {
         assert_string_equal(c.static_pod_url_header.items[0], "Authorization: Bearer abc");
         assert_string_equal(c.static_pod_url_header.items[1], "X-Node: edge-1");
         assert_string_equal(c.static_pod_url_header.items[2], "X-Node: rack-4");
-        assert_string_equal(c.http_check_frequency, "5s");
-        assert_string_equal(c.file_check_frequency, "7s");
+        assert_true(c.http_check_frequency.usec == 5000000);
+        assert_true(c.file_check_frequency.usec == 7000000);
         assert_string_equal(c.static_pod_url_ca_file, "/etc/cubelet/ca.crt");
         assert_string_equal(c.static_pod_url_client_cert, "/etc/cubelet/node.crt");
         assert_string_equal(c.static_pod_url_client_key, "/etc/cubelet/node.key");
-        assert_string_equal(c.static_pod_url_timeout, "3s");
+        assert_true(c.static_pod_url_timeout.set && c.static_pod_url_timeout.usec == 3000000);
         assert_int_equal(c.ignored.n, 0);
         pod_kubelet_config_done(&c);
 

@@ -501,6 +501,16 @@ static void test_kubelet_config_defaults(void **state) {
         assert_int_equal(c.kube_reserved.n, 0);
         assert_int_equal(c.system_reserved.n, 0);
         assert_int_equal(c.ignored.n, 0);
+        /* the durations' defaults, not set by the file */
+        assert_true(c.http_check_frequency.usec == 20000000 && !c.http_check_frequency.set);
+        assert_true(c.file_check_frequency.usec == 20000000);
+        assert_true(c.static_pod_url_timeout.usec == 10000000);
+        assert_true(c.cpu_manager_reconcile_period.usec == 10000000);
+        assert_true(c.eviction_pressure_transition_period.usec == 300000000);
+        assert_true(c.eviction_sample_period.usec == 1000000);
+        assert_true(c.node_status_update_frequency.usec == 10000000);
+        assert_true(c.node_status_report_frequency.usec == 300000000);
+        assert_true(c.shutdown_grace_period.usec == 0 && c.shutdown_grace_period_critical_pods.usec == 0);
         pod_kubelet_config_done(&c);
         assert_null(c.cgroup_driver);
 }
@@ -549,7 +559,7 @@ static void test_kubelet_config_full(void **state) {
         /* admission, CPU manager and eviction fields */
         assert_true(c.max_pods == 110);
         assert_string_equal(c.cpu_manager_policy, "static");
-        assert_string_equal(c.cpu_manager_reconcile_period, "5s");
+        assert_true(c.cpu_manager_reconcile_period.set && c.cpu_manager_reconcile_period.usec == 5000000);
         assert_string_equal(c.reserved_system_cpus, "0,4");
         assert_true(c.eviction_hard_set);
         assert_int_equal(c.eviction_hard.n, 1);
@@ -558,9 +568,9 @@ static void test_kubelet_config_full(void **state) {
         assert_string_equal(c.eviction_soft.values[0], "300Mi");
         assert_string_equal(c.eviction_soft_grace_period.values[0], "1m30s");
         assert_true(c.eviction_max_pod_grace_period == 20);
-        assert_string_equal(c.eviction_pressure_transition_period, "30s");
+        assert_true(c.eviction_pressure_transition_period.usec == 30000000);
         assert_string_equal(c.eviction_policy, "kubelet");
-        assert_string_equal(c.eviction_sample_period, "500ms");
+        assert_true(c.eviction_sample_period.set && c.eviction_sample_period.usec == 500000);
         assert_string_equal(c.psi_memory_trigger, "some 100000 1000000");
         /* fields present but not supported, in manifest order */
         assert_int_equal(c.ignored.n, 2);
@@ -622,6 +632,24 @@ static void test_kubelet_config_errors(void **state) {
         CFG_ERR("cubelet: [a]\n", "kubelet.yaml:1: cubelet: Invalid type: expected object, got array");
         CFG_ERR("{\"systemReserved\": {\"memory\": \"-1Gi\"}}",
                 "kubelet.yaml: systemReserved[memory]: invalid quantity \"-1Gi\": must be greater than or equal to 0");
+        /* durations: parsed once, named, and within their bounds */
+        CFG_ERR("kind: KubeletConfiguration\nfileCheckFrequency: \"20\"\n",
+                "kubelet.yaml:2: fileCheckFrequency: Invalid value: time: missing unit in duration \"20\"");
+        CFG_ERR("httpCheckFrequency: 5\n",
+                "kubelet.yaml:1: httpCheckFrequency: Invalid type: expected a duration string (\"20s\"), got number");
+        CFG_ERR("cubelet: {staticPodURLTimeout: 1h1x}\n",
+                "kubelet.yaml:1: cubelet.staticPodURLTimeout: Invalid value: time: unknown unit \"x\" in duration "
+                "\"1h1x\"");
+        CFG_ERR("fileCheckFrequency: 500ms\n",
+                "kubelet.yaml: fileCheckFrequency: Invalid value: \"500ms\": must be at least 1s");
+        CFG_ERR("nodeStatusUpdateFrequency: 50ms\n",
+                "kubelet.yaml: nodeStatusUpdateFrequency: Invalid value: \"50ms\": must be at least 100ms");
+        CFG_ERR("cpuManagerReconcilePeriod: 0s\n",
+                "kubelet.yaml: cpuManagerReconcilePeriod: Invalid value: \"0s\": must be at least 100ms");
+        CFG_ERR("cubelet: {evictionSamplePeriod: 5ms}\n",
+                "kubelet.yaml: cubelet.evictionSamplePeriod: Invalid value: \"5ms\": must be at least 10ms");
+        CFG_ERR("evictionPressureTransitionPeriod: -5m\n",
+                "kubelet.yaml: evictionPressureTransitionPeriod: Invalid value: \"-5m0s\": must be at least 0s");
 }
 
 static void test_static_uid(void **state) {

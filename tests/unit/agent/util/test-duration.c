@@ -67,9 +67,45 @@ static void test_duration(void **state) {
         }
 }
 
+/* the signed parse (a KubeletConfiguration's metav1.Duration), and Go's
+ * time.Duration.String() of what it parsed (Go 1.22's outputs) */
+static void test_signed_and_format(void **state) {
+        static const struct {
+                const char *in, *out;
+                int64_t usec;
+        } cases[] = {
+                { "0", "0s", 0 },
+                { "-1s", "-1s", -1000000 },
+                { "500ms", "500ms", 500000 },
+                { "1.5ms", "1.5ms", 1500 },
+                { "250us", "250\xc2\xb5s", 250 },
+                { "20s", "20s", 20000000 },
+                { "90s", "1m30s", 90000000 },
+                { "5m", "5m0s", 300000000 },
+                { "1h", "1h0m0s", INT64_C(3600000000) },
+                { "2h45m0.5s", "2h45m0.5s", INT64_C(9900500000) },
+                { "-1m0.25s", "-1m0.25s", -60250000 },
+        };
+        char buf[CUB_DURATION_MAX];
+        CubError err = {};
+        int64_t v;
+
+        (void) state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                if (cub_duration_parse_signed(cases[i].in, &v, &err) < 0)
+                        fail_msg("\"%s\": %s", cases[i].in, err.msg);
+                assert_true(v == cases[i].usec);
+                cub_duration_format(v, buf, sizeof(buf));
+                assert_string_equal(buf, cases[i].out);
+        }
+        assert_int_equal(cub_duration_parse_signed("soon", &v, &err), -EINVAL);
+        assert_string_equal(err.msg, "time: invalid duration \"soon\"");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_duration),
+                cmocka_unit_test(test_signed_and_format),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
