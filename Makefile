@@ -441,3 +441,7 @@ clean:
 -include tests/vm/vm.mk
 -include packaging/packaging.mk
 -include tests/conformance/conformance.mk
+
+# the compiler's flags, for tests/lint.sh's one-writer check (LC_POD_READ_ONLY)
+print-cflags:
+	@echo $(CFLAGS_ALL)

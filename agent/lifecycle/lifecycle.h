@@ -129,6 +129,15 @@ typedef struct LcEvent {
 /* at most this many a pod (the oldest goes), as a bounded ring */
 #define LC_EVENTS_MAX 12
 
+/* The pod's record (LcPod, below) has one writer, agent/lifecycle: make
+ * lint builds every other product file with LC_POD_READ_ONLY, which makes
+ * LC_RO const. */
+#ifdef LC_POD_READ_ONLY
+#define LC_RO const
+#else
+#define LC_RO
+#endif
+
 /* In-place resize (KEP-1287): the spec is what is allocated; the source's
  * pod waits in want until it fits; the runtime has it once actuated. */
 typedef struct LcResize {
@@ -137,7 +146,7 @@ typedef struct LcResize {
         char message[LC_MESSAGE_MAX]; /* ... and its message */
         bool in_progress;             /* allocated, not actuated yet (PodResizeInProgress) */
         char error[LC_MESSAGE_MAX];   /* the last actuation's error ("": none) */
-        bool *restart;                /* per container: stopped for the resize (RestartContainer), then started */
+        LC_RO bool *restart;          /* per container: stopped for the resize (RestartContainer), then started */
         uint64_t next_usec;           /* CLOCK_MONOTONIC: no try before (after a Deferred one or an error) */
         unsigned tries;               /* failed actuations in a row (its back-off) */
         uint64_t started_usec;        /* the allocation's time, for the latency */
@@ -145,70 +154,76 @@ typedef struct LcResize {
         int64_t pending_since, progress_since; /* unix s: the conditions' lastTransitionTime */
 } LcResize;
 
+/* LcPod's fields have one writer, agent/lifecycle: the others change a pod
+ * through its named transitions (lifecycle.h's lc_pod_*). make lint builds
+ * every other product file with LC_POD_READ_ONLY, which makes each field
+ * (and what its own arrays hold) const, so that the compiler refuses a
+ * write anywhere else (tests/lint.sh). */
 typedef struct LcPod {
-        WorkerSpec *spec;
-        bool busy;     /* a job of it is in flight */
-        bool wanted;   /* a source still defines it (written by the loop's merge alone) */
-        bool observed; /* the runtime holds something of it */
-        LcPhase phase;
-        LcBackoff *backoff;          /* init containers first, then app containers */
-        LcContainerStatus *statuses; /* same order */
-        size_t n;
+        WorkerSpec *LC_RO spec;
+        LC_RO bool busy;     /* a job of it is in flight */
+        LC_RO bool wanted;   /* a source still defines it (written by the loop's merge alone) */
+        LC_RO bool observed; /* the runtime holds something of it */
+        LC_RO LcPhase phase;
+        LC_RO LcBackoff *LC_RO backoff;          /* init containers first, then app containers */
+        LC_RO LcContainerStatus *LC_RO statuses; /* same order */
+        LC_RO size_t n;
         /* ephemeral containers (kubectl debug): each one's status, spec order,
          * and the back-off of the tries to start one the runtime lacks */
-        LcContainerStatus *eph;
-        LcBackoff *eph_backoff;
-        size_t n_eph;
+        LC_RO LcContainerStatus *LC_RO eph;
+        LC_RO LcBackoff *LC_RO eph_backoff;
+        LC_RO size_t n_eph;
         /* the source's pod of the same hash with more of them or other labels or
          * annotations, until no job holds the spec (agent/loop/spec-update.c) */
-        WorkerSpec *spec_want;
-        bool admitted;     /* admitted by every manager (assumed or confirmed) */
-        bool started;      /* pod_started was sent */
-        bool terminal;     /* Failed: rejected, preempted or evicted; never synced again */
-        bool evicted;      /* terminal by eviction: admitted again once the pressure is gone */
-        bool rejected;     /* terminal by admission (kubelet's rejectPod: a status of phase, reason, message) */
-        bool api_terminal; /* terminal in the API server before this process saw it: never run, status left alone */
-        char reason[LC_REASON_MAX];
-        char message[LC_MESSAGE_MAX];
+        WorkerSpec *LC_RO spec_want;
+        LC_RO bool admitted; /* admitted by every manager (assumed or confirmed) */
+        LC_RO bool started;  /* pod_started was sent */
+        LC_RO bool terminal; /* Failed: rejected, preempted or evicted; never synced again */
+        LC_RO bool evicted;  /* terminal by eviction: admitted again once the pressure is gone */
+        LC_RO bool rejected; /* terminal by admission (kubelet's rejectPod: a status of phase, reason, message) */
+        LC_RO bool
+                api_terminal; /* terminal in the API server before this process saw it: never run, status left alone */
+        LC_RO char reason[LC_REASON_MAX];
+        LC_RO char message[LC_MESSAGE_MAX];
         /* 0: its first admission; lc_pod_reset counts the new attempts */
-        unsigned attempt;
-        int64_t kill_grace; /* grace period of the stop of a terminal pod */
+        LC_RO unsigned attempt;
+        LC_RO int64_t kill_grace; /* grace period of the stop of a terminal pod */
         /* activeDeadlineSeconds (0: none): its spec's, then what the API
          * server says while the pod runs (the hash leaves it out) */
-        int64_t active_deadline_s;
+        LC_RO int64_t active_deadline_s;
         /* readiness gates: the status of the condition each one names, as
          * the API server last gave it (LcGate, spec order; NULL: none) */
-        unsigned char *gates;
-        char **victims; /* preemption victims still stopping; the sync waits for them */
-        size_t n_victims;
-        unsigned resources_gen;    /* the container-resources generation its running containers have */
-        int64_t cpu_request_milli; /* the pod's effective cpu request */
-        int64_t memory_request;    /* the pod's effective memory request, bytes (MemoryQoS's QoS sums) */
-        uint64_t *numa;            /* LcAdmitResult.numa of its admission, NULL = no hints */
-        LcLatency latency;
+        LC_RO unsigned char *LC_RO gates;
+        LC_RO char *LC_RO *LC_RO victims; /* preemption victims still stopping; the sync waits for them */
+        LC_RO size_t n_victims;
+        LC_RO unsigned resources_gen;    /* the container-resources generation its running containers have */
+        LC_RO int64_t cpu_request_milli; /* the pod's effective cpu request */
+        LC_RO int64_t memory_request;    /* the pod's effective memory request, bytes (MemoryQoS's QoS sums) */
+        LC_RO uint64_t *LC_RO numa;      /* LcAdmitResult.numa of its admission, NULL = no hints */
+        LC_RO LcLatency latency;
         /* the manifest file's identity when it was read (st_dev, st_ino,
          * size, mtime and ctime in ns; all 0: not from a file): the
          * periodic rescan does not decode an unchanged file again */
-        uint64_t file_dev, file_ino;
-        int64_t file_size, file_mtime_ns, file_ctime_ns;
-        CubRetry sync_retry; /* after a failed sync: no new one before its next_usec (cub_retry_pod_sync) */
+        LC_RO uint64_t file_dev, file_ino;
+        LC_RO int64_t file_size, file_mtime_ns, file_ctime_ns;
+        LC_RO CubRetry sync_retry; /* after a failed sync: no new one before its next_usec (cub_retry_pod_sync) */
         /* the last sync's typed failure (WORKER_FAIL_NONE after a good one):
          * kubelet's waiting reasons come from it (agent/lifecycle/reasons.c) */
-        WorkerFailKind failure;
-        size_t failure_container; /* SIZE_MAX: the pod */
-        bool network_wait;        /* its sync waits for the runtime's network (NetworkNotReady recorded) */
-        LcEvent *events;          /* oldest first; NULL until the first */
-        size_t n_events;
+        LC_RO WorkerFailKind failure;
+        LC_RO size_t failure_container; /* SIZE_MAX: the pod */
+        LC_RO bool network_wait;        /* its sync waits for the runtime's network (NetworkNotReady recorded) */
+        LC_RO LcEvent *LC_RO events;    /* oldest first; NULL until the first */
+        LC_RO size_t n_events;
         /* network */
-        char pod_ip[64]; /* of its ready sandbox, "" = none (host network: the node's IP is shown) */
+        LC_RO char pod_ip[64]; /* of its ready sandbox, "" = none (host network: the node's IP is shown) */
         /* probes and hooks: each condition's value and when it last changed
          * (unix s; 0: not computed yet), by lc_pod_track_conditions() */
-        bool cond_value[_LC_POD_COND_MAX];
-        int64_t cond_since[_LC_POD_COND_MAX];
-        LcResize resize; /* in-place resize (agent/loop/resize.c) */
+        LC_RO bool cond_value[_LC_POD_COND_MAX];
+        LC_RO int64_t cond_since[_LC_POD_COND_MAX];
+        LC_RO LcResize resize; /* in-place resize (agent/loop/resize.c) */
         /* CLOCK_REALTIME ns when a source first gave it (kubelet's
          * kubernetes.io/config.seen, which its mirror pod carries) */
-        int64_t seen_ns;
+        LC_RO int64_t seen_ns;
 } LcPod;
 
 /* ---- kubelet's words (agent/lifecycle/reasons.c) -------------------------- */
@@ -257,6 +272,91 @@ int lc_pod_add_victim(LcPod *p, const char *uid);
 /* Drops uid from the victims; returns whether it was one. */
 bool lc_pod_drop_victim(LcPod *p, const char *uid);
 size_t lc_pod_restarts(const LcPod *p);
+
+/* ---- the named transitions: every write of an LcPod outside pod.c and
+ * reasons.c (transitions.c, resize.c) ------------------------------------ */
+
+/* a source gave it: kubelet's config.seen (CLOCK_REALTIME ns) and when the
+ * source saw it (CLOCK_MONOTONIC µs, latency.event) */
+void lc_pod_seen(LcPod *p, int64_t seen_ns, uint64_t event_usec);
+/* whether a source still defines it (the loop's merge alone decides it) */
+void lc_pod_set_wanted(LcPod *p, bool wanted);
+/* the manifest file's identity when it was read (all 0: none) */
+void lc_pod_set_file_id(LcPod *p, uint64_t dev, uint64_t ino, int64_t size, int64_t mtime_ns, int64_t ctime_ns);
+/* activeDeadlineSeconds as its source says now; whether it changed */
+bool lc_pod_set_active_deadline(LcPod *p, int64_t seconds);
+/* every manager admitted it; its running containers are to have the
+ * container-resources generation gen */
+void lc_pod_admitted(LcPod *p, unsigned gen);
+/* the managers are to let go of it; false: it was not admitted */
+bool lc_pod_unadmit(LcPod *p);
+/* its admission's NUMA hints (takes numa) */
+void lc_pod_set_numa(LcPod *p, uint64_t *numa);
+/* terminal by admission (kubelet's rejectPod), after lc_pod_set_failed */
+void lc_pod_rejected(LcPod *p);
+/* the stop that makes it terminal is an eviction's, or not */
+void lc_pod_set_evicted(LcPod *p, bool evicted);
+/* terminal in the API server before this process saw it: phase
+ * "Succeeded" or "Failed" with the API server's reason and message */
+void lc_pod_api_terminal(LcPod *p, const char *phase, const char *reason, const char *message);
+/* a job of it went to the worker pool; gen: the container-resources
+ * generation an UPDATE job gives its containers (0: a sync, which keeps it) */
+void lc_pod_submitted(LcPod *p, unsigned gen);
+/* a sync could not be submitted (its containers' configs): a failed sync,
+ * retried by the sync's back-off; whether the journal should hear of it */
+bool lc_pod_sync_refused(LcPod *p, WorkerFailKind fail, size_t container, const char *error, uint64_t now,
+                         uint32_t draw);
+/* A sync job of p ended (j): no longer busy, its latencies, its first good
+ * sync (started), the retry (log_error: a new error for the journal;
+ * log_cleared: synced again), its pulls' events, its typed failure and the
+ * containers it could not create. */
+typedef struct LcSyncDone {
+        bool started, log_error, log_cleared;
+} LcSyncDone;
+LcSyncDone lc_pod_sync_done(LcPod *p, const WorkerJob *j, uint64_t now, uint32_t draw);
+/* an UPDATE job ended; a failed one not of a resize is tried again (its
+ * generation forgotten) */
+void lc_pod_update_done(LcPod *p, bool retry);
+/* the pod cgroup was written at usec (latency.cgroup) */
+void lc_pod_cgroup_written(LcPod *p, uint64_t usec);
+/* whether the runtime holds something of it */
+void lc_pod_set_observed(LcPod *p, bool observed);
+/* its sync waits for the runtime's network (error: the runtime's, NULL or
+ * "": ready); the first wait records NetworkNotReady; whether it waits */
+bool lc_pod_network_wait(LcPod *p, const char *error, uint64_t now);
+/* probes and hooks: what container k's probes said of container id;
+ * false: k no longer is that container */
+bool lc_pod_probe_result(LcPod *p, size_t k, const char *id, bool started, bool ready, int64_t now_s);
+/* why container k was last killed (liveness, postStart) */
+void lc_pod_container_killed(LcPod *p, size_t k, const char *message);
+/* the source's pod of the same hash with more ephemeral containers or
+ * other labels or annotations (takes spec) */
+void lc_pod_set_spec_want(LcPod *p, WorkerSpec *spec);
+/* spec_want became the spec (after lc_pod_set_spec): dropped, and a failed
+ * sync is tried again at once (kubelet's UpdatePod) */
+void lc_pod_spec_applied(LcPod *p);
+
+/* in-place resize (resize.c): the checkpoint's allocation is the spec
+ * (in_progress: not actuated yet), and the file is decoded again */
+void lc_resize_restored(LcPod *p, bool in_progress, uint64_t now, int64_t now_s);
+/* nothing waits any more / spec waits (takes it) */
+void lc_resize_withdraw(LcPod *p);
+void lc_resize_want(LcPod *p, WorkerSpec *spec);
+/* the wanted resize does not fit: PodResizePending reason and message,
+ * tried again from next_usec; whether reason or message changed */
+bool lc_resize_pending(LcPod *p, const char *reason, const char *message, uint64_t next_usec, int64_t now_s);
+/* before the wanted spec becomes p's: which containers restart for it
+ * (restart[k], p->n of them), and the spec that runs until it is actuated */
+void lc_resize_allocating(LcPod *p, const bool *restart);
+/* after: allocated, to be actuated */
+void lc_resize_allocated(LcPod *p, uint64_t now, int64_t now_s);
+/* its actuation could not be submitted: tried again from next_usec */
+void lc_resize_retry_at(LcPod *p, uint64_t next_usec);
+/* its actuation failed: the error kept, its back-off (1 s doubling, up to
+ * max_usec); whether the error is new */
+bool lc_resize_failed(LcPod *p, const char *error, uint64_t now, uint64_t max_usec);
+/* actuated: done */
+void lc_resize_actuated(LcPod *p);
 
 /*
  * Updates statuses, back-off and phase from what the runtime holds for the

@@ -57,7 +57,7 @@ static void apply_fail(Agent *a, const LcAction *act) {
         if (act->evicted || strcmp(act->reason, "Preempted") == 0)
                 agent_metrics_stopped_by(a, act->evicted, act->resource);
         grace = act->grace >= 0 ? act->grace : p->spec->pod->termination_grace_period_seconds;
-        p->evicted = act->evicted;
+        lc_pod_set_evicted(p, act->evicted);
         /* kubelet's events: the eviction or preemption, then each container's stop */
         if (act->evicted)
                 lc_pod_event(p, true, "Evicted", agent_now_usec(), "%s", act->message);
@@ -98,17 +98,10 @@ void agent_pod_check_deadline(Agent *a, LcPod *p, uint64_t now) {
 /* probes and hooks: the container's probes said started/ready */
 static void apply_probe(Agent *a, const LcAction *act) {
         LcPod *p = agent_find_pod(a, act->uid);
-        LcContainerStatus *st;
 
-        if (!p || act->container >= p->n)
-                return;
-        st = &p->statuses[act->container];
-        if (strcmp(st->id, act->container_id) != 0)
-                return; /* about a container that is gone */
-        st->probe_known = true;
-        st->probe_started = act->started;
-        st->probe_ready = act->ready;
-        (void) lc_pod_track_conditions(p, (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
+        if (p)
+                (void) lc_pod_probe_result(p, act->container, act->container_id, act->started, act->ready,
+                                           (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
 }
 
 /* probes and hooks: a liveness or startup failure kills the container; the
@@ -123,8 +116,7 @@ static void apply_restart_container(Agent *a, const LcAction *act) {
         pod = p->spec->pod;
         cub_log(LOG_INFO, "pod %s/%s: %s", pod->namespace_, pod->name, act->message);
         lc_pod_event(p, false, "Killing", agent_now_usec(), "%s", act->message);
-        (void) snprintf(p->statuses[act->container].message, sizeof(p->statuses[act->container].message), "%.150s",
-                        act->message);
+        lc_pod_container_killed(p, act->container, act->message);
         agent_submit_stop_container(a, p, act->container, act->container_id,
                                     act->grace >= 0 ? act->grace : pod->termination_grace_period_seconds);
 }
@@ -201,7 +193,7 @@ void agent_apply_actions(Agent *a) {
                                 LcPod *p = agent_find_pod(a, act->uid);
 
                                 if (p)
-                                        p->latency.cgroup = act->usec;
+                                        lc_pod_cgroup_written(p, act->usec);
                                 break;
                         }
                         case LC_ACTION_NODE_RESOURCE:

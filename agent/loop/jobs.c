@@ -260,27 +260,15 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
 
         if (p) {
                 agent_metrics_job(a, p, j);
-                p->busy = false;
-                if (j->sandbox_requested_usec && !p->latency.sandbox)
-                        p->latency.sandbox = j->sandbox_requested_usec;
-                if (j->containers_started_usec && !p->latency.started)
-                        p->latency.started = j->containers_started_usec;
-                if (j->r >= 0 && p->admitted && !p->started) {
-                        p->started = true;
+                LcSyncDone d = lc_pod_sync_done(p, j, agent_now_usec(), cub_retry_draw());
+
+                if (d.started)
                         agent_managers_pod_started(a, p);
-                }
                 /* one journal line per distinct error, and one when it clears */
-                if (j->r < 0 &&
-                    cub_retry_failed(&p->sync_retry, &cub_retry_pod_sync, agent_now_usec(), j->error, cub_retry_draw()))
+                if (d.log_error)
                         cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_, j->spec->pod->name, j->error);
-                else if (j->r >= 0 && cub_retry_succeeded(&p->sync_retry))
+                else if (d.log_cleared)
                         cub_log(LOG_INFO, "pod %s/%s: synced again", j->spec->pod->namespace_, j->spec->pod->name);
-                lc_pod_pull_events(p, j->pulls, j->n_pulls);
-                lc_pod_sync_result(p, j->r, j->fail, j->fail_container, j->error, agent_now_usec());
-                /* security context: containers the sync could not create */
-                for (size_t k = 0; k < p->n; k++)
-                        (void) snprintf(p->statuses[k].config_error, sizeof(p->statuses[k].config_error), "%s",
-                                        k < j->n_config_errors && j->config_errors[k] ? j->config_errors[k] : "");
         }
         updated = p && agent_pod_spec_apply(a, p); /* a spec update that waited for the job */
         agent_remove_unwanted(a);
@@ -375,11 +363,10 @@ int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         p = job_pod(a, j);
                         if (p) {
                                 agent_metrics_job(a, p, j);
-                                p->busy = false;
+                                lc_pod_update_done(p, !j->resize && j->r < 0);
                                 if (j->resize) {
                                         agent_resize_done(a, p, j);
                                 } else if (j->r < 0) {
-                                        p->resources_gen = 0; /* retried at the next relist */
                                         cub_log(LOG_WARNING, "pod %s/%s: %s", j->spec->pod->namespace_,
                                                 j->spec->pod->name, j->error);
                                 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "../managers/managers.h"
+#include "../util/cleanup.h"
 #include "../util/log.h"
 #include "agent-internal.h"
 
@@ -132,11 +133,8 @@ size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret, void (*apply
                                         a->mgrs.mgr[k]->pod_removed(a->mgrs.mgr_state[k], p);
                         return i;
                 }
-                if (ret->numa) {
-                        free(p->numa);
-                        p->numa = ret->numa;
-                        ret->numa = NULL;
-                }
+                if (ret->numa)
+                        lc_pod_set_numa(p, TAKE_PTR(ret->numa));
                 /* what it decided (preemption victims) is in place before
                  * the next manager looks at the pod */
                 apply(a);

@@ -17,18 +17,14 @@
 #include "agent-internal.h"
 
 static void pod_set_file_id(LcPod *p, const PodsrcFileId *id) {
-        p->file_dev = id->dev;
-        p->file_ino = id->ino;
-        p->file_size = id->size;
-        p->file_mtime_ns = id->mtime_ns;
-        p->file_ctime_ns = id->ctime_ns;
+        lc_pod_set_file_id(p, id->dev, id->ino, id->size, id->mtime_ns, id->ctime_ns);
 }
 
 /* a pod that left its source */
 static void pod_gone(Agent *a, LcPod *p) {
         cub_log(LOG_INFO, "pod %s/%s (uid %s) is no longer wanted", p->spec->pod->namespace_, p->spec->pod->name,
                 p->spec->pod->uid);
-        p->wanted = false;
+        lc_pod_set_wanted(p, false);
         agent_pod_forget(a, p);
 }
 
@@ -48,7 +44,7 @@ static bool pod_new(Agent *a, PodsrcEntry *e, uint64_t event_usec) {
         }
         p = agent_pod_insert(a, spec, event_usec);
         if (p) {
-                p->wanted = true; /* before its admission, which may look (LcEnv.pods) */
+                lc_pod_set_wanted(p, true); /* before its admission, which may look (LcEnv.pods) */
                 if (p->spec->pod->api_phase)
                         agent_pod_api_terminal(a, p);
                 else
@@ -78,7 +74,7 @@ static void merge_dir_set(Agent *a, PodsrcSet *set, uint64_t now) {
 
         for (size_t i = 0; i < a->table.n_pods; i++)
                 if (agent_pod_from_dir(a, a->table.pods[i])) /* the URL's and the API's are their own */
-                        a->table.pods[i]->wanted = false;
+                        lc_pod_set_wanted(a->table.pods[i], false);
         /* pods that stay are known first, so that what left frees its
          * resources before new pods are admitted */
         for (size_t i = 0; i < set->n; i++) {
@@ -86,7 +82,7 @@ static void merge_dir_set(Agent *a, PodsrcSet *set, uint64_t now) {
                 LcPod *p = ep ? agent_find_pod(a, ep->uid) : NULL;
 
                 if (p && strcmp(p->spec->pod->config_hash, ep->config_hash) == 0) {
-                        p->wanted = true;
+                        lc_pod_set_wanted(p, true);
                         pod_set_file_id(p, &set->items[i].id);           /* touched, same pod */
                         agent_pod_resize_want(a, p, &set->items[i].pod); /* or resized */
                 }
@@ -186,14 +182,14 @@ static void merge_set(Agent *a, PodsrcSet *set, uint64_t now, bool api) {
         for (size_t i = 0; i < a->table.n_pods; i++)
                 if (from_source(a, a->table.pods[i], api)) {
                         was[i] = a->table.pods[i]->wanted;
-                        a->table.pods[i]->wanted = false;
+                        lc_pod_set_wanted(a->table.pods[i], false);
                 }
         for (size_t i = 0; i < set->n; i++) {
                 LcPod *p = set->items[i].pod ? agent_find_pod(a, set->items[i].pod->uid) : NULL;
 
                 if (p && from_source(a, p, api) &&
                     strcmp(p->spec->pod->config_hash, set->items[i].pod->config_hash) == 0) {
-                        p->wanted = true;
+                        lc_pod_set_wanted(p, true);
                         /* activeDeadlineSeconds may change while the pod runs (not in the hash) */
                         /* readiness gates: what the API server says of their conditions */
                         if (lc_pod_set_gates(p, set->items[i].pod)) {
@@ -201,10 +197,8 @@ static void merge_set(Agent *a, PodsrcSet *set, uint64_t now, bool api) {
                                         p, (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
                                 agent_notify_status(a);
                         }
-                        if (p->active_deadline_s != set->items[i].pod->active_deadline_seconds) {
-                                p->active_deadline_s = set->items[i].pod->active_deadline_seconds;
+                        if (lc_pod_set_active_deadline(p, set->items[i].pod->active_deadline_seconds))
                                 agent_request_relist(a);
-                        }
                         agent_pod_resize_want(a, p, &set->items[i].pod); /* the same pod, or resized */
                         if (agent_pod_spec_want(a, p, &set->items[i].pod) && agent_pod_spec_apply(a, p))
                                 agent_request_relist(a);

@@ -53,10 +53,8 @@ void agent_pod_set_spec(Agent *a, LcPod *p, WorkerSpec *spec) {
 
 /* Every manager lets go of what the pod holds. */
 void agent_pod_forget(Agent *a, LcPod *p) {
-        if (!p->admitted)
-                return;
-        p->admitted = false;
-        agent_managers_pod_removed(a, p);
+        if (lc_pod_unadmit(p))
+                agent_managers_pod_removed(a, p);
 }
 
 void agent_remove_unwanted(Agent *a) {
@@ -112,7 +110,7 @@ void agent_pod_reject(Agent *a, LcPod *p, const char *reason, const char *messag
         (void) snprintf(msg, sizeof(msg), "Pod was rejected: %s", message);
         lc_pod_event(p, true, reason, agent_now_usec(), "%s", msg);
         (void) agent_pod_fail(a, p, reason, msg, 0);
-        p->rejected = true;
+        lc_pod_rejected(p);
 }
 
 bool agent_pod_admit(Agent *a, LcPod *p) {
@@ -140,8 +138,7 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
                 agent_pod_reject(a, p, res.reason, res.message);
                 return false;
         }
-        p->admitted = true;
-        p->resources_gen = a->decided.resources_gen;
+        lc_pod_admitted(p, a->decided.resources_gen);
         for (size_t k = 0; p->numa && k < p->n; k++)
                 pinned += p->numa[k] != 0; /* containers given exclusive CPUs */
         agent_metrics_cpu_pinning(a, pinned);
@@ -158,7 +155,7 @@ LcPod *agent_pod_insert(Agent *a, WorkerSpec *spec, uint64_t event_usec) {
                 return NULL;
         }
         worker_spec_unref(spec);
-        p->seen_ns = (int64_t) (cub_now_usec(CLOCK_REALTIME) * 1000);
+        lc_pod_seen(p, (int64_t) (cub_now_usec(CLOCK_REALTIME) * 1000), event_usec);
         np = realloc(a->table.pods, (a->table.n_pods + 1) * sizeof(*np));
         if (!np) {
                 lc_pod_free(p);
@@ -170,7 +167,6 @@ LcPod *agent_pod_insert(Agent *a, WorkerSpec *spec, uint64_t event_usec) {
                 return NULL;
         }
         a->table.pods[a->table.n_pods++] = p;
-        p->latency.event = event_usec;
         cub_log(LOG_INFO, "pod %s/%s (uid %s) from '%s'", spec->pod->namespace_, spec->pod->name, spec->pod->uid,
                 spec->source);
         return p;
@@ -199,10 +195,7 @@ void agent_pod_start(Agent *a, LcPod *p) {
 void agent_pod_api_terminal(Agent *a, LcPod *p) {
         const Pod *pod = p->spec->pod;
 
-        lc_pod_set_failed(p, pod->api_reason ?: "", pod->api_message ?: "", 0);
-        if (strcmp(pod->api_phase, "Succeeded") == 0)
-                p->phase = LC_PHASE_SUCCEEDED;
-        p->api_terminal = true;
+        lc_pod_api_terminal(p, pod->api_phase, pod->api_reason, pod->api_message);
         cub_log(LOG_INFO, "pod %s/%s (uid %s) is %s in the API server: not run again", pod->namespace_, pod->name,
                 pod->uid, pod->api_phase);
         agent_notify_status(a);

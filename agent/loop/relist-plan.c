@@ -7,14 +7,7 @@
 bool relist_may_sync(LcPod *p, uint64_t now, const char *network_error) {
         if (!p->admitted || p->terminal || p->n_victims > 0 || p->busy || !cub_retry_due(&p->sync_retry, now))
                 return false;
-        if (network_error && *network_error && !p->spec->pod->host_network) {
-                if (!p->network_wait)
-                        lc_pod_event(p, true, "NetworkNotReady", now, "network is not ready: %s", network_error);
-                p->network_wait = true;
-                return false;
-        }
-        p->network_wait = false;
-        return true;
+        return !lc_pod_network_wait(p, network_error, now);
 }
 
 static bool waits_for_retry(const LcPod *p, uint64_t now) {
@@ -60,7 +53,7 @@ int relist_plan(const RelistInput *in, KillTable *kills, RelistPlan *plan) {
                         continue;
                 if (p->terminal) {
                         /* a rejected, preempted or evicted pod keeps nothing running */
-                        p->observed = o != NULL;
+                        lc_pod_set_observed(p, o != NULL);
                         if (o && (r = add_kill(plan, kills, o, p->kill_grace, in->now, in->n_observed)) < 0)
                                 goto out;
                         continue;

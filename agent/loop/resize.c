@@ -104,12 +104,7 @@ void agent_resize_restored(Agent *a, LcPod *p) {
         /* the source's pod comes again (the directory's rescan decodes the
          * file again, the URL's next answer, the API's next event): if it
          * differs from the allocation, it waits as the want */
-        p->file_dev = p->file_ino = 0;
-        p->resize.in_progress = json_is_true(json_object_get(e, "inProgress"));
-        if (p->resize.in_progress) {
-                p->resize.started_usec = agent_now_usec();
-                p->resize.progress_since = time(NULL);
-        }
+        lc_resize_restored(p, json_is_true(json_object_get(e, "inProgress")), agent_now_usec(), time(NULL));
         cub_log(LOG_INFO, "pod %s/%s: its allocation from the resize checkpoint%s", p->spec->pod->namespace_,
                 p->spec->pod->name, p->resize.in_progress ? ", to be actuated" : "");
 }
@@ -120,13 +115,6 @@ void agent_resize_free(Agent *a) {
 }
 
 /* ---- resize --------------------------------------------------------------- */
-
-static void clear_pending(LcPod *p) {
-        p->resize.want = worker_spec_unref(p->resize.want);
-        p->resize.pending[0] = p->resize.message[0] = '\0';
-        p->resize.next_usec = 0;
-        p->resize.pending_since = 0;
-}
 
 static void try_one(Agent *a, LcPod *p, uint64_t now);
 
@@ -149,7 +137,7 @@ void agent_pod_resize_want(Agent *a, LcPod *p, Pod **pod) {
                 /* back to what is allocated: nothing waits any more */
                 if (p->resize.want) {
                         cub_log(LOG_INFO, "pod %s/%s: the resize waiting is withdrawn", cur->namespace_, cur->name);
-                        clear_pending(p);
+                        lc_resize_withdraw(p);
                         save(a, p);
                 }
                 return;
@@ -165,8 +153,7 @@ void agent_pod_resize_want(Agent *a, LcPod *p, Pod **pod) {
                         err.msg);
                 return;
         }
-        clear_pending(p);
-        p->resize.want = spec;
+        lc_resize_want(p, spec);
         cub_log(LOG_INFO, "pod %s/%s: resize wanted", cur->namespace_, cur->name);
         save(a, p);
         try_one(a, p, agent_now_usec());
@@ -182,7 +169,7 @@ static void actuate(Agent *a, LcPod *p) {
                         memcpy(skip, p->resize.restart, p->n * sizeof(bool));
         }
         if (!agent_submit_resize(a, p, skip))
-                p->resize.next_usec = agent_now_usec() + CUB_USEC_PER_SEC;
+                lc_resize_retry_at(p, agent_now_usec() + CUB_USEC_PER_SEC);
 }
 
 /* kubelet's disallowResizeForSwappableContainers: a memory request that
@@ -215,6 +202,7 @@ static bool swap_resize(const LcPod *p) {
 static void try_one(Agent *a, LcPod *p, uint64_t now) {
         const Pod *pod = p->spec->pod;
         _cleanup_free_ PodResizeChange *ch = NULL;
+        _cleanup_free_ bool *restarts = NULL;
         LcAdmitResult r;
         CubError err = {};
         bool any = false, restart = false;
@@ -233,32 +221,23 @@ static void try_one(Agent *a, LcPod *p, uint64_t now) {
         } else
                 agent_managers_resize(a, p, p->resize.want->pod, &r);
         if (!r.admit) {
-                if (strcmp(p->resize.pending, r.reason) != 0)
-                        p->resize.pending_since = time(NULL);
-                if (strcmp(p->resize.pending, r.reason) != 0 || strcmp(p->resize.message, r.message) != 0)
-                        cub_log(LOG_INFO, "pod %s/%s: resize %s: %s", pod->namespace_, pod->name, r.reason, r.message);
-                (void) snprintf(p->resize.pending, sizeof(p->resize.pending), "%.15s", r.reason);
-                (void) snprintf(p->resize.message, sizeof(p->resize.message), "%s", r.message);
                 /* Infeasible waits for another resize of the source */
-                p->resize.next_usec = strcmp(r.reason, "Infeasible") == 0 ? UINT64_MAX : now + RESIZE_DEFERRED_USEC;
+                if (lc_resize_pending(p, r.reason, r.message,
+                                      strcmp(r.reason, "Infeasible") == 0 ? UINT64_MAX : now + RESIZE_DEFERRED_USEC,
+                                      time(NULL)))
+                        cub_log(LOG_INFO, "pod %s/%s: resize %s: %s", pod->namespace_, pod->name, r.reason, r.message);
                 agent_notify_status(a);
                 return;
         }
-        free(p->resize.restart);
-        p->resize.restart = calloc(p->n + 1, sizeof(bool));
-        for (size_t k = 0; p->resize.restart && k < p->n; k++) {
-                p->resize.restart[k] = ch[k].restart;
+        if (!(restarts = calloc(p->n + 1, sizeof(bool))))
+                return;
+        for (size_t k = 0; k < p->n; k++) {
+                restarts[k] = ch[k].restart;
                 restart = restart || ch[k].restart;
         }
-        if (!p->resize.actual)
-                p->resize.actual = worker_spec_ref(p->spec);
+        lc_resize_allocating(p, restarts);
         agent_pod_set_spec(a, p, p->resize.want);
-        clear_pending(p);
-        p->resize.in_progress = true;
-        p->resize.progress_since = time(NULL);
-        p->resize.error[0] = '\0';
-        p->resize.tries = 0;
-        p->resize.started_usec = now;
+        lc_resize_allocated(p, now, time(NULL));
         pod = p->spec->pod;
         cub_log(LOG_INFO, "pod %s/%s: resize allocated%s", pod->namespace_, pod->name,
                 restart ? ", containers restart for it" : "");
@@ -307,17 +286,13 @@ static void completed(LcPod *p, uint64_t now) {
 
 void agent_resize_done(Agent *a, LcPod *p, const WorkerJob *j) {
         const Pod *pod = p->spec->pod;
-        uint64_t now = agent_now_usec(), wait;
+        uint64_t now = agent_now_usec();
 
         if (j->spec != p->spec)
                 return; /* resized again meanwhile: that one actuates */
         if (j->r < 0) {
-                if (strcmp(p->resize.error, j->error) != 0)
+                if (lc_resize_failed(p, j->error, now, RESIZE_RETRY_MAX_USEC))
                         cub_log(LOG_WARNING, "pod %s/%s: resize: %s", pod->namespace_, pod->name, j->error);
-                (void) snprintf(p->resize.error, sizeof(p->resize.error), "%s", j->error);
-                p->resize.tries++;
-                wait = CUB_USEC_PER_SEC << (p->resize.tries < 6 ? p->resize.tries : 6);
-                p->resize.next_usec = now + (wait < RESIZE_RETRY_MAX_USEC ? wait : RESIZE_RETRY_MAX_USEC);
                 agent_notify_status(a);
                 return;
         }
@@ -329,12 +304,7 @@ void agent_resize_done(Agent *a, LcPod *p, const WorkerJob *j) {
                         lc_pod_event(p, false, "Killing", now, "Container %s resize requires restart", c->name);
                         agent_submit_stop_container(a, p, k, p->statuses[k].id, pod->termination_grace_period_seconds);
                 }
-        free(p->resize.restart);
-        p->resize.restart = NULL;
-        p->resize.in_progress = false;
-        p->resize.actual = worker_spec_unref(p->resize.actual);
-        p->resize.error[0] = '\0';
-        p->resize.tries = 0;
+        lc_resize_actuated(p);
         completed(p, now);
         save(a, p);
         agent_notify_status(a);

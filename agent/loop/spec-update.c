@@ -42,8 +42,7 @@ bool agent_pod_spec_want(Agent *a, LcPod *p, Pod **pod) {
                 cub_log(LOG_ERR, "pod %s/%s: %s", p->spec->pod->namespace_, p->spec->pod->name, err.msg);
                 return false;
         }
-        worker_spec_unref(p->spec_want);
-        p->spec_want = spec;
+        lc_pod_set_spec_want(p, spec);
         return true;
 }
 
@@ -54,9 +53,8 @@ bool agent_pod_spec_apply(Agent *a, LcPod *p) {
                 return false;
         had = p->spec->pod->n_ephemeral_containers;
         agent_pod_set_spec(a, p, p->spec_want);
-        p->spec_want = worker_spec_unref(p->spec_want);
+        lc_pod_spec_applied(p);       /* a failed sync is tried again at once (kubelet's UpdatePod) */
         a->cluster.meta_generation++; /* the downward API's files */
-        p->sync_retry.next_usec = 0;  /* a failed sync is tried again at once (kubelet's UpdatePod) */
         if (p->spec->pod->n_ephemeral_containers > had)
                 cub_log(LOG_INFO, "pod %s/%s: ephemeral container '%s' added", p->spec->pod->namespace_,
                         p->spec->pod->name,

@@ -81,9 +81,8 @@ void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
 
                 (void) snprintf(msg, sizeof(msg), "CreateContainerConfigError: container '%s': %s",
                                 k < p->n ? pod_container_at(p->spec->pod, k, NULL)->name : "-", err.msg);
-                if (cub_retry_failed(&p->sync_retry, &cub_retry_pod_sync, now, msg, cub_retry_draw()))
+                if (lc_pod_sync_refused(p, WORKER_FAIL_CONFIG, k, msg, now, cub_retry_draw()))
                         cub_log(LOG_WARNING, "pod %s/%s: %s", p->spec->pod->namespace_, p->spec->pod->name, msg);
-                lc_pod_sync_result(p, -EIO, WORKER_FAIL_CONFIG, k, msg, now);
                 return;
         }
         j = worker_job_new(WORKER_SYNC);
@@ -103,7 +102,7 @@ void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         j->may_start = calloc(p->n + 1, sizeof(bool));
         for (size_t i = 0; j->may_start && i < p->n; i++)
                 j->may_start[i] = now >= p->backoff[i].next_usec;
-        p->busy = true;
+        lc_pod_submitted(p, 0);
         worker_pool_submit(a->core.pool, j);
 }
 
@@ -127,8 +126,7 @@ void agent_update_resources(Agent *a) {
                 }
                 j->spec = worker_spec_ref(p->spec);
                 j->configs = sets;
-                p->resources_gen = a->decided.resources_gen;
-                p->busy = true;
+                lc_pod_submitted(p, a->decided.resources_gen);
                 worker_pool_submit(a->core.pool, j);
         }
 }
@@ -152,8 +150,7 @@ bool agent_submit_resize(Agent *a, LcPod *p, bool *skip) {
         j->configs = sets;
         j->resize = true;
         j->skip = skip;
-        p->resources_gen = a->decided.resources_gen;
-        p->busy = true;
+        lc_pod_submitted(p, a->decided.resources_gen);
         worker_pool_submit(a->core.pool, j);
         return true;
 }
