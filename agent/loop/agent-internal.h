@@ -44,9 +44,7 @@
 #include "../cluster/client.h"
 #include "../cluster/events.h"
 #include "../cluster/node.h"
-#include "../cluster/pods.h"
-#include "../cluster/projected.h"
-#include "../cluster/services.h"
+#include "../cluster/source.h"
 #include "../cluster/status.h"
 #include "../config/podsrc.h"
 #include "../lifecycle/lifecycle.h"
@@ -62,12 +60,6 @@ typedef struct AgentError {
         char *source;
         char *message;
 } AgentError;
-
-/* A manifest file whose IN_CREATE/IN_MODIFY burst is being coalesced. */
-typedef struct AgentPendingFile {
-        char *name;
-        uint64_t event_usec; /* the first event of the burst */
-} AgentPendingFile;
 
 typedef struct AgentUpdate AgentUpdate; /* merge.c */
 
@@ -156,16 +148,7 @@ typedef struct AgentQueue {
 } AgentQueue;
 
 /* The manifest directory: written by source-dir.c alone. */
-typedef struct AgentSourceDir {
-        sd_event_source *inotify_src, *rescan_timer, *debounce_timer;
-        AgentPendingFile *pending; /* files whose event burst is coalesced */
-        size_t n_pending;
-        /* the directory's watch is gone (the directory was deleted or
-         * renamed away, or was not there at start): made again by the next
-         * rescan that finds the directory */
-        bool unwatched;
-        char *error; /* the last rescan's error, journaled once (NULL: none) */
-} AgentSourceDir;
+typedef struct AgentSourceDir AgentSourceDir; /* source-dir.c's own */
 
 /* The manifest URL: written by source-http.c alone. */
 typedef struct AgentSourceHttp {
@@ -181,39 +164,22 @@ typedef struct AgentSourceErrors {
         size_t n_url;
 } AgentSourceErrors;
 
-/* The HTTP API: written by serve.c alone (its counters too: the others
- * call agent_metrics_*()). */
-typedef struct AgentApi {
-        ApiMetrics metrics;
-        ApiHttp *http;              /* the read-only port */
-        ApiHttp *kubelet;           /* the kubelet server (port 10250), as a node of a cluster */
-        ApiAuth *auth;              /* its authentication and authorization */
-        KubeConfig review_cfg;      /* the node's credentials for its reviews */
-        char *self_cert, *self_key; /* its self-signed pair, without tlsCertFile */
-        ApiPodCache pod_cache;
-        sd_event_source *timer;
-        sd_event_source *wake;       /* owns the eventfd a waiting request writes (ApiHttpConfig.wake_fd) */
-        uint64_t runtime_down_since; /* CLOCK_MONOTONIC µs of the first tick it was seen down, 0 = up */
-} AgentApi;
+/* The HTTP API: serve.c's object (its counters too: the others call agent_metrics_*()). */
+typedef struct AgentApi AgentApi;
 
-/* The API server (--kubeconfig): written by cluster.c alone. */
+/* The API server (--kubeconfig): written by cluster.c alone. Its pods come
+ * from the source (agent/cluster/source.h), an object of its own behind
+ * the sources' interface; the rest is the status publisher: the Node, the
+ * pods' status and events. */
 typedef struct AgentCluster {
         KubeClient *client;
+        KubeSource *source; /* the pods bound to this node, their volumes' and env's data */
         KubeNode *node;
-        KubePods *pods;           /* the pods bound to this node */
         KubeStatus *status;       /* their status, and the final DELETE */
         KubeEvents *events;       /* their events */
-        KubeProjected *projected; /* tokens and ConfigMaps of their volumes */
-        KubeServices *services;   /* the Services, for the containers' env */
-        bool services_synced;     /* their first list, or its failure, has been seen (on_services) */
         uint64_t meta_generation; /* pods' labels or annotations changed (spec-update.c) */
         sd_event_source *status_timer;
-        uint64_t skipped_mirror, skipped_deleting, ticks;
-        /* pods waiting for their volumes' data: uid → {ns, name, message, first} (FailedMount events) */
-        json_t *waiting;
-        /* the UIDs of all pods held back for their volumes' data (uid → true),
-         * failure or not: wanted, so what runs of them is not stopped */
-        json_t *held;
+        uint64_t ticks;
         /* the node's own events (Starting, NodeReady, ...), and the
          * conditions they came from: type → status */
         struct {
@@ -241,10 +207,10 @@ struct Agent {
         AgentStops stops;       /* submit.c */
         AgentRuntime rt;        /* jobs.c */
         AgentQueue queue;       /* merge.c */
-        AgentSourceDir dir;     /* source-dir.c */
+        AgentSourceDir *dir;    /* source-dir.c */
         AgentSourceHttp url;    /* source-http.c */
         AgentSourceErrors errs; /* source-state.c */
-        AgentApi api;           /* serve.c */
+        AgentApi *api;          /* serve.c */
         AgentCluster cluster;   /* cluster.c */
 };
 
@@ -266,17 +232,11 @@ void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *i
  * API server: rendered again only when what it depends on changed since
  * the API server got it (cluster-mirror.c). */
 void agent_cluster_publish_status(Agent *a, const LcPod *p, const ApiPodsInfo *info, const char *uid);
-/* cluster-volumes.c: the API server's files of projected volumes */
-/* whether the pod's projected files of the API server can all be had; why:
- * kubelet's FailedMount message of the first that failed ("" while on their way) */
-bool agent_cluster_volumes_ready(Agent *a, const Pod *pod, char *why, size_t size);
-/* cluster-env.c: every ConfigMap and Secret the pod's env names has been
- * answered for (asked for when new); container c's env from them into cfg
+/* cluster-env.c: container c's env from the API server's data into cfg
  * (env_from, env_refs, or env_error with kubelet's message); -ENOMEM */
-bool agent_cluster_env_ready(Agent *a, const Pod *pod);
 int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c, WorkerContainerConfig *cfg);
-int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, struct VolApiFile **ret,
-                            size_t *ret_n, CubError *err);
+int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, VolApiFile **ret, size_t *ret_n,
+                            CubError *err);
 uint64_t agent_cluster_api_generation(void *loop);
 
 /* ---- source-dir.c: the manifest directory ------------------------------------- */
@@ -423,7 +383,7 @@ bool agent_sources_ready(const Agent *a);
 bool agent_pod_held(const void *a, const char *uid);
 bool agent_pods_held(const Agent *a);
 /* a pod of the API server (its source is AGENT_SOURCE_API) */
-#define AGENT_SOURCE_API "api"
+#define AGENT_SOURCE_API KUBE_SOURCE_PATH
 bool agent_pod_from_api(const LcPod *p);
 /* a pod of the manifest directory (neither the URL's nor the API server's) */
 bool agent_pod_from_dir(const Agent *a, const LcPod *p);
@@ -450,6 +410,8 @@ void agent_api_set_network(Agent *a, const char *error);
  * duration on its first successful sync (p: the job's pod, NULL for a kill). */
 void agent_metrics_job(Agent *a, const LcPod *p, const WorkerJob *j);
 void agent_metrics_manifest_error(Agent *a);
+/* the counters as they stand (NULL before agent_http_start): for the tests */
+const ApiMetrics *agent_metrics(const Agent *a);
 void agent_metrics_url_fetch(Agent *a, const char *result);
 void agent_metrics_rejected(Agent *a, const char *reason, bool cpu_pinning_error);
 void agent_metrics_cpu_pinning(Agent *a, size_t containers);

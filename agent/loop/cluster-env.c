@@ -20,45 +20,7 @@
 /* 1 here (*ret NULL: it does not exist), 0 asked for, < 0 failing */
 static int keys(Agent *a, const Pod *pod, bool secret, const char *name, const json_t **ret, CubError *err) {
         *ret = NULL;
-        return kube_projected_keys(a->cluster.projected, secret, pod->namespace_, name, ret, err);
-}
-
-/* kubelet waits for the Services' first list before it makes an API pod's
- * env (a static pod's is made from what is there); a list that fails with
- * the last set in the state directory (a node started offline) uses that */
-static bool services_wanted(Agent *a, const Pod *pod) {
-        const KubeServices *s = a->cluster.services;
-
-        return !pod_is_static(pod) && !kube_services_synced(s) &&
-               !(kube_services_failing(s) && kube_services_cached(s));
-}
-
-bool agent_cluster_env_ready(Agent *a, const Pod *pod) {
-        /* held while the list is on its way; one that fails shows as kubelet's error */
-        bool ready = !services_wanted(a, pod) || kube_services_failing(a->cluster.services);
-
-        for (size_t i = 0; i < pod->image_pull_secrets.n; i++) {
-                const json_t *o;
-                CubError err = {};
-
-                if (keys(a, pod, true, pod->image_pull_secrets.items[i], &o, &err) == 0)
-                        ready = false;
-        }
-        for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++) {
-                const PodContainer *c = pod_container_at(pod, k, NULL);
-                const json_t *o;
-                CubError err = {};
-
-                /* every one asked for at once; only what is on its way holds the pod */
-                for (size_t i = 0; i < c->n_env_from; i++)
-                        if (keys(a, pod, c->env_from[i].secret, c->env_from[i].name, &o, &err) == 0)
-                                ready = false;
-                for (size_t i = 0; i < c->n_env; i++)
-                        if ((c->env[i].kind == POD_ENV_CONFIG_MAP_KEY || c->env[i].kind == POD_ENV_SECRET_KEY) &&
-                            keys(a, pod, c->env[i].kind == POD_ENV_SECRET_KEY, c->env[i].ref_name, &o, &err) == 0)
-                                ready = false;
-        }
-        return ready;
+        return kube_projected_keys(kube_source_projected(a->cluster.source), secret, pod->namespace_, name, ret, err);
 }
 
 /* kubelet's words for an object that cannot be had into *ret (1); 0 when
@@ -145,20 +107,20 @@ static int pull_auths(Agent *a, const Pod *pod, const PodContainer *c, WorkerCon
 int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c, WorkerContainerConfig *cfg) {
         int r = 0;
 
-        if (!a->cluster.projected)
+        if (!a->cluster.source)
                 return 0;
         if (pod->image_pull_secrets.n > 0 && (r = pull_auths(a, pod, c, cfg)) < 0)
                 return r;
-        if (services_wanted(a, pod))
+        if (kube_source_services_wanted(a->cluster.source, pod))
                 return (cfg->env_error =
                                 strdup("services have not yet been read at least once, cannot construct envvars"))
                                ? 0
                                : -ENOMEM;
-        if (a->cluster.services) {
+        {
                 CubError e = {};
 
-                r = kube_service_env(kube_services_set(a->cluster.services), pod->namespace_, pod_service_links(pod),
-                                     &cfg->service_env, &e);
+                r = kube_service_env(kube_services_set(kube_source_services(a->cluster.source)), pod->namespace_,
+                                     pod_service_links(pod), &cfg->service_env, &e);
                 if (r < 0)
                         return r;
         }
@@ -197,4 +159,18 @@ int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c,
                         r = -ENOMEM;
         }
         return r < 0 ? r : 0;
+}
+
+/* the volume manager's hooks (LcEnv.api_files, api_generation): the source's
+ * files of the API server's data */
+int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, VolApiFile **ret, size_t *ret_n,
+                            CubError *err) {
+        return kube_source_api_files(((Agent *) loop)->cluster.source, pod, f, ret, ret_n, err);
+}
+
+uint64_t agent_cluster_api_generation(void *loop) {
+        Agent *a = loop;
+
+        /* and the pods' labels and annotations: their downward API files */
+        return kube_source_generation(a->cluster.source) + a->cluster.meta_generation;
 }

@@ -14,11 +14,8 @@
 #include "../../cri/cri.h"
 #include "../managers/managers.h"
 #include "../node/info.h"
-#include "../pod/api-status.h"
-#include "../pod/resize.h"
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
-#include "../util/fnv.h"
 #include "../util/log.h"
 #include "agent-internal.h"
 
@@ -136,191 +133,37 @@ static json_t *node_json(void *userdata) {
         return node;
 }
 
-/* ---- the pods bound to this node ------------------------------------------------ */
+/* ---- the pods bound to this node: the source's hooks ---------------------------- */
 
-/* a Pod of the API server as an entry of the set: decoded as a manifest
- * (refused fields land in pod->refused, and the pod fails with their
- * paths), the API's UID, a config hash of its spec */
-static void api_entry(const json_t *o, PodsrcEntry *e) {
-        _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT), *spec = NULL;
-        const json_t *meta = json_object_get(o, "metadata");
-        char source[600], hash[16];
-        CubError err = {};
+static bool source_pod(void *userdata, const char *uid, KubeSourcePod *ret) {
+        const LcPod *p = agent_find_pod(userdata, uid);
 
-        (void) snprintf(source, sizeof(source), "pod %s/%s",
-                        json_string_value(json_object_get(meta, "namespace")) ?: "default",
-                        json_string_value(json_object_get(meta, "name")) ?: "?");
-        e->path = strdup(AGENT_SOURCE_API);
-        spec = pod_resize_spec_text(json_object_get(o, "spec")); /* a resize keeps the hash */
-        if (text) {
-                /* what the API server sets or has applied (generateName:
-                 * the name is made), and the service account fields whose
-                 * volume (if any) is decoded, not dropped */
-                static const char *const server_set[] = { "resourceVersion", "generation", "creationTimestamp",
-                                                          "managedFields",   "selfLink",   "ownerReferences",
-                                                          "generateName" };
-                static const char *const sa[] = { "serviceAccountName", "serviceAccount",
-                                                  "automountServiceAccountToken" };
-                json_t *c = json_deep_copy(o);
-
-                for (size_t i = 0; c && i < sizeof(server_set) / sizeof(*server_set); i++)
-                        (void) json_object_del(json_object_get(c, "metadata"), server_set[i]);
-                for (size_t i = 0; c && i < sizeof(sa) / sizeof(*sa); i++)
-                        (void) json_object_del(json_object_get(c, "spec"), sa[i]);
-                (void) json_object_del(c, "status");
-                /* a list's items carry no apiVersion and kind */
-                if (c) {
-                        json_object_set_new(c, "apiVersion", json_string("v1"));
-                        json_object_set_new(c, "kind", json_string("Pod"));
-                }
-                free(text);
-                text = c ? json_dumps(c, JSON_COMPACT) : NULL;
-                json_decref(c);
-        }
-        if (!text || !spec || !e->path || pod_decode_api(text, strlen(text), source, &e->pod, &err) < 0) {
-                e->error = strdup(*err.msg ? err.msg : "out of memory");
-                return;
-        }
-        /* the token's service account (the field itself is the API server's) */
-        {
-                const json_t *sp = json_object_get(o, "spec");
-                const char *sa = json_string_value(json_object_get(sp, "serviceAccountName"))
-                                         ?: json_string_value(json_object_get(sp, "serviceAccount"));
-
-                free(e->pod->service_account_name);
-                e->pod->service_account_name = strdup(sa && *sa ? sa : "default");
-        }
-        (void) snprintf(hash, sizeof(hash), "%08x", cub_fnv32a_str(CUB_FNV32_OFFSET, spec));
-        free(e->pod->config_hash);
-        e->pod->config_hash = strdup(hash);
-        /* already Succeeded or Failed (before a restart of cubelet, or on another node's watch): kubelet
-         * does not run such a pod again; the conditions its readiness gates name (not in the hash) */
-        if (pod_take_api_status(e->pod, json_object_get(o, "status")) < 0)
-                cub_log(LOG_ERR, "%s: out of memory reading its status", source);
+        if (!p)
+                return false;
+        *ret = (KubeSourcePod){ .wanted = p->wanted,
+                                .grace = p->spec->pod->termination_grace_period_seconds,
+                                .ns = p->spec->pod->namespace_,
+                                .name = p->spec->pod->name,
+                                .cgroup = p->spec->cgroup.path };
+        return true;
 }
 
-/* a pod being deleted with a deletionGracePeriodSeconds shorter than its own
- * grace (kubectl delete --grace-period=N): stopped with it (kubelet's
- * killPod takes the smaller) */
-typedef struct ShorterGrace {
-        char *uid, *ns, *name, *cgroup;
-        int64_t grace;
-} ShorterGrace;
-
-static void shorter_free(ShorterGrace *g, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(g[i].uid);
-                free(g[i].ns);
-                free(g[i].name);
-                free(g[i].cgroup);
-        }
-        free(g);
-}
-
-static void shorter_grace(Agent *a, const char *uid, const json_t *dgp, ShorterGrace **list, size_t *n) {
-        const LcPod *p = agent_find_pod(a, uid);
-        ShorterGrace *more;
-
-        if (!p || !p->wanted || !json_is_integer(dgp) || json_integer_value(dgp) < 0 ||
-            json_integer_value(dgp) >= p->spec->pod->termination_grace_period_seconds)
-                return;
-        more = realloc(*list, (*n + 1) * sizeof(*more));
-        if (!more)
-                return;
-        *list = more;
-        more[*n] = (ShorterGrace){ .uid = strdup(uid),
-                                   .ns = strdup(p->spec->pod->namespace_),
-                                   .name = strdup(p->spec->pod->name),
-                                   .cgroup = strdup(p->spec->cgroup.path ?: ""),
-                                   .grace = json_integer_value(dgp) };
-        if (!more[*n].uid || !more[*n].ns || !more[*n].name || !more[*n].cgroup) {
-                free(more[*n].uid), free(more[*n].ns), free(more[*n].name), free(more[*n].cgroup);
-                return;
-        }
-        cub_log(LOG_INFO,
-                "pod %s/%s (uid %s): deleted with a grace period of %" JSON_INTEGER_FORMAT
-                " s, shorter than its own %" PRId64 " s",
-                more[*n].ns, more[*n].name, uid, json_integer_value(dgp),
-                p->spec->pod->termination_grace_period_seconds);
-        (*n)++;
-}
-
-/* a pod waiting for its volumes' data with a failure: kubelet's FailedMount
- * event (its first time kept while the message stays) */
-static void wait_note(Agent *a, json_t *waiting, const char *uid, const Pod *pod, const char *why) {
-        const json_t *old = json_object_get(a->cluster.waiting, uid);
-        json_int_t first = json_integer_value(json_object_get(old, "first"));
-
-        if (!old || strcmp(json_string_value(json_object_get(old, "message")) ?: "", why) != 0)
-                first = (json_int_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC);
-        (void) json_object_set_new(waiting, uid,
-                                   json_pack("{s:s,s:s,s:s,s:I}", "ns", pod->namespace_, "name", pod->name, "message",
-                                             why, "first", first));
-}
-
-static void on_api_pods(void *userdata, const json_t *pods) {
+/* the source's set to the merge's queue, then the stops of pods deleted
+ * with a shorter grace (the kill table keeps the shorter of the relist's
+ * stop and this one), then what the managers decided */
+static void source_update(void *userdata, PodsrcSet *set, const KubeSourceStop *stops, size_t n_stops) {
         Agent *a = userdata;
-        ShorterGrace *shorter = NULL;
-        size_t n_shorter = 0;
-        json_t *waiting = json_object(), *held = json_object();
-        char why[CUB_ERR_MSG_MAX];
         AgentUpdate *u = agent_update_new(AGENT_UPDATE_API_SET, agent_now_usec());
-        const char *uid;
-        json_t *o;
-        size_t n = 0;
 
-        if (!u || !(u->set.items = calloc(json_object_size(pods) + 1, sizeof(PodsrcEntry)))) {
-                free(u);
+        if (!u) {
                 cub_log(LOG_ERR, "API server: pods: out of memory");
                 return;
         }
-        kube_projected_mark(a->cluster.projected);
-        json_object_foreach((json_t *) pods, uid, o) {
-                const json_t *meta = json_object_get(o, "metadata");
-
-                /* mirror pods are the node's own static pods: never run */
-                if (json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror")) {
-                        a->cluster.skipped_mirror++;
-                        continue;
-                }
-                /* being deleted: out of the set, so stopped (graceful deletion) */
-                if (json_object_get(meta, "deletionTimestamp")) {
-                        a->cluster.skipped_deleting++;
-                        shorter_grace(a, uid, json_object_get(meta, "deletionGracePeriodSeconds"), &shorter,
-                                      &n_shorter);
-                        continue;
-                }
-                api_entry(o, &u->set.items[n]);
-                if (u->set.items[n].error)
-                        cub_log(LOG_ERR, "API server: %s", u->set.items[n].error);
-                /* a new pod whose volumes need the API server's data waits for it
-                 * (one that has ended is never run: nothing to wait for) */
-                /* (asked for even when it runs: what a pass does not ask for is dropped) */
-                else if (!u->set.items[n].pod->refused.n && !u->set.items[n].pod->api_phase &&
-                         pod_has_api_data(u->set.items[n].pod) &&
-                         !agent_cluster_volumes_ready(a, u->set.items[n].pod, why, sizeof(why)) &&
-                         !agent_find_pod(a, uid)) {
-                        if (*why && waiting)
-                                wait_note(a, waiting, uid, u->set.items[n].pod, why);
-                        if (held)
-                                (void) json_object_set_new(held, uid, json_true());
-                        podsrc_entry_done(&u->set.items[n]);
-                        continue;
-                }
-                n++;
-        }
-        kube_projected_sweep(a->cluster.projected);
-        json_decref(a->cluster.waiting);
-        a->cluster.waiting = waiting;
-        json_decref(a->cluster.held);
-        a->cluster.held = held;
-        u->set.n = n;
+        u->set = *set;
+        *set = (PodsrcSet){};
         agent_update_push(a, u);
-        /* the kill table keeps the shorter grace of the relist's stop and this one */
-        for (size_t i = 0; i < n_shorter; i++)
-                agent_submit_kill(a, shorter[i].uid, shorter[i].ns, shorter[i].name, shorter[i].cgroup,
-                                  shorter[i].grace);
-        shorter_free(shorter, n_shorter);
+        for (size_t i = 0; i < n_stops; i++)
+                agent_submit_kill(a, stops[i].uid, stops[i].ns, stops[i].name, stops[i].cgroup, stops[i].grace);
         agent_apply_actions(a);
 }
 
@@ -335,7 +178,7 @@ static void on_api_pods(void *userdata, const json_t *pods) {
  * statuses of pods the API no longer has forgotten. */
 static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
-        const json_t *set = kube_pods_set(a->cluster.pods);
+        const json_t *set = kube_source_pods(a->cluster.source);
         ApiPodsInfo info;
         const char *uid;
         json_t *o, *keep;
@@ -343,8 +186,8 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         agent_api_pods_info(a, &info);
         (void) sd_event_source_set_time(s, usec + STATUS_TICK_USEC);
         a->cluster.ticks++;
-        kube_projected_tick(a->cluster.projected);
-        if (!kube_pods_synced(a->cluster.pods))
+        kube_source_tick(a->cluster.source);
+        if (!kube_source_synced(a->cluster.source))
                 return 0;
         keep = json_object();
         (void) json_object_update(keep, (json_t *) set);
@@ -384,7 +227,7 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                         kube_events_record(a->cluster.events, &in);
                 }
         }
-        json_object_foreach(a->cluster.waiting, uid, o) {
+        json_object_foreach((json_t *) kube_source_waiting(a->cluster.source), uid, o) {
                 json_int_t first = json_integer_value(json_object_get(o, "first"));
                 KubeEventInput in = { .ns = json_string_value(json_object_get(o, "ns")),
                                       .pod = json_string_value(json_object_get(o, "name")),
@@ -428,28 +271,14 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* a token or ConfigMap arrived: the pods that waited for it go on */
-static void on_projected(void *userdata) {
-        Agent *a = userdata;
-
-        if (kube_pods_synced(a->cluster.pods))
-                on_api_pods(a, kube_pods_set(a->cluster.pods));
-}
-
-/* the Services' first list, or its first failure: the API pods that
- * waited for it go on (with the Services, the file's, or kubelet's error) */
-static void on_services(void *userdata) {
-        Agent *a = userdata;
-
-        if (!a->cluster.services_synced &&
-            (kube_services_synced(a->cluster.services) || kube_services_failing(a->cluster.services))) {
-                a->cluster.services_synced = true;
-                on_projected(a);
-        }
-}
-
 int agent_cluster_start(Agent *a, CubError *err) {
         KubeConfig cfg = {};
+        KubeSourceOptions so = {
+                .node_name = a->core.opt.node_name,
+                .state_dir = a->core.opt.state_dir,
+                .offline_start = a->core.kc->offline_pods && !strcmp(a->core.kc->offline_pods, "start"),
+        };
+        KubeSourceHooks hooks = { .update = source_update, .pod = source_pod, .userdata = a };
         KubeNodeOptions no = {
                 .name = a->core.opt.node_name,
                 .register_node = a->core.opt.register_node,
@@ -470,21 +299,11 @@ int agent_cluster_start(Agent *a, CubError *err) {
         if (r >= 0)
                 r = kube_node_start(a->cluster.node, err);
         if (r >= 0)
-                r = kube_pods_new(a->core.event, a->cluster.client, a->core.opt.node_name, on_api_pods, a,
-                                  &a->cluster.pods, err);
-        if (r >= 0) /* offlinePods */
-                r = kube_pods_set_cache(a->cluster.pods, a->core.opt.state_dir,
-                                        a->core.kc->offline_pods && !strcmp(a->core.kc->offline_pods, "start"), err);
+                r = kube_source_new(a->core.event, a->cluster.client, &so, &hooks, &a->cluster.source, err);
         if (r >= 0)
                 r = kube_status_new(a->cluster.client, &a->cluster.status, err);
         if (r >= 0)
                 r = kube_events_new(a->cluster.client, a->core.opt.node_name, &a->cluster.events, err);
-        if (r >= 0)
-                r = kube_projected_new(a->cluster.client, on_projected, a, &a->cluster.projected, err);
-        if (r >= 0)
-                r = kube_services_new(a->core.event, a->cluster.client, on_services, a, &a->cluster.services, err);
-        if (r >= 0)
-                r = kube_services_set_cache(a->cluster.services, a->core.opt.state_dir, err);
         if (r >= 0)
                 agent_cluster_node_event(a, "Starting", "Starting kubelet.");
         if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster.status_timer, CLOCK_MONOTONIC,
@@ -494,8 +313,7 @@ int agent_cluster_start(Agent *a, CubError *err) {
                 return r;
         (void) sd_event_source_set_enabled(a->cluster.status_timer, SD_EVENT_ON);
         (void) sd_event_source_set_description(a->cluster.status_timer, "kube-pod-status");
-        kube_services_start(a->cluster.services);
-        kube_pods_start(a->cluster.pods);
+        kube_source_start(a->cluster.source);
         cub_log(LOG_INFO, "API server %s: node '%s' (kubeconfig '%s')", kube_client_server(a->cluster.client),
                 a->core.opt.node_name, a->core.opt.kubeconfig);
         return 0;
@@ -515,13 +333,9 @@ void agent_cluster_status(Agent *a, json_t *doc) {
                 const KubeClientStats *s = kube_client_stats(a->cluster.client);
 
                 json_object_set_new(o, "requests", json_integer((json_int_t) s->requests));
-                json_object_set_new(o, "pods", kube_pods_status_json(a->cluster.pods));
+                kube_source_status(a->cluster.source, o);
                 json_object_set_new(o, "podStatus", kube_status_json(a->cluster.status));
                 json_object_set_new(o, "events", kube_events_status_json(a->cluster.events));
-                json_object_set_new(o, "volumes", kube_projected_status_json(a->cluster.projected));
-                json_object_set_new(o, "services", kube_services_status_json(a->cluster.services));
-                json_object_set_new(o, "waitingForVolumes",
-                                    json_integer((json_int_t) json_object_size(a->cluster.held)));
                 json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
                 json_object_set_new(o, "retryAfterHolds", json_integer((json_int_t) s->holds));
         }
@@ -532,15 +346,9 @@ void agent_cluster_free(Agent *a) {
         a->cluster.status_timer = sd_event_source_disable_unref(a->cluster.status_timer);
         a->cluster.status = kube_status_free(a->cluster.status);
         a->cluster.events = kube_events_free(a->cluster.events);
-        a->cluster.projected = kube_projected_free(a->cluster.projected);
-        a->cluster.services = kube_services_free(a->cluster.services);
         json_decref(a->cluster.node_conditions);
         a->cluster.node_conditions = NULL;
-        json_decref(a->cluster.waiting);
-        a->cluster.waiting = NULL;
-        json_decref(a->cluster.held);
-        a->cluster.held = NULL;
-        a->cluster.pods = kube_pods_free(a->cluster.pods);
+        a->cluster.source = kube_source_free(a->cluster.source);
         a->cluster.node = kube_node_free(a->cluster.node);
         a->cluster.client = kube_client_free(a->cluster.client);
 }

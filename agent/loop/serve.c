@@ -3,7 +3,7 @@
  * its heartbeat for the health checks and, when a client asked since the
  * last tick, renders a snapshot (PodList, metrics, the pods' cgroups) and
  * publishes it to the server thread. The loop's counters live in
- * a->api.metrics, written here alone: the other files call agent_metrics_*(). */
+ * a->api->metrics, written here alone: the other files call agent_metrics_*(). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
@@ -23,6 +23,20 @@
 
 #define TICK_USEC CUB_USEC_PER_SEC
 
+/* The HTTP API: an object of this file's (Agent.api), made by agent_http_start. */
+struct AgentApi {
+        ApiMetrics metrics;
+        ApiHttp *http;              /* the read-only port */
+        ApiHttp *kubelet;           /* the kubelet server (port 10250), as a node of a cluster */
+        ApiAuth *auth;              /* its authentication and authorization */
+        KubeConfig review_cfg;      /* the node's credentials for its reviews */
+        char *self_cert, *self_key; /* its self-signed pair, without tlsCertFile */
+        ApiPodCache pod_cache;
+        sd_event_source *timer;
+        sd_event_source *wake;       /* owns the eventfd a waiting request writes (ApiHttpConfig.wake_fd) */
+        uint64_t runtime_down_since; /* CLOCK_MONOTONIC µs of the first tick it was seen down, 0 = up */
+};
+
 static void publish(Agent *a, uint64_t now) {
         ApiPodsInfo info;
         ApiGauges g = { .runtime_ready = a->rt.ready,
@@ -39,10 +53,10 @@ static void publish(Agent *a, uint64_t now) {
         api_pods_gauges(a->table.pods, a->table.n_pods, &g);
         s->made_usec = now;
         s->node_name = strdup(a->core.opt.node_name);
-        s->pods_json = api_pod_list_json_cached(&a->api.pod_cache, a->table.pods, a->table.n_pods, &info);
+        s->pods_json = api_pod_list_json_cached(&a->api->pod_cache, a->table.pods, a->table.n_pods, &info);
         f = open_memstream(&s->metrics, &len);
         if (f) {
-                (void) api_metrics_render(&a->api.metrics, &g, f);
+                (void) api_metrics_render(&a->api->metrics, &g, f);
                 agent_managers_metrics(a, f);
                 (void) fclose(f);
         }
@@ -52,10 +66,10 @@ static void publish(Agent *a, uint64_t now) {
                 api_snapshot_unref(s);
                 return;
         }
-        if (a->api.kubelet)
-                api_http_publish(a->api.kubelet, api_snapshot_ref(s));
-        if (a->api.http)
-                api_http_publish(a->api.http, s);
+        if (a->api->kubelet)
+                api_http_publish(a->api->kubelet, api_snapshot_ref(s));
+        if (a->api->http)
+                api_http_publish(a->api->http, s);
         else
                 api_snapshot_unref(s);
 }
@@ -64,8 +78,8 @@ static void publish(Agent *a, uint64_t now) {
 static void publish_if_wanted(Agent *a, uint64_t now) {
         bool wanted = false;
 
-        for (ApiHttp *const *h = (ApiHttp *const[]){ a->api.http, a->api.kubelet, NULL }, *const *end = h + 2; h < end;
-             h++)
+        for (ApiHttp *const *h = (ApiHttp *const[]){ a->api->http, a->api->kubelet, NULL }, *const *end = h + 2;
+             h < end; h++)
                 if (*h)
                         wanted |= api_http_take_wanted(*h);
         if (wanted)
@@ -78,13 +92,13 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
 
         (void) sd_event_source_set_time(src, usec + TICK_USEC);
         if (a->rt.ready || !a->rt.known)
-                a->api.runtime_down_since = 0;
-        else if (!a->api.runtime_down_since)
-                a->api.runtime_down_since = now;
-        for (ApiHttp *const *h = (ApiHttp *const[]){ a->api.http, a->api.kubelet, NULL }, *const *end = h + 2; h < end;
-             h++)
+                a->api->runtime_down_since = 0;
+        else if (!a->api->runtime_down_since)
+                a->api->runtime_down_since = now;
+        for (ApiHttp *const *h = (ApiHttp *const[]){ a->api->http, a->api->kubelet, NULL }, *const *end = h + 2;
+             h < end; h++)
                 if (*h)
-                        api_http_heartbeat(*h, now, a->api.runtime_down_since, a->rt.notified_ready);
+                        api_http_heartbeat(*h, now, a->api->runtime_down_since, a->rt.notified_ready);
         publish_if_wanted(a, now);
         return 0;
 }
@@ -107,13 +121,13 @@ static int wake_start(Agent *a, int *ret_fd, CubError *err) {
 
         if (fd < 0)
                 return cub_err_set(err, errno, "HTTP API: eventfd: %s", strerror(errno));
-        r = sd_event_add_io(a->core.event, &a->api.wake, fd, EPOLLIN, on_wake, a);
+        r = sd_event_add_io(a->core.event, &a->api->wake, fd, EPOLLIN, on_wake, a);
         if (r < 0) {
                 close(fd);
                 return cub_err_set(err, -r, "HTTP API: watching its eventfd: %s", strerror(-r));
         }
-        (void) sd_event_source_set_io_fd_own(a->api.wake, true);
-        (void) sd_event_source_set_description(a->api.wake, "http-api-wake");
+        (void) sd_event_source_set_io_fd_own(a->api->wake, true);
+        (void) sd_event_source_set_description(a->api->wake, "http-api-wake");
         *ret_fd = fd;
         return 0;
 }
@@ -140,19 +154,19 @@ static int kubelet_server_start(Agent *a, const ApiHttpConfig *base, CubError *e
                 if (asprintf(&dir, "%s/pki", a->core.opt.state_dir) < 0)
                         return cub_err_set(err, ENOMEM, "out of memory");
                 r = api_selfsigned_ensure(dir, a->core.opt.node_name, a->core.host_ip[0] ? a->core.host_ip : NULL,
-                                          &a->api.self_cert, &a->api.self_key, err);
+                                          &a->api->self_cert, &a->api->self_key, err);
                 if (r < 0)
                         return cub_err_wrap(err, "kubelet server");
-                c.tls_cert_file = a->api.self_cert;
-                c.tls_key_file = a->api.self_key;
-                cub_log(LOG_INFO, "kubelet server: no tlsCertFile: the self-signed %s", a->api.self_cert);
+                c.tls_cert_file = a->api->self_cert;
+                c.tls_key_file = a->api->self_key;
+                cub_log(LOG_INFO, "kubelet server: no tlsCertFile: the self-signed %s", a->api->self_cert);
         }
         if (a->core.opt.http_port == kc->port)
                 return cub_err_set(err, EADDRINUSE,
                                    "readOnlyPort and port are both %lld: the read-only port and the kubelet server "
                                    "need a port each (or readOnlyPort: 0)",
                                    (long long) kc->port);
-        r = kube_config_load(a->core.opt.kubeconfig, &a->api.review_cfg, err);
+        r = kube_config_load(a->core.opt.kubeconfig, &a->api->review_cfg, err);
         if (r < 0)
                 return r;
         r = api_auth_new(&(ApiAuthConfig){ .node_name = a->core.opt.node_name,
@@ -161,25 +175,25 @@ static int kubelet_server_start(Agent *a, const ApiHttpConfig *base, CubError *e
                                            .always_allow = kc->authorization_mode &&
                                                            strcmp(kc->authorization_mode, "AlwaysAllow") == 0,
                                            .review = review,
-                                           .userdata = &a->api.review_cfg },
-                         &a->api.auth, err);
+                                           .userdata = &a->api->review_cfg },
+                         &a->api->auth, err);
         if (r < 0)
                 return r;
         c.port = (unsigned) kc->port;
-        c.auth = a->api.auth;
+        c.auth = a->api->auth;
         c.runtime_endpoint = a->core.opt.runtime_endpoint;
-        r = api_http_new(&c, &a->api.kubelet, err);
+        r = api_http_new(&c, &a->api->kubelet, err);
         if (r < 0)
                 return cub_err_wrap(err, "kubelet server");
         cub_log(LOG_INFO, "kubelet server on %s%s:%u (TLS; %s%swebhook authorization%s)",
-                strchr(c.address, ':') ? "[" : "", c.address, api_http_port(a->api.kubelet),
+                strchr(c.address, ':') ? "[" : "", c.address, api_http_port(a->api->kubelet),
                 c.client_ca_file ? "client certificates, " : "", kc->webhook_authn ? "bearer tokens, " : "",
                 kc->anonymous_auth ? ", anonymous" : "");
         return 0;
 }
 
 unsigned agent_kubelet_port(Agent *a) {
-        return a->api.kubelet ? api_http_port(a->api.kubelet) : 0;
+        return a->api && a->api->kubelet ? api_http_port(a->api->kubelet) : 0;
 }
 
 int agent_http_start(Agent *a, CubError *err) {
@@ -187,7 +201,10 @@ int agent_http_start(Agent *a, CubError *err) {
         uint64_t wd = 0;
         int r;
 
-        api_metrics_init(&a->api.metrics);
+        a->api = calloc(1, sizeof(*a->api));
+        if (!a->api)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        api_metrics_init(&a->api->metrics);
         api_http_config_init(&c);
         c.address = a->core.opt.http_address;
         c.tls_cert_file = a->core.kc->tls_cert_file;
@@ -205,37 +222,41 @@ int agent_http_start(Agent *a, CubError *err) {
         r = kubelet_server_start(a, &c, err);
         if (r >= 0 && a->core.opt.http_port != 0) {
                 c.port = a->core.opt.http_port;
-                r = api_http_new(&c, &a->api.http, err);
+                r = api_http_new(&c, &a->api->http, err);
                 if (r >= 0)
                         cub_log(LOG_INFO, "HTTP API on %s%s:%u%s", strchr(c.address, ':') ? "[" : "", c.address,
-                                api_http_port(a->api.http), c.tls_cert_file ? " (TLS, client certificates)" : "");
+                                api_http_port(a->api->http), c.tls_cert_file ? " (TLS, client certificates)" : "");
         }
         if (r < 0)
                 return r;
-        if (!a->api.http && !a->api.kubelet)
+        if (!a->api->http && !a->api->kubelet)
                 return 0;
-        r = sd_event_add_time_relative(a->core.event, &a->api.timer, CLOCK_MONOTONIC, TICK_USEC, TICK_USEC / 10,
+        r = sd_event_add_time_relative(a->core.event, &a->api->timer, CLOCK_MONOTONIC, TICK_USEC, TICK_USEC / 10,
                                        on_tick, a);
         if (r < 0)
                 return cub_err_set(err, -r, "HTTP API timer: %s", strerror(-r));
-        (void) sd_event_source_set_description(a->api.timer, "http-api");
-        (void) sd_event_source_set_enabled(a->api.timer, SD_EVENT_ON);
+        (void) sd_event_source_set_description(a->api->timer, "http-api");
+        (void) sd_event_source_set_enabled(a->api->timer, SD_EVENT_ON);
         return 0;
 }
 
 void agent_http_stop(Agent *a) {
-        a->api.timer = sd_event_source_disable_unref(a->api.timer);
+        if (!a->api)
+                return;
+        a->api->timer = sd_event_source_disable_unref(a->api->timer);
         /* the server thread first: it may read the snapshot */
-        a->api.http = api_http_free(a->api.http);
-        a->api.kubelet = api_http_free(a->api.kubelet);
-        a->api.wake = sd_event_source_disable_unref(a->api.wake); /* closes the eventfd: no server writes it now */
-        a->api.auth = api_auth_free(a->api.auth);
-        kube_config_done(&a->api.review_cfg);
-        free(a->api.self_cert);
-        free(a->api.self_key);
-        a->api.self_cert = a->api.self_key = NULL;
-        api_pod_cache_done(&a->api.pod_cache);
-        api_metrics_done(&a->api.metrics);
+        a->api->http = api_http_free(a->api->http);
+        a->api->kubelet = api_http_free(a->api->kubelet);
+        a->api->wake = sd_event_source_disable_unref(a->api->wake); /* closes the eventfd: no server writes it now */
+        a->api->auth = api_auth_free(a->api->auth);
+        kube_config_done(&a->api->review_cfg);
+        free(a->api->self_cert);
+        free(a->api->self_key);
+        a->api->self_cert = a->api->self_key = NULL;
+        api_pod_cache_done(&a->api->pod_cache);
+        api_metrics_done(&a->api->metrics);
+        free(a->api);
+        a->api = NULL;
 }
 
 void agent_metrics_job(Agent *a, const LcPod *p, const WorkerJob *j) {
@@ -244,41 +265,59 @@ void agent_metrics_job(Agent *a, const LcPod *p, const WorkerJob *j) {
                          : p && !p->started         ? API_WORKER_OP_CREATE
                                                     : API_WORKER_OP_SYNC;
 
+        if (!a->api)
+                return; /* before agent_http_start */
         if (j->finished_usec >= j->started_usec && j->started_usec)
-                api_histogram_observe(&a->api.metrics.pod_worker_duration[op],
+                api_histogram_observe(&a->api->metrics.pod_worker_duration[op],
                                       (double) (j->finished_usec - j->started_usec) / 1e6);
         /* the first time its containers were started: source event → started */
         if (p && j->kind == WORKER_SYNC && j->containers_started_usec && !p->latency.started && p->latency.event &&
             j->containers_started_usec >= p->latency.event)
-                api_histogram_observe(&a->api.metrics.pod_start_duration,
+                api_histogram_observe(&a->api->metrics.pod_start_duration,
                                       (double) (j->containers_started_usec - p->latency.event) / 1e6);
 }
 
 void agent_api_set_network(Agent *a, const char *error) {
-        if (a->api.http)
-                api_http_set_network(a->api.http, error);
-        if (a->api.kubelet)
-                api_http_set_network(a->api.kubelet, error);
+        if (!a->api)
+                return; /* before agent_http_start */
+        if (a->api->http)
+                api_http_set_network(a->api->http, error);
+        if (a->api->kubelet)
+                api_http_set_network(a->api->kubelet, error);
 }
 
 void agent_metrics_manifest_error(Agent *a) {
-        a->api.metrics.manifest_errors++;
+        if (!a->api)
+                return; /* before agent_http_start */
+        a->api->metrics.manifest_errors++;
 }
 
 void agent_metrics_url_fetch(Agent *a, const char *result) {
-        (void) api_counter_add(&a->api.metrics.http_source_fetches, result, 1);
+        if (!a->api)
+                return; /* before agent_http_start */
+        (void) api_counter_add(&a->api->metrics.http_source_fetches, result, 1);
 }
 
 void agent_metrics_rejected(Agent *a, const char *reason, bool cpu_pinning_error) {
-        (void) api_counter_add(&a->api.metrics.admission_rejections, reason, 1);
+        if (!a->api)
+                return; /* before agent_http_start */
+        (void) api_counter_add(&a->api->metrics.admission_rejections, reason, 1);
         if (cpu_pinning_error)
-                a->api.metrics.cpu_pinning_requests++, a->api.metrics.cpu_pinning_errors++;
+                a->api->metrics.cpu_pinning_requests++, a->api->metrics.cpu_pinning_errors++;
 }
 
 void agent_metrics_cpu_pinning(Agent *a, size_t containers) {
-        a->api.metrics.cpu_pinning_requests += containers;
+        if (!a->api)
+                return; /* before agent_http_start */
+        a->api->metrics.cpu_pinning_requests += containers;
 }
 
 void agent_metrics_stopped_by(Agent *a, bool evicted, const char *resource) {
-        (void) api_counter_add(evicted ? &a->api.metrics.evictions : &a->api.metrics.preemptions, resource, 1);
+        if (!a->api)
+                return; /* before agent_http_start */
+        (void) api_counter_add(evicted ? &a->api->metrics.evictions : &a->api->metrics.preemptions, resource, 1);
+}
+
+const ApiMetrics *agent_metrics(const Agent *a) {
+        return a->api ? &a->api->metrics : NULL;
 }

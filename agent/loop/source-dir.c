@@ -21,6 +21,24 @@
 
 #define DEBOUNCE_USEC (100 * 1000)
 
+/* A manifest file whose IN_CREATE/IN_MODIFY burst is being coalesced. */
+typedef struct AgentPendingFile {
+        char *name;
+        uint64_t event_usec; /* the first event of the burst */
+} AgentPendingFile;
+
+/* The manifest directory: an object of this file's (Agent.dir). */
+struct AgentSourceDir {
+        sd_event_source *inotify_src, *rescan_timer, *debounce_timer;
+        AgentPendingFile *pending; /* files whose event burst is coalesced */
+        size_t n_pending;
+        /* the directory's watch is gone (the directory was deleted or
+         * renamed away, or was not there at start): made again by the next
+         * rescan that finds the directory */
+        bool unwatched;
+        char *error; /* the last rescan's error, journaled once (NULL: none) */
+};
+
 /* ---- the periodic rescan: unchanged files are not decoded again ------------ */
 
 static const Pod *rescan_cached(const char *path, const PodsrcFileId *id, void *userdata) {
@@ -38,14 +56,14 @@ static void dir_error(Agent *a, const char *error) {
 
         if (error && !msg)
                 return;
-        if ((!msg && !a->dir.error) || (msg && a->dir.error && strcmp(msg, a->dir.error) == 0))
+        if ((!msg && !a->dir->error) || (msg && a->dir->error && strcmp(msg, a->dir->error) == 0))
                 return;
         if (msg)
                 cub_log(LOG_WARNING, "%s", msg);
-        else if (a->dir.error)
+        else if (a->dir->error)
                 cub_log(LOG_INFO, "manifest directory '%s' is readable again", a->core.opt.manifest_dir);
-        free(a->dir.error);
-        a->dir.error = TAKE_PTR(msg);
+        free(a->dir->error);
+        a->dir->error = TAKE_PTR(msg);
 }
 
 void agent_rescan(Agent *a) {
@@ -56,6 +74,8 @@ void agent_rescan(Agent *a) {
         CubHashmap *by_source = NULL;
         int r;
 
+        if (!a->dir)
+                return; /* not attached */
         /* the file pods by manifest path: a file whose identity is the one
          * its pod was read with is not decoded again */
         if (cub_hashmap_new(&by_source) >= 0)
@@ -118,15 +138,15 @@ static void handle_file(Agent *a, const char *name, uint64_t event_usec) {
 }
 
 static ssize_t pending_find(Agent *a, const char *name) {
-        for (size_t i = 0; i < a->dir.n_pending; i++)
-                if (strcmp(a->dir.pending[i].name, name) == 0)
+        for (size_t i = 0; i < a->dir->n_pending; i++)
+                if (strcmp(a->dir->pending[i].name, name) == 0)
                         return (ssize_t) i;
         return -1;
 }
 
 static void pending_drop(Agent *a, size_t i) {
-        free(a->dir.pending[i].name);
-        a->dir.pending[i] = a->dir.pending[--a->dir.n_pending];
+        free(a->dir->pending[i].name);
+        a->dir->pending[i] = a->dir->pending[--a->dir->n_pending];
 }
 
 static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -134,11 +154,11 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
 
         (void) s;
         (void) usec;
-        while (a->dir.n_pending > 0) {
-                _cleanup_free_ char *name = a->dir.pending[a->dir.n_pending - 1].name;
-                uint64_t t = a->dir.pending[a->dir.n_pending - 1].event_usec;
+        while (a->dir->n_pending > 0) {
+                _cleanup_free_ char *name = a->dir->pending[a->dir->n_pending - 1].name;
+                uint64_t t = a->dir->pending[a->dir->n_pending - 1].event_usec;
 
-                a->dir.n_pending--;
+                a->dir->n_pending--;
                 handle_file(a, name, t);
         }
         return 0;
@@ -148,18 +168,18 @@ static void pending_add(Agent *a, const char *name, uint64_t now) {
         AgentPendingFile *n;
 
         if (pending_find(a, name) < 0) {
-                n = realloc(a->dir.pending, (a->dir.n_pending + 1) * sizeof(*n));
+                n = realloc(a->dir->pending, (a->dir->n_pending + 1) * sizeof(*n));
                 if (!n)
                         return;
-                a->dir.pending = n;
-                n[a->dir.n_pending].name = strdup(name);
-                n[a->dir.n_pending].event_usec = now;
-                if (!n[a->dir.n_pending].name)
+                a->dir->pending = n;
+                n[a->dir->n_pending].name = strdup(name);
+                n[a->dir->n_pending].event_usec = now;
+                if (!n[a->dir->n_pending].name)
                         return;
-                a->dir.n_pending++;
+                a->dir->n_pending++;
         }
-        (void) sd_event_source_set_time_relative(a->dir.debounce_timer, DEBOUNCE_USEC);
-        (void) sd_event_source_set_enabled(a->dir.debounce_timer, SD_EVENT_ONESHOT);
+        (void) sd_event_source_set_time_relative(a->dir->debounce_timer, DEBOUNCE_USEC);
+        (void) sd_event_source_set_enabled(a->dir->debounce_timer, SD_EVENT_ONESHOT);
 }
 
 static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *userdata) {
@@ -171,10 +191,10 @@ static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *
                 /* the directory was deleted or renamed away: its watch
                  * (which would follow a rename) goes, the rescan timer
                  * watches the path again once a directory is there */
-                if (!a->dir.unwatched)
+                if (!a->dir->unwatched)
                         cub_log(LOG_WARNING, "manifest directory '%s' was %s", a->core.opt.manifest_dir,
                                 ev->mask & IN_MOVE_SELF ? "renamed away" : "deleted");
-                a->dir.unwatched = true;
+                a->dir->unwatched = true;
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 agent_rescan(a);
                 return 0;
@@ -192,7 +212,7 @@ static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *
                 /* complete, or gone: at once, for this file alone */
                 i = pending_find(a, ev->name);
                 if (i >= 0) {
-                        t = a->dir.pending[i].event_usec;
+                        t = a->dir->pending[i].event_usec;
                         pending_drop(a, (size_t) i);
                 }
                 handle_file(a, ev->name, t);
@@ -206,21 +226,21 @@ static int on_inotify(sd_event_source *s, const struct inotify_event *ev, void *
 static int watch_dir(Agent *a) {
         int r;
 
-        a->dir.inotify_src = sd_event_source_disable_unref(a->dir.inotify_src);
-        r = sd_event_add_inotify(a->core.event, &a->dir.inotify_src, a->core.opt.manifest_dir,
+        a->dir->inotify_src = sd_event_source_disable_unref(a->dir->inotify_src);
+        r = sd_event_add_inotify(a->core.event, &a->dir->inotify_src, a->core.opt.manifest_dir,
                                  IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_MODIFY |
                                          IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR,
                                  on_inotify, a);
         if (r == -ENOENT || r == -ENOTDIR) {
-                a->dir.unwatched = true;
+                a->dir->unwatched = true;
                 return -ENOENT;
         }
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(a->dir.inotify_src, "manifest-dir");
-        if (a->dir.unwatched)
+        (void) sd_event_source_set_description(a->dir->inotify_src, "manifest-dir");
+        if (a->dir->unwatched)
                 cub_log(LOG_INFO, "manifest directory '%s' is there: watching it", a->core.opt.manifest_dir);
-        a->dir.unwatched = false;
+        a->dir->unwatched = false;
         return 0;
 }
 
@@ -228,7 +248,7 @@ static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
 
         (void) sd_event_source_set_time(s, usec + a->core.opt.rescan_usec);
-        if (a->dir.unwatched)
+        if (a->dir->unwatched)
                 (void) watch_dir(a);
         agent_rescan(a);
         return 0;
@@ -237,35 +257,39 @@ static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 int agent_source_dir_attach(Agent *a) {
         int r;
 
+        a->dir = calloc(1, sizeof(*a->dir));
+        if (!a->dir)
+                return -ENOMEM;
         /* a directory that is not there yet is an empty set until it is made */
         r = watch_dir(a);
         if (r == -ENOENT)
                 r = 0;
         if (r >= 0)
-                r = sd_event_add_time_relative(a->core.event, &a->dir.rescan_timer, CLOCK_MONOTONIC,
+                r = sd_event_add_time_relative(a->core.event, &a->dir->rescan_timer, CLOCK_MONOTONIC,
                                                a->core.opt.rescan_usec, 0, on_rescan_timer, a);
         if (r >= 0)
-                r = sd_event_add_time_relative(a->core.event, &a->dir.debounce_timer, CLOCK_MONOTONIC, DEBOUNCE_USEC, 0,
-                                               on_debounce, a);
+                r = sd_event_add_time_relative(a->core.event, &a->dir->debounce_timer, CLOCK_MONOTONIC, DEBOUNCE_USEC,
+                                               0, on_debounce, a);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(a->dir.rescan_timer, "rescan");
-        (void) sd_event_source_set_description(a->dir.debounce_timer, "manifest-debounce");
-        (void) sd_event_source_set_enabled(a->dir.rescan_timer, SD_EVENT_ON);
-        (void) sd_event_source_set_enabled(a->dir.debounce_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(a->dir->rescan_timer, "rescan");
+        (void) sd_event_source_set_description(a->dir->debounce_timer, "manifest-debounce");
+        (void) sd_event_source_set_enabled(a->dir->rescan_timer, SD_EVENT_ON);
+        (void) sd_event_source_set_enabled(a->dir->debounce_timer, SD_EVENT_OFF);
         return 0;
 }
 
 void agent_source_dir_done(Agent *a) {
-        a->dir.inotify_src = sd_event_source_disable_unref(a->dir.inotify_src);
-        a->dir.rescan_timer = sd_event_source_disable_unref(a->dir.rescan_timer);
-        a->dir.debounce_timer = sd_event_source_disable_unref(a->dir.debounce_timer);
-        for (size_t i = 0; i < a->dir.n_pending; i++)
-                free(a->dir.pending[i].name);
-        free(a->dir.pending);
-        a->dir.pending = NULL;
-        a->dir.n_pending = 0;
-        free(a->dir.error);
-        a->dir.error = NULL;
         agent_errors_free(a);
+        if (!a->dir)
+                return;
+        sd_event_source_disable_unref(a->dir->inotify_src);
+        sd_event_source_disable_unref(a->dir->rescan_timer);
+        sd_event_source_disable_unref(a->dir->debounce_timer);
+        for (size_t i = 0; i < a->dir->n_pending; i++)
+                free(a->dir->pending[i].name);
+        free(a->dir->pending);
+        free(a->dir->error);
+        free(a->dir);
+        a->dir = NULL;
 }

@@ -27,15 +27,17 @@ bool agent_pod_from_dir(const Agent *a, const LcPod *p) {
 bool agent_sources_ready(const Agent *a) {
         return (!a->url.source || podsrc_http_stats(a->url.source)->have_set ||
                 podsrc_http_stats(a->url.source)->from_cache) &&
-               (!a->cluster.pods || kube_pods_synced(a->cluster.pods));
+               (!a->cluster.source || kube_source_synced(a->cluster.source));
 }
 
 bool agent_pod_held(const void *a, const char *uid) {
-        return json_object_get(((const Agent *) a)->cluster.held, uid) != NULL;
+        const KubeSource *s = ((const Agent *) a)->cluster.source;
+
+        return s && kube_source_holds(s, uid);
 }
 
 bool agent_pods_held(const Agent *a) {
-        return json_object_size(a->cluster.held) > 0;
+        return a->cluster.source && kube_source_n_held(a->cluster.source) > 0;
 }
 
 /* ---- the manifest directory's errors ----------------------------------------- */

@@ -105,7 +105,8 @@ static bool metrics_have(Agent *a, const char *line) {
         ApiGauges g = { .node_name = "node1" };
 
         assert_non_null(m);
-        assert_int_equal(api_metrics_render(&a->api.metrics, &g, m), 0);
+        assert_non_null(agent_metrics(a));
+        assert_int_equal(api_metrics_render(agent_metrics(a), &g, m), 0);
         assert_int_equal(fclose(m), 0);
         return strstr(text, line) != NULL;
 }

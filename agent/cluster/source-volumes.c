@@ -3,22 +3,65 @@
  * ServiceAccount admission plugin adds to every pod (kube-api-access-*: a
  * token bound to the pod, the kube-root-ca.crt ConfigMap, the namespace),
  * configMap and secret volumes and projections, and env from ConfigMaps
- * and Secrets (envFrom, configMapKeyRef, secretKeyRef). The data is the
- * cluster layer's (agent/cluster/projected.c); a new pod waits out of the
- * set until its data is here (kubelet's pod waits in ContainerCreating for
- * its volumes), a running pod's volume is written again by the volume
- * manager when a token is renewed or a ConfigMap or Secret changed. A
- * container's env is taken once, when it is created (as kubelet's). */
+ * and Secrets (envFrom, configMapKeyRef, secretKeyRef). The data is
+ * projected.c's; a new pod waits out of the set until its data is here
+ * (kubelet's pod waits in ContainerCreating for its volumes), a running
+ * pod's volume is written again by the volume manager when a token is
+ * renewed or a ConfigMap or Secret changed. A container's env is resolved
+ * by the loop when it is created (agent/loop/cluster-env.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../volumes/volumes.h"
-#include "agent-internal.h"
+#include "source.h"
+
+/* 1 here (*ret NULL: it does not exist), 0 asked for, < 0 failing */
+static int keys(KubeSource *s, const Pod *pod, bool secret, const char *name, const json_t **ret, CubError *err) {
+        *ret = NULL;
+        return kube_projected_keys(kube_source_projected(s), secret, pod->namespace_, name, ret, err);
+}
+
+/* kubelet waits for the Services' first list before it makes an API pod's
+ * env (a static pod's is made from what is there); a list that fails with
+ * the last set in the state directory (a node started offline) uses that */
+bool kube_source_services_wanted(const KubeSource *s, const Pod *pod) {
+        const KubeServices *sv = kube_source_services(s);
+
+        return !pod_is_static(pod) && !kube_services_synced(sv) &&
+               !(kube_services_failing(sv) && kube_services_cached(sv));
+}
+
+bool kube_source_env_ready(KubeSource *s, const Pod *pod) {
+        /* held while the list is on its way; one that fails shows as kubelet's error */
+        bool ready = !kube_source_services_wanted(s, pod) || kube_services_failing(kube_source_services(s));
+
+        for (size_t i = 0; i < pod->image_pull_secrets.n; i++) {
+                const json_t *o;
+                CubError err = {};
+
+                if (keys(s, pod, true, pod->image_pull_secrets.items[i], &o, &err) == 0)
+                        ready = false;
+        }
+        for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++) {
+                const PodContainer *c = pod_container_at(pod, k, NULL);
+                const json_t *o;
+                CubError err = {};
+
+                /* every one asked for at once; only what is on its way holds the pod */
+                for (size_t i = 0; i < c->n_env_from; i++)
+                        if (keys(s, pod, c->env_from[i].secret, c->env_from[i].name, &o, &err) == 0)
+                                ready = false;
+                for (size_t i = 0; i < c->n_env; i++)
+                        if ((c->env[i].kind == POD_ENV_CONFIG_MAP_KEY || c->env[i].kind == POD_ENV_SECRET_KEY) &&
+                            keys(s, pod, c->env[i].kind == POD_ENV_SECRET_KEY, c->env[i].ref_name, &o, &err) == 0)
+                                ready = false;
+        }
+        return ready;
+}
 
 /* ret: 1 here, 0 asked for, < 0 failing; data (borrowed) */
-static int want(Agent *a, const Pod *pod, const PodDownwardFile *f, const char **token, const json_t **cm,
+static int want(KubeSource *s, const Pod *pod, const PodDownwardFile *f, const char **token, const json_t **cm,
                 CubError *err) {
         if (f->source == POD_PROJECTION_SERVICE_ACCOUNT) {
                 KubeTokenKey k = { .ns = pod->namespace_,
@@ -28,9 +71,9 @@ static int want(Agent *a, const Pod *pod, const PodDownwardFile *f, const char *
                                    .audience = f->audience,
                                    .expiration_seconds = f->expiration_seconds };
 
-                return kube_projected_token(a->cluster.projected, &k, token, err);
+                return kube_projected_token(kube_source_projected(s), &k, token, err);
         }
-        return kube_projected_keys(a->cluster.projected, f->source == POD_PROJECTION_SECRET, pod->namespace_,
+        return kube_projected_keys(kube_source_projected(s), f->source == POD_PROJECTION_SECRET, pod->namespace_,
                                    f->ref_name, cm, err);
 }
 
@@ -38,14 +81,14 @@ static int want(Agent *a, const Pod *pod, const PodDownwardFile *f, const char *
  * Secret with the keys asked for (a missing one that is not optional waits,
  * as kubelet's pod waits in ContainerCreating until it is created); and
  * every ConfigMap and Secret of the env has been answered for */
-bool agent_cluster_volumes_ready(Agent *a, const Pod *pod, char *why, size_t size) {
+bool kube_source_volumes_ready(KubeSource *s, const Pod *pod, char *why, size_t size) {
         bool ready = true;
 
         if (size)
                 why[0] = 0;
-        if (!a->cluster.projected)
+        if (!s)
                 return true;
-        ready = agent_cluster_env_ready(a, pod);
+        ready = kube_source_env_ready(s, pod);
         for (size_t i = 0; i < pod->n_volumes; i++)
                 for (size_t k = 0; k < pod->volumes[i].n_items; k++) {
                         const PodDownwardFile *f = &pod->volumes[i].items[k];
@@ -56,7 +99,7 @@ bool agent_cluster_volumes_ready(Agent *a, const Pod *pod, char *why, size_t siz
                         if (f->source == POD_PROJECTION_DOWNWARD_API)
                                 continue;
                         /* every one asked for at once */
-                        if (agent_cluster_api_files(a, pod, f, &files, &n, &err) < 0) {
+                        if (kube_source_api_files(s, pod, f, &files, &n, &err) < 0) {
                                 /* kubelet's FailedMount text; not for what is merely on its way */
                                 if (size && !why[0] && err.code != EAGAIN)
                                         (void) snprintf(why, size, "MountVolume.SetUp failed for volume \"%s\" : %s",
@@ -88,9 +131,8 @@ static int add(VolApiFile **files, size_t *n, const char *path, const char *data
         return 0;
 }
 
-int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, VolApiFile **ret, size_t *ret_n,
-                            CubError *err) {
-        Agent *a = loop;
+int kube_source_api_files(KubeSource *s, const Pod *pod, const PodDownwardFile *f, VolApiFile **ret, size_t *ret_n,
+                          CubError *err) {
         const char *token = NULL, *key;
         const json_t *cm = NULL, *v;
         VolApiFile *files = NULL;
@@ -98,9 +140,9 @@ int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f
         bool secret;
         int r;
 
-        if (!a->cluster.projected)
+        if (!s)
                 return cub_err_set(err, ENOTSUP, "no API server (--kubeconfig)");
-        r = want(a, pod, f, &token, &cm, err);
+        r = want(s, pod, f, &token, &cm, err);
         if (r == 0)
                 r = cub_err_set(err, EAGAIN, "not yet received from the API server");
         if (r < 0)
@@ -133,10 +175,6 @@ int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f
         return 0;
 }
 
-uint64_t agent_cluster_api_generation(void *loop) {
-        Agent *a = loop;
-
-        /* and the pods' labels and annotations: their downward API files */
-        return (a->cluster.projected ? kube_projected_generation(a->cluster.projected) : 0) +
-               a->cluster.meta_generation;
+uint64_t kube_source_generation(const KubeSource *s) {
+        return s ? kube_projected_generation(kube_source_projected(s)) : 0;
 }
