@@ -5,6 +5,9 @@
  * Managers never see it: they get an LcEnv (agent/lifecycle) and return
  * decisions. Each part of struct Agent below has one file that writes it
  * (named beside it); the others read it or call a function of its owner.
+ * Most parts are objects of their owner (a pointer here, the struct in the
+ * owner's .c): the others cannot even read them. A pod's record (LcPod) is
+ * lifecycle/'s to write, through its transitions (make lint).
  *
  * The files call down, never up (tests/loop-graph.py checks it in make
  * lint, with nm over libloop.a); the pod table and its actions are the one
@@ -64,6 +67,10 @@ typedef struct AgentError {
 typedef struct AgentUpdate AgentUpdate; /* merge.c */
 
 /* What agent_new() set up, written by agent.c alone (and only there). */
+/* What agent.c alone reads and writes (its event sources, the status
+ * socket, the SIGTERM seen): agent.c's object. */
+typedef struct AgentRun AgentRun;
+
 typedef struct AgentCore {
         AgentOptions opt;
         const PodKubeletConfig *kc; /* the caller's: AgentOptions outlive the agent */
@@ -73,14 +80,11 @@ typedef struct AgentCore {
         CriClient *cri;
         CgWriter *writer;
         WorkerPool *pool;
-        ApiServer *status; /* the status socket */
-        sd_event_source *worker_src, *relist_timer, *actions_src;
-        sd_event_source *reconcile_timer; /* cpuManagerReconcilePeriod (agent_update_resources) */
-        char runtime_version[256];
+        sd_event_source *relist_timer, *actions_src;
         char *log_root;
         char host_ip[64];
         int64_t wall_minus_mono; /* cub_wall_minus_mono_usec()'s kept offset */
-        bool terminating;        /* a SIGTERM came (agent.c's) */
+        AgentRun *run;
 } AgentCore;
 
 /* The pod table: written by podtable.c alone. Which pods a source still
@@ -88,8 +92,9 @@ typedef struct AgentCore {
 typedef struct AgentPodTable {
         LcPod **pods;
         size_t n_pods;
-        CubHashmap *by_uid; /* the newest pod of each UID */
-        bool trim_pending;  /* pods came or went: give freed memory back once things are quiet */
+        CubHashmap *by_uid;       /* the newest pod of each UID */
+        bool trim_pending;        /* pods came or went: give freed memory back once things are quiet */
+        uint64_t meta_generation; /* pods' labels or annotations changed in place (agent_pods_meta_changed) */
 } AgentPodTable;
 
 /* What the managers' decisions set on the node: written by actions.c alone. */
@@ -98,65 +103,40 @@ typedef struct AgentDecisions {
         unsigned resources_gen;             /* the container-resources generation */
 } AgentDecisions;
 
-/* The manager table: written by managers.c alone. */
-typedef struct AgentManagers {
-        LcEnv env;
-        const LcManagerVtable *const *mgr;
-        size_t n_mgr;
-        void **mgr_state;
-        LcActions actions; /* queued by managers (LcEnv.act), taken by actions.c */
-        bool restored;     /* their restore ran: the sources were ready, nothing held back */
-} AgentManagers;
+/* The manager table: managers.c's object (agent_managers_new). */
+typedef struct AgentManagers AgentManagers;
 
-/* The pods being stopped: written by submit.c alone. */
-typedef struct AgentStops {
-        KillTable kills; /* the pods being stopped, their retries (agent/loop/killtable.h) */
-        /* probes and hooks: specs of pods that left the table while something
-         * of them ran, for their kill job's preStop hooks */
-        WorkerSpec **gone_specs;
-        size_t n_gone_specs;
-} AgentStops;
+/* The pods being stopped: submit.c's object (agent_stops_init). */
+typedef struct AgentStops AgentStops;
 
-/* What the runtime holds and how the loop follows it: written by jobs.c
- * alone (the relist, the worker's results), read by the others. */
-typedef struct AgentRuntime {
+/* What the runtime is, as the loop last saw it (jobs.c's; agent_runtime()). */
+typedef struct AgentRuntimeView {
+        char version[256]; /* "containerd 1.6.20 (CRI v1)", from the start's Version */
         bool ready, known;
         char error[CUB_ERR_MSG_MAX];
-        CubRetry retry; /* the relist while the runtime is away (cub_retry_runtime) */
         /* the runtime's conditions (CRI Status, asked every 5 s with a
-         * relist): network_error is kubelet's "container runtime network not
-         * ready: ..." while NetworkReady is false, "" otherwise */
-        uint64_t status_asked_usec;
+         * relist): kubelet's "container runtime network not ready: ..."
+         * while NetworkReady is false, "" otherwise */
         char network_error[768];
-        bool relist_busy, relist_again;
-        /* the evented relist: containerd's event stream, whether the last
-         * relist found every pod settled, and until when (CLOCK_MONOTONIC
-         * µs) relists stay at relist_usec after an event */
-        CriEvents *events;
-        sd_event_source *events_src;
-        bool relist_steady;
-        uint64_t relist_hot_until;
-        uint64_t next_due; /* the earliest retry of a stop or a failed sync (CLOCK_MONOTONIC µs), UINT64_MAX: none */
-        size_t n_running;  /* as of the last relist */
+        size_t n_running; /* as of the last relist */
         bool notified_ready;
-} AgentRuntime;
+} AgentRuntimeView;
 
-/* The sources' queue: written by merge.c alone. */
-typedef struct AgentQueue {
-        AgentUpdate *head, *tail;
-        bool draining;
-} AgentQueue;
+/* The sources' queue: merge.c's object (made with the first update). */
+typedef struct AgentQueue AgentQueue;
 
 /* The manifest directory: written by source-dir.c alone. */
 typedef struct AgentSourceDir AgentSourceDir; /* source-dir.c's own */
 
-/* The manifest URL: written by source-http.c alone. */
+/* The manifest URL: written by source-http.c alone (agent_source_http_attach
+ * makes it), read by the others. */
 typedef struct AgentSourceHttp {
         PodsrcHttp *source;                /* NULL without one */
         char cache_error[CUB_ERR_MSG_MAX]; /* the cache write error last logged */
 } AgentSourceHttp;
 
-/* The sources' errors for cubelet status: written by source-state.c alone. */
+/* The sources' errors for cubelet status: written by source-state.c alone
+ * (agent_errors_init makes them), read by the others. */
 typedef struct AgentSourceErrors {
         AgentError *dir; /* the manifest directory's */
         size_t n_dir;
@@ -167,29 +147,9 @@ typedef struct AgentSourceErrors {
 /* The HTTP API: serve.c's object (its counters too: the others call agent_metrics_*()). */
 typedef struct AgentApi AgentApi;
 
-/* The API server (--kubeconfig): written by cluster.c alone. Its pods come
- * from the source (agent/cluster/source.h), an object of its own behind
- * the sources' interface; the rest is the status publisher: the Node, the
- * pods' status and events. */
-typedef struct AgentCluster {
-        KubeClient *client;
-        KubeSource *source; /* the pods bound to this node, their volumes' and env's data */
-        KubeNode *node;
-        KubeStatus *status;       /* their status, and the final DELETE */
-        KubeEvents *events;       /* their events */
-        uint64_t meta_generation; /* pods' labels or annotations changed (spec-update.c) */
-        sd_event_source *status_timer;
-        uint64_t ticks;
-        /* the node's own events (Starting, NodeReady, ...), and the
-         * conditions they came from: type → status */
-        struct {
-                char reason[48], message[160];
-                unsigned count;
-                int64_t first_unix, last_unix;
-        } node_events[12];
-        size_t n_node_events;
-        json_t *node_conditions;
-} AgentCluster;
+/* The API server (--kubeconfig): the status publisher, an object of the
+ * loop's cluster files (cluster-internal.h), written by cluster.c alone. */
+typedef struct AgentCluster AgentCluster;
 
 /* in-place resize's checkpoint (resize.c): <stateDir>/pod_resources,
  * uid → {inProgress, containers: the allocated cpu/memory} of the pods
@@ -199,19 +159,20 @@ typedef struct AgentResize {
 } AgentResize;
 
 struct Agent {
-        AgentCore core;         /* agent.c */
-        AgentResize resize;     /* resize.c */
-        AgentPodTable table;    /* podtable.c */
-        AgentDecisions decided; /* actions.c */
-        AgentManagers mgrs;     /* managers.c */
-        AgentStops stops;       /* submit.c */
-        AgentRuntime rt;        /* jobs.c */
-        AgentQueue queue;       /* merge.c */
-        AgentSourceDir *dir;    /* source-dir.c */
-        AgentSourceHttp url;    /* source-http.c */
-        AgentSourceErrors errs; /* source-state.c */
-        AgentApi *api;          /* serve.c */
-        AgentCluster cluster;   /* cluster.c */
+        AgentCore core;          /* agent.c */
+        AgentResize resize;      /* resize.c */
+        AgentPodTable table;     /* podtable.c */
+        AgentDecisions decided;  /* actions.c */
+        AgentManagers *mgrs;     /* managers.c */
+        AgentStops *stops;       /* submit.c */
+        AgentRuntimeView *rt;    /* jobs.c: a view read by all; the rest of its object is jobs.c's alone */
+        AgentQueue *queue;       /* merge.c */
+        AgentSourceDir *dir;     /* source-dir.c */
+        AgentSourceHttp *url;    /* source-http.c */
+        AgentSourceErrors *errs; /* source-state.c */
+        AgentApi *api;           /* serve.c */
+        AgentCluster *cluster;   /* cluster.c: the status publisher */
+        KubeSource *kube;        /* cluster.c: the API server's pod source (agent/cluster/source.h); NULL: none */
 };
 
 /* ---- agent.c --------------------------------------------------------------- */
@@ -223,6 +184,8 @@ int agent_cluster_start(Agent *a, CubError *err);
 void agent_cluster_changed(Agent *a);
 void agent_cluster_status(Agent *a, json_t *doc);
 void agent_cluster_free(Agent *a);
+/* the API server's pod source (NULL without --kubeconfig) */
+
 /* cluster-node-events.c: the node's own events */
 void agent_cluster_node_event(Agent *a, const char *reason, const char *message);
 void agent_cluster_node_condition_events(Agent *a, const json_t *conds);
@@ -286,7 +249,14 @@ void agent_request_relist(Agent *a);
 void agent_events_attach(Agent *a);
 void agent_events_detach(Agent *a);
 uint64_t agent_relist_period(Agent *a, uint64_t now);
-void agent_runtime_init(Agent *a);
+int agent_runtime_init(Agent *a);
+/* the runtime's Version, as agent_new() asked it */
+void agent_runtime_set_version(Agent *a, const char *name, const char *version, const char *api_version);
+void agent_runtime_free(Agent *a);
+/* containerd's event stream (NULL: none): its state for cubelet status */
+CriEvents *agent_runtime_events(const Agent *a);
+/* the relist's retry while the runtime is away (for the tests) */
+const CubRetry *agent_runtime_retry(const Agent *a);
 
 /* ---- podtable.c ---------------------------------------------------------------- */
 int agent_pods_init(Agent *a, CubError *err);
@@ -319,6 +289,8 @@ void agent_victim_stopped(Agent *a, const char *uid);
  * quiet; jobs.c takes the flag when they are */
 void agent_pods_trim_later(Agent *a);
 bool agent_pods_take_trim(Agent *a);
+/* pods' labels or annotations changed in place: their downward API files follow */
+void agent_pods_meta_changed(Agent *a);
 
 /* ---- actions.c: the managers' decisions, applied ----------------------------- */
 void agent_decisions_init(Agent *a);
@@ -371,7 +343,12 @@ void agent_keep_gone_spec(Agent *a, const LcPod *p);
 /* the relist's plan over the kill table (relist-plan.h), and a kill job's end */
 int agent_stops_plan(Agent *a, const RelistInput *in, RelistPlan *plan);
 KillOutcome agent_stops_done(Agent *a, const WorkerJob *j, uint64_t now, unsigned *ret_attempts);
+int agent_stops_init(Agent *a);
 void agent_stops_free(Agent *a);
+/* the kill table (agent/loop/killtable.h): read it; submit.c writes it */
+KillTable *agent_kills(const Agent *a);
+/* specs kept for their kill job's preStop hooks (for the tests) */
+size_t agent_stops_gone_specs(const Agent *a);
 
 /* ---- source-state.c: the sources' errors and queries -------------------------- */
 bool agent_pod_from_url(const Agent *a, const LcPod *p);
@@ -391,7 +368,10 @@ bool agent_pod_from_dir(const Agent *a, const LcPod *p);
  * file in cubelet status (NULL: none any more) */
 void agent_source_dir_set_errors(Agent *a, const PodsrcSet *set);
 void agent_source_dir_file_error(Agent *a, const char *path, const char *message);
+int agent_errors_init(Agent *a);
 void agent_errors_free(Agent *a);
+/* the directory's errors are gone (its watch is) */
+void agent_source_dir_errors_clear(Agent *a);
 /* the manifest URL's: the last fetch's error ("" when it was good), a new
  * set in force, a message of the URL's set */
 void agent_source_http_fetch_error(Agent *a, const char *message);
@@ -422,6 +402,8 @@ void agent_metrics_stopped_by(Agent *a, bool evicted, const char *resource);
 /* the LcEnv and each manager's state */
 int agent_managers_new(Agent *a, CubError *err);
 void agent_managers_free(Agent *a);
+/* what the managers were made with (LcEnv): the node's allocatable is theirs */
+const LcEnv *agent_managers_env(const Agent *a);
 /* restore (checkpoints), then attach (their event sources) */
 void agent_managers_start(Agent *a);
 /* The managers' restore (each drops what belongs to pods that are gone), once;

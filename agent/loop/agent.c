@@ -27,6 +27,14 @@
 #include "../util/log.h"
 #include "agent-internal.h"
 
+/* What this file alone reads and writes (AgentCore.run). */
+struct AgentRun {
+        ApiServer *status; /* the status socket */
+        sd_event_source *worker_src;
+        sd_event_source *reconcile_timer; /* cpuManagerReconcilePeriod (agent_update_resources) */
+        bool terminating;                 /* a SIGTERM came */
+};
+
 static char *dup_or_null(const char *s) {
         return s ? strdup(s) : NULL;
 }
@@ -149,7 +157,7 @@ static int agent_set_node_env(Agent *a, CubError *err) {
         PodQuantity q;
         int r;
 
-        r = mgr_node_allocatable(&a->mgrs.env, &alloc, err);
+        r = mgr_node_allocatable(agent_managers_env(a), &alloc, err);
         if (r < 0)
                 return r;
         if (pod_resource_get(&alloc, "cpu", &q))
@@ -169,8 +177,8 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
         Agent *a = userdata;
 
         (void) si;
-        if (!a->core.terminating) {
-                a->core.terminating = true;
+        if (!a->core.run->terminating) {
+                a->core.run->terminating = true;
                 if (agent_managers_terminate(a))
                         return 0;
         }
@@ -204,12 +212,12 @@ static int add_sources(Agent *a, int worker_fd) {
         (void) sd_event_add_signal(a->core.event, NULL, SIGINT | SD_EVENT_SIGNAL_PROCMASK, NULL, NULL);
         (void) sd_event_add_signal(a->core.event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, a);
         (void) sd_event_set_watchdog(a->core.event, true);
-        r = sd_event_add_io(a->core.event, &a->core.worker_src, worker_fd, EPOLLIN, agent_on_worker, a);
+        r = sd_event_add_io(a->core.event, &a->core.run->worker_src, worker_fd, EPOLLIN, agent_on_worker, a);
         if (r >= 0)
                 r = sd_event_add_time_relative(a->core.event, &a->core.relist_timer, CLOCK_MONOTONIC,
                                                a->core.opt.relist_usec, 0, on_relist_timer, a);
         if (r >= 0)
-                r = sd_event_add_time_relative(a->core.event, &a->core.reconcile_timer, CLOCK_MONOTONIC,
+                r = sd_event_add_time_relative(a->core.event, &a->core.run->reconcile_timer, CLOCK_MONOTONIC,
                                                a->core.opt.cpu_reconcile_usec, 0, on_reconcile_timer, a);
         if (r >= 0)
                 r = sd_event_add_defer(a->core.event, &a->core.actions_src, on_actions, a);
@@ -221,10 +229,10 @@ static int add_sources(Agent *a, int worker_fd) {
                 r = agent_source_http_attach(a);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(a->core.worker_src, "workers");
+        (void) sd_event_source_set_description(a->core.run->worker_src, "workers");
         (void) sd_event_source_set_description(a->core.relist_timer, "relist");
-        (void) sd_event_source_set_description(a->core.reconcile_timer, "cpu-reconcile");
-        (void) sd_event_source_set_enabled(a->core.reconcile_timer, SD_EVENT_ON);
+        (void) sd_event_source_set_description(a->core.run->reconcile_timer, "cpu-reconcile");
+        (void) sd_event_source_set_enabled(a->core.run->reconcile_timer, SD_EVENT_ON);
         (void) sd_event_source_set_description(a->core.actions_src, "manager-actions");
         (void) sd_event_source_set_enabled(a->core.relist_timer, SD_EVENT_ON);
         (void) sd_event_source_set_enabled(a->core.actions_src, SD_EVENT_OFF);
@@ -237,15 +245,25 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         int r, efd;
 
         a = calloc(1, sizeof(*a));
-        if (!a)
+        if (!a || !(a->core.run = calloc(1, sizeof(*a->core.run)))) {
+                free(a);
                 return cub_err_set(err, ENOMEM, "out of memory");
+        }
         r = copy_options(&a->core.opt, opt);
         if (r < 0) {
                 r = cub_err_set(err, ENOMEM, "out of memory");
                 goto fail;
         }
         a->core.kc = &opt->kc;
-        agent_runtime_init(a);
+        r = agent_runtime_init(a);
+        if (r >= 0)
+                r = agent_stops_init(a);
+        if (r >= 0)
+                r = agent_errors_init(a);
+        if (r < 0) {
+                r = cub_err_set(err, ENOMEM, "out of memory");
+                goto fail;
+        }
         r = agent_host_node(&a->core.node, err);
         if (r < 0)
                 goto fail;
@@ -327,8 +345,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         if (r < 0)
                 goto fail;
         if (cri_version(a->core.cri, &v, NULL) >= 0)
-                (void) snprintf(a->core.runtime_version, sizeof(a->core.runtime_version), "%s %s (CRI %s)",
-                                v.runtime_name, v.runtime_version, v.runtime_api_version);
+                agent_runtime_set_version(a, v.runtime_name, v.runtime_version, v.runtime_api_version);
         r = worker_pool_new(a->core.opt.workers, a->core.cri, a->core.writer, &a->core.pool, &efd, err);
         if (r < 0)
                 goto fail;
@@ -355,7 +372,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 goto fail;
         }
         agent_events_attach(a);
-        r = api_server_new(a->core.event, a->core.opt.socket_path, render_status, a, &a->core.status, err);
+        r = api_server_new(a->core.event, a->core.opt.socket_path, render_status, a, &a->core.run->status, err);
         if (r >= 0)
                 r = agent_http_start(a, err);
         if (r >= 0)
@@ -391,24 +408,27 @@ Agent *agent_free(Agent *a) {
         agent_resize_free(a);
         a->core.pool = worker_pool_free(a->core.pool);
         agent_events_detach(a);
-        a->core.status = api_server_free(a->core.status);
+        agent_runtime_free(a);
+        a->core.run->status = api_server_free(a->core.run->status);
         agent_http_stop(a);
         agent_source_dir_done(a);
         agent_updates_free(a);
         agent_source_http_done(a);
-        sd_event_source_disable_unref(a->core.worker_src);
+        sd_event_source_disable_unref(a->core.run->worker_src);
         sd_event_source_disable_unref(a->core.relist_timer);
-        sd_event_source_disable_unref(a->core.reconcile_timer);
+        sd_event_source_disable_unref(a->core.run->reconcile_timer);
         sd_event_source_disable_unref(a->core.actions_src);
         agent_managers_flush(a);
         agent_managers_free(a);
         sd_event_unref(a->core.event);
         agent_pods_free(a);
         agent_stops_free(a);
+        agent_errors_free(a);
         cri_client_free(a->core.cri);
         cg_writer_free(a->core.writer);
         free(a->core.log_root);
         agent_options_done(&a->core.opt);
+        free(a->core.run);
         free(a);
         return NULL;
 }

@@ -15,12 +15,12 @@
 
 #include "../cluster/pullcreds.h"
 #include "../util/cleanup.h"
-#include "agent-internal.h"
+#include "cluster-internal.h"
 
 /* 1 here (*ret NULL: it does not exist), 0 asked for, < 0 failing */
 static int keys(Agent *a, const Pod *pod, bool secret, const char *name, const json_t **ret, CubError *err) {
         *ret = NULL;
-        return kube_projected_keys(kube_source_projected(a->cluster.source), secret, pod->namespace_, name, ret, err);
+        return kube_projected_keys(kube_source_projected(a->kube), secret, pod->namespace_, name, ret, err);
 }
 
 /* kubelet's words for an object that cannot be had into *ret (1); 0 when
@@ -107,11 +107,11 @@ static int pull_auths(Agent *a, const Pod *pod, const PodContainer *c, WorkerCon
 int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c, WorkerContainerConfig *cfg) {
         int r = 0;
 
-        if (!a->cluster.source)
+        if (!a->kube)
                 return 0;
         if (pod->image_pull_secrets.n > 0 && (r = pull_auths(a, pod, c, cfg)) < 0)
                 return r;
-        if (kube_source_services_wanted(a->cluster.source, pod))
+        if (kube_source_services_wanted(a->kube, pod))
                 return (cfg->env_error =
                                 strdup("services have not yet been read at least once, cannot construct envvars"))
                                ? 0
@@ -119,7 +119,7 @@ int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c,
         {
                 CubError e = {};
 
-                r = kube_service_env(kube_services_set(kube_source_services(a->cluster.source)), pod->namespace_,
+                r = kube_service_env(kube_services_set(kube_source_services(a->kube)), pod->namespace_,
                                      pod_service_links(pod), &cfg->service_env, &e);
                 if (r < 0)
                         return r;
@@ -165,12 +165,12 @@ int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c,
  * files of the API server's data */
 int agent_cluster_api_files(void *loop, const Pod *pod, const PodDownwardFile *f, VolApiFile **ret, size_t *ret_n,
                             CubError *err) {
-        return kube_source_api_files(((Agent *) loop)->cluster.source, pod, f, ret, ret_n, err);
+        return kube_source_api_files(((Agent *) loop)->kube, pod, f, ret, ret_n, err);
 }
 
 uint64_t agent_cluster_api_generation(void *loop) {
         Agent *a = loop;
 
         /* and the pods' labels and annotations: their downward API files */
-        return kube_source_generation(a->cluster.source) + a->cluster.meta_generation;
+        return kube_source_generation(a->kube) + a->table.meta_generation;
 }

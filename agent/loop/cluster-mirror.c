@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "../util/cleanup.h"
-#include "agent-internal.h"
+#include "cluster-internal.h"
 
 static const char *uid_of_json(const json_t *o) {
         return json_string_value(json_object_get(json_object_get(o, "metadata"), "uid")) ?: "";
@@ -20,11 +20,12 @@ void agent_cluster_publish_status(Agent *a, const LcPod *p, const ApiPodsInfo *i
         _cleanup_free_ char *key = api_pod_status_key(p, info, &key_len);
         json_t *pj;
 
-        if (key && kube_status_unchanged(a->cluster.status, uid, key, key_len))
+        if (key && kube_status_unchanged(a->cluster->status, uid, key, key_len))
                 return;
         pj = api_pod_status_json(p, info);
         if (pj)
-                kube_status_set(a->cluster.status, p->spec->pod->namespace_, p->spec->pod->name, uid, pj, key, key_len);
+                kube_status_set(a->cluster->status, p->spec->pod->namespace_, p->spec->pod->name, uid, pj, key,
+                                key_len);
         json_decref(pj);
 }
 
@@ -87,7 +88,7 @@ static json_t *mirror_json(Agent *a, const LcPod *p, const ApiPodsInfo *info) {
         json_object_set_new(ann, "kubernetes.io/config.seen", json_string(seen_text(p->seen_ns, seen, sizeof(seen))));
         json_object_set_new(meta, "ownerReferences",
                             json_pack("[{s:s,s:s,s:s,s:s,s:b}]", "apiVersion", "v1", "kind", "Node", "name",
-                                      a->core.opt.node_name, "uid", kube_node_uid(a->cluster.node), "controller", 1));
+                                      a->core.opt.node_name, "uid", kube_node_uid(a->cluster->node), "controller", 1));
         return pj;
 }
 
@@ -98,7 +99,7 @@ void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *i
         const char *uid;
         json_t *o;
 
-        if (!kube_node_registered(a->cluster.node))
+        if (!kube_node_registered(a->cluster->node))
                 return;
         for (size_t i = 0; i < a->table.n_pods; i++) {
                 const LcPod *p = a->table.pods[i];
@@ -113,7 +114,7 @@ void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *i
                         (void) snprintf(key, sizeof(key), "%s/%s", p->spec->pod->namespace_, p->spec->pod->name);
                         pj = mirror_json(a, p, info);
                         if (pj)
-                                kube_status_create(a->cluster.status, key, p->spec->pod->namespace_, pj);
+                                kube_status_create(a->cluster->status, key, p->spec->pod->namespace_, pj);
                         json_decref(pj);
                         continue;
                 }
@@ -140,7 +141,7 @@ void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *i
                                strcmp(p->spec->pod->config_hash, hash) == 0;
                 }
                 if (!keep)
-                        kube_status_delete(a->cluster.status, json_string_value(json_object_get(meta, "namespace")),
+                        kube_status_delete(a->cluster->status, json_string_value(json_object_get(meta, "namespace")),
                                            json_string_value(json_object_get(meta, "name")), uid);
         }
 }

@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "../util/time.h"
-#include "agent-internal.h"
+#include "cluster-internal.h"
 
 /* kubelet's recordNodeStatusEvent: one Normal event per reason, counted */
 void agent_cluster_node_event(Agent *a, const char *reason, const char *message) {
-        AgentCluster *c = &a->cluster;
+        AgentCluster *c = a->cluster;
         int64_t now = (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC);
         size_t i;
 
@@ -33,7 +33,7 @@ void agent_cluster_node_event(Agent *a, const char *reason, const char *message)
 /* the conditions the node's status starts from: the existing Node's
  * (a restart), else none */
 static json_t *first_conditions(Agent *a) {
-        const json_t *api = kube_node_api_conditions(a->cluster.node), *c;
+        const json_t *api = kube_node_api_conditions(a->cluster->node), *c;
         json_t *o = json_object();
         size_t i;
 
@@ -65,19 +65,19 @@ void agent_cluster_node_condition_events(Agent *a, const json_t *conds) {
         const json_t *c;
         size_t i;
 
-        if (!kube_node_registered(a->cluster.node))
+        if (!kube_node_registered(a->cluster->node))
                 return;
-        if (!a->cluster.node_conditions && !(a->cluster.node_conditions = first_conditions(a)))
+        if (!a->cluster->node_conditions && !(a->cluster->node_conditions = first_conditions(a)))
                 return;
         json_array_foreach(conds, i, c) {
                 const char *type = json_string_value(json_object_get(c, "type")) ?: "";
                 const char *st = json_string_value(json_object_get(c, "status")) ?: "";
-                const char *before = json_string_value(json_object_get(a->cluster.node_conditions, type));
+                const char *before = json_string_value(json_object_get(a->cluster->node_conditions, type));
                 char msg[160];
 
                 if (strcmp(before ?: "", st) == 0)
                         continue;
-                json_object_set_new(a->cluster.node_conditions, type, json_string(st));
+                json_object_set_new(a->cluster->node_conditions, type, json_string(st));
                 if (!before && strcmp(type, "Ready") == 0)
                         continue; /* kubelet appends a new Ready condition without an event */
                 for (size_t k = 0; k < sizeof(map) / sizeof(*map); k++)

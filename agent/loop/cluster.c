@@ -17,7 +17,7 @@
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
 #include "../util/log.h"
-#include "agent-internal.h"
+#include "cluster-internal.h"
 
 #define ANNOTATION_ATTACH "volumes.kubernetes.io/controller-managed-attach-detach"
 /* the version a node reports: the Kubernetes minor whose semantics cubelet
@@ -41,7 +41,7 @@ static json_t *condition(const char *type, const char *status, const char *reaso
 
 static json_t *node_info(Agent *a, const AgentNodeInfo *ni) {
         char rt[256] = "";
-        const char *v = a->core.runtime_version;
+        const char *v = a->rt->version;
 
         /* "containerd 1.6.20 (CRI v1)" → containerd://1.6.20 */
         if (*v) {
@@ -85,7 +85,7 @@ static json_t *node_json(void *userdata) {
         quantity(cap, "pods", a->core.kc->max_pods > 0 ? a->core.kc->max_pods : 110, false);
         if (statvfs(a->core.opt.state_dir, &sv) == 0)
                 quantity(cap, "ephemeral-storage", (int64_t) ((uint64_t) sv.f_blocks * sv.f_frsize), false);
-        if (mgr_node_allocatable(&a->mgrs.env, &alloc, &err) >= 0)
+        if (mgr_node_allocatable(agent_managers_env(a), &alloc, &err) >= 0)
                 for (i = 0; i < alloc.n; i++) {
                         bool cpu = strcmp(alloc.items[i].name, "cpu") == 0;
 
@@ -115,11 +115,11 @@ static json_t *node_json(void *userdata) {
                 quantity(al, name, json_integer_value(json_object_get(c, "allocatable")), false);
         }
         json_array_foreach(json_object_get(mgr, "conditions"), i, c) json_array_append(conds, c);
-        if (!a->rt.ready)
+        if (!a->rt->ready)
                 json_array_append_new(conds, condition("Ready", "False", "KubeletNotReady",
-                                                       a->rt.known ? "container runtime is down" : "starting"));
-        else if (*a->rt.network_error)
-                json_array_append_new(conds, condition("Ready", "False", "KubeletNotReady", a->rt.network_error));
+                                                       a->rt->known ? "container runtime is down" : "starting"));
+        else if (*a->rt->network_error)
+                json_array_append_new(conds, condition("Ready", "False", "KubeletNotReady", a->rt->network_error));
         else
                 json_array_append_new(conds,
                                       condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"));
@@ -178,16 +178,16 @@ static void source_update(void *userdata, PodsrcSet *set, const KubeSourceStop *
  * statuses of pods the API no longer has forgotten. */
 static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
-        const json_t *set = kube_source_pods(a->cluster.source);
+        const json_t *set = kube_source_pods(a->kube);
         ApiPodsInfo info;
         const char *uid;
         json_t *o, *keep;
 
         agent_api_pods_info(a, &info);
         (void) sd_event_source_set_time(s, usec + STATUS_TICK_USEC);
-        a->cluster.ticks++;
-        kube_source_tick(a->cluster.source);
-        if (!kube_source_synced(a->cluster.source))
+        a->cluster->ticks++;
+        kube_source_tick(a->kube);
+        if (!kube_source_synced(a->kube))
                 return 0;
         keep = json_object();
         (void) json_object_update(keep, (json_t *) set);
@@ -196,14 +196,14 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 bool api = agent_pod_from_api(p) && json_object_get(set, p->spec->pod->uid);
 
                 /* a static pod's events too, once the node is there (kubelet's) */
-                if (!api && (agent_pod_from_api(p) || !p->wanted || !kube_node_registered(a->cluster.node)))
+                if (!api && (agent_pod_from_api(p) || !p->wanted || !kube_node_registered(a->cluster->node)))
                         continue;
                 if (!api)
                         (void) json_object_set_new(keep, p->spec->pod->uid, json_true());
                 /* kubelet's status manager resyncs every 10 s */
-                if (api && a->cluster.ticks % STATUS_RESYNC_TICKS == 0)
+                if (api && a->cluster->ticks % STATUS_RESYNC_TICKS == 0)
                         (void) kube_status_reconcile(
-                                a->cluster.status, p->spec->pod->uid,
+                                a->cluster->status, p->spec->pod->uid,
                                 json_object_get(json_object_get(set, p->spec->pod->uid), "status"));
                 /* a pod already terminal in the API when cubelet first saw it
                  * keeps the API's status; one whose status is the one sent
@@ -224,10 +224,10 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                                 .last_unix = ((int64_t) e->last_usec + info.wall_minus_mono_usec) / 1000000,
                         };
 
-                        kube_events_record(a->cluster.events, &in);
+                        kube_events_record(a->cluster->events, &in);
                 }
         }
-        json_object_foreach((json_t *) kube_source_waiting(a->cluster.source), uid, o) {
+        json_object_foreach((json_t *) kube_source_waiting(a->kube), uid, o) {
                 json_int_t first = json_integer_value(json_object_get(o, "first"));
                 KubeEventInput in = { .ns = json_string_value(json_object_get(o, "ns")),
                                       .pod = json_string_value(json_object_get(o, "name")),
@@ -239,22 +239,22 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                                       .first_unix = first,
                                       .last_unix = first };
 
-                kube_events_record(a->cluster.events, &in);
+                kube_events_record(a->cluster->events, &in);
         }
-        for (size_t i = 0; kube_node_registered(a->cluster.node) && i < a->cluster.n_node_events; i++) {
+        for (size_t i = 0; kube_node_registered(a->cluster->node) && i < a->cluster->n_node_events; i++) {
                 KubeEventInput in = { .kind = "Node",
                                       .ns = "default",
                                       .pod = a->core.opt.node_name,
                                       .uid = a->core.opt.node_name,
-                                      .reason = a->cluster.node_events[i].reason,
-                                      .message = a->cluster.node_events[i].message,
-                                      .count = a->cluster.node_events[i].count,
-                                      .first_unix = a->cluster.node_events[i].first_unix,
-                                      .last_unix = a->cluster.node_events[i].last_unix };
+                                      .reason = a->cluster->node_events[i].reason,
+                                      .message = a->cluster->node_events[i].message,
+                                      .count = a->cluster->node_events[i].count,
+                                      .first_unix = a->cluster->node_events[i].first_unix,
+                                      .last_unix = a->cluster->node_events[i].last_unix };
 
-                kube_events_record(a->cluster.events, &in);
+                kube_events_record(a->cluster->events, &in);
         }
-        kube_events_prune(a->cluster.events, keep ?: set);
+        kube_events_prune(a->cluster->events, keep ?: set);
         json_decref(keep);
         json_object_foreach((json_t *) set, uid, o) {
                 const json_t *meta = json_object_get(o, "metadata");
@@ -263,11 +263,11 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                     json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror") ||
                     agent_find_pod(a, uid) || agent_is_killing(a, uid))
                         continue;
-                kube_status_delete(a->cluster.status, json_string_value(json_object_get(meta, "namespace")),
+                kube_status_delete(a->cluster->status, json_string_value(json_object_get(meta, "namespace")),
                                    json_string_value(json_object_get(meta, "name")), uid);
         }
         agent_cluster_mirror_pods(a, set, &info);
-        kube_status_prune(a->cluster.status, set);
+        kube_status_prune(a->cluster->status, set);
         return 0;
 }
 
@@ -288,54 +288,58 @@ int agent_cluster_start(Agent *a, CubError *err) {
         };
         int r;
 
+        a->cluster = calloc(1, sizeof(*a->cluster));
+        if (!a->cluster)
+                return cub_err_set(err, ENOMEM, "out of memory");
         if (!a->core.opt.kubeconfig)
                 return 0;
         r = kube_config_load(a->core.opt.kubeconfig, &cfg, err);
         if (r >= 0)
-                r = kube_client_new(a->core.event, &cfg, &a->cluster.client, err);
+                r = kube_client_new(a->core.event, &cfg, &a->cluster->client, err);
         kube_config_done(&cfg);
         if (r >= 0)
-                r = kube_node_new(a->core.event, a->cluster.client, &no, node_json, a, &a->cluster.node, err);
+                r = kube_node_new(a->core.event, a->cluster->client, &no, node_json, a, &a->cluster->node, err);
         if (r >= 0)
-                r = kube_node_start(a->cluster.node, err);
+                r = kube_node_start(a->cluster->node, err);
         if (r >= 0)
-                r = kube_source_new(a->core.event, a->cluster.client, &so, &hooks, &a->cluster.source, err);
+                r = kube_source_new(a->core.event, a->cluster->client, &so, &hooks, &a->kube, err);
         if (r >= 0)
-                r = kube_status_new(a->cluster.client, &a->cluster.status, err);
+                r = kube_status_new(a->cluster->client, &a->cluster->status, err);
         if (r >= 0)
-                r = kube_events_new(a->cluster.client, a->core.opt.node_name, &a->cluster.events, err);
+                r = kube_events_new(a->cluster->client, a->core.opt.node_name, &a->cluster->events, err);
         if (r >= 0)
                 agent_cluster_node_event(a, "Starting", "Starting kubelet.");
-        if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster.status_timer, CLOCK_MONOTONIC,
+        if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster->status_timer, CLOCK_MONOTONIC,
                                                       STATUS_TICK_USEC, CUB_USEC_PER_MSEC * 10, on_status_tick, a)) < 0)
                 r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_enabled(a->cluster.status_timer, SD_EVENT_ON);
-        (void) sd_event_source_set_description(a->cluster.status_timer, "kube-pod-status");
-        kube_source_start(a->cluster.source);
-        cub_log(LOG_INFO, "API server %s: node '%s' (kubeconfig '%s')", kube_client_server(a->cluster.client),
+        (void) sd_event_source_set_enabled(a->cluster->status_timer, SD_EVENT_ON);
+        (void) sd_event_source_set_description(a->cluster->status_timer, "kube-pod-status");
+        kube_source_start(a->kube);
+        cub_log(LOG_INFO, "API server %s: node '%s' (kubeconfig '%s')", kube_client_server(a->cluster->client),
                 a->core.opt.node_name, a->core.opt.kubeconfig);
         return 0;
 }
 
 void agent_cluster_changed(Agent *a) {
-        kube_node_changed(a->cluster.node);
+        if (a->cluster)
+                kube_node_changed(a->cluster->node);
 }
 
 void agent_cluster_status(Agent *a, json_t *doc) {
         json_t *o;
 
-        if (!a->cluster.node)
+        if (!a->cluster || !a->cluster->node)
                 return;
-        o = kube_node_status_json(a->cluster.node);
+        o = kube_node_status_json(a->cluster->node);
         if (o) {
-                const KubeClientStats *s = kube_client_stats(a->cluster.client);
+                const KubeClientStats *s = kube_client_stats(a->cluster->client);
 
                 json_object_set_new(o, "requests", json_integer((json_int_t) s->requests));
-                kube_source_status(a->cluster.source, o);
-                json_object_set_new(o, "podStatus", kube_status_json(a->cluster.status));
-                json_object_set_new(o, "events", kube_events_status_json(a->cluster.events));
+                kube_source_status(a->kube, o);
+                json_object_set_new(o, "podStatus", kube_status_json(a->cluster->status));
+                json_object_set_new(o, "events", kube_events_status_json(a->cluster->events));
                 json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
                 json_object_set_new(o, "retryAfterHolds", json_integer((json_int_t) s->holds));
         }
@@ -343,12 +347,15 @@ void agent_cluster_status(Agent *a, json_t *doc) {
 }
 
 void agent_cluster_free(Agent *a) {
-        a->cluster.status_timer = sd_event_source_disable_unref(a->cluster.status_timer);
-        a->cluster.status = kube_status_free(a->cluster.status);
-        a->cluster.events = kube_events_free(a->cluster.events);
-        json_decref(a->cluster.node_conditions);
-        a->cluster.node_conditions = NULL;
-        a->cluster.source = kube_source_free(a->cluster.source);
-        a->cluster.node = kube_node_free(a->cluster.node);
-        a->cluster.client = kube_client_free(a->cluster.client);
+        if (!a->cluster)
+                return;
+        sd_event_source_disable_unref(a->cluster->status_timer);
+        kube_status_free(a->cluster->status);
+        kube_events_free(a->cluster->events);
+        json_decref(a->cluster->node_conditions);
+        kube_source_free(a->kube);
+        kube_node_free(a->cluster->node);
+        kube_client_free(a->cluster->client);
+        free(a->cluster);
+        a->cluster = NULL;
 }

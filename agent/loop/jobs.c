@@ -25,6 +25,29 @@
 /* the relist timer fires within relist_usec from now */
 
 /* the relist timer fires at `at` at the latest (UINT64_MAX: no change) */
+/* How the loop follows the runtime: this file's object (Agent.rt), written
+ * here alone (the relist, the worker's results); the others read the view
+ * (agent_runtime). */
+typedef struct AgentRuntime {
+        AgentRuntimeView view;      /* first: Agent.rt points to it, and so to the object */
+        CubRetry retry;             /* the relist while the runtime is away (cub_retry_runtime) */
+        uint64_t status_asked_usec; /* CRI Status, asked every 5 s with a relist */
+        bool relist_busy, relist_again;
+        /* the evented relist: containerd's event stream, whether the last
+         * relist found every pod settled, and until when (CLOCK_MONOTONIC
+         * µs) relists stay at relist_usec after an event */
+        CriEvents *events;
+        sd_event_source *events_src;
+        bool relist_steady;
+        uint64_t relist_hot_until;
+        uint64_t next_due; /* the earliest retry of a stop or a failed sync (CLOCK_MONOTONIC µs), UINT64_MAX: none */
+} AgentRuntime;
+
+/* the object of Agent.rt, its view being its first member */
+static AgentRuntime *rt_of(const Agent *a) {
+        return (AgentRuntime *) a->rt;
+}
+
 static void relist_timer_at(Agent *a, uint64_t at) {
         uint64_t next = 0;
 
@@ -35,10 +58,10 @@ static void relist_timer_at(Agent *a, uint64_t at) {
 
 uint64_t agent_relist_period(Agent *a, uint64_t now) {
         /* the runtime away: the relist is its retry, on the policy */
-        if (a->rt.retry.failures > 0 && a->rt.retry.next_usec > now)
-                return a->rt.retry.next_usec - now;
-        if (!a->rt.events || !a->rt.relist_steady || now < a->rt.relist_hot_until ||
-            cri_events_state(a->rt.events, NULL, NULL, 0) != CRI_EVENTS_SUBSCRIBED ||
+        if (rt_of(a)->retry.failures > 0 && rt_of(a)->retry.next_usec > now)
+                return rt_of(a)->retry.next_usec - now;
+        if (!rt_of(a)->events || !rt_of(a)->relist_steady || now < rt_of(a)->relist_hot_until ||
+            cri_events_state(rt_of(a)->events, NULL, NULL, 0) != CRI_EVENTS_SUBSCRIBED ||
             a->core.opt.events_relist_usec <= a->core.opt.relist_usec)
                 return a->core.opt.relist_usec;
         return a->core.opt.events_relist_usec;
@@ -58,11 +81,11 @@ static int on_runtime_event(sd_event_source *s, int fd, uint32_t revents, void *
         (void) s;
         (void) fd;
         (void) revents;
-        if (cri_events_take(a->rt.events) == 0)
+        if (cri_events_take(rt_of(a)->events) == 0)
                 return 0;
-        a->rt.relist_hot_until = now + 2 * a->core.opt.relist_usec + a->core.opt.relist_usec / 2;
-        if (a->rt.relist_hot_until < now + EVENT_HOT_USEC)
-                a->rt.relist_hot_until = now + EVENT_HOT_USEC;
+        rt_of(a)->relist_hot_until = now + 2 * a->core.opt.relist_usec + a->core.opt.relist_usec / 2;
+        if (rt_of(a)->relist_hot_until < now + EVENT_HOT_USEC)
+                rt_of(a)->relist_hot_until = now + EVENT_HOT_USEC;
         relist_timer_at(a, now + a->core.opt.relist_usec);
         agent_request_relist(a);
         return 0;
@@ -73,39 +96,41 @@ void agent_events_attach(Agent *a) {
 
         if (a->core.opt.events_relist_usec == 0)
                 return;
-        if (cri_events_start(a->core.cri, CRI_EVENTS_NAMESPACE, &a->rt.events, &err) < 0 ||
-            sd_event_add_io(a->core.event, &a->rt.events_src, cri_events_fd(a->rt.events), EPOLLIN, on_runtime_event,
-                            a) < 0) {
+        if (cri_events_start(a->core.cri, CRI_EVENTS_NAMESPACE, &rt_of(a)->events, &err) < 0 ||
+            sd_event_add_io(a->core.event, &rt_of(a)->events_src, cri_events_fd(rt_of(a)->events), EPOLLIN,
+                            on_runtime_event, a) < 0) {
                 cub_log(LOG_WARNING, "runtime events: %s; relisting every %.1f s",
                         err.msg[0] ? err.msg : "cannot watch the stream", (double) a->core.opt.relist_usec / 1e6);
-                a->rt.events = cri_events_free(a->rt.events);
+                rt_of(a)->events = cri_events_free(rt_of(a)->events);
                 return;
         }
-        (void) sd_event_source_set_description(a->rt.events_src, "runtime-events");
+        (void) sd_event_source_set_description(rt_of(a)->events_src, "runtime-events");
 }
 
 void agent_events_detach(Agent *a) {
-        a->rt.events_src = sd_event_source_disable_unref(a->rt.events_src);
-        a->rt.events = cri_events_free(a->rt.events);
+        if (!a->rt)
+                return;
+        rt_of(a)->events_src = sd_event_source_disable_unref(rt_of(a)->events_src);
+        rt_of(a)->events = cri_events_free(rt_of(a)->events);
 }
 
 /* The runtime's conditions: while NetworkReady is false, pods on the pod
  * network wait (no RunPodSandbox) with kubelet's message, host-network pods
  * start, /readyz and cubelet status say why. */
 static void on_runtime_status(Agent *a, const CriRuntimeStatus *st) {
-        char error[sizeof(a->rt.network_error)] = "";
+        char error[sizeof(a->rt->network_error)] = "";
 
         if (!st->network_ready)
                 (void) snprintf(error, sizeof(error),
                                 "container runtime network not ready: NetworkReady=false reason:%s message:%s",
                                 st->reason, st->message);
-        if (strcmp(error, a->rt.network_error) == 0)
+        if (strcmp(error, a->rt->network_error) == 0)
                 return;
         if (*error)
                 cub_log(LOG_WARNING, "%s; pods on the pod network wait", error);
         else
                 cub_log(LOG_INFO, "the runtime's network is ready");
-        (void) snprintf(a->rt.network_error, sizeof(a->rt.network_error), "%s", error);
+        (void) snprintf(a->rt->network_error, sizeof(a->rt->network_error), "%s", error);
         agent_api_set_network(a, error);
 }
 
@@ -116,26 +141,26 @@ static void on_relist(Agent *a, WorkerJob *j) {
         bool busy = false;
 
         if (j->r < 0) {
-                if (a->rt.ready || !a->rt.known || strcmp(a->rt.error, j->error) != 0)
+                if (a->rt->ready || !a->rt->known || strcmp(a->rt->error, j->error) != 0)
                         cub_log(LOG_ERR, "runtime: %s; retrying", j->error);
-                a->rt.ready = false;
-                a->rt.known = true;
-                (void) snprintf(a->rt.error, sizeof(a->rt.error), "%s", j->error);
+                a->rt->ready = false;
+                a->rt->known = true;
+                (void) snprintf(a->rt->error, sizeof(a->rt->error), "%s", j->error);
                 /* the next relist waits for the policy (1 s doubling to 5 s),
                  * not the relist period: nothing to see until it is back */
-                (void) cub_retry_failed(&a->rt.retry, &cub_retry_runtime, now, j->error, 0);
+                (void) cub_retry_failed(&rt_of(a)->retry, &cub_retry_runtime, now, j->error, 0);
                 if (a->core.relist_timer)
-                        (void) sd_event_source_set_time(a->core.relist_timer, a->rt.retry.next_usec);
+                        (void) sd_event_source_set_time(a->core.relist_timer, rt_of(a)->retry.next_usec);
                 agent_notify_status(a);
                 return;
         }
-        (void) cub_retry_succeeded(&a->rt.retry);
-        if (!a->rt.ready && a->rt.known)
+        (void) cub_retry_succeeded(&rt_of(a)->retry);
+        if (!a->rt->ready && a->rt->known)
                 cub_log(LOG_INFO, "runtime '%s' is back", cri_client_endpoint(a->core.cri));
         if (j->status_known)
                 on_runtime_status(a, &j->status);
-        a->rt.ready = a->rt.known = true;
-        a->rt.error[0] = '\0';
+        a->rt->ready = a->rt->known = true;
+        a->rt->error[0] = '\0';
 
         /* the decisions (agent/loop/relist-plan.c), then the jobs they start */
         in = (RelistInput){ .pods = a->table.pods,
@@ -146,7 +171,7 @@ static void on_relist(Agent *a, WorkerJob *j) {
                             .sources_ready = agent_sources_ready(a),
                             .held = agent_pod_held,
                             .held_ctx = a,
-                            .network_error = a->rt.network_error,
+                            .network_error = a->rt->network_error,
                             .now = now };
         if (agent_stops_plan(a, &in, &plan) < 0 && !plan.sync) {
                 cub_log(LOG_ERR, "relist: out of memory");
@@ -157,10 +182,10 @@ static void on_relist(Agent *a, WorkerJob *j) {
         for (size_t i = 0; i < plan.n_kill; i++)
                 agent_submit_kill_entry(a, plan.kill[i], plan.kill_new[i]);
         agent_resizes_retry(a); /* what waits for room, or for its actuation again */
-        a->rt.relist_steady = plan.steady;
-        a->rt.next_due = plan.next_due;
+        rt_of(a)->relist_steady = plan.steady;
+        rt_of(a)->next_due = plan.next_due;
         relist_plan_done(&plan);
-        a->rt.n_running = 0;
+        a->rt->n_running = 0;
         for (size_t i = 0; i < a->table.n_pods; i++) {
                 LcPod *p = a->table.pods[i];
 
@@ -171,7 +196,7 @@ static void on_relist(Agent *a, WorkerJob *j) {
                                         pod_container_at(p->spec->pod, k, NULL)->name, p->statuses[k].restarts);
                 /* probes and hooks: the pod conditions' transitions */
                 (void) lc_pod_track_conditions(p, (int64_t) (cub_now_usec(CLOCK_REALTIME) / CUB_USEC_PER_SEC));
-                a->rt.n_running += p->phase == LC_PHASE_RUNNING;
+                a->rt->n_running += p->phase == LC_PHASE_RUNNING;
                 busy = busy || p->busy;
         }
         /* activeDeadlineSeconds: the pods past it fail; the relist timer fires by the next */
@@ -184,17 +209,17 @@ static void on_relist(Agent *a, WorkerJob *j) {
                         relist_timer_at(a, at);
         }
         /* a stop waiting for its retry: the relist timer fires by then */
-        relist_timer_at(a, a->rt.next_due);
-        if (!a->rt.relist_steady)
+        relist_timer_at(a, rt_of(a)->next_due);
+        if (!rt_of(a)->relist_steady)
                 relist_timer_at(a, now + a->core.opt.relist_usec);
-        if (!busy && kill_table_in_flight(&a->stops.kills) == 0 && agent_pods_take_trim(a))
+        if (!busy && kill_table_in_flight(agent_kills(a)) == 0 && agent_pods_take_trim(a))
                 /* a burst of pods is over: hand its freed heap back (0.2-0.8 MB
                  * with 110-250 pods, measured in the bench) */
                 (void) malloc_trim(0);
         agent_update_resources(a);
-        if (!a->rt.notified_ready) {
+        if (!a->rt->notified_ready) {
                 (void) sd_notify(false, "READY=1");
-                a->rt.notified_ready = true;
+                a->rt->notified_ready = true;
                 cub_log(LOG_INFO, "ready: %zu pods from '%s', runtime '%s'", a->table.n_pods, a->core.opt.manifest_dir,
                         cri_client_endpoint(a->core.cri));
         }
@@ -204,21 +229,21 @@ static void on_relist(Agent *a, WorkerJob *j) {
 void agent_request_relist(Agent *a) {
         WorkerJob *j;
 
-        if (a->rt.relist_busy) {
-                a->rt.relist_again = true;
+        if (rt_of(a)->relist_busy) {
+                rt_of(a)->relist_again = true;
                 return;
         }
         j = worker_job_new(WORKER_RELIST);
         if (!j)
                 return;
-        j->first = !a->rt.notified_ready;
+        j->first = !a->rt->notified_ready;
         /* kubelet asks the runtime's status every 5 s (updateRuntimeUp) */
-        if (agent_now_usec() - a->rt.status_asked_usec >= 5 * CUB_USEC_PER_SEC || !a->rt.status_asked_usec) {
+        if (agent_now_usec() - rt_of(a)->status_asked_usec >= 5 * CUB_USEC_PER_SEC || !rt_of(a)->status_asked_usec) {
                 j->want_status = true;
-                a->rt.status_asked_usec = agent_now_usec();
+                rt_of(a)->status_asked_usec = agent_now_usec();
         }
-        a->rt.relist_busy = true;
-        a->rt.relist_again = false;
+        rt_of(a)->relist_busy = true;
+        rt_of(a)->relist_again = false;
         worker_pool_submit(a->core.pool, j);
 }
 
@@ -280,8 +305,31 @@ static void on_sync_done(Agent *a, WorkerJob *j) {
 
 /* ---- the runtime's stops ---------------------------------------------------- */
 
-void agent_runtime_init(Agent *a) {
-        a->rt.next_due = UINT64_MAX;
+int agent_runtime_init(Agent *a) {
+        AgentRuntime *rt = calloc(1, sizeof(*rt));
+
+        if (!rt)
+                return -ENOMEM;
+        rt->next_due = UINT64_MAX;
+        a->rt = &rt->view;
+        return 0;
+}
+
+void agent_runtime_set_version(Agent *a, const char *name, const char *version, const char *api_version) {
+        (void) snprintf(a->rt->version, sizeof(a->rt->version), "%s %s (CRI %s)", name, version, api_version);
+}
+
+void agent_runtime_free(Agent *a) {
+        free(rt_of(a));
+        a->rt = NULL;
+}
+
+CriEvents *agent_runtime_events(const Agent *a) {
+        return rt_of(a)->events;
+}
+
+const CubRetry *agent_runtime_retry(const Agent *a) {
+        return &rt_of(a)->retry;
 }
 
 /* A kill job came back. A failed one waits in the kill table for the pod
@@ -289,7 +337,7 @@ void agent_runtime_init(Agent *a) {
  * before then, one journal line per distinct error and one when it clears. */
 static void on_kill_done(Agent *a, WorkerJob *j) {
         uint64_t now = agent_now_usec();
-        KillEntry *e = kill_table_find(&a->stops.kills, j->uid);
+        KillEntry *e = kill_table_find(agent_kills(a), j->uid);
         _cleanup_free_ char *what = NULL;
         unsigned attempts = 0;
 
@@ -303,7 +351,7 @@ static void on_kill_done(Agent *a, WorkerJob *j) {
                 lc_pod_observe_final(agent_find_pod(a, j->uid), &j->observed[0]);
         switch (agent_stops_done(a, j, now, &attempts)) {
         case KILL_FAILED_NEW:
-                e = kill_table_find(&a->stops.kills, j->uid);
+                e = kill_table_find(agent_kills(a), j->uid);
                 cub_log(LOG_WARNING, "stopping pod %s: %s; retrying in %.0f s (attempt %u)", what ? what : j->uid,
                         j->error, e ? (double) (e->retry.next_usec - now) / 1e6 : 0.0, attempts);
                 break;
@@ -322,8 +370,8 @@ static void on_kill_done(Agent *a, WorkerJob *j) {
                 break;
         }
         /* the next retry: the relist timer fires by then */
-        a->rt.next_due = kill_table_next_due(&a->stops.kills);
-        relist_timer_at(a, a->rt.next_due);
+        rt_of(a)->next_due = kill_table_next_due(agent_kills(a));
+        relist_timer_at(a, rt_of(a)->next_due);
 }
 
 int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -340,9 +388,9 @@ int agent_on_worker(sd_event_source *s, int fd, uint32_t revents, void *userdata
 
                 switch (j->kind) {
                 case WORKER_RELIST:
-                        a->rt.relist_busy = false;
+                        rt_of(a)->relist_busy = false;
                         on_relist(a, j);
-                        if (a->rt.relist_again)
+                        if (rt_of(a)->relist_again)
                                 agent_request_relist(a);
                         break;
                 case WORKER_SYNC:

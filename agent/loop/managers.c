@@ -13,6 +13,16 @@
 #include "../util/log.h"
 #include "agent-internal.h"
 
+/* The manager table: written by managers.c alone. */
+struct AgentManagers {
+        LcEnv env;
+        const LcManagerVtable *const *mgr;
+        size_t n_mgr;
+        void **mgr_state;
+        LcActions actions; /* queued by managers (LcEnv.act), taken by actions.c */
+        bool restored;     /* their restore ran: the sources were ready, nothing held back */
+};
+
 static const LcPod *const *env_pods(void *loop, size_t *ret_n) {
         Agent *a = loop;
 
@@ -25,7 +35,7 @@ static const LcPod *const *env_pods(void *loop, size_t *ret_n) {
 static void env_act(void *loop, const LcAction *act) {
         Agent *a = loop;
 
-        if (lc_actions_push(&a->mgrs.actions, act) < 0) {
+        if (lc_actions_push(&a->mgrs->actions, act) < 0) {
                 cub_log(LOG_ERR, "out of memory queueing a decision of a manager");
                 return;
         }
@@ -39,15 +49,18 @@ static void env_quit(void *loop) {
 }
 
 bool agent_managers_take_actions(Agent *a, LcActions *ret) {
-        if (a->mgrs.actions.n == 0)
+        if (a->mgrs->actions.n == 0)
                 return false;
-        *ret = a->mgrs.actions;
-        a->mgrs.actions = (LcActions){};
+        *ret = a->mgrs->actions;
+        a->mgrs->actions = (LcActions){};
         return true;
 }
 
 int agent_managers_new(Agent *a, CubError *err) {
-        a->mgrs.env = (LcEnv){
+        a->mgrs = calloc(1, sizeof(*a->mgrs));
+        if (!a->mgrs)
+                return cub_err_set(err, ENOMEM, "out of memory");
+        a->mgrs->env = (LcEnv){
                 .event = a->core.event,
                 .cgroup_root = a->core.opt.cgroup_root,
                 .sys_root = a->core.opt.sys_root,
@@ -65,12 +78,12 @@ int agent_managers_new(Agent *a, CubError *err) {
                 .api_generation = a->core.opt.kubeconfig ? agent_cluster_api_generation : NULL,
                 .loop = a,
         };
-        a->mgrs.mgr = mgr_table(&a->mgrs.n_mgr);
-        a->mgrs.mgr_state = calloc(a->mgrs.n_mgr + 1, sizeof(void *));
-        if (!a->mgrs.mgr_state)
+        a->mgrs->mgr = mgr_table(&a->mgrs->n_mgr);
+        a->mgrs->mgr_state = calloc(a->mgrs->n_mgr + 1, sizeof(void *));
+        if (!a->mgrs->mgr_state)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        for (size_t i = 0; i < a->mgrs.n_mgr; i++) {
-                int r = a->mgrs.mgr[i]->new (&a->mgrs.env, &a->mgrs.mgr_state[i], err);
+        for (size_t i = 0; i < a->mgrs->n_mgr; i++) {
+                int r = a->mgrs->mgr[i]->new (&a->mgrs->env, &a->mgrs->mgr_state[i], err);
 
                 if (r < 0)
                         return r;
@@ -79,20 +92,27 @@ int agent_managers_new(Agent *a, CubError *err) {
 }
 
 void agent_managers_free(Agent *a) {
-        for (size_t i = a->mgrs.n_mgr; a->mgrs.mgr_state && i > 0; i--)
-                if (a->mgrs.mgr_state[i - 1])
-                        a->mgrs.mgr[i - 1]->free(a->mgrs.mgr_state[i - 1]);
-        free(a->mgrs.mgr_state);
-        a->mgrs.mgr_state = NULL;
-        lc_actions_done(&a->mgrs.actions);
+        if (!a->mgrs)
+                return;
+        for (size_t i = a->mgrs->n_mgr; a->mgrs->mgr_state && i > 0; i--)
+                if (a->mgrs->mgr_state[i - 1])
+                        a->mgrs->mgr[i - 1]->free(a->mgrs->mgr_state[i - 1]);
+        free(a->mgrs->mgr_state);
+        lc_actions_done(&a->mgrs->actions);
+        free(a->mgrs);
+        a->mgrs = NULL;
+}
+
+const LcEnv *agent_managers_env(const Agent *a) {
+        return &a->mgrs->env;
 }
 
 /* each hook that a manager may leave NULL, called on every manager that has it */
-#define EACH(hook, ...)                                                                      \
-        do {                                                                                 \
-                for (size_t i_ = 0; i_ < a->mgrs.n_mgr; i_++)                                \
-                        if (a->mgrs.mgr[i_]->hook)                                           \
-                                a->mgrs.mgr[i_]->hook(a->mgrs.mgr_state[i_], ##__VA_ARGS__); \
+#define EACH(hook, ...)                                                                        \
+        do {                                                                                   \
+                for (size_t i_ = 0; a->mgrs && i_ < a->mgrs->n_mgr; i_++)                      \
+                        if (a->mgrs->mgr[i_]->hook)                                            \
+                                a->mgrs->mgr[i_]->hook(a->mgrs->mgr_state[i_], ##__VA_ARGS__); \
         } while (0)
 
 void agent_managers_start(Agent *a) {
@@ -100,9 +120,9 @@ void agent_managers_start(Agent *a) {
 }
 
 void agent_managers_restore(Agent *a) {
-        if (a->mgrs.restored)
+        if (a->mgrs->restored)
                 return;
-        a->mgrs.restored = true;
+        a->mgrs->restored = true;
         EACH(restore);
 }
 
@@ -111,15 +131,15 @@ void agent_managers_admit_batch(Agent *a) {
 }
 
 size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret, void (*apply)(Agent *a)) {
-        for (size_t i = 0; i < a->mgrs.n_mgr; i++) {
+        for (size_t i = 0; i < a->mgrs->n_mgr; i++) {
                 CubError err = {};
 
                 *ret = (LcAdmitResult){ .admit = true };
-                if (!a->mgrs.mgr[i]->admit)
+                if (!a->mgrs->mgr[i]->admit)
                         continue;
-                if (a->mgrs.mgr[i]->admit(a->mgrs.mgr_state[i], p, ret, &err) < 0) {
+                if (a->mgrs->mgr[i]->admit(a->mgrs->mgr_state[i], p, ret, &err) < 0) {
                         cub_log(LOG_ERR, "pod %s/%s: %s: %s", p->spec->pod->namespace_, p->spec->pod->name,
-                                a->mgrs.mgr[i]->name, err.msg);
+                                a->mgrs->mgr[i]->name, err.msg);
                         (void) snprintf(ret->reason, sizeof(ret->reason), "UnexpectedAdmissionError");
                         (void) snprintf(ret->message, sizeof(ret->message), "%s", err.msg);
                         ret->admit = false;
@@ -129,8 +149,8 @@ size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret, void (*apply
                         ret->numa = NULL;
                         /* the managers before this one admitted it: they let go again */
                         for (size_t k = 0; k < i; k++)
-                                if (a->mgrs.mgr[k]->pod_removed)
-                                        a->mgrs.mgr[k]->pod_removed(a->mgrs.mgr_state[k], p);
+                                if (a->mgrs->mgr[k]->pod_removed)
+                                        a->mgrs->mgr[k]->pod_removed(a->mgrs->mgr_state[k], p);
                         return i;
                 }
                 if (ret->numa)
@@ -144,14 +164,14 @@ size_t agent_managers_admit(Agent *a, LcPod *p, LcAdmitResult *ret, void (*apply
 }
 
 int agent_managers_prepare_container(Agent *a, const LcPod *p, size_t k, LcContainerConfig *cfg, CubError *err) {
-        for (size_t i = 0; i < a->mgrs.n_mgr; i++) {
+        for (size_t i = 0; i < a->mgrs->n_mgr; i++) {
                 int r;
 
-                if (!a->mgrs.mgr[i]->prepare_container)
+                if (!a->mgrs->mgr[i]->prepare_container)
                         continue;
-                r = a->mgrs.mgr[i]->prepare_container(a->mgrs.mgr_state[i], p, k, cfg, err);
+                r = a->mgrs->mgr[i]->prepare_container(a->mgrs->mgr_state[i], p, k, cfg, err);
                 if (r < 0)
-                        return cub_err_wrap(err, "%s", a->mgrs.mgr[i]->name);
+                        return cub_err_wrap(err, "%s", a->mgrs->mgr[i]->name);
         }
         return 0;
 }
@@ -189,9 +209,9 @@ void agent_api_pods_info(Agent *a, ApiPodsInfo *info) {
                                .wall_minus_mono_usec = cub_wall_minus_mono_usec(&a->core.wall_minus_mono),
                                .container_extra = container_api_status,
                                .extra_userdata = a };
-        for (size_t i = 0; i < a->mgrs.n_mgr; i++)
-                if (a->mgrs.mgr[i]->api_generation)
-                        info->extra_generation += a->mgrs.mgr[i]->api_generation(a->mgrs.mgr_state[i]);
+        for (size_t i = 0; i < a->mgrs->n_mgr; i++)
+                if (a->mgrs->mgr[i]->api_generation)
+                        info->extra_generation += a->mgrs->mgr[i]->api_generation(a->mgrs->mgr_state[i]);
 }
 
 void agent_managers_node_resource(Agent *a, const char *resource, int64_t allocatable) {
@@ -210,12 +230,12 @@ void agent_managers_metrics(Agent *a, FILE *f) {
  * refuses decides */
 void agent_managers_resize(Agent *a, LcPod *p, const Pod *want, LcAdmitResult *ret) {
         *ret = (LcAdmitResult){ .admit = true };
-        for (size_t i = 0; i < a->mgrs.n_mgr && ret->admit; i++) {
+        for (size_t i = 0; i < a->mgrs->n_mgr && ret->admit; i++) {
                 CubError err = {};
 
-                if (a->mgrs.mgr[i]->resize && a->mgrs.mgr[i]->resize(a->mgrs.mgr_state[i], p, want, ret, &err) < 0) {
+                if (a->mgrs->mgr[i]->resize && a->mgrs->mgr[i]->resize(a->mgrs->mgr_state[i], p, want, ret, &err) < 0) {
                         cub_log(LOG_ERR, "pod %s/%s: resize: %s: %s", want->namespace_, want->name,
-                                a->mgrs.mgr[i]->name, err.msg);
+                                a->mgrs->mgr[i]->name, err.msg);
                         *ret = (LcAdmitResult){ .reason = "Deferred" };
                         (void) snprintf(ret->message, sizeof(ret->message), "%s", err.msg);
                 }
@@ -229,8 +249,8 @@ void agent_managers_pods_changed(Agent *a) {
 bool agent_managers_terminate(Agent *a) {
         bool hold = false;
 
-        for (size_t i = 0; i < a->mgrs.n_mgr; i++)
-                if (a->mgrs.mgr[i]->terminate && a->mgrs.mgr[i]->terminate(a->mgrs.mgr_state[i]))
+        for (size_t i = 0; i < a->mgrs->n_mgr; i++)
+                if (a->mgrs->mgr[i]->terminate && a->mgrs->mgr[i]->terminate(a->mgrs->mgr_state[i]))
                         hold = true;
         return hold;
 }

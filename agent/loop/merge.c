@@ -16,6 +16,12 @@
 #include "../util/log.h"
 #include "agent-internal.h"
 
+/* The sources' queue: written by merge.c alone. */
+struct AgentQueue {
+        AgentUpdate *head, *tail;
+        bool draining;
+};
+
 static void pod_set_file_id(LcPod *p, const PodsrcFileId *id) {
         lc_pod_set_file_id(p, id->dev, id->ino, id->size, id->mtime_ns, id->ctime_ns);
 }
@@ -271,18 +277,23 @@ AgentUpdate *agent_update_new(AgentUpdateKind kind, uint64_t event_usec) {
 void agent_update_push(Agent *a, AgentUpdate *u) {
         if (!u)
                 return;
-        if (a->queue.tail)
-                a->queue.tail->next = u;
-        else
-                a->queue.head = u;
-        a->queue.tail = u;
-        if (a->queue.draining)
+        if (!a->queue && !(a->queue = calloc(1, sizeof(*a->queue)))) {
+                cub_log(LOG_ERR, "%s: out of memory: an update of the sources is lost", u->path ?: "sources");
+                update_free(u);
                 return;
-        a->queue.draining = true;
-        while ((u = a->queue.head)) {
-                a->queue.head = u->next;
-                if (!a->queue.head)
-                        a->queue.tail = NULL;
+        }
+        if (a->queue->tail)
+                a->queue->tail->next = u;
+        else
+                a->queue->head = u;
+        a->queue->tail = u;
+        if (a->queue->draining)
+                return;
+        a->queue->draining = true;
+        while ((u = a->queue->head)) {
+                a->queue->head = u->next;
+                if (!a->queue->head)
+                        a->queue->tail = NULL;
                 switch (u->kind) {
                 case AGENT_UPDATE_DIR_SET:
                         merge_dir_set(a, &u->set, u->event_usec);
@@ -299,7 +310,7 @@ void agent_update_push(Agent *a, AgentUpdate *u) {
                 }
                 update_free(u);
         }
-        a->queue.draining = false;
+        a->queue->draining = false;
         /* before the sources are ready, a pod that runs may only be unknown
          * yet (the API server's list after a restart): the managers drop
          * what belongs to pods that are gone once every source has given
@@ -309,11 +320,14 @@ void agent_update_push(Agent *a, AgentUpdate *u) {
 }
 
 void agent_updates_free(Agent *a) {
-        while (a->queue.head) {
-                AgentUpdate *u = a->queue.head;
+        if (!a->queue)
+                return;
+        while (a->queue->head) {
+                AgentUpdate *u = a->queue->head;
 
-                a->queue.head = u->next;
+                a->queue->head = u->next;
                 update_free(u);
         }
-        a->queue.tail = NULL;
+        free(a->queue);
+        a->queue = NULL;
 }

@@ -85,6 +85,10 @@ void agent_pods_trim_later(Agent *a) {
         a->table.trim_pending = true;
 }
 
+void agent_pods_meta_changed(Agent *a) {
+        a->table.meta_generation++;
+}
+
 bool agent_pods_take_trim(Agent *a) {
         bool r = a->table.trim_pending;
 

@@ -39,10 +39,10 @@ struct AgentApi {
 
 static void publish(Agent *a, uint64_t now) {
         ApiPodsInfo info;
-        ApiGauges g = { .runtime_ready = a->rt.ready,
+        ApiGauges g = { .runtime_ready = a->rt->ready,
                         .version = CUBELET_VERSION,
                         .node_name = a->core.opt.node_name,
-                        .manifest_errors_now = a->errs.n_dir };
+                        .manifest_errors_now = a->errs->n_dir };
         ApiSnapshot *s = api_snapshot_new();
         size_t len = 0;
         FILE *f;
@@ -91,14 +91,14 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
         uint64_t now = agent_now_usec();
 
         (void) sd_event_source_set_time(src, usec + TICK_USEC);
-        if (a->rt.ready || !a->rt.known)
+        if (a->rt->ready || !a->rt->known)
                 a->api->runtime_down_since = 0;
         else if (!a->api->runtime_down_since)
                 a->api->runtime_down_since = now;
         for (ApiHttp *const *h = (ApiHttp *const[]){ a->api->http, a->api->kubelet, NULL }, *const *end = h + 2;
              h < end; h++)
                 if (*h)
-                        api_http_heartbeat(*h, now, a->api->runtime_down_since, a->rt.notified_ready);
+                        api_http_heartbeat(*h, now, a->api->runtime_down_since, a->rt->notified_ready);
         publish_if_wanted(a, now);
         return 0;
 }

@@ -280,7 +280,8 @@ int agent_source_dir_attach(Agent *a) {
 }
 
 void agent_source_dir_done(Agent *a) {
-        agent_errors_free(a);
+        if (a->errs)
+                agent_source_dir_errors_clear(a);
         if (!a->dir)
                 return;
         sd_event_source_disable_unref(a->dir->inotify_src);

@@ -39,25 +39,27 @@ static void apply(Agent *a, PodsrcSet *set) {
 /* after the set is applied and its jobs submitted: the disk never delays
  * a pod */
 static void save_cache(Agent *a) {
-        const PodsrcHttpStats *st = podsrc_http_stats(a->url.source);
+        const PodsrcHttpStats *st = podsrc_http_stats(a->url->source);
 
-        (void) podsrc_http_save_cache(a->url.source);
-        if (strcmp(st->cache_error, a->url.cache_error) == 0)
+        (void) podsrc_http_save_cache(a->url->source);
+        if (strcmp(st->cache_error, a->url->cache_error) == 0)
                 return;
         if (st->cache_error[0])
                 cub_log(LOG_ERR, "%s; the pods run, a restart without the URL would not find them", st->cache_error);
-        else if (a->url.cache_error[0])
+        else if (a->url->cache_error[0])
                 cub_log(LOG_INFO, "'%s': the last good answer is kept again", st->cache_path);
-        (void) snprintf(a->url.cache_error, sizeof(a->url.cache_error), "%s", st->cache_error);
+        (void) snprintf(a->url->cache_error, sizeof(a->url->cache_error), "%s", st->cache_error);
 }
 
 static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err, void *userdata) {
         Agent *a = userdata;
         const PodsrcHttpStats *st = podsrc_http_stats(h);
+        const AgentError *errs = a->errs->url;
+        size_t n_errs = a->errs->n_url;
 
         agent_metrics_url_fetch(a, podsrc_http_result_to_string(st->last_result));
         if (r < 0) {
-                if (a->errs.n_url == 0 || strcmp(a->errs.url[0].message, err->msg) != 0)
+                if (n_errs == 0 || strcmp(errs[0].message, err->msg) != 0)
                         cub_log(LOG_ERR, "%s; %s", err->msg,
                                 st->have_set     ? "the pods of the last good answer keep running"
                                 : st->from_cache ? "the pods of the answer kept on disk keep running"
@@ -66,7 +68,7 @@ static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err,
                 agent_notify_status(a);
                 return;
         }
-        if (a->errs.n_url > 0 && a->errs.url[0].message[0]) {
+        if (n_errs > 0 && errs[0].message[0]) {
                 cub_log(LOG_INFO, "%s: answering again (HTTP %ld)", a->core.opt.manifest_url, st->last_status);
                 agent_source_http_fetch_error(a, "");
         }
@@ -98,6 +100,9 @@ int agent_source_http_attach(Agent *a) {
         CubError err = {};
         int r;
 
+        a->url = calloc(1, sizeof(*a->url));
+        if (!a->url)
+                return -ENOMEM;
         if (!a->core.opt.manifest_url || !*a->core.opt.manifest_url)
                 return 0;
         if (asprintf(&cache_path, "%s/" CACHE_NAME, a->core.opt.state_dir) < 0) {
@@ -106,9 +111,9 @@ int agent_source_http_attach(Agent *a) {
                 return -ENOMEM;
         }
         o.cache_path = cache_path;
-        r = podsrc_http_new(&o, &a->url.source, &err);
+        r = podsrc_http_new(&o, &a->url->source, &err);
         if (r >= 0)
-                r = podsrc_http_attach(a->url.source, a->core.event, a->core.opt.http_check_usec, on_result, a, &err);
+                r = podsrc_http_attach(a->url->source, a->core.event, a->core.opt.http_check_usec, on_result, a, &err);
         if (r < 0) {
                 cub_log(LOG_ERR, "%s", err.msg);
                 return r;
@@ -121,24 +126,28 @@ void agent_source_http_load_cache(Agent *a) {
         CubError err = {};
         int r;
 
-        if (!a->url.source)
+        if (!a->url || !a->url->source)
                 return;
         /* a file that cannot be used costs nothing but waiting for the URL */
-        r = podsrc_http_load_cache(a->url.source, &set, &err);
+        r = podsrc_http_load_cache(a->url->source, &set, &err);
         if (r < 0)
                 cub_log(LOG_WARNING, "%s, ignoring", err.msg);
         else if (r == 1) {
                 cub_log(LOG_INFO, "%s: %zu pods from the answer kept in '%s', until the URL answers",
-                        a->core.opt.manifest_url, podsrc_http_stats(a->url.source)->n_pods,
-                        podsrc_http_stats(a->url.source)->cache_path);
+                        a->core.opt.manifest_url, podsrc_http_stats(a->url->source)->n_pods,
+                        podsrc_http_stats(a->url->source)->cache_path);
                 apply(a, &set);
         }
         podsrc_set_done(&set);
 }
 
 void agent_source_http_done(Agent *a) {
-        a->url.source = podsrc_http_free(a->url.source);
         agent_source_http_errors_free(a);
+        if (!a->url)
+                return;
+        podsrc_http_free(a->url->source);
+        free(a->url);
+        a->url = NULL;
 }
 
 static json_t *usec_json(uint64_t usec) {
@@ -154,14 +163,16 @@ static json_t *usec_json(uint64_t usec) {
 void agent_source_http_status(Agent *a, json_t *doc) {
         const PodsrcHttpStats *st;
         json_t *errors = json_object_get(doc, "errors");
+        const AgentError *errs = a->errs->url;
+        size_t n_errs = a->errs->n_url;
 
-        if (!a->url.source)
+        if (!a->url || !a->url->source)
                 return;
-        st = podsrc_http_stats(a->url.source);
-        for (size_t i = 0; i < a->errs.n_url; i++)
-                if (a->errs.url[i].message[0])
-                        json_array_append_new(errors, json_pack("{s:s,s:s}", "source", a->errs.url[i].source, "message",
-                                                                a->errs.url[i].message));
+        st = podsrc_http_stats(a->url->source);
+        for (size_t i = 0; i < n_errs; i++)
+                if (errs[i].message[0])
+                        json_array_append_new(
+                                errors, json_pack("{s:s,s:s}", "source", errs[i].source, "message", errs[i].message));
         json_object_set_new(
                 doc, "manifestURL",
                 json_pack("{s:s,s:s,s:I,s:s,s:o,s:o,s:I,s:I,s:{s:I,s:I,s:I}}", "url", st->url, "lastResult",

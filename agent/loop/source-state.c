@@ -25,19 +25,20 @@ bool agent_pod_from_dir(const Agent *a, const LcPod *p) {
 }
 
 bool agent_sources_ready(const Agent *a) {
-        return (!a->url.source || podsrc_http_stats(a->url.source)->have_set ||
-                podsrc_http_stats(a->url.source)->from_cache) &&
-               (!a->cluster.source || kube_source_synced(a->cluster.source));
+        const PodsrcHttp *h = a->url ? a->url->source : NULL;
+
+        return (!h || podsrc_http_stats(h)->have_set || podsrc_http_stats(h)->from_cache) &&
+               (!a->kube || kube_source_synced(a->kube));
 }
 
 bool agent_pod_held(const void *a, const char *uid) {
-        const KubeSource *s = ((const Agent *) a)->cluster.source;
+        const KubeSource *s = ((const Agent *) a)->kube;
 
         return s && kube_source_holds(s, uid);
 }
 
 bool agent_pods_held(const Agent *a) {
-        return a->cluster.source && kube_source_n_held(a->cluster.source) > 0;
+        return a->kube && kube_source_n_held(a->kube) > 0;
 }
 
 /* ---- the manifest directory's errors ----------------------------------------- */
@@ -61,19 +62,19 @@ static int error_push(AgentError **l, size_t *n, const char *source, const char 
         return 0;
 }
 
-void agent_errors_free(Agent *a) {
-        for (size_t k = 0; k < a->errs.n_dir; k++) {
-                free(a->errs.dir[k].source);
-                free(a->errs.dir[k].message);
+void agent_source_dir_errors_clear(Agent *a) {
+        for (size_t k = 0; k < a->errs->n_dir; k++) {
+                free(a->errs->dir[k].source);
+                free(a->errs->dir[k].message);
         }
-        free(a->errs.dir);
-        a->errs.dir = NULL;
-        a->errs.n_dir = 0;
+        free(a->errs->dir);
+        a->errs->dir = NULL;
+        a->errs->n_dir = 0;
 }
 
 static bool error_known(Agent *a, const char *message) {
-        for (size_t k = 0; k < a->errs.n_dir; k++)
-                if (strcmp(a->errs.dir[k].message, message) == 0)
+        for (size_t k = 0; k < a->errs->n_dir; k++)
+                if (strcmp(a->errs->dir[k].message, message) == 0)
                         return true;
         return false;
 }
@@ -95,26 +96,26 @@ void agent_source_dir_set_errors(Agent *a, const PodsrcSet *set) {
                 ne[n].message = strdup(set->items[i].error);
                 n++;
         }
-        agent_errors_free(a);
-        a->errs.dir = ne;
-        a->errs.n_dir = n;
+        agent_source_dir_errors_clear(a);
+        a->errs->dir = ne;
+        a->errs->n_dir = n;
 }
 
 /* The error of one file: replaced, or dropped when message is NULL. */
 void agent_source_dir_file_error(Agent *a, const char *path, const char *message) {
-        for (size_t k = 0; k < a->errs.n_dir; k++)
-                if (strcmp(a->errs.dir[k].source, path) == 0) {
-                        if (message && strcmp(a->errs.dir[k].message, message) == 0)
+        for (size_t k = 0; k < a->errs->n_dir; k++)
+                if (strcmp(a->errs->dir[k].source, path) == 0) {
+                        if (message && strcmp(a->errs->dir[k].message, message) == 0)
                                 return;
-                        free(a->errs.dir[k].source);
-                        free(a->errs.dir[k].message);
-                        a->errs.dir[k] = a->errs.dir[--a->errs.n_dir];
+                        free(a->errs->dir[k].source);
+                        free(a->errs->dir[k].message);
+                        a->errs->dir[k] = a->errs->dir[--a->errs->n_dir];
                         break;
                 }
         if (!message)
                 return;
         cub_log(LOG_ERR, "%s, skipping this manifest", message);
-        if (error_push(&a->errs.dir, &a->errs.n_dir, path, message) >= 0)
+        if (error_push(&a->errs->dir, &a->errs->n_dir, path, message) >= 0)
                 agent_metrics_manifest_error(a);
 }
 
@@ -123,35 +124,35 @@ void agent_source_dir_file_error(Agent *a, const char *path, const char *message
 static void url_errors_clear(Agent *a, bool fetch_only) {
         size_t k = 0;
 
-        for (size_t i = 0; i < a->errs.n_url; i++) {
+        for (size_t i = 0; i < a->errs->n_url; i++) {
                 if (fetch_only && i > 0) {
-                        a->errs.url[k++] = a->errs.url[i];
+                        a->errs->url[k++] = a->errs->url[i];
                         continue;
                 }
-                free(a->errs.url[i].source);
-                free(a->errs.url[i].message);
+                free(a->errs->url[i].source);
+                free(a->errs->url[i].message);
         }
-        a->errs.n_url = k;
+        a->errs->n_url = k;
         if (k == 0) {
-                free(a->errs.url);
-                a->errs.url = NULL;
+                free(a->errs->url);
+                a->errs->url = NULL;
         }
 }
 
 /* Entry 0 is the fetch error ("" when the last fetch was good); then the
  * errors of the set in force (names the body defined twice). */
 static void url_error_push(Agent *a, const char *message) {
-        (void) error_push(&a->errs.url, &a->errs.n_url, a->core.opt.manifest_url, message);
+        (void) error_push(&a->errs->url, &a->errs->n_url, a->core.opt.manifest_url, message);
 }
 
 void agent_source_http_fetch_error(Agent *a, const char *message) {
-        if (a->errs.n_url == 0)
+        if (a->errs->n_url == 0)
                 url_error_push(a, "");
-        if (a->errs.n_url == 0 || strcmp(a->errs.url[0].message, message) == 0)
+        if (a->errs->n_url == 0 || strcmp(a->errs->url[0].message, message) == 0)
                 return;
-        free(a->errs.url[0].message);
-        a->errs.url[0].message = strdup(message);
-        if (!a->errs.url[0].message)
+        free(a->errs->url[0].message);
+        a->errs->url[0].message = strdup(message);
+        if (!a->errs->url[0].message)
                 url_errors_clear(a, false);
 }
 
@@ -166,5 +167,20 @@ void agent_source_http_error(Agent *a, const char *message) {
 }
 
 void agent_source_http_errors_free(Agent *a) {
+        if (a->errs)
+                url_errors_clear(a, false);
+}
+
+int agent_errors_init(Agent *a) {
+        a->errs = calloc(1, sizeof(*a->errs));
+        return a->errs ? 0 : -ENOMEM;
+}
+
+void agent_errors_free(Agent *a) {
+        if (!a->errs)
+                return;
+        agent_source_dir_errors_clear(a);
         url_errors_clear(a, false);
+        free(a->errs);
+        a->errs = NULL;
 }

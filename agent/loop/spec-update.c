@@ -53,8 +53,8 @@ bool agent_pod_spec_apply(Agent *a, LcPod *p) {
                 return false;
         had = p->spec->pod->n_ephemeral_containers;
         agent_pod_set_spec(a, p, p->spec_want);
-        lc_pod_spec_applied(p);       /* a failed sync is tried again at once (kubelet's UpdatePod) */
-        a->cluster.meta_generation++; /* the downward API's files */
+        lc_pod_spec_applied(p);     /* a failed sync is tried again at once (kubelet's UpdatePod) */
+        agent_pods_meta_changed(a); /* the downward API's files */
         if (p->spec->pod->n_ephemeral_containers > had)
                 cub_log(LOG_INFO, "pod %s/%s: ephemeral container '%s' added", p->spec->pod->namespace_,
                         p->spec->pod->name,

@@ -134,8 +134,8 @@ static void runtime_events_json(Agent *a, json_t *rt) {
                 return;
         (void) json_object_set_new(rt, "relistPeriodSeconds",
                                    json_real((double) agent_relist_period(a, agent_now_usec()) / 1e6));
-        if (a->rt.events) {
-                CriEventsState st = cri_events_state(a->rt.events, &n, error, sizeof(error));
+        if (agent_runtime_events(a)) {
+                CriEventsState st = cri_events_state(agent_runtime_events(a), &n, error, sizeof(error));
 
                 (void) json_object_set_new(rt, "events",
                                            json_pack("{s:s,s:I,s:s}", "state", cri_events_state_to_string(st),
@@ -150,8 +150,8 @@ static void runtime_events_json(Agent *a, json_t *rt) {
 static json_t *stopping_json(Agent *a, uint64_t now) {
         json_t *l = json_array();
 
-        for (size_t i = 0; l && i < a->stops.kills.n; i++) {
-                const KillEntry *e = a->stops.kills.entries[i];
+        for (size_t i = 0; l && i < agent_kills(a)->n; i++) {
+                const KillEntry *e = agent_kills(a)->entries[i];
                 _cleanup_free_ char *pod = NULL;
 
                 /* "pod": namespace/name (no "name" key: a stopped pod is no pod of the table) */
@@ -172,26 +172,28 @@ static json_t *stopping_json(Agent *a, uint64_t now) {
 
 char *agent_status_json(Agent *a) {
         json_t *doc, *pods = json_array(), *errors = json_array();
+        const AgentError *errs = a->errs->dir;
+        size_t n_errs = a->errs->n_dir;
         char *text;
 
         for (size_t i = 0; i < a->table.n_pods; i++)
                 json_array_append_new(pods, pod_json(a, a->table.pods[i]));
-        for (size_t i = 0; i < a->errs.n_dir; i++)
-                json_array_append_new(errors, json_pack("{s:s,s:s}", "source", a->errs.dir[i].source, "message",
-                                                        a->errs.dir[i].message));
+        for (size_t i = 0; i < n_errs; i++)
+                json_array_append_new(errors,
+                                      json_pack("{s:s,s:s}", "source", errs[i].source, "message", errs[i].message));
         doc = json_pack("{s:s,s:{s:s,s:b,s:s,s:s},s:s,s:o,s:o}", "node", a->core.opt.node_name, "runtime", "endpoint",
-                        cri_client_endpoint(a->core.cri), "ready", a->rt.ready, "version", a->core.runtime_version,
-                        "error", a->rt.error, "manifestDir", a->core.opt.manifest_dir, "pods", pods, "errors", errors);
+                        cri_client_endpoint(a->core.cri), "ready", a->rt->ready, "version", a->rt->version, "error",
+                        a->rt->error, "manifestDir", a->core.opt.manifest_dir, "pods", pods, "errors", errors);
         if (!doc)
                 return NULL;
         runtime_events_json(a, json_object_get(doc, "runtime"));
         /* the runtime's network, and kubelet's node Ready condition from it */
-        json_object_set_new(json_object_get(doc, "runtime"), "networkReady", json_boolean(!*a->rt.network_error));
-        json_object_set_new(json_object_get(doc, "runtime"), "networkError", json_string(a->rt.network_error));
+        json_object_set_new(json_object_get(doc, "runtime"), "networkReady", json_boolean(!*a->rt->network_error));
+        json_object_set_new(json_object_get(doc, "runtime"), "networkError", json_string(a->rt->network_error));
         json_object_set_new(doc, "nodeReady",
-                            *a->rt.network_error
+                            *a->rt->network_error
                                     ? json_pack("{s:s,s:s,s:s}", "status", "False", "reason", "KubeletNotReady",
-                                                "message", a->rt.network_error)
+                                                "message", a->rt->network_error)
                                     : json_pack("{s:s,s:s,s:s}", "status", "True", "reason", "KubeletReady", "message",
                                                 "kubelet is posting ready status"));
         json_object_set_new(doc, "stopping", stopping_json(a, agent_now_usec()));

@@ -22,6 +22,15 @@
  * (*ret_k: the container) when a manager could not give a container its
  * share. For a sync (containers may be created), also the env and pull
  * credentials the API server's objects give; an update needs neither. */
+/* The pods being stopped: this file's object (Agent.stops), written here alone. */
+struct AgentStops {
+        KillTable kills; /* the pods being stopped, their retries (agent/loop/killtable.h) */
+        /* probes and hooks: specs of pods that left the table while something
+         * of them ran, for their kill job's preStop hooks */
+        WorkerSpec **gone_specs;
+        size_t n_gone_specs;
+};
+
 static WorkerContainerConfig *container_configs(Agent *a, const LcPod *p, bool sync, size_t *ret_k, CubError *err) {
         size_t n = worker_spec_containers(p->spec); /* the ephemeral containers' too */
         WorkerContainerConfig *l = calloc(n + 1, sizeof(WorkerContainerConfig));
@@ -70,7 +79,7 @@ void agent_submit_sync(Agent *a, LcPod *p, uint64_t now) {
         CubError err = {};
         size_t k;
 
-        if (!relist_may_sync(p, now, a->rt.network_error))
+        if (!relist_may_sync(p, now, a->rt->network_error))
                 return;
         agent_managers_flush(a);
         configs = container_configs(a, p, true, &k, &err);
@@ -183,13 +192,13 @@ void agent_submit_stop_container(Agent *a, const LcPod *p, size_t k, const char 
 void agent_keep_gone_spec(Agent *a, const LcPod *p) {
         WorkerSpec **n;
 
-        if (!p->observed || a->stops.n_gone_specs >= GONE_SPECS_MAX)
+        if (!p->observed || a->stops->n_gone_specs >= GONE_SPECS_MAX)
                 return;
-        n = realloc(a->stops.gone_specs, (a->stops.n_gone_specs + 1) * sizeof(*n));
+        n = realloc(a->stops->gone_specs, (a->stops->n_gone_specs + 1) * sizeof(*n));
         if (!n)
                 return;
-        a->stops.gone_specs = n;
-        a->stops.gone_specs[a->stops.n_gone_specs++] = worker_spec_ref(p->spec);
+        a->stops->gone_specs = n;
+        a->stops->gone_specs[a->stops->n_gone_specs++] = worker_spec_ref(p->spec);
 }
 
 /* probes and hooks: the spec of uid for its kill job's preStop hooks (a
@@ -199,27 +208,42 @@ static WorkerSpec *take_spec(Agent *a, const char *uid) {
 
         if (p)
                 return worker_spec_ref(p->spec);
-        for (size_t i = 0; i < a->stops.n_gone_specs; i++)
-                if (strcmp(a->stops.gone_specs[i]->pod->uid, uid) == 0) {
-                        WorkerSpec *s = a->stops.gone_specs[i];
+        for (size_t i = 0; i < a->stops->n_gone_specs; i++)
+                if (strcmp(a->stops->gone_specs[i]->pod->uid, uid) == 0) {
+                        WorkerSpec *s = a->stops->gone_specs[i];
 
-                        a->stops.gone_specs[i] = a->stops.gone_specs[--a->stops.n_gone_specs];
+                        a->stops->gone_specs[i] = a->stops->gone_specs[--a->stops->n_gone_specs];
                         return s;
                 }
         return NULL;
 }
 
 bool agent_is_killing(Agent *a, const char *uid) {
-        return kill_table_find(&a->stops.kills, uid) != NULL;
+        return kill_table_find(&a->stops->kills, uid) != NULL;
+}
+
+int agent_stops_init(Agent *a) {
+        a->stops = calloc(1, sizeof(*a->stops));
+        return a->stops ? 0 : -ENOMEM;
 }
 
 void agent_stops_free(Agent *a) {
-        kill_table_free(&a->stops.kills);
-        for (size_t i = 0; i < a->stops.n_gone_specs; i++)
-                worker_spec_unref(a->stops.gone_specs[i]);
-        free(a->stops.gone_specs);
-        a->stops.gone_specs = NULL;
-        a->stops.n_gone_specs = 0;
+        if (!a->stops)
+                return;
+        kill_table_free(&a->stops->kills);
+        for (size_t i = 0; i < a->stops->n_gone_specs; i++)
+                worker_spec_unref(a->stops->gone_specs[i]);
+        free(a->stops->gone_specs);
+        free(a->stops);
+        a->stops = NULL;
+}
+
+KillTable *agent_kills(const Agent *a) {
+        return &a->stops->kills;
+}
+
+size_t agent_stops_gone_specs(const Agent *a) {
+        return a->stops->n_gone_specs;
 }
 
 void agent_submit_kill_entry(Agent *a, KillEntry *e, bool first) {
@@ -228,7 +252,7 @@ void agent_submit_kill_entry(Agent *a, KillEntry *e, bool first) {
         if (!j || !(j->uid = strdup(e->uid)) || (e->cgroup && !(j->cgroup = strdup(e->cgroup)))) {
                 /* out of memory: the stop is attempted again after the policy's wait */
                 worker_job_free(j);
-                (void) kill_table_done(&a->stops.kills, e->uid, -ENOMEM, "out of memory", agent_now_usec(),
+                (void) kill_table_done(&a->stops->kills, e->uid, -ENOMEM, "out of memory", agent_now_usec(),
                                        cub_retry_draw(), NULL);
                 return;
         }
@@ -242,16 +266,16 @@ void agent_submit_kill_entry(Agent *a, KillEntry *e, bool first) {
 
 void agent_submit_kill(Agent *a, const char *uid, const char *ns, const char *name, const char *cgroup, int64_t grace) {
         bool first = false;
-        KillEntry *e = kill_table_want(&a->stops.kills, uid, ns, name, cgroup, grace, agent_now_usec(), &first);
+        KillEntry *e = kill_table_want(&a->stops->kills, uid, ns, name, cgroup, grace, agent_now_usec(), &first);
 
         if (e)
                 agent_submit_kill_entry(a, e, first);
 }
 
 int agent_stops_plan(Agent *a, const RelistInput *in, RelistPlan *plan) {
-        return relist_plan(in, &a->stops.kills, plan);
+        return relist_plan(in, &a->stops->kills, plan);
 }
 
 KillOutcome agent_stops_done(Agent *a, const WorkerJob *j, uint64_t now, unsigned *ret_attempts) {
-        return kill_table_done(&a->stops.kills, j->uid, j->r, j->error, now, cub_retry_draw(), ret_attempts);
+        return kill_table_done(&a->stops->kills, j->uid, j->r, j->error, now, cub_retry_draw(), ret_attempts);
 }

@@ -58,8 +58,8 @@ static void test_manifest_to_stop(void **state) {
         answer_relist(a, uid, hash); /* the relist the sync's end asked for waits behind this one */
         assert_true(p->observed);
         assert_int_equal(p->phase, LC_PHASE_RUNNING);
-        assert_int_equal(a->rt.n_running, 1);
-        assert_true(a->rt.ready && a->rt.notified_ready);
+        assert_int_equal(a->rt->n_running, 1);
+        assert_true(a->rt->ready && a->rt->notified_ready);
 
         /* the file goes (inotify): the pod leaves the table at once (no job
          * of it in flight), its spec is kept for the stop's preStop hooks */
@@ -68,7 +68,7 @@ static void test_manifest_to_stop(void **state) {
                 assert_true(sd_event_run(a->core.event, 100000) >= 0);
         assert_int_equal(a->table.n_pods, 0);
         assert_null(agent_find_pod(a, uid));
-        assert_int_equal(a->stops.n_gone_specs, 1);
+        assert_int_equal(agent_stops_gone_specs(a), 1);
         assert_int_equal(n_cg_writes, 4); /* a besteffort pod left: the QoS values stay */
         assert_false(status_has(a, "\"name\": \"web-node1\""));
 
@@ -83,14 +83,14 @@ static void test_manifest_to_stop(void **state) {
         assert_string_equal(j->uid, uid);
         assert_int_equal(j->grace, 30);
         assert_non_null(j->spec);
-        assert_int_equal(a->stops.n_gone_specs, 0);
+        assert_int_equal(agent_stops_gone_specs(a), 0);
         assert_null(take_submitted(a->core.pool, WORKER_KILL));
 
         /* the stop ends: out of the kill table, and a relist asked for */
         j->r = 0;
         answer(a, j);
         assert_false(agent_is_killing(a, uid));
-        assert_int_equal(a->stops.kills.n, 0);
+        assert_int_equal(agent_kills(a)->n, 0);
         while (count_submitted(a->core.pool, WORKER_RELIST) > 0)
                 answer_relist(a, NULL, NULL);
         assert_null(take_submitted(a->core.pool, WORKER_KILL));
@@ -140,8 +140,8 @@ static void test_rejected_and_broken(void **state) {
         assert_int_equal(cg_written(p->spec->cgroup.path), -1);
         assert_int_equal(p->latency.cgroup, 0);
         assert_true(metrics_have(a, "kubelet_admission_rejections_total{reason=\"OutOfcpu\"} 1"));
-        assert_int_equal(a->errs.n_dir, 1);
-        assert_non_null(strstr(a->errs.dir[0].source, "bad.yaml"));
+        assert_int_equal(a->errs->n_dir, 1);
+        assert_non_null(strstr(a->errs->dir[0].source, "bad.yaml"));
         assert_true(metrics_have(a, "cubelet_manifest_errors_total 1"));
         assert_true(status_has(a, "bad.yaml"));
 
@@ -153,7 +153,7 @@ static void test_rejected_and_broken(void **state) {
         /* the broken file goes: its error too (the rescan) */
         remove_manifest(f, "bad.yaml");
         agent_rescan(a);
-        assert_int_equal(a->errs.n_dir, 0);
+        assert_int_equal(a->errs->n_dir, 0);
         assert_false(status_has(a, "bad.yaml"));
         agent_free(a);
 }
@@ -227,8 +227,8 @@ static void test_runtime_away(void **state) {
                 (void) snprintf(j->error, sizeof(j->error), "ListPodSandbox: UNAVAILABLE (14): no runtime");
                 now = agent_now_usec();
                 answer(a, j);
-                assert_false(a->rt.ready);
-                assert_int_equal(a->rt.retry.failures, i + 1);
+                assert_false(a->rt->ready);
+                assert_int_equal(agent_runtime_retry(a)->failures, i + 1);
                 assert_true(sd_event_source_get_time(a->core.relist_timer, &at) >= 0);
                 assert_true(at >= now + want_s[i] * CUB_USEC_PER_SEC);
                 assert_true(at <= agent_now_usec() + want_s[i] * CUB_USEC_PER_SEC);
@@ -236,8 +236,8 @@ static void test_runtime_away(void **state) {
         /* back: the run ends, the relist period again */
         agent_request_relist(a);
         answer_relist(a, NULL, NULL);
-        assert_true(a->rt.ready);
-        assert_int_equal(a->rt.retry.failures, 0);
+        assert_true(a->rt->ready);
+        assert_int_equal(agent_runtime_retry(a)->failures, 0);
         assert_int_equal(agent_relist_period(a, agent_now_usec()), f->o.relist_usec);
         agent_free(a);
 }
@@ -273,9 +273,9 @@ static void test_url_offline(void **state) {
         assert_true(agent_sources_ready(a));
         assert_true(status_has(a, "\"inUse\": true"));
         /* the GET fails (nothing on port 1): the pod stays */
-        for (int i = 0; i < 50 && podsrc_http_stats(a->url.source)->fetches[PODSRC_HTTP_ERROR] == 0; i++)
+        for (int i = 0; i < 50 && podsrc_http_stats(a->url->source)->fetches[PODSRC_HTTP_ERROR] == 0; i++)
                 assert_true(sd_event_run(a->core.event, 100000) >= 0);
-        assert_int_equal(podsrc_http_stats(a->url.source)->fetches[PODSRC_HTTP_ERROR], 1);
+        assert_int_equal(podsrc_http_stats(a->url->source)->fetches[PODSRC_HTTP_ERROR], 1);
         assert_int_equal(a->table.n_pods, 1);
         assert_true(a->table.pods[0]->wanted);
         assert_true(status_has(a, "127.0.0.1:1"));
