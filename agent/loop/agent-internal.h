@@ -16,16 +16,20 @@
  *   agent.c                      lifecycle, event sources, signals
  *     status-json.c              the status document (cubelet status)
  *     source-dir.c source-http.c the sources: read, decode, push
+ *     cluster.c cluster-mirror.c the API server: its source's hooks, the
+ *     cluster-node-events.c      status publisher (cluster-internal.h)
  *     merge.c                    the sources' queue and kubelet's merge
  *     jobs.c                     the worker's results, the relist
  *     podtable.c <-> actions.c   the pod table; the managers' decisions
  *     submit.c                   the jobs into the worker pool, the stops
+ *     cluster-env.c              a container's env from the API's data
  *     source-state.c             the sources' errors, sourcesReady
  *     serve.c                    the HTTP API, the only writer of /metrics
  *     managers.c                 every call into the manager table, and
  *                                the queue of their decisions (LcEnv.act)
  *     podnet.c                   the node's pod network (at start)
  *     base.c                     the clock, the pod of a UID, sd_notify
+ *     relist-apply.c             the relist's applier: observations, decisions
  *     relist-plan.c killtable.c  pure: the relist's decisions, the stops
  *
  * managers.c sits below actions.c: a manager's decisions wait in its

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The relist's decisions (relist-plan.h): pure. relist-apply.c applies them. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "relist-plan.h"
 
-bool relist_may_sync(LcPod *p, uint64_t now, const char *network_error) {
+RelistGate relist_sync_gate(const LcPod *p, uint64_t now, const char *network_error) {
         if (!p->admitted || p->terminal || p->n_victims > 0 || p->busy || !cub_retry_due(&p->sync_retry, now))
-                return false;
-        return !lc_pod_network_wait(p, network_error, now);
+                return RELIST_GATE_NO;
+        if (network_error && *network_error && !p->spec->pod->host_network)
+                return RELIST_GATE_NETWORK;
+        return RELIST_GATE_SYNC;
 }
 
 static bool waits_for_retry(const LcPod *p, uint64_t now) {
@@ -15,53 +18,46 @@ static bool waits_for_retry(const LcPod *p, uint64_t now) {
                p->sync_retry.failures > 0 && p->sync_retry.next_usec > now;
 }
 
-static int add_kill(RelistPlan *plan, KillTable *kills, const WorkerObserved *o, int64_t grace, uint64_t now,
-                    size_t cap) {
-        bool is_new = false;
-        KillEntry *e = kill_table_want(kills, o->uid, o->namespace_, o->name, o->cgroup, grace, now, &is_new);
-
-        if (!e)
-                return kill_table_find(kills, o->uid) ? 0 : -ENOMEM;
-        if (plan->n_kill >= cap)
-                return -ENOMEM; /* cannot happen: one per observed pod */
-        plan->kill_new[plan->n_kill] = is_new;
-        plan->kill[plan->n_kill++] = e;
-        plan->n_new_kills += is_new;
-        return 0;
+static void add_stop(RelistDecisions *d, const WorkerObserved *o, int64_t grace) {
+        d->stop[d->n_stop] = o;
+        d->stop_grace[d->n_stop++] = grace;
 }
 
-int relist_plan(const RelistInput *in, KillTable *kills, RelistPlan *plan) {
-        CubHashmap *observed = NULL;
-        int r = 0;
-
-        *plan = (RelistPlan){ .next_due = UINT64_MAX };
-        plan->sync = calloc(in->n_pods + 1, sizeof(*plan->sync));
-        plan->kill = calloc(in->n_observed + 1, sizeof(*plan->kill));
-        plan->kill_new = calloc(in->n_observed + 1, sizeof(*plan->kill_new));
-        if (!plan->sync || !plan->kill || !plan->kill_new || cub_hashmap_new(&observed) < 0) {
-                relist_plan_done(plan);
+int relist_decide(const RelistInput *in, const bool *needs_sync, const KillTable *kills, RelistDecisions *d) {
+        *d = (RelistDecisions){ .pods_steady = true, .sync_due = UINT64_MAX };
+        d->sync = calloc(in->n_pods + 1, sizeof(*d->sync));
+        d->net_wait = calloc(in->n_pods + 1, sizeof(*d->net_wait));
+        d->stop = calloc(in->n_observed + 1, sizeof(*d->stop));
+        d->stop_grace = calloc(in->n_observed + 1, sizeof(*d->stop_grace));
+        d->gone = calloc(kills->n + 1, sizeof(*d->gone));
+        if (!d->sync || !d->net_wait || !d->stop || !d->stop_grace || !d->gone) {
+                relist_decisions_done(d);
                 return -ENOMEM;
         }
-        for (size_t k = 0; k < in->n_observed; k++)
-                if ((r = cub_hashmap_put(observed, in->observed[k].uid, (void *) &in->observed[k])) < 0)
-                        goto out;
         for (size_t i = 0; i < in->n_pods; i++) {
                 LcPod *p = in->pods[i];
-                const WorkerObserved *o = cub_hashmap_get(observed, p->spec->pod->uid);
+                const WorkerObserved *o = cub_hashmap_get(in->observed_by_uid, p->spec->pod->uid);
 
                 if (p->busy || !p->wanted)
                         continue;
                 if (p->terminal) {
                         /* a rejected, preempted or evicted pod keeps nothing running */
-                        lc_pod_set_observed(p, o != NULL);
-                        if (o && (r = add_kill(plan, kills, o, p->kill_grace, in->now, in->n_observed)) < 0)
-                                goto out;
+                        if (o)
+                                add_stop(d, o, p->kill_grace);
                         continue;
                 }
-                if (!p->admitted)
+                if (!p->admitted || !needs_sync[i])
                         continue;
-                if (lc_pod_observe(p, o, in->now) && relist_may_sync(p, in->now, in->network_error))
-                        plan->sync[plan->n_sync++] = p;
+                switch (relist_sync_gate(p, in->now, in->network_error)) {
+                case RELIST_GATE_SYNC:
+                        d->sync[d->n_sync++] = p;
+                        break;
+                case RELIST_GATE_NETWORK:
+                        d->net_wait[d->n_net_wait++] = p;
+                        break;
+                case RELIST_GATE_NO:
+                        break;
+                }
         }
         for (size_t k = 0; k < in->n_observed; k++) {
                 const WorkerObserved *o = &in->observed[k];
@@ -72,41 +68,36 @@ int relist_plan(const RelistInput *in, KillTable *kills, RelistPlan *plan) {
                  * back; nothing is before the sources have given their sets */
                 if ((p && (p->wanted || p->busy)) || !in->sources_ready || (in->held && in->held(in->held_ctx, o->uid)))
                         continue;
-                if ((r = add_kill(plan, kills, o, o->grace, in->now, in->n_observed)) < 0)
-                        goto out;
+                add_stop(d, o, o->grace);
         }
         /* stops that wait for a retry while the runtime holds nothing of
          * their pod any more: done (someone else removed it) */
         for (size_t i = kills->n; i > 0; i--) {
                 const KillEntry *e = kills->entries[i - 1];
 
-                if (!e->in_flight && !cub_hashmap_get(observed, e->uid) && kill_table_gone(kills, e->uid))
-                        plan->forgotten++;
+                if (!e->in_flight && !cub_hashmap_get(in->observed_by_uid, e->uid))
+                        d->gone[d->n_gone++] = e->uid;
         }
-        plan->next_due = kill_table_next_due(kills);
-        plan->steady = kill_table_in_flight(kills) == 0 && in->sources_ready;
         for (size_t i = 0; i < in->n_pods; i++) {
                 const LcPod *p = in->pods[i];
 
                 /* a pod whose sync failed waits for its retry: nothing to
                  * relist for until then, the timer fires by its retry */
                 if (waits_for_retry(p, in->now)) {
-                        if (p->sync_retry.next_usec < plan->next_due)
-                                plan->next_due = p->sync_retry.next_usec;
+                        if (p->sync_retry.next_usec < d->sync_due)
+                                d->sync_due = p->sync_retry.next_usec;
                         continue;
                 }
-                plan->steady = plan->steady && lc_pod_steady(p);
+                d->pods_steady = d->pods_steady && lc_pod_steady(p);
         }
-out:
-        /* a plan cut short still holds the stops it put in flight: the
-         * caller applies it either way */
-        cub_hashmap_free(observed);
-        return r;
+        return 0;
 }
 
-void relist_plan_done(RelistPlan *plan) {
-        free(plan->sync);
-        free(plan->kill);
-        free(plan->kill_new);
-        *plan = (RelistPlan){ .next_due = UINT64_MAX };
+void relist_decisions_done(RelistDecisions *d) {
+        free(d->sync);
+        free(d->net_wait);
+        free(d->stop);
+        free(d->stop_grace);
+        free(d->gone);
+        *d = (RelistDecisions){ .sync_due = UINT64_MAX };
 }

@@ -2,11 +2,16 @@
 #pragma once
 
 /*
- * The decisions of a relist, as one pure function of (the pod table, what
- * the runtime holds, the kill table, now): which pods get a sync job, which
- * stops start or are attempted again, and whether the node is steady. The
- * loop (agent/loop/jobs.c) applies the plan: submit.c submits the jobs. No I/O; unit
- * tests run it on a fake clock (tests/unit/agent/loop).
+ * A relist in three steps. The pods' records take in what the runtime holds
+ * (relist-apply.c: lifecycle/'s lc_pod_observe). Then the decisions, one
+ * pure function of (the pod table, what the runtime holds, the kill table,
+ * now) that changes nothing (relist-plan.c, relist_decide): which pods get
+ * a sync job, which wait for the runtime's network, what is to be stopped,
+ * which waiting stops are gone, whether the pods are steady. Then one
+ * applier (relist-apply.c) applies them to the pods and the kill table and
+ * returns the jobs to submit (RelistPlan); the loop (agent/loop/jobs.c)
+ * submits them through submit.c. No I/O; unit tests run it on a fake clock
+ * (tests/unit/agent/loop).
  */
 
 #include <stdbool.h>
@@ -14,6 +19,7 @@
 #include <stdint.h>
 
 #include "../lifecycle/lifecycle.h"
+#include "../util/cleanup.h"
 #include "../util/hashmap.h"
 #include "../worker/worker.h"
 #include "killtable.h"
@@ -31,7 +37,38 @@ typedef struct RelistInput {
         const void *held_ctx;
         const char *network_error; /* the runtime's network is not ready ("" or NULL: it is) */
         uint64_t now;              /* CLOCK_MONOTONIC µs */
+        /* uid → its entry of observed (relist_plan makes it for the other steps) */
+        const CubHashmap *observed_by_uid;
 } RelistInput;
+
+/* Whether p's sync job may start at now: admitted, not terminal, no victim
+ * still stopping, no job in flight, its retry due (else NO), and the
+ * runtime's network ready unless p is on the host's network (else NETWORK).
+ * Pure. */
+typedef enum RelistGate {
+        RELIST_GATE_NO,
+        RELIST_GATE_SYNC,
+        RELIST_GATE_NETWORK,
+} RelistGate;
+RelistGate relist_sync_gate(const LcPod *p, uint64_t now, const char *network_error);
+
+/* The decisions of one relist, after the observations (needs_sync[i]: pod
+ * i asked for a sync). Pure: the pods and the kill table are only read. */
+typedef struct RelistDecisions {
+        LcPod **sync; /* pods whose sync job starts now */
+        size_t n_sync;
+        LcPod **net_wait; /* pods whose sync waits for the runtime's network */
+        size_t n_net_wait;
+        const WorkerObserved **stop; /* what the runtime holds that is to be stopped, with its grace */
+        int64_t *stop_grace;
+        size_t n_stop;
+        const char **gone; /* uids of waiting stops the runtime no longer holds anything of */
+        size_t n_gone;
+        bool pods_steady;  /* every pod steady, or waiting for its sync's retry */
+        uint64_t sync_due; /* the earliest retry of a failed sync, UINT64_MAX: none */
+} RelistDecisions;
+int relist_decide(const RelistInput *in, const bool *needs_sync, const KillTable *kills, RelistDecisions *ret);
+void relist_decisions_done(RelistDecisions *d);
 
 typedef struct RelistPlan {
         LcPod **sync; /* pods whose sync job starts now */
@@ -45,15 +82,14 @@ typedef struct RelistPlan {
         uint64_t next_due;  /* the earliest retry of a waiting stop or a failed sync, UINT64_MAX: none */
 } RelistPlan;
 
-/* Whether p's sync job may start at now: admitted, not terminal, no
- * victim still stopping, no job in flight, its retry due, and the
- * runtime's network ready unless p is on the host's network (network_error
- * "" or NULL: it is; a pod that waits for it gets kubelet's event once). */
+/* relist-apply.c: relist_sync_gate applied to p (a pod that waits for the
+ * network gets kubelet's event once, lc_pod_network_wait) */
 bool relist_may_sync(LcPod *p, uint64_t now, const char *network_error);
 
-/* Observes each pod (lc_pod_observe) and fills plan; the kill table gets
- * the new stops and the due retries (in flight from here). 0 or -ENOMEM;
- * apply the plan and call relist_plan_done() either way (cut short by
- * -ENOMEM, it still holds the stops it put in flight). */
+/* The three steps: observes each pod, decides, applies the decisions (the
+ * kill table gets the new stops and the due retries, in flight from here)
+ * and fills plan. 0 or -ENOMEM; submit the plan and call
+ * relist_plan_done() either way (cut short by -ENOMEM, it still holds the
+ * stops it put in flight). */
 int relist_plan(const RelistInput *in, KillTable *kills, RelistPlan *plan);
 void relist_plan_done(RelistPlan *plan);

@@ -387,8 +387,64 @@ static void test_host_network_starts(void **state) {
         node_done(&n);
 }
 
+/* relist_decide changes nothing: two calls on the same input give the same
+ * decisions, and the pods' records and the kill table are as they were
+ * (the applier, relist-apply.c, is the one that changes them) */
+static void test_decide_is_pure(void **state) {
+        const char *why = "container runtime network not ready";
+        Node n;
+        LcPod *a = make_pod("a"), *b = make_pod("b");
+        CubHashmap *observed = NULL;
+        RelistDecisions d1, d2;
+        RelistInput in;
+        bool needs[2] = { true, true };
+        bool kill_new = false;
+
+        (void) state;
+        node_init(&n);
+        node_add_pod(&n, a);
+        node_add_pod(&n, b);
+        node_observe(&n, "uid-x", "x", 5); /* nobody's: stopped */
+        node_observe(&n, b->spec->pod->uid, "b", 5);
+        assert_non_null(kill_table_want(&n.kills, "uid-gone", "default", "gone", NULL, 1, 0, &kill_new));
+        assert_int_equal(kill_table_done(&n.kills, "uid-gone", -EIO, "boom", 0, 0, NULL), KILL_FAILED_NEW);
+        assert_int_equal(cub_hashmap_new(&observed), 0);
+        for (size_t k = 0; k < n.n_obs; k++)
+                assert_int_equal(cub_hashmap_put(observed, n.obs[k].uid, &n.obs[k]), 0);
+        in = (RelistInput){ .pods = n.pods,
+                            .n_pods = n.n_pods,
+                            .by_uid = n.by_uid,
+                            .observed = n.obs,
+                            .n_observed = n.n_obs,
+                            .sources_ready = true,
+                            .network_error = why,
+                            .now = 1,
+                            .observed_by_uid = observed };
+        assert_int_equal(relist_decide(&in, needs, &n.kills, &d1), 0);
+        assert_int_equal(relist_decide(&in, needs, &n.kills, &d2), 0);
+        /* both pods wait for the network, the orphan is stopped, the failed stop whose pod is gone goes */
+        assert_int_equal(d1.n_sync, 0);
+        assert_int_equal(d1.n_net_wait, 2);
+        assert_int_equal(d1.n_stop, 1);
+        assert_string_equal(d1.stop[0]->uid, "uid-x");
+        assert_int_equal(d1.n_gone, 1);
+        assert_string_equal(d1.gone[0], "uid-gone");
+        assert_int_equal(d2.n_net_wait, d1.n_net_wait);
+        assert_int_equal(d2.n_stop, d1.n_stop);
+        assert_int_equal(d2.n_gone, d1.n_gone);
+        /* nothing changed: no event, no wait recorded, the stop still in the table */
+        assert_false(a->network_wait || b->network_wait);
+        assert_int_equal(a->n_events + b->n_events, 0);
+        assert_int_equal(n.kills.n, 1);
+        relist_decisions_done(&d1);
+        relist_decisions_done(&d2);
+        cub_hashmap_free(observed);
+        node_done(&n);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_decide_is_pure),
                 cmocka_unit_test(test_failing_stop_backs_off),
                 cmocka_unit_test(test_waiting_stop_left_alone),
                 cmocka_unit_test(test_recovered_pod_forgotten),
