@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../config/podsrc.h"
+#include "../util/curl-event.h"
 #include "../util/cleanup.h"
 #include "client.h"
 
@@ -40,7 +40,7 @@ struct KubeClient {
          * to be changed (CURLM_RECURSIVE_API_CALL) */
         sd_event_source *hold_timer;
         uint64_t hold_until; /* a 429's or 503's Retry-After: no request starts before (monotonic) */
-        PodsrcCurl *curl;
+        CubCurl *curl;
         KubeConfig cfg;
         char *auth_header;
         KubeRequest *inflight;
@@ -273,7 +273,7 @@ static int on_hold_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 }
                 *p = q->next;
                 if (!q->held)
-                        podsrc_curl_remove(c->curl, q->easy);
+                        cub_curl_remove(c->curl, q->easy);
                 request_free(q);
         }
         if (usec < c->hold_until) {
@@ -291,7 +291,7 @@ static int on_hold_end(sd_event_source *s, uint64_t usec, void *userdata) {
                         p = &q->next; /* waits for a slot: on_done kicks */
                         continue;
                 }
-                if (!q->held || podsrc_curl_add(c->curl, q->easy) == 0) {
+                if (!q->held || cub_curl_add(c->curl, q->easy) == 0) {
                         if (q->held && !q->unlimited)
                                 active++;
                         q->held = false;
@@ -338,7 +338,7 @@ int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret, CubErr
                 dst->len = src->len;
         }
         c->event = sd_event_ref(e);
-        r = podsrc_curl_new(e, "kube-api", on_done, c, &c->curl, err);
+        r = cub_curl_new(e, "kube-api", on_done, c, &c->curl, err);
         if (r >= 0 && (r = sd_event_add_time(e, &c->hold_timer, CLOCK_MONOTONIC, 0, 0, on_hold_end, c)) < 0)
                 r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));
         if (r < 0) {
@@ -359,10 +359,10 @@ KubeClient *kube_client_free(KubeClient *c) {
 
                 c->inflight = q->next;
                 if (!q->held)
-                        podsrc_curl_remove(c->curl, q->easy);
+                        cub_curl_remove(c->curl, q->easy);
                 request_free(q);
         }
-        c->curl = podsrc_curl_free(c->curl);
+        c->curl = cub_curl_free(c->curl);
         c->hold_timer = sd_event_source_disable_unref(c->hold_timer);
         c->event = sd_event_unref(c->event);
         if (c->auth_header) {

@@ -4,7 +4,7 @@
 /*
  * The Kubernetes API server as the node sees it: requests over HTTPS with
  * the kubeconfig's credentials, through libcurl's multi interface on the
- * loop (agent/config/curl-event.c): no thread ever waits on the network.
+ * loop (agent/util/curl-event.c): no thread ever waits on the network.
  * Each answer comes back to the caller's function on the loop, with the
  * HTTP status, the decoded JSON body and, for anything but 2xx, an error
  * that names the request and carries the server's Status message.

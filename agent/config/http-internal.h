@@ -4,6 +4,7 @@
 /* Shared by http.c (one GET and its result) and http-loop.c (libcurl's
  * multi interface on sd-event), and their unit tests. */
 
+#include "../util/curl-event.h"
 #include "podsrc.h"
 
 struct PodsrcHttp {
@@ -30,7 +31,7 @@ struct PodsrcHttp {
         uint64_t start_usec;
         PodsrcHttpStats stats;
         /* the poller (http-loop.c) */
-        PodsrcCurl *curl;
+        CubCurl *curl;
         sd_event_source *period_timer;
         uint64_t period_usec;
         PodsrcHttpFn fn;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The manifest URL's poller: one GET at a time through the shared libcurl
- * multi glue on sd-event (curl-event.c); a finished transfer goes through
+ * multi glue on sd-event (agent/util/curl-event.c); a finished transfer goes through
  * podsrc_http_finish() to the caller's function. The next GET is due
  * period_usec after the previous one ended. */
 #include <errno.h>
@@ -35,7 +35,7 @@ static void start(PodsrcHttp *h) {
         int r;
 
         r = podsrc_http_begin(h, &easy, &err);
-        if (r >= 0 && podsrc_curl_add(h->curl, easy) < 0) {
+        if (r >= 0 && cub_curl_add(h->curl, easy) < 0) {
                 (void) podsrc_http_finish(h, easy, CURLE_FAILED_INIT, NULL, NULL);
                 r = cub_err_set(&err, EIO, "%s: libcurl could not start the transfer", h->url);
         }
@@ -71,7 +71,7 @@ int podsrc_http_attach(PodsrcHttp *h, sd_event *e, uint64_t period_usec, PodsrcH
 
         if (h->curl)
                 return cub_err_set(err, EBUSY, "%s: already attached", h->url);
-        r = podsrc_curl_new(e, "manifest-url-curl", on_done, h, &h->curl, err);
+        r = cub_curl_new(e, "manifest-url-curl", on_done, h, &h->curl, err);
         if (r < 0)
                 return cub_err_wrap(err, "%s", h->url);
         h->period_usec = period_usec ? period_usec : 20 * CUB_USEC_PER_SEC;
@@ -89,8 +89,8 @@ int podsrc_http_attach(PodsrcHttp *h, sd_event *e, uint64_t period_usec, PodsrcH
 
 void podsrc_http_loop_done(PodsrcHttp *h) {
         if (h->curl && h->easy)
-                podsrc_curl_remove(h->curl, h->easy);
-        h->curl = podsrc_curl_free(h->curl);
+                cub_curl_remove(h->curl, h->easy);
+        h->curl = cub_curl_free(h->curl);
         h->period_timer = sd_event_source_disable_unref(h->period_timer);
         h->fn = NULL;
 }

@@ -164,16 +164,3 @@ int podsrc_http_attach(PodsrcHttp *h, sd_event *e, uint64_t period_usec, PodsrcH
                        CubError *err);
 /* Fetches now (after the transfer in flight, if any). */
 void podsrc_http_poll_now(PodsrcHttp *h);
-
-/* libcurl's multi interface on an sd-event loop (curl-event.c), for the
- * poller above and the httpGet probes: fn gets each finished transfer
- * (already removed from the multi handle; the caller cleans it up). */
-typedef struct PodsrcCurl PodsrcCurl;
-typedef void (*PodsrcCurlDoneFn)(CURL *easy, CURLcode code, void *userdata);
-int podsrc_curl_new(sd_event *e, const char *name, PodsrcCurlDoneFn fn, void *userdata, PodsrcCurl **ret,
-                    CubError *err);
-/* -EIO when libcurl refuses the handle. */
-int podsrc_curl_add(PodsrcCurl *c, CURL *easy);
-/* Drops a transfer in flight (fn is not called for it). */
-void podsrc_curl_remove(PodsrcCurl *c, CURL *easy);
-PodsrcCurl *podsrc_curl_free(PodsrcCurl *c);

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "../../proto/grpcx.h"
-#include "../config/podsrc.h"
+#include "../util/curl-event.h"
 #include "../util/time.h"
 #include "probes.h"
 
@@ -54,7 +54,7 @@ struct ProbeCall {
 struct ProbeRunner {
         sd_event *event;
         CriClient *cri;
-        PodsrcCurl *curl;
+        CubCurl *curl;
         /* the exec threads */
         pthread_mutex_t lock;
         pthread_cond_t cond;
@@ -74,7 +74,7 @@ static void call_free(ProbeCall *c) {
         if (c->fd >= 0)
                 close(c->fd);
         if (c->easy) {
-                podsrc_curl_remove(c->r->curl, c->easy);
+                cub_curl_remove(c->r->curl, c->easy);
                 curl_easy_cleanup(c->easy);
         }
         curl_slist_free_all(c->headers);
@@ -281,7 +281,7 @@ static int start_http(ProbeCall *c, const ProbeTarget *t) {
         (void) snprintf(c->where, sizeof(c->where), "%s", url);
         if (!c->easy || curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c) != CURLE_OK)
                 return -ENOMEM;
-        if (podsrc_curl_add(c->r->curl, c->easy) < 0) {
+        if (cub_curl_add(c->r->curl, c->easy) < 0) {
                 curl_easy_cleanup(c->easy);
                 c->easy = NULL;
                 return -EIO;
@@ -520,7 +520,7 @@ int probe_runner_new(sd_event *e, CriClient *cri, unsigned exec_threads, ProbeRu
                 probe_runner_free(r);
                 return k;
         }
-        k = podsrc_curl_new(e, "probe-http", on_http_done, r, &r->curl, err);
+        k = cub_curl_new(e, "probe-http", on_http_done, r, &r->curl, err);
         if (k < 0) {
                 probe_runner_free(r);
                 return k;
@@ -565,7 +565,7 @@ ProbeRunner *probe_runner_free(ProbeRunner *r) {
                 call_free(c);
         }
         r->efd_src = sd_event_source_disable_unref(r->efd_src);
-        r->curl = podsrc_curl_free(r->curl);
+        r->curl = cub_curl_free(r->curl);
         if (r->efd >= 0)
                 close(r->efd);
         pthread_mutex_destroy(&r->lock);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libcurl's multi interface driven by an sd-event loop, shared by the
- * manifest URL's poller (http-loop.c) and the httpGet probes
+/* libcurl's multi interface driven by an sd-event loop (curl-event.h),
+ * shared by the manifest URL's poller (agent/config/http-loop.c), the API
+ * server's client (agent/cluster/client.c) and the httpGet probes
  * (agent/probes). curl tells which sockets it waits on
  * (CURLMOPT_SOCKETFUNCTION: an io source each) and when it wants to be
  * called back (CURLMOPT_TIMERFUNCTION: one time source); both call
@@ -11,22 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/time.h"
-#include "podsrc.h"
+#include "curl-event.h"
+#include "time.h"
 
 /* sd-event's default accuracy (0) is 250 ms: curl's timeouts want ms */
 #define ACCURACY_USEC CUB_USEC_PER_MSEC
 
-struct PodsrcCurl {
+struct CubCurl {
         sd_event *event;
         CURLM *multi;
         sd_event_source *timer;
         char *name;
-        PodsrcCurlDoneFn fn;
+        CubCurlDoneFn fn;
         void *userdata;
 };
 
-static void check_done(PodsrcCurl *c) {
+static void check_done(CubCurl *c) {
         CURLMsg *m;
         int left;
 
@@ -42,7 +43,7 @@ static void check_done(PodsrcCurl *c) {
 }
 
 static int on_socket(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        PodsrcCurl *c = userdata;
+        CubCurl *c = userdata;
         int mask = 0, running = 0;
 
         (void) s;
@@ -58,7 +59,7 @@ static int on_socket(sd_event_source *s, int fd, uint32_t revents, void *userdat
 }
 
 static int socket_fn(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
-        PodsrcCurl *c = userp;
+        CubCurl *c = userp;
         sd_event_source *src = socketp;
         uint32_t events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
 
@@ -81,7 +82,7 @@ static int socket_fn(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 }
 
 static int on_curl_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        PodsrcCurl *c = userdata;
+        CubCurl *c = userdata;
         int running = 0;
 
         (void) s;
@@ -92,7 +93,7 @@ static int on_curl_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static int timer_fn(CURLM *multi, long timeout_ms, void *userp) {
-        PodsrcCurl *c = userp;
+        CubCurl *c = userp;
 
         (void) multi;
         if (timeout_ms < 0)
@@ -103,9 +104,8 @@ static int timer_fn(CURLM *multi, long timeout_ms, void *userp) {
         return 0;
 }
 
-int podsrc_curl_new(sd_event *e, const char *name, PodsrcCurlDoneFn fn, void *userdata, PodsrcCurl **ret,
-                    CubError *err) {
-        PodsrcCurl *c = calloc(1, sizeof(*c));
+int cub_curl_new(sd_event *e, const char *name, CubCurlDoneFn fn, void *userdata, CubCurl **ret, CubError *err) {
+        CubCurl *c = calloc(1, sizeof(*c));
         int r;
 
         if (!c || !(c->name = strdup(name))) {
@@ -116,7 +116,7 @@ int podsrc_curl_new(sd_event *e, const char *name, PodsrcCurlDoneFn fn, void *us
         c->userdata = userdata;
         c->multi = curl_multi_init();
         if (!c->multi) {
-                podsrc_curl_free(c);
+                cub_curl_free(c);
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
         c->event = sd_event_ref(e);
@@ -124,12 +124,12 @@ int podsrc_curl_new(sd_event *e, const char *name, PodsrcCurlDoneFn fn, void *us
             curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c) != CURLM_OK ||
             curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, timer_fn) != CURLM_OK ||
             curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c) != CURLM_OK) {
-                podsrc_curl_free(c);
+                cub_curl_free(c);
                 return cub_err_set(err, EINVAL, "%s: libcurl refused a multi option", name);
         }
         r = sd_event_add_time_relative(e, &c->timer, CLOCK_MONOTONIC, 0, ACCURACY_USEC, on_curl_timer, c);
         if (r < 0) {
-                podsrc_curl_free(c);
+                cub_curl_free(c);
                 return cub_err_set(err, -r, "%s: sd-event: %s", name, strerror(-r));
         }
         (void) sd_event_source_set_description(c->timer, name);
@@ -138,16 +138,16 @@ int podsrc_curl_new(sd_event *e, const char *name, PodsrcCurlDoneFn fn, void *us
         return 0;
 }
 
-int podsrc_curl_add(PodsrcCurl *c, CURL *easy) {
+int cub_curl_add(CubCurl *c, CURL *easy) {
         return curl_multi_add_handle(c->multi, easy) == CURLM_OK ? 0 : -EIO;
 }
 
-void podsrc_curl_remove(PodsrcCurl *c, CURL *easy) {
+void cub_curl_remove(CubCurl *c, CURL *easy) {
         if (c && easy)
                 (void) curl_multi_remove_handle(c->multi, easy);
 }
 
-PodsrcCurl *podsrc_curl_free(PodsrcCurl *c) {
+CubCurl *cub_curl_free(CubCurl *c) {
         if (!c)
                 return NULL;
         if (c->multi)
