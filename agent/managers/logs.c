@@ -68,28 +68,15 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 static int logs_new(const LcEnv *env, void **ret, CubError *err) {
         const PodKubeletConfig *kc = env->kc;
         Logs *m;
-        PodQuantity q = { .units = LOGS_DEFAULT_MAX_SIZE };
 
-        if (kc->container_log_max_size) {
-                CubError qerr = {};
-
-                if (pod_quantity_parse(kc->container_log_max_size, &q, &qerr) < 0)
-                        return cub_err_set(err, EINVAL, "containerLogMaxSize: %s", qerr.msg);
-                if (pod_quantity_value(q) <= 0)
-                        return cub_err_set(err, EINVAL, "containerLogMaxSize '%s': must be positive",
-                                           kc->container_log_max_size);
-        }
-        if (kc->container_log_max_files < 2)
-                return cub_err_set(err, EINVAL,
-                                   "invalid configuration: containerLogMaxFiles (--container-log-max-files) %lld must "
-                                   "be greater than 1",
-                                   (long long) kc->container_log_max_files);
+        /* containerLogMaxSize and containerLogMaxFiles: parsed and checked by
+         * the configuration's decoder */
         m = calloc(1, sizeof(*m));
         if (!m)
                 return cub_err_set(err, ENOMEM, "out of memory");
         m->env = env;
         m->policy.root = strdup(kc->pod_logs_dir && *kc->pod_logs_dir ? kc->pod_logs_dir : LOGS_DEFAULT_ROOT);
-        m->policy.max_size = pod_quantity_value(q);
+        m->policy.max_size = pod_quantity_value(kc->container_log_max_size);
         m->policy.max_files = (int) (kc->container_log_max_files > 1000 ? 1000 : kc->container_log_max_files);
         if (!m->policy.root) {
                 free(m);

@@ -179,6 +179,11 @@ static int check_shutdown(const PodKubeletConfig *c, const char *source, CubErro
 int pod_kubelet_config_check(PodKubeletConfig *c, const char *source, CubError *err) {
         int r;
 
+        if (c->container_log_max_files < 2)
+                return cub_err_set(err, EINVAL,
+                                   "%s: invalid configuration: containerLogMaxFiles (--container-log-max-files) %lld "
+                                   "must be greater than 1",
+                                   source, (long long) c->container_log_max_files);
         r = check_cgroups(c, source, err);
         if (r >= 0)
                 r = check_durations(c, source, err);

@@ -76,6 +76,25 @@ static int dec_duration(PodDec *d, json_t *v, void *dst, const PodField *f) {
         return 0;
 }
 
+/* a quantity ("10Mi") that must be positive */
+static int dec_positive_quantity(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        PodQuantity q;
+        CubError qerr = {};
+
+        (void) f;
+        if (json_is_null(v))
+                return 0;
+        if (!json_is_string(v))
+                return pod_dec_fail(d, 0, NULL, "Invalid type: expected a quantity string (\"10Mi\"), got %s",
+                                    pod_json_type_name(v));
+        if (pod_quantity_parse(json_string_value(v), &q, &qerr) < 0)
+                return pod_dec_fail(d, 0, NULL, "Invalid value: %s", qerr.msg);
+        if (pod_quantity_value(q) <= 0)
+                return pod_dec_fail(d, 0, NULL, "Invalid value: \"%s\": must be positive", json_string_value(v));
+        *(PodQuantity *) dst = q;
+        return 0;
+}
+
 static void strv_done(void *sv) {
         pod_strv_done(sv);
 }
@@ -327,7 +346,7 @@ static const PodField config_fields[] = {
         /* logs */
         { .name = "podLogsDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, pod_logs_dir) },
         { .name = "containerLogMaxSize",
-          .decode = pod_dec_string,
+          .decode = dec_positive_quantity,
           .offset = offsetof(PodKubeletConfig, container_log_max_size) },
         { .name = "containerLogMaxFiles",
           .decode = pod_dec_int64,
@@ -345,6 +364,7 @@ void pod_kubelet_config_init(PodKubeletConfig *c) {
                                  .register_node = true,
                                  .node_lease_duration_seconds = 40,
                                  .container_log_max_files = 5,
+                                 .container_log_max_size = { .units = 10 * 1024 * 1024 },
                                  .memory_throttling_factor = 0.9,
                                  .http_check_frequency = { .usec = 20 * (int64_t) CUB_USEC_PER_SEC },
                                  .file_check_frequency = { .usec = 20 * (int64_t) CUB_USEC_PER_SEC },

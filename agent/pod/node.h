@@ -134,10 +134,10 @@ typedef struct PodKubeletConfig {
         PodDuration static_pod_url_timeout;
         /* security context */
         PodStrv allowed_unsafe_sysctls; /* allowedUnsafeSysctls: names and "prefix*" patterns */
-        /* logs: podLogsDir (default /var/log/pods), containerLogMaxSize (a quantity, default "10Mi"),
-         * containerLogMaxFiles (default 5, at least 2) */
+        /* logs: podLogsDir (default /var/log/pods), containerLogMaxSize (a quantity, parsed by the
+         * decoder: positive, default 10Mi), containerLogMaxFiles (default 5, at least 2: kubelet's check) */
         char *pod_logs_dir;
-        char *container_log_max_size;
+        PodQuantity container_log_max_size;
         int64_t container_log_max_files;
         /* network: kubelet's podCIDR (standalone mode: the bridge's range), clusterDNS, clusterDomain,
          * resolvConf (NULL = /etc/resolv.conf, "" = none) */

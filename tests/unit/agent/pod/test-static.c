@@ -511,6 +511,7 @@ static void test_kubelet_config_defaults(void **state) {
         assert_true(c.node_status_update_frequency.usec == 10000000);
         assert_true(c.node_status_report_frequency.usec == 300000000);
         assert_true(c.shutdown_grace_period.usec == 0 && c.shutdown_grace_period_critical_pods.usec == 0);
+        assert_true(pod_quantity_value(c.container_log_max_size) == 10 * 1024 * 1024);
         pod_kubelet_config_done(&c);
         assert_null(c.cgroup_driver);
 }
@@ -650,6 +651,13 @@ static void test_kubelet_config_errors(void **state) {
                 "kubelet.yaml: cubelet.evictionSamplePeriod: Invalid value: \"5ms\": must be at least 10ms");
         CFG_ERR("evictionPressureTransitionPeriod: -5m\n",
                 "kubelet.yaml: evictionPressureTransitionPeriod: Invalid value: \"-5m0s\": must be at least 0s");
+        /* logs: a positive quantity, at least two files */
+        CFG_ERR("containerLogMaxSize: \"0\"\n",
+                "kubelet.yaml:1: containerLogMaxSize: Invalid value: \"0\": must be positive");
+        CFG_ERR("containerLogMaxSize: 10Mx\n", "kubelet.yaml:1: containerLogMaxSize: Invalid value: invalid quantity "
+                                               "\"10Mx\": unknown suffix \"Mx\"");
+        CFG_ERR("containerLogMaxFiles: 1\n", "kubelet.yaml: invalid configuration: containerLogMaxFiles "
+                                             "(--container-log-max-files) 1 must be greater than 1");
 }
 
 static void test_static_uid(void **state) {
