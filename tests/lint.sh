@@ -62,6 +62,10 @@ fi
 if ! python3 tests/loop-graph.py "$B"; then
         echo "lint: the loop's files call each other in a circle (tests/loop-graph.py)"; rc=1
 fi
+# struct Agent (issue 42): at most 30 fields another file of the loop can read; the rest are its owners' objects.
+if ! python3 tests/agent-fields.py agent/loop/agent-internal.h; then
+        echo "lint: struct Agent has more than 30 readable fields (tests/agent-fields.py -v)"; rc=1
+fi
 # The #include graph (issue 42): no circle among the product's headers (pod/'s parts include
 # pod-model.h, the umbrella pod.h includes them), none between its folders (tests/include-graph.py).
 if ! python3 tests/include-graph.py .; then

@@ -4,6 +4,7 @@
  * admitted again once none is left), changed container resources. It takes
  * them from managers.c's queue, and is the one writer of AgentDecisions
  * (the node conditions, the resources generation). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,33 @@
 #include "../util/log.h"
 #include "agent-internal.h"
 
-void agent_decisions_init(Agent *a) {
-        a->decided.resources_gen = 1;
+/* Agent.decided: its view first, then the node conditions */
+typedef struct Decisions {
+        AgentDecisions view;
+        bool conditions[_LC_CONDITION_MAX]; /* LcEnv.conditions */
+} Decisions;
+
+static Decisions *decided_of(const Agent *a) {
+        return (Decisions *) a->decided;
+}
+
+int agent_decisions_init(Agent *a) {
+        Decisions *d = calloc(1, sizeof(*d));
+
+        if (!d)
+                return -ENOMEM;
+        d->view.resources_gen = 1;
+        a->decided = &d->view;
+        return 0;
+}
+
+void agent_decisions_free(Agent *a) {
+        free(decided_of(a));
+        a->decided = NULL;
+}
+
+const bool *agent_decided_conditions(const Agent *a) {
+        return decided_of(a)->conditions;
 }
 
 void agent_pod_stopped(Agent *a, const char *uid) {
@@ -136,14 +162,14 @@ void agent_apply_actions(Agent *a) {
                                 break;
                         case LC_ACTION_CONDITIONS:
                                 for (int c = 0; c < _LC_CONDITION_MAX; c++) {
-                                        a->decided.conditions[c] = act->conditions[c];
+                                        decided_of(a)->conditions[c] = act->conditions[c];
                                         any = any || act->conditions[c];
                                 }
                                 if (!any)
                                         readmit_evicted(a);
                                 break;
                         case LC_ACTION_RESOURCES_CHANGED:
-                                a->decided.resources_gen++;
+                                a->decided->resources_gen++;
                                 agent_update_resources(a);
                                 break;
                         case LC_ACTION_WAIT: {

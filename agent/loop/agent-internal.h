@@ -84,10 +84,7 @@ typedef struct AgentCore {
         CriClient *cri;
         CgWriter *writer;
         WorkerPool *pool;
-        sd_event_source *relist_timer, *actions_src;
         char *log_root;
-        char host_ip[64];
-        int64_t wall_minus_mono; /* cub_wall_minus_mono_usec()'s kept offset */
         AgentRun *run;
 } AgentCore;
 
@@ -97,14 +94,14 @@ typedef struct AgentPodTable {
         LcPod **pods;
         size_t n_pods;
         CubHashmap *by_uid;       /* the newest pod of each UID */
-        bool trim_pending;        /* pods came or went: give freed memory back once things are quiet */
         uint64_t meta_generation; /* pods' labels or annotations changed in place (agent_pods_meta_changed) */
 } AgentPodTable;
 
-/* What the managers' decisions set on the node: written by actions.c alone. */
+/* What the managers' decisions set on the node: actions.c's object
+ * (agent_decisions_init); the others read the resources generation
+ * through this first member. The node conditions are the managers' LcEnv's. */
 typedef struct AgentDecisions {
-        bool conditions[_LC_CONDITION_MAX]; /* LcEnv.conditions */
-        unsigned resources_gen;             /* the container-resources generation */
+        unsigned resources_gen; /* the container-resources generation */
 } AgentDecisions;
 
 /* The manager table: managers.c's object (agent_managers_new). */
@@ -114,10 +111,13 @@ typedef struct AgentManagers AgentManagers;
 typedef struct AgentStops AgentStops;
 
 /* What the runtime is, as the loop last saw it (jobs.c's; agent_runtime()). */
+typedef enum AgentRuntimeState {
+        AGENT_RUNTIME_STARTING, /* no relist has ended yet */
+        AGENT_RUNTIME_READY,    /* the last relist ran */
+        AGENT_RUNTIME_DOWN,     /* the last relist failed (agent_runtime_error) */
+} AgentRuntimeState;
 typedef struct AgentRuntimeView {
-        char version[256]; /* "containerd 1.6.20 (CRI v1)", from the start's Version */
-        bool ready, known;
-        char error[CUB_ERR_MSG_MAX];
+        AgentRuntimeState state;
         /* the runtime's conditions (CRI Status, asked every 5 s with a
          * relist): kubelet's "container runtime network not ready: ..."
          * while NetworkReady is false, "" otherwise */
@@ -132,20 +132,17 @@ typedef struct AgentQueue AgentQueue;
 /* The manifest directory: written by source-dir.c alone. */
 typedef struct AgentSourceDir AgentSourceDir; /* source-dir.c's own */
 
-/* The manifest URL: written by source-http.c alone (agent_source_http_attach
- * makes it), read by the others. */
+/* The manifest URL: source-http.c's object (agent_source_http_attach);
+ * the others read its source through this first member. */
 typedef struct AgentSourceHttp {
-        PodsrcHttp *source;                /* NULL without one */
-        char cache_error[CUB_ERR_MSG_MAX]; /* the cache write error last logged */
+        PodsrcHttp *source; /* NULL without one */
 } AgentSourceHttp;
 
-/* The sources' errors for cubelet status: written by source-state.c alone
- * (agent_errors_init makes them), read by the others. */
+/* The sources' errors for cubelet status: source-state.c's object
+ * (agent_errors_init); the others read how many the directory has, and
+ * the lists through agent_source_dir_errors / agent_source_http_errors. */
 typedef struct AgentSourceErrors {
-        AgentError *dir; /* the manifest directory's */
-        size_t n_dir;
-        AgentError *url; /* [0]: the last fetch's error ("" if none); then the set's */
-        size_t n_url;
+        size_t n_dir; /* first member: the manifest directory's errors */
 } AgentSourceErrors;
 
 /* The HTTP API: serve.c's object (its counters too: the others call agent_metrics_*()). */
@@ -166,7 +163,7 @@ struct Agent {
         AgentCore core;          /* agent.c */
         AgentResize resize;      /* resize.c */
         AgentPodTable table;     /* podtable.c */
-        AgentDecisions decided;  /* actions.c */
+        AgentDecisions *decided; /* actions.c */
         AgentManagers *mgrs;     /* managers.c */
         AgentStops *stops;       /* submit.c */
         AgentRuntimeView *rt;    /* jobs.c: a view read by all; the rest of its object is jobs.c's alone */
@@ -254,11 +251,22 @@ void agent_events_attach(Agent *a);
 void agent_events_detach(Agent *a);
 uint64_t agent_relist_period(Agent *a, uint64_t now);
 int agent_runtime_init(Agent *a);
+/* pods came or went (merge.c): freed memory goes back once things are
+ * quiet (no job busy, no stop in flight, after a relist) */
+void agent_pods_trim_later(Agent *a);
+/* the relist timer (every relist_usec, or the runtime's retry) */
+int agent_relist_attach(Agent *a);
 /* the runtime's Version, as agent_new() asked it */
 void agent_runtime_set_version(Agent *a, const char *name, const char *version, const char *api_version);
 void agent_runtime_free(Agent *a);
+/* "containerd 1.6.20 (CRI v1)", from the start's Version ("": unknown) */
+const char *agent_runtime_version(const Agent *a);
+/* the last relist's error ("" when it ran) */
+const char *agent_runtime_error(const Agent *a);
 /* containerd's event stream (NULL: none): its state for cubelet status */
 CriEvents *agent_runtime_events(const Agent *a);
+/* when the relist timer fires next (CLOCK_MONOTONIC µs, 0: none), for the tests */
+uint64_t agent_relist_due(const Agent *a);
 /* the relist's retry while the runtime is away (for the tests) */
 const CubRetry *agent_runtime_retry(const Agent *a);
 
@@ -289,15 +297,14 @@ void agent_pod_reject(Agent *a, LcPod *p, const char *reason, const char *messag
 void agent_remove_unwanted(Agent *a);
 /* Pods waiting for the preemption victim uid may start. */
 void agent_victim_stopped(Agent *a, const char *uid);
-/* pods came or went (merge.c): freed memory goes back once things are
- * quiet; jobs.c takes the flag when they are */
-void agent_pods_trim_later(Agent *a);
-bool agent_pods_take_trim(Agent *a);
 /* pods' labels or annotations changed in place: their downward API files follow */
 void agent_pods_meta_changed(Agent *a);
 
 /* ---- actions.c: the managers' decisions, applied ----------------------------- */
-void agent_decisions_init(Agent *a);
+int agent_decisions_init(Agent *a);
+void agent_decisions_free(Agent *a);
+/* the node conditions the managers decided (LcEnv.conditions: the managers' view) */
+const bool *agent_decided_conditions(const Agent *a);
 /* Applies what the managers queued. */
 void agent_apply_actions(Agent *a);
 /* The containers of uid are stopped (or nothing of it ran). */
@@ -382,6 +389,9 @@ void agent_source_http_fetch_error(Agent *a, const char *message);
 void agent_source_http_new_set(Agent *a);
 void agent_source_http_error(Agent *a, const char *message);
 void agent_source_http_errors_free(Agent *a);
+/* the lists: the directory's; the URL's ([0]: the last fetch's error, "" if none; then the set's) */
+const AgentError *agent_source_dir_errors(const Agent *a, size_t *ret_n);
+const AgentError *agent_source_http_errors(const Agent *a, size_t *ret_n);
 
 /* ---- serve.c: the HTTP API and its counters ---------------------------------- */
 int agent_http_start(Agent *a, CubError *err);
@@ -404,8 +414,10 @@ void agent_metrics_stopped_by(Agent *a, bool evicted, const char *resource);
 
 /* ---- managers.c: every call into the manager table (agent/managers) ----------- */
 /* the LcEnv and each manager's state */
-int agent_managers_new(Agent *a, CubError *err);
+int agent_managers_new(Agent *a, const bool *conditions, CubError *err);
 void agent_managers_free(Agent *a);
+/* the deferred event that applies the managers' decisions (on_actions: agent.c's) */
+int agent_managers_attach_actions(Agent *a, sd_event_handler_t on_actions);
 /* what the managers were made with (LcEnv): the node's allocatable is theirs */
 const LcEnv *agent_managers_env(const Agent *a);
 /* restore (checkpoints), then attach (their event sources) */

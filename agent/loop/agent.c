@@ -80,14 +80,6 @@ static int on_actions(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-static int on_relist_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Agent *a = userdata;
-
-        (void) sd_event_source_set_time(s, usec + agent_relist_period(a, usec));
-        agent_request_relist(a);
-        return 0;
-}
-
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Agent *a = userdata;
 
@@ -214,13 +206,12 @@ static int add_sources(Agent *a, int worker_fd) {
         (void) sd_event_set_watchdog(a->core.event, true);
         r = sd_event_add_io(a->core.event, &a->core.run->worker_src, worker_fd, EPOLLIN, agent_on_worker, a);
         if (r >= 0)
-                r = sd_event_add_time_relative(a->core.event, &a->core.relist_timer, CLOCK_MONOTONIC,
-                                               a->core.opt.relist_usec, 0, on_relist_timer, a);
+                r = agent_relist_attach(a);
         if (r >= 0)
                 r = sd_event_add_time_relative(a->core.event, &a->core.run->reconcile_timer, CLOCK_MONOTONIC,
                                                a->core.opt.cpu_reconcile_usec, 0, on_reconcile_timer, a);
         if (r >= 0)
-                r = sd_event_add_defer(a->core.event, &a->core.actions_src, on_actions, a);
+                r = agent_managers_attach_actions(a, on_actions);
         if (r >= 0)
                 r = sd_event_add_post(a->core.event, NULL, on_post, a);
         if (r >= 0)
@@ -230,12 +221,8 @@ static int add_sources(Agent *a, int worker_fd) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(a->core.run->worker_src, "workers");
-        (void) sd_event_source_set_description(a->core.relist_timer, "relist");
         (void) sd_event_source_set_description(a->core.run->reconcile_timer, "cpu-reconcile");
         (void) sd_event_source_set_enabled(a->core.run->reconcile_timer, SD_EVENT_ON);
-        (void) sd_event_source_set_description(a->core.actions_src, "manager-actions");
-        (void) sd_event_source_set_enabled(a->core.relist_timer, SD_EVENT_ON);
-        (void) sd_event_source_set_enabled(a->core.actions_src, SD_EVENT_OFF);
         return 0;
 }
 
@@ -260,6 +247,8 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 r = agent_stops_init(a);
         if (r >= 0)
                 r = agent_errors_init(a);
+        if (r >= 0)
+                r = agent_decisions_init(a);
         if (r < 0) {
                 r = cub_err_set(err, ENOMEM, "out of memory");
                 goto fail;
@@ -341,7 +330,7 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 r = cub_err_set(err, -r, "state directory '%s': %s", a->core.opt.state_dir, strerror(-r));
                 goto fail;
         }
-        r = agent_managers_new(a, err);
+        r = agent_managers_new(a, agent_decided_conditions(a), err);
         if (r < 0)
                 goto fail;
         if (cri_version(a->core.cri, &v, NULL) >= 0)
@@ -350,11 +339,11 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         if (r < 0)
                 goto fail;
         if (a->core.opt.node_ip)
-                (void) snprintf(a->core.host_ip, sizeof(a->core.host_ip), "%s", a->core.opt.node_ip);
+                (void) snprintf(a->core.node.ip, sizeof(a->core.node.ip), "%s", a->core.opt.node_ip);
         else
                 agent_host_ip(a->core.opt.kc.pod_cidr && *a->core.opt.kc.pod_cidr ? a->core.opt.kc.pod_cidr
                                                                                   : POD_DEFAULT_CIDR,
-                              a->core.host_ip);
+                              a->core.node.ip);
         r = agent_network_setup(a, err); /* network */
         if (r < 0)
                 goto fail;
@@ -380,7 +369,6 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         if (r < 0)
                 goto fail;
 
-        agent_decisions_init(a);
         agent_managers_pods_changed(a); /* the QoS groups, before any pod */
         agent_rescan(a);
         agent_source_http_load_cache(a);
@@ -415,15 +403,14 @@ Agent *agent_free(Agent *a) {
         agent_updates_free(a);
         agent_source_http_done(a);
         sd_event_source_disable_unref(a->core.run->worker_src);
-        sd_event_source_disable_unref(a->core.relist_timer);
         sd_event_source_disable_unref(a->core.run->reconcile_timer);
-        sd_event_source_disable_unref(a->core.actions_src);
         agent_managers_flush(a);
         agent_managers_free(a);
         sd_event_unref(a->core.event);
         agent_pods_free(a);
         agent_stops_free(a);
         agent_errors_free(a);
+        agent_decisions_free(a);
         cri_client_free(a->core.cri);
         cg_writer_free(a->core.writer);
         free(a->core.log_root);

@@ -17,5 +17,6 @@ LcPod *agent_find_pod(Agent *a, const char *uid) {
 
 void agent_notify_status(Agent *a) {
         (void) sd_notifyf(false, "STATUS=%zu pods (%zu running), %zu manifest errors%s", a->table.n_pods,
-                          a->rt->n_running, a->errs->n_dir, a->rt->ready ? "" : ", runtime unavailable");
+                          a->rt->n_running, a->errs->n_dir,
+                          a->rt->state == AGENT_RUNTIME_READY ? "" : ", runtime unavailable");
 }

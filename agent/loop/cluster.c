@@ -41,7 +41,7 @@ static json_t *condition(const char *type, const char *status, const char *reaso
 
 static json_t *node_info(Agent *a, const AgentNodeInfo *ni) {
         char rt[256] = "";
-        const char *v = a->rt->version;
+        const char *v = agent_runtime_version(a);
 
         /* "containerd 1.6.20 (CRI v1)" → containerd://1.6.20 */
         if (*v) {
@@ -65,7 +65,7 @@ static json_t *node_json(void *userdata) {
         _cleanup_(pod_resource_list_done) PodResourceList alloc = {};
         _cleanup_(json_decrefp) json_t *mgr = json_object();
         json_t *node, *labels, *cap = json_object(), *al = json_object(), *conds = json_array(), *c, *res;
-        const char *ip = a->core.host_ip[0] ? a->core.host_ip : "127.0.0.1";
+        const char *ip = a->core.node.ip[0] ? a->core.node.ip : "127.0.0.1";
         AgentNodeInfo ni;
         struct statvfs sv;
         CubError err = {};
@@ -115,9 +115,10 @@ static json_t *node_json(void *userdata) {
                 quantity(al, name, json_integer_value(json_object_get(c, "allocatable")), false);
         }
         json_array_foreach(json_object_get(mgr, "conditions"), i, c) json_array_append(conds, c);
-        if (!a->rt->ready)
+        if (a->rt->state != AGENT_RUNTIME_READY)
                 json_array_append_new(conds, condition("Ready", "False", "KubeletNotReady",
-                                                       a->rt->known ? "container runtime is down" : "starting"));
+                                                       a->rt->state == AGENT_RUNTIME_DOWN ? "container runtime is down"
+                                                                                          : "starting"));
         else if (*a->rt->network_error)
                 json_array_append_new(conds, condition("Ready", "False", "KubeletNotReady", a->rt->network_error));
         else

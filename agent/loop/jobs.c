@@ -29,9 +29,11 @@
  * here alone (the relist, the worker's results); the others read the view
  * (agent_runtime). */
 typedef struct AgentRuntime {
-        AgentRuntimeView view;      /* first: Agent.rt points to it, and so to the object */
-        CubRetry retry;             /* the relist while the runtime is away (cub_retry_runtime) */
-        uint64_t status_asked_usec; /* CRI Status, asked every 5 s with a relist */
+        AgentRuntimeView view;       /* first: Agent.rt points to it, and so to the object */
+        char version[256];           /* agent_runtime_version */
+        char error[CUB_ERR_MSG_MAX]; /* agent_runtime_error */
+        CubRetry retry;              /* the relist while the runtime is away (cub_retry_runtime) */
+        uint64_t status_asked_usec;  /* CRI Status, asked every 5 s with a relist */
         bool relist_busy, relist_again;
         /* the evented relist: containerd's event stream, whether the last
          * relist found every pod settled, and until when (CLOCK_MONOTONIC
@@ -41,6 +43,8 @@ typedef struct AgentRuntime {
         bool relist_steady;
         uint64_t relist_hot_until;
         uint64_t next_due; /* the earliest retry of a stop or a failed sync (CLOCK_MONOTONIC µs), UINT64_MAX: none */
+        sd_event_source *relist_timer;
+        bool trim_pending; /* pods came or went: give freed memory back once things are quiet */
 } AgentRuntime;
 
 /* the object of Agent.rt, its view being its first member */
@@ -51,9 +55,9 @@ static AgentRuntime *rt_of(const Agent *a) {
 static void relist_timer_at(Agent *a, uint64_t at) {
         uint64_t next = 0;
 
-        if (at != UINT64_MAX && a->core.relist_timer && sd_event_source_get_time(a->core.relist_timer, &next) >= 0 &&
-            next > at)
-                (void) sd_event_source_set_time(a->core.relist_timer, at);
+        if (at != UINT64_MAX && rt_of(a)->relist_timer &&
+            sd_event_source_get_time(rt_of(a)->relist_timer, &next) >= 0 && next > at)
+                (void) sd_event_source_set_time(rt_of(a)->relist_timer, at);
 }
 
 uint64_t agent_relist_period(Agent *a, uint64_t now) {
@@ -141,26 +145,25 @@ static void on_relist(Agent *a, WorkerJob *j) {
         bool busy = false;
 
         if (j->r < 0) {
-                if (a->rt->ready || !a->rt->known || strcmp(a->rt->error, j->error) != 0)
+                if (a->rt->state != AGENT_RUNTIME_DOWN || strcmp(rt_of(a)->error, j->error) != 0)
                         cub_log(LOG_ERR, "runtime: %s; retrying", j->error);
-                a->rt->ready = false;
-                a->rt->known = true;
-                (void) snprintf(a->rt->error, sizeof(a->rt->error), "%s", j->error);
+                a->rt->state = AGENT_RUNTIME_DOWN;
+                (void) snprintf(rt_of(a)->error, sizeof(rt_of(a)->error), "%s", j->error);
                 /* the next relist waits for the policy (1 s doubling to 5 s),
                  * not the relist period: nothing to see until it is back */
                 (void) cub_retry_failed(&rt_of(a)->retry, &cub_retry_runtime, now, j->error, 0);
-                if (a->core.relist_timer)
-                        (void) sd_event_source_set_time(a->core.relist_timer, rt_of(a)->retry.next_usec);
+                if (rt_of(a)->relist_timer)
+                        (void) sd_event_source_set_time(rt_of(a)->relist_timer, rt_of(a)->retry.next_usec);
                 agent_notify_status(a);
                 return;
         }
         (void) cub_retry_succeeded(&rt_of(a)->retry);
-        if (!a->rt->ready && a->rt->known)
+        if (a->rt->state == AGENT_RUNTIME_DOWN)
                 cub_log(LOG_INFO, "runtime '%s' is back", cri_client_endpoint(a->core.cri));
         if (j->status_known)
                 on_runtime_status(a, &j->status);
-        a->rt->ready = a->rt->known = true;
-        a->rt->error[0] = '\0';
+        a->rt->state = AGENT_RUNTIME_READY;
+        rt_of(a)->error[0] = '\0';
 
         /* the decisions (agent/loop/relist-plan.c), then the jobs they start */
         in = (RelistInput){ .pods = a->table.pods,
@@ -212,10 +215,12 @@ static void on_relist(Agent *a, WorkerJob *j) {
         relist_timer_at(a, rt_of(a)->next_due);
         if (!rt_of(a)->relist_steady)
                 relist_timer_at(a, now + a->core.opt.relist_usec);
-        if (!busy && kill_table_in_flight(agent_kills(a)) == 0 && agent_pods_take_trim(a))
+        if (!busy && kill_table_in_flight(agent_kills(a)) == 0 && rt_of(a)->trim_pending) {
                 /* a burst of pods is over: hand its freed heap back (0.2-0.8 MB
                  * with 110-250 pods, measured in the bench) */
                 (void) malloc_trim(0);
+                rt_of(a)->trim_pending = false;
+        }
         agent_update_resources(a);
         if (!a->rt->notified_ready) {
                 (void) sd_notify(false, "READY=1");
@@ -316,10 +321,52 @@ int agent_runtime_init(Agent *a) {
 }
 
 void agent_runtime_set_version(Agent *a, const char *name, const char *version, const char *api_version) {
-        (void) snprintf(a->rt->version, sizeof(a->rt->version), "%s %s (CRI %s)", name, version, api_version);
+        (void) snprintf(rt_of(a)->version, sizeof(rt_of(a)->version), "%s %s (CRI %s)", name, version, api_version);
+}
+
+uint64_t agent_relist_due(const Agent *a) {
+        uint64_t at = 0;
+
+        if (!rt_of(a)->relist_timer || sd_event_source_get_time(rt_of(a)->relist_timer, &at) < 0)
+                return 0;
+        return at;
+}
+
+const char *agent_runtime_version(const Agent *a) {
+        return rt_of(a)->version;
+}
+
+const char *agent_runtime_error(const Agent *a) {
+        return rt_of(a)->error;
+}
+
+void agent_pods_trim_later(Agent *a) {
+        rt_of(a)->trim_pending = true;
+}
+
+static int on_relist_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Agent *a = userdata;
+
+        (void) sd_event_source_set_time(s, usec + agent_relist_period(a, usec));
+        agent_request_relist(a);
+        return 0;
+}
+
+int agent_relist_attach(Agent *a) {
+        int r = sd_event_add_time_relative(a->core.event, &rt_of(a)->relist_timer, CLOCK_MONOTONIC,
+                                           a->core.opt.relist_usec, 0, on_relist_timer, a);
+
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(rt_of(a)->relist_timer, "relist");
+        (void) sd_event_source_set_enabled(rt_of(a)->relist_timer, SD_EVENT_ON);
+        return 0;
 }
 
 void agent_runtime_free(Agent *a) {
+        if (!a->rt)
+                return;
+        sd_event_source_disable_unref(rt_of(a)->relist_timer);
         free(rt_of(a));
         a->rt = NULL;
 }

@@ -19,8 +19,10 @@ struct AgentManagers {
         const LcManagerVtable *const *mgr;
         size_t n_mgr;
         void **mgr_state;
-        LcActions actions; /* queued by managers (LcEnv.act), taken by actions.c */
-        bool restored;     /* their restore ran: the sources were ready, nothing held back */
+        LcActions actions;            /* queued by managers (LcEnv.act), taken by actions.c */
+        bool restored;                /* their restore ran: the sources were ready, nothing held back */
+        sd_event_source *actions_src; /* deferred: applies what they queued (agent.c's handler) */
+        int64_t wall_minus_mono;      /* cub_wall_minus_mono_usec()'s kept offset */
 };
 
 static const LcPod *const *env_pods(void *loop, size_t *ret_n) {
@@ -31,7 +33,7 @@ static const LcPod *const *env_pods(void *loop, size_t *ret_n) {
 }
 
 /* the decisions a manager takes on its own wait here for the loop's
- * deferred event (agent.c's actions_src), which applies them (actions.c) */
+ * deferred event (actions_src, agent.c's handler), which applies them (actions.c) */
 static void env_act(void *loop, const LcAction *act) {
         Agent *a = loop;
 
@@ -39,7 +41,7 @@ static void env_act(void *loop, const LcAction *act) {
                 cub_log(LOG_ERR, "out of memory queueing a decision of a manager");
                 return;
         }
-        (void) sd_event_source_set_enabled(a->core.actions_src, SD_EVENT_ONESHOT);
+        (void) sd_event_source_set_enabled(a->mgrs->actions_src, SD_EVENT_ONESHOT);
 }
 
 static void env_quit(void *loop) {
@@ -56,7 +58,7 @@ bool agent_managers_take_actions(Agent *a, LcActions *ret) {
         return true;
 }
 
-int agent_managers_new(Agent *a, CubError *err) {
+int agent_managers_new(Agent *a, const bool *conditions, CubError *err) {
         a->mgrs = calloc(1, sizeof(*a->mgrs));
         if (!a->mgrs)
                 return cub_err_set(err, ENOMEM, "out of memory");
@@ -70,7 +72,7 @@ int agent_managers_new(Agent *a, CubError *err) {
                 .cg = &a->core.cg,
                 .writer = a->core.writer,
                 .cri = a->core.cri,
-                .conditions = a->decided.conditions,
+                .conditions = conditions,
                 .pods = env_pods,
                 .act = env_act,
                 .quit = env_quit,
@@ -91,9 +93,20 @@ int agent_managers_new(Agent *a, CubError *err) {
         return 0;
 }
 
+int agent_managers_attach_actions(Agent *a, sd_event_handler_t on_actions) {
+        int r = sd_event_add_defer(a->core.event, &a->mgrs->actions_src, on_actions, a);
+
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(a->mgrs->actions_src, "manager-actions");
+        (void) sd_event_source_set_enabled(a->mgrs->actions_src, SD_EVENT_OFF);
+        return 0;
+}
+
 void agent_managers_free(Agent *a) {
         if (!a->mgrs)
                 return;
+        a->mgrs->actions_src = sd_event_source_disable_unref(a->mgrs->actions_src);
         for (size_t i = a->mgrs->n_mgr; a->mgrs->mgr_state && i > 0; i--)
                 if (a->mgrs->mgr_state[i - 1])
                         a->mgrs->mgr[i - 1]->free(a->mgrs->mgr_state[i - 1]);
@@ -204,9 +217,9 @@ static void container_api_status(void *userdata, const LcPod *p, const char *con
 
 void agent_api_pods_info(Agent *a, ApiPodsInfo *info) {
         *info = (ApiPodsInfo){ .node_name = a->core.opt.node_name,
-                               .host_ip = a->core.host_ip[0] ? a->core.host_ip : NULL,
+                               .host_ip = a->core.node.ip[0] ? a->core.node.ip : NULL,
                                .runtime = "containerd",
-                               .wall_minus_mono_usec = cub_wall_minus_mono_usec(&a->core.wall_minus_mono),
+                               .wall_minus_mono_usec = cub_wall_minus_mono_usec(&a->mgrs->wall_minus_mono),
                                .container_extra = container_api_status,
                                .extra_userdata = a };
         for (size_t i = 0; i < a->mgrs->n_mgr; i++)

@@ -158,6 +158,6 @@ int agent_network_setup(const Agent *a, CubError *err) {
                                                          .cluster_dns = (const char *const *) kc->cluster_dns.items,
                                                          .cluster_domain = kc->cluster_domain,
                                                          .resolv_conf = kc->resolv_conf,
-                                                         .host_ip = a->core.host_ip },
+                                                         .host_ip = a->core.node.ip },
                                        err);
 }

@@ -80,20 +80,8 @@ void agent_remove_unwanted(Agent *a) {
         }
 }
 
-/* pods came or went: give freed memory back once things are quiet (jobs.c) */
-void agent_pods_trim_later(Agent *a) {
-        a->table.trim_pending = true;
-}
-
 void agent_pods_meta_changed(Agent *a) {
         a->table.meta_generation++;
-}
-
-bool agent_pods_take_trim(Agent *a) {
-        bool r = a->table.trim_pending;
-
-        a->table.trim_pending = false;
-        return r;
 }
 
 void agent_pods_free(Agent *a) {
@@ -142,7 +130,7 @@ bool agent_pod_admit(Agent *a, LcPod *p) {
                 agent_pod_reject(a, p, res.reason, res.message);
                 return false;
         }
-        lc_pod_admitted(p, a->decided.resources_gen);
+        lc_pod_admitted(p, a->decided->resources_gen);
         for (size_t k = 0; p->numa && k < p->n; k++)
                 pinned += p->numa[k] != 0; /* containers given exclusive CPUs */
         agent_metrics_cpu_pinning(a, pinned);

@@ -39,7 +39,7 @@ struct AgentApi {
 
 static void publish(Agent *a, uint64_t now) {
         ApiPodsInfo info;
-        ApiGauges g = { .runtime_ready = a->rt->ready,
+        ApiGauges g = { .runtime_ready = a->rt->state == AGENT_RUNTIME_READY,
                         .version = CUBELET_VERSION,
                         .node_name = a->core.opt.node_name,
                         .manifest_errors_now = a->errs->n_dir };
@@ -91,7 +91,7 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
         uint64_t now = agent_now_usec();
 
         (void) sd_event_source_set_time(src, usec + TICK_USEC);
-        if (a->rt->ready || !a->rt->known)
+        if (a->rt->state != AGENT_RUNTIME_DOWN)
                 a->api->runtime_down_since = 0;
         else if (!a->api->runtime_down_since)
                 a->api->runtime_down_since = now;
@@ -153,7 +153,7 @@ static int kubelet_server_start(Agent *a, const ApiHttpConfig *base, CubError *e
 
                 if (asprintf(&dir, "%s/pki", a->core.opt.state_dir) < 0)
                         return cub_err_set(err, ENOMEM, "out of memory");
-                r = api_selfsigned_ensure(dir, a->core.opt.node_name, a->core.host_ip[0] ? a->core.host_ip : NULL,
+                r = api_selfsigned_ensure(dir, a->core.opt.node_name, a->core.node.ip[0] ? a->core.node.ip : NULL,
                                           &a->api->self_cert, &a->api->self_key, err);
                 if (r < 0)
                         return cub_err_wrap(err, "kubelet server");

@@ -22,6 +22,16 @@
 #include "../util/log.h"
 #include "agent-internal.h"
 
+/* Agent.url: its view first (the source), then what only this file reads */
+typedef struct SourceHttp {
+        AgentSourceHttp view;
+        char cache_error[CUB_ERR_MSG_MAX]; /* the cache write error last logged */
+} SourceHttp;
+
+static SourceHttp *url_of(const Agent *a) {
+        return (SourceHttp *) a->url;
+}
+
 #define CACHE_NAME "manifest_url_cache"
 
 /* a 200 that decodes: the URL's whole set, for the loop's merge (agent/loop/merge.c) */
@@ -42,20 +52,20 @@ static void save_cache(Agent *a) {
         const PodsrcHttpStats *st = podsrc_http_stats(a->url->source);
 
         (void) podsrc_http_save_cache(a->url->source);
-        if (strcmp(st->cache_error, a->url->cache_error) == 0)
+        if (strcmp(st->cache_error, url_of(a)->cache_error) == 0)
                 return;
         if (st->cache_error[0])
                 cub_log(LOG_ERR, "%s; the pods run, a restart without the URL would not find them", st->cache_error);
-        else if (a->url->cache_error[0])
+        else if (url_of(a)->cache_error[0])
                 cub_log(LOG_INFO, "'%s': the last good answer is kept again", st->cache_path);
-        (void) snprintf(a->url->cache_error, sizeof(a->url->cache_error), "%s", st->cache_error);
+        (void) snprintf(url_of(a)->cache_error, sizeof(url_of(a)->cache_error), "%s", st->cache_error);
 }
 
 static void on_result(PodsrcHttp *h, int r, PodsrcSet *set, const CubError *err, void *userdata) {
         Agent *a = userdata;
         const PodsrcHttpStats *st = podsrc_http_stats(h);
-        const AgentError *errs = a->errs->url;
-        size_t n_errs = a->errs->n_url;
+        size_t n_errs;
+        const AgentError *errs = agent_source_http_errors(a, &n_errs);
 
         agent_metrics_url_fetch(a, podsrc_http_result_to_string(st->last_result));
         if (r < 0) {
@@ -98,11 +108,12 @@ int agent_source_http_attach(Agent *a) {
         };
         _cleanup_free_ char *cache_path = NULL;
         CubError err = {};
+        SourceHttp *u = calloc(1, sizeof(*u));
         int r;
 
-        a->url = calloc(1, sizeof(*a->url));
-        if (!a->url)
+        if (!u)
                 return -ENOMEM;
+        a->url = &u->view;
         if (!a->core.opt.manifest_url || !*a->core.opt.manifest_url)
                 return 0;
         if (asprintf(&cache_path, "%s/" CACHE_NAME, a->core.opt.state_dir) < 0) {
@@ -146,7 +157,7 @@ void agent_source_http_done(Agent *a) {
         if (!a->url)
                 return;
         podsrc_http_free(a->url->source);
-        free(a->url);
+        free(url_of(a));
         a->url = NULL;
 }
 
@@ -163,8 +174,8 @@ static json_t *usec_json(uint64_t usec) {
 void agent_source_http_status(Agent *a, json_t *doc) {
         const PodsrcHttpStats *st;
         json_t *errors = json_object_get(doc, "errors");
-        const AgentError *errs = a->errs->url;
-        size_t n_errs = a->errs->n_url;
+        size_t n_errs;
+        const AgentError *errs = agent_source_http_errors(a, &n_errs);
 
         if (!a->url || !a->url->source)
                 return;

@@ -12,6 +12,18 @@
 #include "../util/log.h"
 #include "agent-internal.h"
 
+/* Agent.errs: its view first, then what only this file reads */
+typedef struct SourceErrors {
+        AgentSourceErrors view;
+        AgentError *dir;
+        AgentError *url; /* [0]: the last fetch's error ("" if none); then the set's */
+        size_t n_url;
+} SourceErrors;
+
+static SourceErrors *errs_of(const Agent *a) {
+        return (SourceErrors *) a->errs;
+}
+
 bool agent_pod_from_url(const Agent *a, const LcPod *p) {
         return a->core.opt.manifest_url && strcmp(p->spec->source, a->core.opt.manifest_url) == 0;
 }
@@ -63,18 +75,18 @@ static int error_push(AgentError **l, size_t *n, const char *source, const char 
 }
 
 void agent_source_dir_errors_clear(Agent *a) {
-        for (size_t k = 0; k < a->errs->n_dir; k++) {
-                free(a->errs->dir[k].source);
-                free(a->errs->dir[k].message);
+        for (size_t k = 0; k < errs_of(a)->view.n_dir; k++) {
+                free(errs_of(a)->dir[k].source);
+                free(errs_of(a)->dir[k].message);
         }
-        free(a->errs->dir);
-        a->errs->dir = NULL;
-        a->errs->n_dir = 0;
+        free(errs_of(a)->dir);
+        errs_of(a)->dir = NULL;
+        errs_of(a)->view.n_dir = 0;
 }
 
 static bool error_known(Agent *a, const char *message) {
-        for (size_t k = 0; k < a->errs->n_dir; k++)
-                if (strcmp(a->errs->dir[k].message, message) == 0)
+        for (size_t k = 0; k < errs_of(a)->view.n_dir; k++)
+                if (strcmp(errs_of(a)->dir[k].message, message) == 0)
                         return true;
         return false;
 }
@@ -97,25 +109,25 @@ void agent_source_dir_set_errors(Agent *a, const PodsrcSet *set) {
                 n++;
         }
         agent_source_dir_errors_clear(a);
-        a->errs->dir = ne;
-        a->errs->n_dir = n;
+        errs_of(a)->dir = ne;
+        errs_of(a)->view.n_dir = n;
 }
 
 /* The error of one file: replaced, or dropped when message is NULL. */
 void agent_source_dir_file_error(Agent *a, const char *path, const char *message) {
-        for (size_t k = 0; k < a->errs->n_dir; k++)
-                if (strcmp(a->errs->dir[k].source, path) == 0) {
-                        if (message && strcmp(a->errs->dir[k].message, message) == 0)
+        for (size_t k = 0; k < errs_of(a)->view.n_dir; k++)
+                if (strcmp(errs_of(a)->dir[k].source, path) == 0) {
+                        if (message && strcmp(errs_of(a)->dir[k].message, message) == 0)
                                 return;
-                        free(a->errs->dir[k].source);
-                        free(a->errs->dir[k].message);
-                        a->errs->dir[k] = a->errs->dir[--a->errs->n_dir];
+                        free(errs_of(a)->dir[k].source);
+                        free(errs_of(a)->dir[k].message);
+                        errs_of(a)->dir[k] = errs_of(a)->dir[--errs_of(a)->view.n_dir];
                         break;
                 }
         if (!message)
                 return;
         cub_log(LOG_ERR, "%s, skipping this manifest", message);
-        if (error_push(&a->errs->dir, &a->errs->n_dir, path, message) >= 0)
+        if (error_push(&errs_of(a)->dir, &errs_of(a)->view.n_dir, path, message) >= 0)
                 agent_metrics_manifest_error(a);
 }
 
@@ -124,35 +136,35 @@ void agent_source_dir_file_error(Agent *a, const char *path, const char *message
 static void url_errors_clear(Agent *a, bool fetch_only) {
         size_t k = 0;
 
-        for (size_t i = 0; i < a->errs->n_url; i++) {
+        for (size_t i = 0; i < errs_of(a)->n_url; i++) {
                 if (fetch_only && i > 0) {
-                        a->errs->url[k++] = a->errs->url[i];
+                        errs_of(a)->url[k++] = errs_of(a)->url[i];
                         continue;
                 }
-                free(a->errs->url[i].source);
-                free(a->errs->url[i].message);
+                free(errs_of(a)->url[i].source);
+                free(errs_of(a)->url[i].message);
         }
-        a->errs->n_url = k;
+        errs_of(a)->n_url = k;
         if (k == 0) {
-                free(a->errs->url);
-                a->errs->url = NULL;
+                free(errs_of(a)->url);
+                errs_of(a)->url = NULL;
         }
 }
 
 /* Entry 0 is the fetch error ("" when the last fetch was good); then the
  * errors of the set in force (names the body defined twice). */
 static void url_error_push(Agent *a, const char *message) {
-        (void) error_push(&a->errs->url, &a->errs->n_url, a->core.opt.manifest_url, message);
+        (void) error_push(&errs_of(a)->url, &errs_of(a)->n_url, a->core.opt.manifest_url, message);
 }
 
 void agent_source_http_fetch_error(Agent *a, const char *message) {
-        if (a->errs->n_url == 0)
+        if (errs_of(a)->n_url == 0)
                 url_error_push(a, "");
-        if (a->errs->n_url == 0 || strcmp(a->errs->url[0].message, message) == 0)
+        if (errs_of(a)->n_url == 0 || strcmp(errs_of(a)->url[0].message, message) == 0)
                 return;
-        free(a->errs->url[0].message);
-        a->errs->url[0].message = strdup(message);
-        if (!a->errs->url[0].message)
+        free(errs_of(a)->url[0].message);
+        errs_of(a)->url[0].message = strdup(message);
+        if (!errs_of(a)->url[0].message)
                 url_errors_clear(a, false);
 }
 
@@ -172,8 +184,22 @@ void agent_source_http_errors_free(Agent *a) {
 }
 
 int agent_errors_init(Agent *a) {
-        a->errs = calloc(1, sizeof(*a->errs));
-        return a->errs ? 0 : -ENOMEM;
+        SourceErrors *e = calloc(1, sizeof(*e));
+
+        if (!e)
+                return -ENOMEM;
+        a->errs = &e->view;
+        return 0;
+}
+
+const AgentError *agent_source_dir_errors(const Agent *a, size_t *ret_n) {
+        *ret_n = a->errs->n_dir;
+        return errs_of(a)->dir;
+}
+
+const AgentError *agent_source_http_errors(const Agent *a, size_t *ret_n) {
+        *ret_n = errs_of(a)->n_url;
+        return errs_of(a)->url;
 }
 
 void agent_errors_free(Agent *a) {
@@ -181,6 +207,6 @@ void agent_errors_free(Agent *a) {
                 return;
         agent_source_dir_errors_clear(a);
         url_errors_clear(a, false);
-        free(a->errs);
+        free(errs_of(a));
         a->errs = NULL;
 }

@@ -92,7 +92,7 @@ static json_t *pod_json(Agent *a, const LcPod *p) {
         (void) json_object_set_new(pj, "syncFailures", json_integer(p->sync_retry.failures));
         /* network: kubelet's podIP (a host-network pod's is the node's) and hostIP */
         {
-                const char *host_ip = a->core.host_ip[0] ? a->core.host_ip : "127.0.0.1";
+                const char *host_ip = a->core.node.ip[0] ? a->core.node.ip : "127.0.0.1";
                 const char *pod_ip = *p->pod_ip                                         ? p->pod_ip
                                      : pod->host_network && p->observed && !p->terminal ? host_ip
                                                                                         : "";
@@ -172,8 +172,8 @@ static json_t *stopping_json(Agent *a, uint64_t now) {
 
 char *agent_status_json(Agent *a) {
         json_t *doc, *pods = json_array(), *errors = json_array();
-        const AgentError *errs = a->errs->dir;
-        size_t n_errs = a->errs->n_dir;
+        size_t n_errs;
+        const AgentError *errs = agent_source_dir_errors(a, &n_errs);
         char *text;
 
         for (size_t i = 0; i < a->table.n_pods; i++)
@@ -182,8 +182,9 @@ char *agent_status_json(Agent *a) {
                 json_array_append_new(errors,
                                       json_pack("{s:s,s:s}", "source", errs[i].source, "message", errs[i].message));
         doc = json_pack("{s:s,s:{s:s,s:b,s:s,s:s},s:s,s:o,s:o}", "node", a->core.opt.node_name, "runtime", "endpoint",
-                        cri_client_endpoint(a->core.cri), "ready", a->rt->ready, "version", a->rt->version, "error",
-                        a->rt->error, "manifestDir", a->core.opt.manifest_dir, "pods", pods, "errors", errors);
+                        cri_client_endpoint(a->core.cri), "ready", a->rt->state == AGENT_RUNTIME_READY, "version",
+                        agent_runtime_version(a), "error", agent_runtime_error(a), "manifestDir",
+                        a->core.opt.manifest_dir, "pods", pods, "errors", errors);
         if (!doc)
                 return NULL;
         runtime_events_json(a, json_object_get(doc, "runtime"));

@@ -124,7 +124,7 @@ void agent_update_resources(Agent *a) {
                 size_t k;
 
                 if (!p->admitted || p->terminal || p->busy || !p->observed ||
-                    p->resources_gen == a->decided.resources_gen)
+                    p->resources_gen == a->decided->resources_gen)
                         continue;
                 sets = container_configs(a, p, false, &k, &err);
                 j = worker_job_new(WORKER_UPDATE);
@@ -135,7 +135,7 @@ void agent_update_resources(Agent *a) {
                 }
                 j->spec = worker_spec_ref(p->spec);
                 j->configs = sets;
-                lc_pod_submitted(p, a->decided.resources_gen);
+                lc_pod_submitted(p, a->decided->resources_gen);
                 worker_pool_submit(a->core.pool, j);
         }
 }
@@ -159,7 +159,7 @@ bool agent_submit_resize(Agent *a, LcPod *p, bool *skip) {
         j->configs = sets;
         j->resize = true;
         j->skip = skip;
-        lc_pod_submitted(p, a->decided.resources_gen);
+        lc_pod_submitted(p, a->decided->resources_gen);
         worker_pool_submit(a->core.pool, j);
         return true;
 }

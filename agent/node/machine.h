@@ -20,6 +20,7 @@ typedef struct AgentNode {
         int64_t max_pids;           /* min(kernel.pid_max, kernel.threads-max); 0 = unknown */
         uint64_t swap_capacity;     /* SwapTotal, bytes */
         bool swap_controller;       /* cgroup v2: memory.swap.max in this process's group; v1: memory.memsw.* */
+        char ip[64];                /* its InternalIP: --node-ip, or the address toward the pod network ("": none) */
 } AgentNode;
 
 int agent_host_node(AgentNode *ret, CubError *err);

@@ -59,7 +59,7 @@ static void test_manifest_to_stop(void **state) {
         assert_true(p->observed);
         assert_int_equal(p->phase, LC_PHASE_RUNNING);
         assert_int_equal(a->rt->n_running, 1);
-        assert_true(a->rt->ready && a->rt->notified_ready);
+        assert_true(a->rt->state == AGENT_RUNTIME_READY && a->rt->notified_ready);
 
         /* the file goes (inotify): the pod leaves the table at once (no job
          * of it in flight), its spec is kept for the stop's preStop hooks */
@@ -141,7 +141,8 @@ static void test_rejected_and_broken(void **state) {
         assert_int_equal(p->latency.cgroup, 0);
         assert_true(metrics_have(a, "kubelet_admission_rejections_total{reason=\"OutOfcpu\"} 1"));
         assert_int_equal(a->errs->n_dir, 1);
-        assert_non_null(strstr(a->errs->dir[0].source, "bad.yaml"));
+        size_t n_dir;
+        assert_non_null(strstr(agent_source_dir_errors(a, &n_dir)[0].source, "bad.yaml"));
         assert_true(metrics_have(a, "cubelet_manifest_errors_total 1"));
         assert_true(status_has(a, "bad.yaml"));
 
@@ -217,7 +218,7 @@ static void test_runtime_away(void **state) {
                 fail_msg("agent_new: %s", err.msg);
         for (size_t i = 0; i < sizeof(want_s) / sizeof(*want_s); i++) {
                 WorkerJob *j;
-                uint64_t now, at = 0;
+                uint64_t now, at;
 
                 if (i > 0)
                         agent_request_relist(a);
@@ -227,16 +228,16 @@ static void test_runtime_away(void **state) {
                 (void) snprintf(j->error, sizeof(j->error), "ListPodSandbox: UNAVAILABLE (14): no runtime");
                 now = agent_now_usec();
                 answer(a, j);
-                assert_false(a->rt->ready);
+                assert_int_equal(a->rt->state, AGENT_RUNTIME_DOWN);
                 assert_int_equal(agent_runtime_retry(a)->failures, i + 1);
-                assert_true(sd_event_source_get_time(a->core.relist_timer, &at) >= 0);
+                at = agent_relist_due(a);
                 assert_true(at >= now + want_s[i] * CUB_USEC_PER_SEC);
                 assert_true(at <= agent_now_usec() + want_s[i] * CUB_USEC_PER_SEC);
         }
         /* back: the run ends, the relist period again */
         agent_request_relist(a);
         answer_relist(a, NULL, NULL);
-        assert_true(a->rt->ready);
+        assert_int_equal(a->rt->state, AGENT_RUNTIME_READY);
         assert_int_equal(agent_runtime_retry(a)->failures, 0);
         assert_int_equal(agent_relist_period(a, agent_now_usec()), f->o.relist_usec);
         agent_free(a);
