@@ -18,6 +18,7 @@ struct AgentCluster {
         KubeEvents *events; /* their events */
         sd_event_source *status_timer;
         uint64_t ticks;
+        uint64_t tick_cpu_usec; /* the status tick's CPU (CLOCK_THREAD_CPUTIME_ID), for cubelet status */
         /* the node's own events (Starting, NodeReady, ...), and the
          * conditions they came from: type → status */
         struct {

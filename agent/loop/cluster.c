@@ -177,19 +177,17 @@ static void source_update(void *userdata, PodsrcSet *set, const KubeSourceStop *
  * it (rendered when what it depends on changed, sent when it did), the
  * final DELETE of each deleted pod whose containers are stopped, and the
  * statuses of pods the API no longer has forgotten. */
-static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
-        Agent *a = userdata;
+static void status_tick(Agent *a) {
         const json_t *set = kube_source_pods(a->kube);
         ApiPodsInfo info;
         const char *uid;
         json_t *o, *keep;
 
         agent_api_pods_info(a, &info);
-        (void) sd_event_source_set_time(s, usec + STATUS_TICK_USEC);
         a->cluster->ticks++;
         kube_source_tick(a->kube);
         if (!kube_source_synced(a->kube))
-                return 0;
+                return;
         keep = json_object();
         (void) json_object_update(keep, (json_t *) set);
         for (size_t i = 0; keep && i < a->table.n_pods; i++) {
@@ -269,6 +267,15 @@ static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         agent_cluster_mirror_pods(a, set, &info);
         kube_status_prune(a->cluster->status, set);
+}
+
+static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        Agent *a = userdata;
+        uint64_t t0 = cub_now_usec(CLOCK_THREAD_CPUTIME_ID);
+
+        (void) sd_event_source_set_time(s, usec + STATUS_TICK_USEC);
+        status_tick(a);
+        a->cluster->tick_cpu_usec += cub_now_usec(CLOCK_THREAD_CPUTIME_ID) - t0;
         return 0;
 }
 
@@ -277,7 +284,7 @@ int agent_cluster_start(Agent *a, CubError *err) {
         KubeSourceOptions so = {
                 .node_name = a->core.opt.node_name,
                 .state_dir = a->core.opt.state_dir,
-                .offline_start = a->core.kc->offline_pods && !strcmp(a->core.kc->offline_pods, "start"),
+                .offline_start = a->core.kc->offline_pods == POD_OFFLINE_START,
         };
         KubeSourceHooks hooks = { .update = source_update, .pod = source_pod, .userdata = a };
         KubeNodeOptions no = {
@@ -343,6 +350,8 @@ void agent_cluster_status(Agent *a, json_t *doc) {
                 json_object_set_new(o, "events", kube_events_status_json(a->cluster->events));
                 json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
                 json_object_set_new(o, "retryAfterHolds", json_integer((json_int_t) s->holds));
+                /* the status tick's own CPU (the loop's thread), µs since the start */
+                json_object_set_new(o, "statusTickCpuUsec", json_integer((json_int_t) a->cluster->tick_cpu_usec));
         }
         json_object_set_new(doc, "apiServer", o);
 }
