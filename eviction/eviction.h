@@ -182,6 +182,8 @@ int evict_config_set_transition_period(EvictConfig *c, const char *duration, Cub
 /* the same, already parsed (a KubeletConfiguration's, agent/pod) */
 void evict_config_set_transition_usec(EvictConfig *c, uint64_t usec);
 int evict_config_set_policy(EvictConfig *c, const char *policy, CubError *err);
+/* the same, already parsed (a KubeletConfiguration's, agent/pod) */
+void evict_config_set_policy_kind(EvictConfig *c, EvictPolicy policy);
 int evict_config_finish(EvictConfig *c, bool enforce_pods_allocatable, CubError *err);
 
 /* ---- Observations ------------------------------------------------------------------ */

@@ -406,6 +406,10 @@ int evict_config_set_policy(EvictConfig *c, const char *policy, CubError *err) {
         return 0;
 }
 
+void evict_config_set_policy_kind(EvictConfig *c, EvictPolicy policy) {
+        c->policy = policy;
+}
+
 int evict_config_finish(EvictConfig *c, bool enforce_pods_allocatable, CubError *err) {
         static const struct {
                 const char *signal, *value;

@@ -65,7 +65,7 @@ static int node_allocatable(AdmitInput *in, PodResourceList *ret) {
 static int setup_cpumgr(AdmitInput *in, const char *config_path, CubError *err) {
         int r;
 
-        if (!in->cfg_loaded || !in->cfg.cpu_manager_policy || strcmp(in->cfg.cpu_manager_policy, "none") == 0)
+        if (!in->cfg_loaded || in->cfg.cpu_manager_policy == POD_CPU_MANAGER_NONE)
                 return 0;
         if (in->node->n_topology > 0) {
                 _cleanup_free_ CpumgrCpu *cpus = calloc(in->node->n_topology, sizeof(CpumgrCpu));

@@ -174,12 +174,13 @@ static int load_config(const char *path, PodKubeletConfig *cfg, CgOptions *o, co
                 for (size_t i = 0; i < cfg->ignored.n; i++)
                         cub_log(LOG_WARNING, "%s: field '%s' is not supported by cubelet, ignoring", path,
                                 cfg->ignored.items[i]);
-                if (cfg->cgroup_driver)
-                        o->driver = cg_driver_from_string(cfg->cgroup_driver);
+                if (cfg->cgroup_driver != POD_CGROUP_DRIVER_UNSET)
+                        o->driver = cfg->cgroup_driver == POD_CGROUP_DRIVER_SYSTEMD ? CG_DRIVER_SYSTEMD
+                                                                                    : CG_DRIVER_CGROUPFS;
                 o->enforce_cpu_limits = cfg->cpu_cfs_quota;
                 o->pod_pids_limit = cfg->pod_pids_limit;
-                o->cpu_static = cfg->cpu_manager_policy && strcmp(cfg->cpu_manager_policy, "static") == 0;
-                o->swap_limited = cfg->swap_behavior && strcmp(cfg->swap_behavior, "LimitedSwap") == 0;
+                o->cpu_static = cfg->cpu_manager_policy == POD_CPU_MANAGER_STATIC;
+                o->swap_limited = cfg->swap_behavior == POD_SWAP_LIMITED;
                 o->memory_qos = cfg->memory_qos;
                 o->memory_throttling_factor = cfg->memory_throttling_factor;
         }

@@ -308,17 +308,15 @@ int cli_run(int argc, char **argv) {
                                 opt.kc.ignored.items[i]);
         }
         /* the flag, the config's cgroupDriver, or what PID 1 is */
-        driver_from = f_driver ? " (--cgroup-driver)" : opt.kc.cgroup_driver ? " (cgroupDriver)" : " (default)";
-        if (!opt.kc.cgroup_driver || f_driver)
-                r = set_str(&opt.kc.cgroup_driver, f_driver, NULL, cg_driver_to_string(cg_driver_default()));
-        else
-                r = 0;
-        if (r < 0) {
-                cub_log(LOG_ERR, "out of memory");
-                agent_options_done(&opt);
-                return 1;
-        }
-        cub_log(LOG_INFO, "cgroup driver: %s%s", opt.kc.cgroup_driver, driver_from);
+        driver_from = f_driver                                          ? " (--cgroup-driver)"
+                      : opt.kc.cgroup_driver != POD_CGROUP_DRIVER_UNSET ? " (cgroupDriver)"
+                                                                        : " (default)";
+        if (f_driver) /* checked with the options */
+                opt.kc.cgroup_driver = pod_cgroup_driver_from_string(f_driver);
+        else if (opt.kc.cgroup_driver == POD_CGROUP_DRIVER_UNSET)
+                opt.kc.cgroup_driver = cg_driver_default() == CG_DRIVER_SYSTEMD ? POD_CGROUP_DRIVER_SYSTEMD
+                                                                                : POD_CGROUP_DRIVER_CGROUPFS;
+        cub_log(LOG_INFO, "cgroup driver: %s%s", pod_cgroup_driver_to_string(opt.kc.cgroup_driver), driver_from);
         if (!f_node && !opt.kc.node_name && agent_host_node(&host, &err) < 0) {
                 cub_log(LOG_ERR, "%s", err.msg);
                 agent_options_done(&opt);

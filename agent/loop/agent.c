@@ -258,11 +258,9 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
                 goto fail;
         cg_options_init(&a->core.cg);
         /* cubelet run resolved it (flag, config, or cg_driver_default()) */
-        a->core.cg.driver = opt->kc.cgroup_driver ? cg_driver_from_string(opt->kc.cgroup_driver) : cg_driver_default();
-        if (a->core.cg.driver == _CG_DRIVER_INVALID) {
-                r = cub_err_set(err, EINVAL, "cgroupDriver '%s': expected cgroupfs or systemd", opt->kc.cgroup_driver);
-                goto fail;
-        }
+        a->core.cg.driver = opt->kc.cgroup_driver == POD_CGROUP_DRIVER_UNSET     ? cg_driver_default()
+                            : opt->kc.cgroup_driver == POD_CGROUP_DRIVER_SYSTEMD ? CG_DRIVER_SYSTEMD
+                                                                                 : CG_DRIVER_CGROUPFS;
         a->core.cg.enforce_cpu_limits = opt->kc.cpu_cfs_quota;
         a->core.cg.pod_pids_limit = opt->kc.pod_pids_limit;
         a->core.cg.memory_capacity = a->core.node.memory_capacity;
@@ -286,8 +284,8 @@ int agent_new(const AgentOptions *opt, Agent **ret, CubError *err) {
         agent_kubepods_capacity(&opt->kc, a->core.node.cpu_capacity_milli, a->core.node.memory_capacity,
                                 &a->core.cg.kubepods_cpu_milli, &a->core.cg.kubepods_memory);
         a->core.cg.kubepods_pids = agent_kubepods_pids(&opt->kc, a->core.node.max_pids);
-        a->core.cg.cpu_static = opt->kc.cpu_manager_policy && strcmp(opt->kc.cpu_manager_policy, "static") == 0;
-        a->core.cg.swap_limited = opt->kc.swap_behavior && strcmp(opt->kc.swap_behavior, "LimitedSwap") == 0;
+        a->core.cg.cpu_static = opt->kc.cpu_manager_policy == POD_CPU_MANAGER_STATIC;
+        a->core.cg.swap_limited = opt->kc.swap_behavior == POD_SWAP_LIMITED;
         a->core.cg.memory_qos = opt->kc.memory_qos;
         a->core.cg.memory_throttling_factor = opt->kc.memory_throttling_factor;
         a->core.cg.swap_controller = a->core.node.swap_controller;

@@ -172,8 +172,7 @@ static int kubelet_server_start(Agent *a, const ApiHttpConfig *base, CubError *e
         r = api_auth_new(&(ApiAuthConfig){ .node_name = a->core.opt.node_name,
                                            .anonymous = kc->anonymous_auth,
                                            .webhook = kc->webhook_authn,
-                                           .always_allow = kc->authorization_mode &&
-                                                           strcmp(kc->authorization_mode, "AlwaysAllow") == 0,
+                                           .always_allow = kc->authorization_mode == POD_AUTHZ_ALWAYS_ALLOW,
                                            .review = review,
                                            .userdata = &a->api->review_cfg },
                          &a->api->auth, err);

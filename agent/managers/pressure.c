@@ -99,8 +99,9 @@ int mgr_eviction_config(const PodKubeletConfig *kc, EvictConfig *ret, uint64_t *
                 r = evict_config_set_max_pod_grace_period(&cfg, kc->eviction_max_pod_grace_period, err);
         if (r >= 0)
                 evict_config_set_transition_usec(&cfg, (uint64_t) kc->eviction_pressure_transition_period.usec);
-        if (r >= 0 && kc->eviction_policy)
-                r = evict_config_set_policy(&cfg, kc->eviction_policy, err);
+        if (r >= 0)
+                evict_config_set_policy_kind(&cfg, kc->eviction_policy == POD_EVICTION_KUBELET ? EVICT_POLICY_KUBELET
+                                                                                               : EVICT_POLICY_CUBELET);
         if (r >= 0)
                 r = evict_config_finish(&cfg, /* enforce_pods_allocatable= */ true, err);
         /* cubelet.evictionSamplePeriod: bounded by the configuration's decoder */

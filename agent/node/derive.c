@@ -58,17 +58,12 @@ int64_t agent_kubepods_pids(const PodKubeletConfig *kc, int64_t max_pids) {
 
 int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, const char *source, CpumgrState **ret,
                      CubError *err) {
-        CpumgrPolicy policy = CPUMGR_POLICY_NONE;
+        CpumgrPolicy policy =
+                kc->cpu_manager_policy == POD_CPU_MANAGER_STATIC ? CPUMGR_POLICY_STATIC : CPUMGR_POLICY_NONE;
         CpumgrSet reserved = {};
         PodQuantity kcpu, scpu;
         int r;
 
-        if (kc->cpu_manager_policy) {
-                policy = cpumgr_policy_from_string(kc->cpu_manager_policy);
-                if (policy < 0)
-                        return cub_err_set(err, EINVAL, "%s: cpuManagerPolicy: Unsupported value: \"%s\"", source,
-                                           kc->cpu_manager_policy);
-        }
         if (policy == CPUMGR_POLICY_STATIC) {
                 (void) pod_resource_get(&kc->kube_reserved, "cpu", &kcpu);
                 (void) pod_resource_get(&kc->system_reserved, "cpu", &scpu);

@@ -81,34 +81,58 @@ static int type_error(PodDec *d, json_t *v, const char *expected) {
         return pod_dec_fail(d, 0, NULL, "Invalid type: expected %s, got %s", expected, pod_json_type_name(v));
 }
 
+/* the index of v in f->allowed, or a failure naming the supported values */
+static int allowed_index(PodDec *d, json_t *v, const PodField *f, size_t *ret) {
+        char list[512] = "";
+        size_t len = 0, i = 0;
+        bool ok = false;
+
+        for (const char *const *a = f->allowed; *a; a++, i++) {
+                if (!ok && strcmp(*a, json_string_value(v)) == 0) {
+                        ok = true;
+                        *ret = i;
+                }
+                len += (size_t) snprintf(list + len, len < sizeof(list) ? sizeof(list) - len : 0, "%s\"%s\"",
+                                         a == f->allowed ? "" : ", ", *a);
+                if (len >= sizeof(list))
+                        len = sizeof(list) - 1;
+        }
+        if (!ok)
+                return pod_dec_fail(d, 0, NULL, "Unsupported value: \"%s\": supported values: %s", json_string_value(v),
+                                    list);
+        return 0;
+}
+
 int pod_dec_string(PodDec *d, json_t *v, void *dst, const PodField *f) {
         char **s = dst;
+        size_t i;
+        int r;
 
         if (json_is_null(v))
                 return 0;
         if (!json_is_string(v))
                 return type_error(d, v, "string");
-        if (f->allowed) {
-                bool ok = false;
-                char list[512] = "";
-                size_t len = 0;
-
-                for (const char *const *a = f->allowed; *a; a++) {
-                        if (strcmp(*a, json_string_value(v)) == 0)
-                                ok = true;
-                        len += (size_t) snprintf(list + len, len < sizeof(list) ? sizeof(list) - len : 0, "%s\"%s\"",
-                                                 a == f->allowed ? "" : ", ", *a);
-                        if (len >= sizeof(list))
-                                len = sizeof(list) - 1;
-                }
-                if (!ok)
-                        return pod_dec_fail(d, 0, NULL, "Unsupported value: \"%s\": supported values: %s",
-                                            json_string_value(v), list);
-        }
+        if (f->allowed && (r = allowed_index(d, v, f, &i)) < 0)
+                return r;
         free(*s);
         *s = strdup(json_string_value(v));
         if (!*s)
                 return cub_err_set(d->err, ENOMEM, "out of memory");
+        return 0;
+}
+
+int pod_dec_enum(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        size_t i;
+        int r;
+
+        if (json_is_null(v))
+                return 0;
+        if (!json_is_string(v))
+                return type_error(d, v, "string");
+        r = allowed_index(d, v, f, &i);
+        if (r < 0)
+                return r;
+        *(int *) dst = f->values ? f->values[i] : (int) i;
         return 0;
 }
 
@@ -340,6 +364,15 @@ int pod_dec_object_array(PodDec *d, json_t *v, void *dst, const PodField *f) {
                         return r;
         }
         return 0;
+}
+
+void pod_field_string_done(void *dst) {
+        free(*(char **) dst);
+        *(char **) dst = NULL;
+}
+
+void pod_field_strv_done(void *dst) {
+        pod_strv_done(dst);
 }
 
 void pod_fields_done(const PodField *fields, void *base) {

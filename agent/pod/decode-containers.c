@@ -36,6 +36,7 @@ static const PodField env_fields[] = {
         { .name = "valueFrom",
           .decode = pod_env_dec_value_from,
           .sub = pod_env_source_fields,
+          .done = pod_env_value_from_done,
           .set_offset = offsetof(PodEnvVar, value_from_set) },
         {},
 };

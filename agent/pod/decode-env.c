@@ -90,7 +90,10 @@ static const PodField key_ref_fields[] = {
 static const PodField resource_ref_fields[] = {
         POD_STR("containerName", PodEnvVar, resource_container),
         POD_STR("resource", PodEnvVar, resource),
-        { .name = "divisor", .decode = dec_divisor, .offset = offsetof(PodEnvVar, divisor_text) },
+        { .name = "divisor",
+          .decode = dec_divisor,
+          .offset = offsetof(PodEnvVar, divisor_text),
+          .done = pod_field_string_done },
         {},
 };
 
@@ -331,14 +334,6 @@ int pod_env_from_post(PodDec *d, json_t *obj, void *base) {
         return 0;
 }
 
-void pod_env_var_done(PodEnvVar *e) {
-        free(e->name);
-        free(e->value);
-        free(e->field_api_version);
-        free(e->field_path);
-        free(e->resource_container);
-        free(e->resource);
-        free(e->divisor_text);
-        free(e->ref_name);
-        free(e->ref_key);
+void pod_env_value_from_done(void *e) {
+        pod_fields_done(pod_env_source_fields, e);
 }

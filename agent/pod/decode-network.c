@@ -42,24 +42,6 @@ bool pod_ip_valid(const char *s) {
         return s && (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1);
 }
 
-void pod_network_done(Pod *pod) {
-        free(pod->hostname);
-        free(pod->subdomain);
-        free(pod->dns_policy);
-        pod_strv_done(&pod->dns_config.nameservers);
-        pod_strv_done(&pod->dns_config.searches);
-        for (size_t i = 0; i < pod->dns_config.n_options; i++) {
-                free(pod->dns_config.options[i].name);
-                free(pod->dns_config.options[i].value);
-        }
-        free(pod->dns_config.options);
-        for (size_t i = 0; i < pod->n_host_aliases; i++) {
-                free(pod->host_aliases[i].ip);
-                pod_strv_done(&pod->host_aliases[i].hostnames);
-        }
-        free(pod->host_aliases);
-}
-
 static int line_at(PodDec *d, json_t *root, const char *a, const char *b) {
         json_t *spec = json_object_get(root, "spec");
         json_t *v = spec ? json_object_get(spec, a) : NULL;

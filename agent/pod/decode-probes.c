@@ -50,6 +50,13 @@ static int dec_port_ref(PodDec *d, json_t *v, void *dst, const PodField *f) {
         return pod_dec_fail(d, 0, NULL, "Invalid type: expected integer or string, got %s", pod_json_type_name(v));
 }
 
+static void port_ref_done(void *dst) {
+        PodPortRef *p = dst;
+
+        free(p->name);
+        p->name = NULL;
+}
+
 static const PodField header_fields[] = {
         POD_STR_REQ("name", PodHTTPHeader, name),
         { .name = "value", .decode = pod_dec_string, .offset = offsetof(PodHTTPHeader, value) },
@@ -66,7 +73,8 @@ static const PodField http_get_fields[] = {
         { .name = "port",
           .decode = dec_port_ref,
           .offset = offsetof(PodHTTPGetAction, port),
-          .flags = POD_FIELD_REQUIRED },
+          .flags = POD_FIELD_REQUIRED,
+          .done = port_ref_done },
         POD_STR("host", PodHTTPGetAction, host),
         POD_ENUM("scheme", PodHTTPGetAction, scheme, schemes),
         { .name = "httpHeaders",
@@ -82,7 +90,8 @@ static const PodField tcp_socket_fields[] = {
         { .name = "port",
           .decode = dec_port_ref,
           .offset = offsetof(PodTCPSocketAction, port),
-          .flags = POD_FIELD_REQUIRED },
+          .flags = POD_FIELD_REQUIRED,
+          .done = port_ref_done },
         POD_STR("host", PodTCPSocketAction, host),
         {},
 };
@@ -304,29 +313,4 @@ int pod_port_resolve(const PodContainer *c, const PodPortRef *port, int32_t *ret
                         return 0;
                 }
         return -ENOENT;
-}
-
-void pod_handler_done(PodHandler *h) {
-        pod_strv_done(&h->exec.command);
-        free(h->http_get.path);
-        free(h->http_get.port.name);
-        free(h->http_get.host);
-        free(h->http_get.scheme);
-        for (size_t i = 0; i < h->http_get.n_headers; i++) {
-                free(h->http_get.headers[i].name);
-                free(h->http_get.headers[i].value);
-        }
-        free(h->http_get.headers);
-        free(h->tcp_socket.port.name);
-        free(h->tcp_socket.host);
-        free(h->grpc.service);
-        *h = (PodHandler){};
-}
-
-void pod_container_probes_done(PodContainer *c) {
-        pod_handler_done(&c->liveness_probe.handler);
-        pod_handler_done(&c->readiness_probe.handler);
-        pod_handler_done(&c->startup_probe.handler);
-        pod_handler_done(&c->lifecycle.post_start);
-        pod_handler_done(&c->lifecycle.pre_stop);
 }

@@ -39,6 +39,14 @@ static int dec_int64_list(PodDec *d, json_t *v, void *dst, const PodField *f) {
         return 0;
 }
 
+static void int64_list_done(void *dst) {
+        PodSecurity *s = (PodSecurity *) ((char *) dst - offsetof(PodSecurity, supplemental_groups));
+
+        free(s->supplemental_groups);
+        s->supplemental_groups = NULL;
+        s->n_supplemental_groups = 0;
+}
+
 static const PodField capability_fields[] = {
         { .name = "add", .decode = pod_dec_strv, .offset = offsetof(PodSecurity, cap_add) },
         { .name = "drop", .decode = pod_dec_strv, .offset = offsetof(PodSecurity, cap_drop) },
@@ -91,7 +99,8 @@ const PodField pod_security_pod_fields[] = {
         SELINUX_FIELD,
         { .name = "supplementalGroups",
           .decode = dec_int64_list,
-          .offset = offsetof(PodSecurity, supplemental_groups) },
+          .offset = offsetof(PodSecurity, supplemental_groups),
+          .done = int64_list_done },
         { .name = "sysctls",
           .decode = pod_dec_object_array,
           .offset = offsetof(PodSecurity, sysctls),
@@ -215,21 +224,4 @@ int pod_security_validate(PodDec *d, json_t *root, Pod *pod) {
                                     "spec.shareProcessNamespace",
                                     "Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled");
         return 0;
-}
-
-void pod_security_done(PodSecurity *s) {
-        pod_strv_done(&s->cap_add);
-        pod_strv_done(&s->cap_drop);
-        free(s->proc_mount);
-        free(s->supplemental_groups);
-        for (size_t i = 0; i < s->n_sysctls; i++) {
-                free(s->sysctls[i].name);
-                free(s->sysctls[i].value);
-        }
-        free(s->sysctls);
-        free(s->selinux.user);
-        free(s->selinux.role);
-        free(s->selinux.type);
-        free(s->selinux.level);
-        *s = (PodSecurity){};
 }

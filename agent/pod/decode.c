@@ -23,105 +23,10 @@ void pod_resource_list_done(PodResourceList *l) {
         *l = (PodResourceList){};
 }
 
-static void seccomp_done(PodSeccomp *s) {
-        free(s->type);
-        free(s->localhost_profile);
-}
-
-static void requirement_done(PodNodeSelectorRequirement *r) {
-        free(r->key);
-        free(r->op);
-        pod_strv_done(&r->values);
-}
-
-void pod_container_done(PodContainer *c) {
-        free(c->name);
-        free(c->image);
-        free(c->image_pull_policy);
-        pod_strv_done(&c->command);
-        pod_strv_done(&c->args);
-        for (size_t i = 0; i < c->n_env; i++)
-                pod_env_var_done(&c->env[i]);
-        free(c->env);
-        for (size_t i = 0; i < c->n_env_from; i++) {
-                free(c->env_from[i].prefix);
-                free(c->env_from[i].name);
-        }
-        free(c->env_from);
-        free(c->working_dir);
-        free(c->termination_message_path);
-        free(c->termination_message_policy);
-        for (size_t i = 0; i < c->n_ports; i++) {
-                free(c->ports[i].name);
-                free(c->ports[i].host_ip);
-                free(c->ports[i].protocol);
-        }
-        free(c->ports);
-        pod_resource_list_done(&c->requests);
-        pod_resource_list_done(&c->limits);
-        free(c->restart_policy);
-        free(c->target_container_name);
-        seccomp_done(&c->seccomp);
-        pod_security_done(&c->security);
-        pod_container_volumes_done(c);
-        pod_container_probes_done(c);
-}
-
-Pod *pod_free(Pod *pod) {
-        if (!pod)
-                return NULL;
-        free(pod->name);
-        free(pod->namespace_);
-        free(pod->uid);
-        free(pod->config_hash);
-        pod_string_map_done(&pod->labels);
-        pod_string_map_done(&pod->annotations);
-        for (size_t i = 0; i < pod->n_containers; i++)
-                pod_container_done(&pod->containers[i]);
-        free(pod->containers);
-        for (size_t i = 0; i < pod->n_init_containers; i++)
-                pod_container_done(&pod->init_containers[i]);
-        free(pod->init_containers);
-        for (size_t i = 0; i < pod->n_ephemeral_containers; i++)
-                pod_container_done(&pod->ephemeral_containers[i]);
-        free(pod->ephemeral_containers);
-        free(pod->restart_policy);
-        free(pod->service_account_name), free(pod->service_account); /* env sources */
-        pod_strv_done(&pod->image_pull_secrets);
-        pod_strv_done(&pod->readiness_gates), pod_strv_done(&pod->gate_status);
-        free(pod->api_phase), free(pod->api_reason), free(pod->api_message);
-        free(pod->priority_class_name);
-        free(pod->preemption_policy);
-        free(pod->node_name);
-        pod_string_map_done(&pod->node_selector);
-        for (size_t i = 0; i < pod->n_affinity_terms; i++) {
-                PodNodeSelectorTerm *t = &pod->affinity_terms[i];
-                for (size_t j = 0; j < t->n_match_expressions; j++)
-                        requirement_done(&t->match_expressions[j]);
-                free(t->match_expressions);
-                for (size_t j = 0; j < t->n_match_fields; j++)
-                        requirement_done(&t->match_fields[j]);
-                free(t->match_fields);
-        }
-        free(pod->affinity_terms);
-        for (size_t i = 0; i < pod->n_tolerations; i++) {
-                free(pod->tolerations[i].key);
-                free(pod->tolerations[i].op);
-                free(pod->tolerations[i].value);
-                free(pod->tolerations[i].effect);
-        }
-        free(pod->tolerations);
-        pod_resource_list_done(&pod->overhead);
-        pod_resource_list_done(&pod->resources_requests);
-        pod_resource_list_done(&pod->resources_limits);
-        seccomp_done(&pod->seccomp);
-        pod_security_done(&pod->security);
-        pod_volumes_done(pod);
-        pod_network_done(pod);
-        pod_field_notes_done(&pod->refused);
-        pod_field_notes_done(&pod->warnings);
-        free(pod);
-        return NULL;
+/* the containers' volume mounts: decoded beside the tables */
+static void containers_volumes_done(PodContainer *c, size_t n) {
+        for (size_t i = 0; c && i < n; i++)
+                pod_container_volumes_done(&c[i]);
 }
 
 /* ---- tables ------------------------------------------------------------- */
@@ -292,7 +197,10 @@ static const PodField spec_fields[] = {
         POD_STR("serviceAccountName", Pod, service_account_name),
         POD_STR("serviceAccount", Pod, service_account),
         /* pods of the API server; the field table refuses them in a static pod */
-        { .name = "imagePullSecrets", .decode = dec_pull_secrets, .offset = offsetof(Pod, image_pull_secrets) },
+        { .name = "imagePullSecrets",
+          .decode = dec_pull_secrets,
+          .offset = offsetof(Pod, image_pull_secrets),
+          .done = pod_field_strv_done },
         { .name = "overhead", .decode = pod_dec_resources, .offset = offsetof(Pod, overhead) },
         { .name = "resources",
           .decode = pod_dec_inline,
@@ -333,6 +241,26 @@ static const PodField pod_fields[] = {
         { .name = "spec", .decode = pod_dec_inline, .sub = spec_fields, .flags = POD_FIELD_REQUIRED },
         {},
 };
+
+Pod *pod_free(Pod *pod) {
+        if (!pod)
+                return NULL;
+        containers_volumes_done(pod->containers, pod->n_containers);
+        containers_volumes_done(pod->init_containers, pod->n_init_containers);
+        containers_volumes_done(pod->ephemeral_containers, pod->n_ephemeral_containers);
+        pod_volumes_done(pod);
+        /* everything the tables decode, their defaults included */
+        pod_fields_done(pod_fields, pod);
+        /* what no table decodes: the static pod's hash, the API source's
+         * status and gates, the field walker's notes */
+        free(pod->config_hash);
+        pod_strv_done(&pod->gate_status);
+        free(pod->api_phase), free(pod->api_reason), free(pod->api_message);
+        pod_field_notes_done(&pod->refused);
+        pod_field_notes_done(&pod->warnings);
+        free(pod);
+        return NULL;
+}
 
 /* ---- checks run as objects are decoded ---------------------------------- */
 

@@ -18,9 +18,21 @@
 static const char *const config_kinds[] = { "KubeletConfiguration", NULL };
 static const char *const cgroup_drivers[] = { "cgroupfs", "systemd", NULL };
 
+static const int cgroup_driver_values[] = { POD_CGROUP_DRIVER_CGROUPFS, POD_CGROUP_DRIVER_SYSTEMD };
 static const char *const cpu_manager_policies[] = { "none", "static", NULL };
 static const char *const eviction_policies[] = { "cubelet", "kubelet", NULL };
 static const char *const offline_modes[] = { "keep", "start", NULL };
+
+const char *pod_cgroup_driver_to_string(PodCgroupDriver d) {
+        return d == POD_CGROUP_DRIVER_CGROUPFS ? "cgroupfs" : d == POD_CGROUP_DRIVER_SYSTEMD ? "systemd" : NULL;
+}
+
+PodCgroupDriver pod_cgroup_driver_from_string(const char *s) {
+        for (size_t i = 0; s && cgroup_drivers[i]; i++)
+                if (strcmp(s, cgroup_drivers[i]) == 0)
+                        return (PodCgroupDriver) cgroup_driver_values[i];
+        return POD_CGROUP_DRIVER_UNSET;
+}
 
 /* staticPodURLHeader: a map of header name -> list of values, kept as
  * "Name: value" lines */
@@ -95,10 +107,6 @@ static int dec_positive_quantity(PodDec *d, json_t *v, void *dst, const PodField
         return 0;
 }
 
-static void strv_done(void *sv) {
-        pod_strv_done(sv);
-}
-
 static const PodField cubelet_fields[] = {
         { .name = "staticPodURLCAFile",
           .decode = pod_dec_string,
@@ -113,7 +121,7 @@ static const PodField cubelet_fields[] = {
           .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, static_pod_url_timeout) },
         { .name = "evictionPolicy",
-          .decode = pod_dec_string,
+          .decode = pod_dec_enum,
           .offset = offsetof(PodKubeletConfig, eviction_policy),
           .allowed = eviction_policies },
         { .name = "evictionSamplePeriod",
@@ -131,7 +139,7 @@ static const PodField cubelet_fields[] = {
           .offset = offsetof(PodKubeletConfig, device_plugin_dir) },
         { .name = "cniConfDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, cni_conf_dir) },
         { .name = "offlinePods",
-          .decode = pod_dec_string,
+          .decode = pod_dec_enum,
           .offset = offsetof(PodKubeletConfig, offline_pods),
           .allowed = offline_modes },
         {},
@@ -155,7 +163,7 @@ static const PodField authn_fields[] = { { .name = "x509", .decode = pod_dec_inl
                                          {} };
 static const char *const authz_modes[] = { "Webhook", "AlwaysAllow", NULL };
 static const PodField authz_fields[] = { { .name = "mode",
-                                           .decode = pod_dec_string,
+                                           .decode = pod_dec_enum,
                                            .offset = offsetof(PodKubeletConfig, authorization_mode),
                                            .allowed = authz_modes },
                                          {} };
@@ -169,10 +177,12 @@ static const PodField shutdown_priority_fields[] = {
 };
 
 static const char *const swap_behaviors[] = { "", "NoSwap", "LimitedSwap", NULL };
+static const int swap_behavior_values[] = { POD_SWAP_NO_SWAP, POD_SWAP_NO_SWAP, POD_SWAP_LIMITED };
 static const PodField memory_swap_fields[] = { { .name = "swapBehavior",
-                                                 .decode = pod_dec_string,
+                                                 .decode = pod_dec_enum,
                                                  .offset = offsetof(PodKubeletConfig, swap_behavior),
-                                                 .allowed = swap_behaviors },
+                                                 .allowed = swap_behaviors,
+                                                 .values = swap_behavior_values },
                                                {} };
 
 /* featureGates: kubelet's map of gate name -> boolean. The gates cubelet
@@ -241,16 +251,14 @@ static const PodField config_fields[] = {
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, tls_private_key_file) },
         { .name = "authentication", .decode = pod_dec_inline, .sub = authn_fields },
-        { .name = "kind",
-          .decode = pod_dec_string,
-          .offset = offsetof(PodKubeletConfig, cgroup_driver),
-          .allowed = config_kinds },
+        { .name = "kind", .decode = pod_dec_enum, .offset = offsetof(PodKubeletConfig, kind), .allowed = config_kinds },
         { .name = "podPidsLimit", .decode = pod_dec_int64, .offset = offsetof(PodKubeletConfig, pod_pids_limit) },
         { .name = "cpuCFSQuota", .decode = pod_dec_bool, .offset = offsetof(PodKubeletConfig, cpu_cfs_quota) },
         { .name = "cgroupDriver",
-          .decode = pod_dec_string,
+          .decode = pod_dec_enum,
           .offset = offsetof(PodKubeletConfig, cgroup_driver),
-          .allowed = cgroup_drivers },
+          .allowed = cgroup_drivers,
+          .values = cgroup_driver_values },
         { .name = "kubeReserved", .decode = pod_dec_resources, .offset = offsetof(PodKubeletConfig, kube_reserved) },
         { .name = "systemReserved",
           .decode = pod_dec_resources,
@@ -260,7 +268,7 @@ static const PodField config_fields[] = {
         { .name = "staticPodURLHeader",
           .decode = dec_header_map,
           .offset = offsetof(PodKubeletConfig, static_pod_url_header),
-          .done = strv_done },
+          .done = pod_field_strv_done },
         { .name = "httpCheckFrequency",
           .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, http_check_frequency) },
@@ -272,7 +280,7 @@ static const PodField config_fields[] = {
           .offset = offsetof(PodKubeletConfig, runtime_endpoint) },
         { .name = "maxPods", .decode = pod_dec_int64, .offset = offsetof(PodKubeletConfig, max_pods) },
         { .name = "cpuManagerPolicy",
-          .decode = pod_dec_string,
+          .decode = pod_dec_enum,
           .offset = offsetof(PodKubeletConfig, cpu_manager_policy),
           .allowed = cpu_manager_policies },
         { .name = "cpuManagerReconcilePeriod",
@@ -407,19 +415,6 @@ int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, P
         }
         if (r >= 0)
                 r = pod_kubelet_config_check(&c, source, err);
-        /* "kind" was decoded into cgroup_driver for checking only; absent
-         * stays NULL: the default depends on the host (cg_driver_default()) */
-        if (r >= 0) {
-                json_t *drv = json_object_get(tree.root, "cgroupDriver");
-
-                free(c.cgroup_driver);
-                c.cgroup_driver = NULL;
-                if (json_is_string(drv)) {
-                        c.cgroup_driver = strdup(json_string_value(drv));
-                        if (!c.cgroup_driver)
-                                r = cub_err_set(err, ENOMEM, "out of memory");
-                }
-        }
         if (r >= 0) {
                 c.ignored.items = calloc(json_object_size(tree.root) + json_object_size(gates) + 1, sizeof(char *));
                 if (!c.ignored.items)

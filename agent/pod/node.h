@@ -70,13 +70,48 @@ typedef struct PodDuration {
         bool set;
 } PodDuration;
 
+/* The configuration's enums, as the decoder gives them (0: the default,
+ * or for the cgroup driver "not set": the host decides). */
+typedef enum PodCgroupDriver {
+        POD_CGROUP_DRIVER_UNSET,
+        POD_CGROUP_DRIVER_CGROUPFS,
+        POD_CGROUP_DRIVER_SYSTEMD,
+} PodCgroupDriver;
+typedef enum PodCpuManagerPolicy {
+        POD_CPU_MANAGER_NONE,
+        POD_CPU_MANAGER_STATIC,
+} PodCpuManagerPolicy;
+typedef enum PodSwapBehavior {
+        POD_SWAP_NO_SWAP, /* "NoSwap", or "" */
+        POD_SWAP_LIMITED, /* "LimitedSwap" */
+} PodSwapBehavior;
+typedef enum PodEvictionPolicy {
+        POD_EVICTION_CUBELET,
+        POD_EVICTION_KUBELET,
+} PodEvictionPolicy;
+typedef enum PodAuthorizationMode {
+        POD_AUTHZ_WEBHOOK,
+        POD_AUTHZ_ALWAYS_ALLOW,
+} PodAuthorizationMode;
+typedef enum PodOfflinePods {
+        POD_OFFLINE_KEEP,
+        POD_OFFLINE_START,
+} PodOfflinePods;
+_Static_assert(sizeof(PodCgroupDriver) == sizeof(int) && sizeof(PodOfflinePods) == sizeof(int),
+               "pod_dec_enum writes an int");
+
+const char *pod_cgroup_driver_to_string(PodCgroupDriver d);
+/* "cgroupfs" or "systemd"; POD_CGROUP_DRIVER_UNSET otherwise */
+PodCgroupDriver pod_cgroup_driver_from_string(const char *s);
+
 /* The KubeletConfiguration fields cubelet supports so far. Decoded and
  * checked once (pod_kubelet_config_decode): durations parsed and within
  * their bounds, enums among their values, errors naming the field. */
 typedef struct PodKubeletConfig {
-        int64_t pod_pids_limit; /* podPidsLimit, -1 = unlimited */
-        bool cpu_cfs_quota;     /* cpuCFSQuota, default true */
-        char *cgroup_driver;    /* cgroupDriver: "cgroupfs" or "systemd"; NULL when not set */
+        int64_t pod_pids_limit;        /* podPidsLimit, -1 = unlimited */
+        bool cpu_cfs_quota;            /* cpuCFSQuota, default true */
+        PodCgroupDriver cgroup_driver; /* cgroupDriver; UNSET: the host decides (cubelet run resolves it) */
+        int kind;                      /* "kind": checked to be KubeletConfiguration */
         PodResourceList kube_reserved;
         PodResourceList system_reserved;
         char *static_pod_path;  /* staticPodPath */
@@ -88,10 +123,10 @@ typedef struct PodKubeletConfig {
         char *cgroup_mount;
         /* admission and the CPU manager */
         int64_t max_pods;                         /* maxPods, default 110 */
-        char *cpu_manager_policy;                 /* cpuManagerPolicy: "none" (default) or "static" */
+        PodCpuManagerPolicy cpu_manager_policy;   /* cpuManagerPolicy: "none" (default) or "static" */
         PodDuration cpu_manager_reconcile_period; /* cpuManagerReconcilePeriod: default 10s, at least 100ms */
         char *reserved_system_cpus;               /* reservedSystemCPUs, a cpu list */
-        char *swap_behavior; /* memorySwap.swapBehavior: "NoSwap" (default, also "") or "LimitedSwap" */
+        PodSwapBehavior swap_behavior; /* memorySwap.swapBehavior: "NoSwap" (default, also "") or "LimitedSwap" */
         /* memory QoS (KEP-2570): featureGates.MemoryQoS (default false; the
          * other gates land in ignored as "featureGates.<name>") and
          * memoryThrottlingFactor (default 0.9, in (0, 1] as kubelet's
@@ -107,7 +142,7 @@ typedef struct PodKubeletConfig {
         int64_t eviction_max_pod_grace_period;           /* evictionMaxPodGracePeriod, seconds */
         PodDuration eviction_pressure_transition_period; /* default 5m, not negative */
         /* cubelet's own, under "cubelet:" */
-        char *eviction_policy;              /* evictionPolicy: "cubelet" (default) or "kubelet" */
+        PodEvictionPolicy eviction_policy;  /* evictionPolicy: "cubelet" (default) or "kubelet" */
         PodDuration eviction_sample_period; /* evictionSamplePeriod: default 1s, at least 10ms */
         char *psi_memory_trigger;           /* psiMemoryTrigger, default "some 150000 1000000" */
         char *device_plugin_dir;            /* devicePluginDir, default /var/lib/kubelet/device-plugins; "" = none */
@@ -120,7 +155,7 @@ typedef struct PodKubeletConfig {
          * authorization.mode ("Webhook" or "AlwaysAllow") */
         int64_t port;
         bool anonymous_auth, webhook_authn;
-        char *authorization_mode;
+        PodAuthorizationMode authorization_mode;
         /* the manifest URL: kubelet's staticPodURL, staticPodURLHeader (as "Name: value" lines, each
          * name's values in order), httpCheckFrequency (default 20s, at least 100ms); cubelet's own
          * under "cubelet:" the TLS files and the timeout (default 10s, at least 1ms) */
@@ -147,9 +182,9 @@ typedef struct PodKubeletConfig {
         char *resolv_conf;
         /* cubelet's own cniConfDir: where 10-cubelet.conflist goes, NULL = /etc/cni/net.d, "" = none */
         char *cni_conf_dir;
-        /* cubelet's offlinePods: "keep" (NULL, the default) or "start" the API pods of the last list when the
+        /* cubelet's offlinePods: "keep" (the default) or "start" the API pods of the last list when the
          * API server is unreachable at the start */
-        char *offline_pods;
+        PodOfflinePods offline_pods;
         /* the API server: registerNode (default true), nodeStatusUpdateFrequency (default 10s, at
          * least 100ms), nodeStatusReportFrequency (default 5m, at least 1s), nodeLeaseDurationSeconds
          * (default 40) */

@@ -70,6 +70,7 @@ struct PodField {
         PodPostFn post;      /* objects: checks after all fields are decoded */
         unsigned flags;
         const char *const *allowed; /* enum strings, NULL-terminated */
+        const int *values;          /* pod_dec_enum: each allowed string's value (NULL: its index) */
         size_t set_offset;          /* bool set when present; 0 = none */
         /* a field of a decoder of its own that owns memory: how to free it
          * (pod_fields_done knows the generic decoders' own) */
@@ -82,7 +83,14 @@ int pod_dec_fields(PodDec *d, json_t *obj, void *base, const PodField *fields, P
  * they were decoded: strings, string lists and maps, resource lists, inline
  * objects, objects and arrays of objects (their own tables); a field of a
  * decoder of its own with its done. The one free list of a decoded struct. */
+/* Frees what the fields of a table decoded into base (and their tables'
+ * below them): the generic decoders' own, a custom decoder's through its
+ * .done. pod_free() is this over the Pod's tables, with the few members
+ * no table decodes. */
 void pod_fields_done(const PodField *fields, void *base);
+/* .done of a custom decoder that stores a malloc'd string, or a PodStrv */
+void pod_field_string_done(void *dst);
+void pod_field_strv_done(void *dst);
 size_t pod_dec_push(PodDec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pod_dec_pop(PodDec *d, size_t len);
 const char *pod_json_type_name(const json_t *v);
@@ -91,6 +99,8 @@ int pod_dec_field_line(PodDec *d, json_t *obj, const char *name);
 
 /* Generic field decoders. */
 int pod_dec_string(PodDec *d, json_t *v, void *dst, const PodField *f);
+/* one of f->allowed into an int (an enum's): f->values[i], or i */
+int pod_dec_enum(PodDec *d, json_t *v, void *dst, const PodField *f);
 int pod_dec_bool(PodDec *d, json_t *v, void *dst, const PodField *f);
 int pod_dec_int32(PodDec *d, json_t *v, void *dst, const PodField *f);
 int pod_dec_int64(PodDec *d, json_t *v, void *dst, const PodField *f);
@@ -177,9 +187,10 @@ int pod_env_from_post(PodDec *d, json_t *obj, void *base);
 /* IsConfigMapKey: [-._a-zA-Z0-9]+, at most 253, not "." or ".." or "..*" */
 bool pod_config_key_valid(const char *k);
 int pod_env_dec_value_from(PodDec *d, json_t *v, void *dst, const PodField *f);
-void pod_env_var_done(PodEnvVar *e);
-/* network (decode-network.c): the PodSpec entries, their validation (from
- * pod_default_and_validate) and destructor (from pod_free) */
+/* valueFrom's .done: what pod_env_source_fields decoded into a PodEnvVar */
+void pod_env_value_from_done(void *e);
+/* network (decode-network.c): the PodSpec entries and their validation (from
+ * pod_default_and_validate) */
 extern const PodField pod_dns_config_fields[];
 extern const PodField pod_host_alias_fields[];
 extern const char *const pod_dns_policies[];
@@ -200,7 +211,6 @@ extern const char *const pod_dns_policies[];
                 .sub = pod_host_alias_fields                                                                  \
         }
 int pod_network_validate(PodDec *d, json_t *root, Pod *pod);
-void pod_network_done(Pod *pod);
 /* readiness gates (api-status.c): spec.readinessGates, each conditionType a qualified name */
 extern const PodField pod_readiness_gate_fields[];
 int pod_readiness_gate_post(PodDec *d, json_t *obj, void *base);
@@ -243,7 +253,6 @@ int pod_probes_check(PodDec *d, json_t *obj, PodContainer *c, bool init);
 
 void pod_strv_done(PodStrv *v);
 void pod_string_map_done(PodStringMap *m);
-void pod_container_done(PodContainer *c);
 
 /* ---- the field table (fields-table.c) and its walker (fields.c) -------- */
 

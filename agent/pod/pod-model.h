@@ -290,8 +290,6 @@ typedef struct PodContainer {
  * containerPort of the container's port of that name; -ENOENT when there
  * is none. */
 int pod_port_resolve(const PodContainer *c, const PodPortRef *port, int32_t *ret);
-void pod_handler_done(PodHandler *h);
-void pod_container_probes_done(PodContainer *c);
 
 typedef struct PodNodeSelectorRequirement {
         char *key;

@@ -7,8 +7,6 @@
 
 /* ---- Security context (security.c) ----------------------------------------- */
 
-void pod_security_done(PodSecurity *s);
-
 /* Where Localhost seccomp profiles are (kubelet's <root-dir>/seccomp): the
  * admission checks the file, the runtime gets its absolute path. */
 #define POD_SECCOMP_ROOT "/var/lib/kubelet/seccomp"
@@ -17,7 +15,7 @@ void pod_security_done(PodSecurity *s);
  * kubelet's DetermineEffectiveSecurityContext: the pod's runAsUser,
  * runAsGroup and runAsNonRoot, each overridden by the container's when set,
  * and the container's other fields. The pod's supplementalGroups and sysctls
- * come along. *ret borrows from pod and c: never pod_security_done() it.
+ * come along. *ret borrows from pod and c: never free what it points to.
  */
 void pod_security_effective(const Pod *pod, const PodContainer *c, PodSecurity *ret);
 /* kubelet's AddNoNewPrivileges: allowPrivilegeEscalation set to false. */

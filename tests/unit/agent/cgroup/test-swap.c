@@ -219,12 +219,15 @@ static void test_controller_check(void **state) {
 
 /* memorySwap.swapBehavior as the KubeletConfiguration gives it */
 static void test_config(void **state) {
-        static const char *const ok[][2] = {
-                { "memorySwap: {swapBehavior: LimitedSwap}\n", "LimitedSwap" },
-                { "memorySwap: {swapBehavior: NoSwap}\n", "NoSwap" },
-                { "memorySwap: {swapBehavior: \"\"}\n", "" },
-                { "memorySwap: {}\n", NULL },
-                { "maxPods: 10\n", NULL },
+        static const struct {
+                const char *text;
+                PodSwapBehavior want;
+        } ok[] = {
+                { "memorySwap: {swapBehavior: LimitedSwap}\n", POD_SWAP_LIMITED },
+                { "memorySwap: {swapBehavior: NoSwap}\n", POD_SWAP_NO_SWAP },
+                { "memorySwap: {swapBehavior: \"\"}\n", POD_SWAP_NO_SWAP },
+                { "memorySwap: {}\n", POD_SWAP_NO_SWAP },
+                { "maxPods: 10\n", POD_SWAP_NO_SWAP },
         };
         static const char bad[] = "kind: KubeletConfiguration\nmemorySwap:\n  swapBehavior: UnlimitedSwap\n";
         PodKubeletConfig c;
@@ -232,11 +235,8 @@ static void test_config(void **state) {
 
         (void) state;
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-                assert_int_equal(pod_kubelet_config_decode(ok[i][0], strlen(ok[i][0]), "k.yaml", &c, &err), 0);
-                if (ok[i][1])
-                        assert_string_equal(c.swap_behavior, ok[i][1]);
-                else
-                        assert_null(c.swap_behavior);
+                assert_int_equal(pod_kubelet_config_decode(ok[i].text, strlen(ok[i].text), "k.yaml", &c, &err), 0);
+                assert_int_equal(c.swap_behavior, ok[i].want);
                 pod_kubelet_config_done(&c);
         }
         assert_int_equal(pod_kubelet_config_decode(bad, strlen(bad), "k.yaml", &c, &err), -EINVAL);

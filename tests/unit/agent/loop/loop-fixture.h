@@ -280,7 +280,7 @@ static int setup(void **state) {
         assert_true(asprintf(&f->o.runtime_endpoint, "unix://%s/no-runtime.sock", f->dir) > 0);
         assert_non_null(f->o.node_name = strdup("node1"));
         assert_true(asprintf(&f->o.kc.pod_logs_dir, "%s/logs", f->dir) > 0);
-        assert_non_null(f->o.kc.cgroup_driver = strdup("cgroupfs"));
+        f->o.kc.cgroup_driver = POD_CGROUP_DRIVER_CGROUPFS;
         assert_non_null(f->o.kc.device_plugin_dir = strdup(""));
         assert_non_null(f->o.kc.cni_conf_dir = strdup(""));
         f->o.events_relist_usec = 0; /* no event stream: the relist timer alone */

@@ -38,7 +38,7 @@ static void fake_sys(Fixture *f) {
                 write_file(d, "online", "0-3\n");
         }
         f->o.sys_root = TAKE_PTR(root);
-        assert_non_null(f->o.kc.cpu_manager_policy = strdup("static"));
+        f->o.kc.cpu_manager_policy = POD_CPU_MANAGER_STATIC;
         assert_non_null(f->o.kc.reserved_system_cpus = strdup("0"));
 }
 

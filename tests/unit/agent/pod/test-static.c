@@ -491,13 +491,13 @@ static void test_kubelet_config_defaults(void **state) {
         pod_kubelet_config_init(&c);
         assert_true(c.pod_pids_limit == -1);
         assert_true(c.cpu_cfs_quota);
-        assert_null(c.cgroup_driver);
+        assert_int_equal(c.cgroup_driver, POD_CGROUP_DRIVER_UNSET);
         pod_kubelet_config_done(&c);
 
         assert_int_equal(pod_kubelet_config_decode("{}", 2, "c.json", &c, &err), 0);
         assert_true(c.pod_pids_limit == -1);
         assert_true(c.cpu_cfs_quota);
-        assert_null(c.cgroup_driver); /* not set: the host decides */
+        assert_int_equal(c.cgroup_driver, POD_CGROUP_DRIVER_UNSET); /* not set: the host decides */
         assert_int_equal(c.kube_reserved.n, 0);
         assert_int_equal(c.system_reserved.n, 0);
         assert_int_equal(c.ignored.n, 0);
@@ -513,7 +513,7 @@ static void test_kubelet_config_defaults(void **state) {
         assert_true(c.shutdown_grace_period.usec == 0 && c.shutdown_grace_period_critical_pods.usec == 0);
         assert_true(pod_quantity_value(c.container_log_max_size) == 10 * 1024 * 1024);
         pod_kubelet_config_done(&c);
-        assert_null(c.cgroup_driver);
+        assert_int_equal(c.cgroup_driver, POD_CGROUP_DRIVER_UNSET);
 }
 
 static void test_kubelet_config_full(void **state) {
@@ -548,7 +548,7 @@ static void test_kubelet_config_full(void **state) {
 
         (void) state;
         assert_int_equal(pod_kubelet_config_decode(yaml, strlen(yaml), "kubelet.yaml", &c, &err), 0);
-        assert_string_equal(c.cgroup_driver, "systemd");
+        assert_int_equal(c.cgroup_driver, POD_CGROUP_DRIVER_SYSTEMD);
         assert_true(c.pod_pids_limit == 4096);
         assert_false(c.cpu_cfs_quota);
         assert_true(pod_resource_get(&c.kube_reserved, "cpu", &q));
@@ -559,7 +559,7 @@ static void test_kubelet_config_full(void **state) {
         assert_int_equal(pod_quantity_value(q), 536870912);
         /* admission, CPU manager and eviction fields */
         assert_true(c.max_pods == 110);
-        assert_string_equal(c.cpu_manager_policy, "static");
+        assert_int_equal(c.cpu_manager_policy, POD_CPU_MANAGER_STATIC);
         assert_true(c.cpu_manager_reconcile_period.set && c.cpu_manager_reconcile_period.usec == 5000000);
         assert_string_equal(c.reserved_system_cpus, "0,4");
         assert_true(c.eviction_hard_set);
@@ -570,7 +570,7 @@ static void test_kubelet_config_full(void **state) {
         assert_string_equal(c.eviction_soft_grace_period.values[0], "1m30s");
         assert_true(c.eviction_max_pod_grace_period == 20);
         assert_true(c.eviction_pressure_transition_period.usec == 30000000);
-        assert_string_equal(c.eviction_policy, "kubelet");
+        assert_int_equal(c.eviction_policy, POD_EVICTION_KUBELET);
         assert_true(c.eviction_sample_period.set && c.eviction_sample_period.usec == 500000);
         assert_string_equal(c.psi_memory_trigger, "some 100000 1000000");
         /* fields present but not supported, in manifest order */
