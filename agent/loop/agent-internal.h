@@ -16,8 +16,8 @@
  *   agent.c                      lifecycle, event sources, signals
  *     status-json.c              the status document (cubelet status)
  *     source-dir.c source-http.c the sources: read, decode, push
- *     cluster.c cluster-mirror.c the API server: its source's hooks, the
- *     cluster-node-events.c      status publisher (cluster-internal.h)
+ *     cluster.c                  the API server: the hooks of agent/cluster's
+ *                                source and status publisher (their objects)
  *     merge.c                    the sources' queue and kubelet's merge
  *     jobs.c                     the worker's results, the relist
  *     podtable.c <-> actions.c   the pod table; the managers' decisions
@@ -51,6 +51,7 @@
 #include "../cluster/client.h"
 #include "../cluster/events.h"
 #include "../cluster/node.h"
+#include "../cluster/publisher.h"
 #include "../cluster/source.h"
 #include "../cluster/status.h"
 #include "../config/podsrc.h"
@@ -148,10 +149,6 @@ typedef struct AgentSourceErrors {
 /* The HTTP API: serve.c's object (its counters too: the others call agent_metrics_*()). */
 typedef struct AgentApi AgentApi;
 
-/* The API server (--kubeconfig): the status publisher, an object of the
- * loop's cluster files (cluster-internal.h), written by cluster.c alone. */
-typedef struct AgentCluster AgentCluster;
-
 /* in-place resize's checkpoint (resize.c): <stateDir>/pod_resources,
  * uid → {inProgress, containers: the allocated cpu/memory} of the pods
  * whose allocation differs from their source's pod or is not actuated */
@@ -172,7 +169,7 @@ struct Agent {
         AgentSourceHttp *url;    /* source-http.c */
         AgentSourceErrors *errs; /* source-state.c */
         AgentApi *api;           /* serve.c */
-        AgentCluster *cluster;   /* cluster.c: the status publisher */
+        KubePublisher *cluster;  /* cluster.c: agent/cluster's status publisher (publisher.h); NULL: none */
         KubeSource *kube;        /* cluster.c: the API server's pod source (agent/cluster/source.h); NULL: none */
 };
 
@@ -187,15 +184,6 @@ void agent_cluster_status(Agent *a, json_t *doc);
 void agent_cluster_free(Agent *a);
 /* the API server's pod source (NULL without --kubeconfig) */
 
-/* cluster-node-events.c: the node's own events */
-void agent_cluster_node_event(Agent *a, const char *reason, const char *message);
-void agent_cluster_node_condition_events(Agent *a, const json_t *conds);
-/* cluster-mirror.c: static pods as mirror pods (the status tick's) */
-void agent_cluster_mirror_pods(Agent *a, const json_t *set, const ApiPodsInfo *info);
-/* The status of p (an API pod, or the static pod of mirror pod uid) to the
- * API server: rendered again only when what it depends on changed since
- * the API server got it (cluster-mirror.c). */
-void agent_cluster_publish_status(Agent *a, const LcPod *p, const ApiPodsInfo *info, const char *uid);
 /* cluster-env.c: container c's env from the API server's data into cfg
  * (env_from, env_refs, or env_error with kubelet's message); -ENOMEM */
 int agent_cluster_container_env(Agent *a, const Pod *pod, const PodContainer *c, WorkerContainerConfig *cfg);

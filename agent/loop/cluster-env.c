@@ -15,7 +15,7 @@
 
 #include "../cluster/pullcreds.h"
 #include "../util/cleanup.h"
-#include "cluster-internal.h"
+#include "agent-internal.h"
 
 /* 1 here (*ret NULL: it does not exist), 0 asked for, < 0 failing */
 static int keys(Agent *a, const Pod *pod, bool secret, const char *name, const json_t **ret, CubError *err) {

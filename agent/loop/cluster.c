@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The API server as the node's fourth peer (--kubeconfig): the Node as this
- * agent sees it, for agent/cluster/node.c to register and keep, and the
- * connection's state for `cubelet status`. Reads the other parts; writes
- * only AgentCluster. */
+/* The API server as the node's fourth peer (--kubeconfig): the loop's side
+ * of agent/cluster's source (its hooks: the set into the merge's queue)
+ * and of its status publisher (the Node as this agent sees it, the pod
+ * table as its snapshot), both objects of agent/cluster. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,12 +12,13 @@
 #include <syslog.h>
 
 #include "../../cri/cri.h"
+#include "../cluster/publisher.h"
 #include "../managers/managers.h"
 #include "../node/info.h"
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
 #include "../util/log.h"
-#include "cluster-internal.h"
+#include "agent-internal.h"
 
 #define ANNOTATION_ATTACH "volumes.kubernetes.io/controller-managed-attach-detach"
 /* the version a node reports: the Kubernetes minor whose semantics cubelet
@@ -124,7 +125,7 @@ static json_t *node_json(void *userdata) {
         else
                 json_array_append_new(conds,
                                       condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"));
-        agent_cluster_node_condition_events(a, conds);
+        kube_publisher_node_conditions(a->cluster, conds);
         node = json_pack("{s:{s:o,s:{s:s}},s:{s:o},s:{s:o,s:o,s:o,s:[{s:s,s:s},{s:s,s:s}],s:o,s:{s:{s:I}}}}",
                          "metadata", "labels", labels, "annotations", ANNOTATION_ATTACH, "true", "spec", "taints",
                          kube_node_taints_parse(a->core.opt.register_taints), "status", "capacity", cap, "allocatable",
@@ -168,115 +169,18 @@ static void source_update(void *userdata, PodsrcSet *set, const KubeSourceStop *
         agent_apply_actions(a);
 }
 
-/* ---- their status, and the final DELETE --------------------------------------------- */
+/* ---- the status publisher's hooks (agent/cluster/publisher.h) -------------------------- */
 
-#define STATUS_TICK_USEC CUB_USEC_PER_SEC
-#define STATUS_RESYNC_TICKS 10
+/* the loop's snapshot for one tick: the pod table, as /pods renders it */
+static void pub_snapshot(void *userdata, KubePubSnapshot *ret) {
+        Agent *a = userdata;
 
-/* Each second: the status of every API pod of the table, as /pods renders
- * it (rendered when what it depends on changed, sent when it did), the
- * final DELETE of each deleted pod whose containers are stopped, and the
- * statuses of pods the API no longer has forgotten. */
-static void status_tick(Agent *a) {
-        const json_t *set = kube_source_pods(a->kube);
-        ApiPodsInfo info;
-        const char *uid;
-        json_t *o, *keep;
-
-        agent_api_pods_info(a, &info);
-        a->cluster->ticks++;
-        kube_source_tick(a->kube);
-        if (!kube_source_synced(a->kube))
-                return;
-        keep = json_object();
-        (void) json_object_update(keep, (json_t *) set);
-        for (size_t i = 0; keep && i < a->table.n_pods; i++) {
-                const LcPod *p = a->table.pods[i];
-                bool api = agent_pod_from_api(p) && json_object_get(set, p->spec->pod->uid);
-
-                /* a static pod's events too, once the node is there (kubelet's) */
-                if (!api && (agent_pod_from_api(p) || !p->wanted || !kube_node_registered(a->cluster->node)))
-                        continue;
-                if (!api)
-                        (void) json_object_set_new(keep, p->spec->pod->uid, json_true());
-                /* kubelet's status manager resyncs every 10 s */
-                if (api && a->cluster->ticks % STATUS_RESYNC_TICKS == 0)
-                        (void) kube_status_reconcile(
-                                a->cluster->status, p->spec->pod->uid,
-                                json_object_get(json_object_get(set, p->spec->pod->uid), "status"));
-                /* a pod already terminal in the API when cubelet first saw it
-                 * keeps the API's status; one whose status is the one sent
-                 * and depends on the same bytes is not rendered again */
-                if (api && !p->api_terminal)
-                        agent_cluster_publish_status(a, p, &info, p->spec->pod->uid);
-                for (size_t k = 0; k < p->n_events; k++) {
-                        const LcEvent *e = &p->events[k];
-                        KubeEventInput in = {
-                                .ns = p->spec->pod->namespace_,
-                                .pod = p->spec->pod->name,
-                                .uid = p->spec->pod->uid,
-                                .warning = e->warning,
-                                .reason = e->reason,
-                                .message = e->message ? e->message : "",
-                                .count = e->count,
-                                .first_unix = ((int64_t) e->first_usec + info.wall_minus_mono_usec) / 1000000,
-                                .last_unix = ((int64_t) e->last_usec + info.wall_minus_mono_usec) / 1000000,
-                        };
-
-                        kube_events_record(a->cluster->events, &in);
-                }
-        }
-        json_object_foreach((json_t *) kube_source_waiting(a->kube), uid, o) {
-                json_int_t first = json_integer_value(json_object_get(o, "first"));
-                KubeEventInput in = { .ns = json_string_value(json_object_get(o, "ns")),
-                                      .pod = json_string_value(json_object_get(o, "name")),
-                                      .uid = uid,
-                                      .warning = true,
-                                      .reason = "FailedMount",
-                                      .message = json_string_value(json_object_get(o, "message")),
-                                      .count = 1,
-                                      .first_unix = first,
-                                      .last_unix = first };
-
-                kube_events_record(a->cluster->events, &in);
-        }
-        for (size_t i = 0; kube_node_registered(a->cluster->node) && i < a->cluster->n_node_events; i++) {
-                KubeEventInput in = { .kind = "Node",
-                                      .ns = "default",
-                                      .pod = a->core.opt.node_name,
-                                      .uid = a->core.opt.node_name,
-                                      .reason = a->cluster->node_events[i].reason,
-                                      .message = a->cluster->node_events[i].message,
-                                      .count = a->cluster->node_events[i].count,
-                                      .first_unix = a->cluster->node_events[i].first_unix,
-                                      .last_unix = a->cluster->node_events[i].last_unix };
-
-                kube_events_record(a->cluster->events, &in);
-        }
-        kube_events_prune(a->cluster->events, keep ?: set);
-        json_decref(keep);
-        json_object_foreach((json_t *) set, uid, o) {
-                const json_t *meta = json_object_get(o, "metadata");
-
-                if (!json_object_get(meta, "deletionTimestamp") ||
-                    json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror") ||
-                    agent_find_pod(a, uid) || agent_is_killing(a, uid))
-                        continue;
-                kube_status_delete(a->cluster->status, json_string_value(json_object_get(meta, "namespace")),
-                                   json_string_value(json_object_get(meta, "name")), uid);
-        }
-        agent_cluster_mirror_pods(a, set, &info);
-        kube_status_prune(a->cluster->status, set);
+        *ret = (KubePubSnapshot){ .pods = (const LcPod *const *) a->table.pods, .n_pods = a->table.n_pods };
+        agent_api_pods_info(a, &ret->info);
 }
 
-static int on_status_tick(sd_event_source *s, uint64_t usec, void *userdata) {
-        Agent *a = userdata;
-        uint64_t t0 = cub_now_usec(CLOCK_THREAD_CPUTIME_ID);
-
-        (void) sd_event_source_set_time(s, usec + STATUS_TICK_USEC);
-        status_tick(a);
-        a->cluster->tick_cpu_usec += cub_now_usec(CLOCK_THREAD_CPUTIME_ID) - t0;
-        return 0;
+static bool pub_stopping(void *userdata, const char *uid) {
+        return agent_is_killing(userdata, uid);
 }
 
 int agent_cluster_start(Agent *a, CubError *err) {
@@ -287,6 +191,9 @@ int agent_cluster_start(Agent *a, CubError *err) {
                 .offline_start = a->core.kc->offline_pods == POD_OFFLINE_START,
         };
         KubeSourceHooks hooks = { .update = source_update, .pod = source_pod, .userdata = a };
+        KubePublisherHooks ph = {
+                .node = node_json, .snapshot = pub_snapshot, .stopping = pub_stopping, .userdata = a
+        };
         KubeNodeOptions no = {
                 .name = a->core.opt.node_name,
                 .register_node = a->core.opt.register_node,
@@ -294,78 +201,41 @@ int agent_cluster_start(Agent *a, CubError *err) {
                 .report_usec = a->core.opt.node_status_report_usec,
                 .lease_seconds = a->core.opt.node_lease_seconds,
         };
+        KubeClient *client = NULL;
         int r;
 
-        a->cluster = calloc(1, sizeof(*a->cluster));
-        if (!a->cluster)
-                return cub_err_set(err, ENOMEM, "out of memory");
         if (!a->core.opt.kubeconfig)
                 return 0;
         r = kube_config_load(a->core.opt.kubeconfig, &cfg, err);
         if (r >= 0)
-                r = kube_client_new(a->core.event, &cfg, &a->cluster->client, err);
+                r = kube_client_new(a->core.event, &cfg, &client, err);
         kube_config_done(&cfg);
         if (r >= 0)
-                r = kube_node_new(a->core.event, a->cluster->client, &no, node_json, a, &a->cluster->node, err);
+                r = kube_publisher_new(a->core.event, client, &no, &ph, &a->cluster, err); /* takes client */
         if (r >= 0)
-                r = kube_node_start(a->cluster->node, err);
-        if (r >= 0)
-                r = kube_source_new(a->core.event, a->cluster->client, &so, &hooks, &a->kube, err);
-        if (r >= 0)
-                r = kube_status_new(a->cluster->client, &a->cluster->status, err);
-        if (r >= 0)
-                r = kube_events_new(a->cluster->client, a->core.opt.node_name, &a->cluster->events, err);
-        if (r >= 0)
-                agent_cluster_node_event(a, "Starting", "Starting kubelet.");
-        if (r >= 0 && (r = sd_event_add_time_relative(a->core.event, &a->cluster->status_timer, CLOCK_MONOTONIC,
-                                                      STATUS_TICK_USEC, CUB_USEC_PER_MSEC * 10, on_status_tick, a)) < 0)
-                r = cub_err_set(err, -r, "sd-event: %s", strerror(-r));
+                r = kube_source_new(a->core.event, kube_publisher_client(a->cluster), &so, &hooks, &a->kube, err);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_enabled(a->cluster->status_timer, SD_EVENT_ON);
-        (void) sd_event_source_set_description(a->cluster->status_timer, "kube-pod-status");
+        kube_publisher_set_source(a->cluster, a->kube);
         kube_source_start(a->kube);
-        cub_log(LOG_INFO, "API server %s: node '%s' (kubeconfig '%s')", kube_client_server(a->cluster->client),
-                a->core.opt.node_name, a->core.opt.kubeconfig);
+        cub_log(LOG_INFO, "API server %s: node '%s' (kubeconfig '%s')",
+                kube_client_server(kube_publisher_client(a->cluster)), a->core.opt.node_name, a->core.opt.kubeconfig);
         return 0;
 }
 
 void agent_cluster_changed(Agent *a) {
         if (a->cluster)
-                kube_node_changed(a->cluster->node);
+                kube_publisher_node_changed(a->cluster);
 }
 
 void agent_cluster_status(Agent *a, json_t *doc) {
-        json_t *o;
-
-        if (!a->cluster || !a->cluster->node)
-                return;
-        o = kube_node_status_json(a->cluster->node);
-        if (o) {
-                const KubeClientStats *s = kube_client_stats(a->cluster->client);
-
-                json_object_set_new(o, "requests", json_integer((json_int_t) s->requests));
-                kube_source_status(a->kube, o);
-                json_object_set_new(o, "podStatus", kube_status_json(a->cluster->status));
-                json_object_set_new(o, "events", kube_events_status_json(a->cluster->events));
-                json_object_set_new(o, "failures", json_integer((json_int_t) s->failures));
-                json_object_set_new(o, "retryAfterHolds", json_integer((json_int_t) s->holds));
-                /* the status tick's own CPU (the loop's thread), µs since the start */
-                json_object_set_new(o, "statusTickCpuUsec", json_integer((json_int_t) a->cluster->tick_cpu_usec));
-        }
-        json_object_set_new(doc, "apiServer", o);
+        if (a->cluster)
+                json_object_set_new(doc, "apiServer", kube_publisher_status_json(a->cluster));
 }
 
 void agent_cluster_free(Agent *a) {
-        if (!a->cluster)
-                return;
-        sd_event_source_disable_unref(a->cluster->status_timer);
-        kube_status_free(a->cluster->status);
-        kube_events_free(a->cluster->events);
-        json_decref(a->cluster->node_conditions);
-        kube_source_free(a->kube);
-        kube_node_free(a->cluster->node);
-        kube_client_free(a->cluster->client);
-        free(a->cluster);
-        a->cluster = NULL;
+        if (a->cluster)
+                kube_publisher_set_source(a->cluster, NULL);
+        a->kube = kube_source_free(a->kube);
+        a->cluster = kube_publisher_free(a->cluster);
 }
