@@ -2,14 +2,17 @@
 #pragma once
 
 /* Shared between the agent/worker sources (worker.c, relist.c, sync.c,
- * kill.c) and their unit tests only. */
+ * container-config.c, kill.c, ...) and their unit tests only. */
 
+#include <limits.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
 #include "../probes/probes.h"
+#include "../util/cleanup.h"
 #include "../util/time.h"
 #include "worker.h"
 
@@ -49,7 +52,58 @@ int worker_job_relist(WorkerPool *p, WorkerJob *j, CubError *err);
 int worker_job_sync(WorkerPool *p, WorkerJob *j, CubError *err);
 int worker_job_kill(WorkerPool *p, WorkerJob *j, CubError *err);
 int worker_job_update(WorkerPool *p, WorkerJob *j, CubError *err);
-/* sync.c: the CRI resources of a container (the spec's, with this cpuset;
+/* sync.c: adds the NULL-terminated key/value pairs after l; -E2BIG (and
+ * err set) when they do not fit */
+__attribute__((sentinel)) int worker_labels_set(WorkerLabels *l, CubError *err, ...);
+
+/* env sources: "IPv4,IPv6", the node's addresses (worker_host_ips) */
+#define WORKER_HOST_IPS_MAX (2 * 46 + 2)
+
+/* A SYNC job's context (sync.c), shared with the container's config
+ * (container-config.c). */
+typedef struct SyncCtx {
+        WorkerPool *p;
+        const WorkerSpec *s;
+        const WorkerContainerConfig *configs; /* per container, init first; NULL = the spec's alone */
+        const char *sandbox_id;
+        const CriSandboxConfig *sbc;
+        char grace[DECIMAL_STR_MAX(int64_t)];
+        char cgroup_parent[sizeof(((CgGroupValues *) NULL)->path) + 1];
+        uint64_t containers_started_usec; /* the last StartContainer that returned OK */
+        WorkerJob *j;                     /* security context: its config_errors */
+        bool config_error;                /* the last start_container() failed so */
+        const char *pod_ip;               /* the sandbox's primary IP (network); NULL = unknown → "" */
+        const CriContainer *ct;           /* the sandbox's containers (an ephemeral container's target) */
+        size_t n_ct;
+        /* env sources: the host's addresses, read once per sync */
+        char host_ip[INET6_ADDRSTRLEN];
+        char host_ips[WORKER_HOST_IPS_MAX];
+        const char *hosts_path; /* network: the pod's /etc/hosts, NULL = none mounted */
+        /* what the sync is at, for its typed failure (WorkerJob.fail) */
+        WorkerFailKind stage;
+        size_t stage_container; /* SIZE_MAX: the pod */
+} SyncCtx;
+
+/* container-config.c: container idx's CRI config (attempt; image_ref: the
+ * image as pulled, NULL or "": the spec's) into *w, its storage owned by w;
+ * a config error (CreateContainerConfigError) is noted on the job. */
+typedef struct WorkerCriConfig {
+        CriContainerConfig cfg;
+        WorkerLabels labels;
+        const char **envs;
+        char **pod_env, **command, **args;
+        CriDevice *devices;
+        CriMount *mounts;
+        int64_t *groups;
+        char *log_path, *username, *term_file;
+        CriSELinux selinux;
+        char seccomp_path[PATH_MAX];
+        const char *unified[CG_UNIFIED_KV_MAX];
+} WorkerCriConfig;
+int worker_container_config(SyncCtx *x, size_t idx, uint32_t attempt, const char *image_ref, WorkerCriConfig *w,
+                            CubError *err);
+void worker_cri_config_done(WorkerCriConfig *w);
+/* container-config.c: the CRI resources of a container (the spec's, with this cpuset;
  * the unified map in kv points into res), and the resources of the pod's
  * container idx in pod_container_at()'s order */
 CriResources worker_cri_resources(const CgContainerResources *res, const char *cpuset,
@@ -132,7 +186,6 @@ int worker_pod_groups(const Pod *pod, int64_t **ret, size_t *ret_n);
 const CriSELinux *worker_selinux_of(const PodSELinux *s, CriSELinux *buf);
 /* env sources: the node's first IPv4 address that is up and not loopback,
  * and "IPv4,IPv6" with its first global IPv6 one (hostips.c) */
-#define WORKER_HOST_IPS_MAX (2 * 46 + 2)
 void worker_host_ips(char host_ip[static 46], char host_ips[static WORKER_HOST_IPS_MAX]);
 
 /* termination messages (termmsg.c): a new empty file for a container of pod
