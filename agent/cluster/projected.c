@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tokens, ConfigMaps and Secrets for the pods' volumes and env, on the loop. */
+/* Tokens, ConfigMaps and Secrets for the pods' volumes and env, on the loop:
+ * a token asked for (and renewed) by TokenRequest, a ConfigMap or Secret
+ * watched (a reflector of its own: list and watch by name). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -16,6 +18,7 @@
 #include "../util/time.h"
 #include "answers.h"
 #include "projected.h"
+#include "reflector.h"
 
 static const CubRetryPolicy projected_retry = {
         .base_usec = 1 * CUB_USEC_PER_SEC,
@@ -36,16 +39,21 @@ struct Entry {
         /* token: a string; ConfigMap, Secret: its keys' bytes (strings, which
          * may hold NULs), null when it does not exist */
         json_t *value;
-        uint64_t renew_usec; /* ask again then (monotonic) */
-        uint64_t id;         /* the request in flight, 0: none */
-        CubRetry retry;
+        uint64_t renew_usec;   /* token: ask again then (monotonic) */
+        uint64_t id;           /* token: the request in flight, 0: none */
+        KubeReflector *watch;  /* ConfigMap, Secret: its list and watch */
+        CubRetry retry;        /* token: the requests' failures; ConfigMap, Secret: an object that is not one */
         bool used;
 };
 
 struct KubeProjected {
+        sd_event *event;
         KubeClient *client;
         KubeProjectedFn fn;
         void *userdata;
+        /* fn, called from the loop after a value changed: never from inside
+         * an answer or a watch's callback, whose entry fn's pass may free */
+        sd_event_source *notify;
         Entry *entries;
         uint64_t generation, tokens, config_maps, secrets, failures;
 };
@@ -80,6 +88,7 @@ static void entry_free(Entry *e) {
                 return;
         if (e->id)
                 kube_client_cancel(e->p->client, e->id);
+        kube_reflector_free(e->watch);
         json_decref(e->value);
         free(e->key);
         free(e->ns);
@@ -90,14 +99,33 @@ static void entry_free(Entry *e) {
         free(e);
 }
 
-int kube_projected_new(KubeClient *c, KubeProjectedFn fn, void *userdata, KubeProjected **ret, CubError *err) {
+static int on_notify(sd_event_source *s, void *userdata) {
+        KubeProjected *p = userdata;
+
+        (void) s;
+        if (p->fn)
+                p->fn(p->userdata);
+        return 0;
+}
+
+int kube_projected_new(sd_event *event, KubeClient *c, KubeProjectedFn fn, void *userdata, KubeProjected **ret,
+                       CubError *err) {
         KubeProjected *p = calloc(1, sizeof(*p));
+        int r;
 
         if (!p)
                 return cub_err_set(err, ENOMEM, "out of memory");
+        p->event = event;
         p->client = c;
         p->fn = fn;
         p->userdata = userdata;
+        r = sd_event_add_defer(event, &p->notify, on_notify, p);
+        if (r < 0) {
+                free(p);
+                return cub_err_set(err, -r, "API server: volumes: sd-event: %s", strerror(-r));
+        }
+        (void) sd_event_source_set_enabled(p->notify, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(p->notify, "kube-projected");
         *ret = p;
         return 0;
 }
@@ -111,6 +139,7 @@ KubeProjected *kube_projected_free(KubeProjected *p) {
                 p->entries = e->next;
                 entry_free(e);
         }
+        p->notify = sd_event_source_disable_unref(p->notify);
         free(p);
         return NULL;
 }
@@ -123,92 +152,133 @@ static const char *what(const Entry *e, char *buf, size_t size) {
         return buf;
 }
 
-static void ask(Entry *e);
+/* a new value: pods waiting for it may go on, volumes are written again */
+static void set_value(Entry *e, json_t *v) {
+        KubeProjected *p = e->p;
+        bool changed = !e->value || !json_equal(e->value, v);
+        char w[600];
 
+        if (cub_retry_succeeded(&e->retry))
+                cub_log(LOG_INFO, "API server: %s: got it", what(e, w, sizeof(w)));
+        json_decref(e->value);
+        e->value = v;
+        if (changed) {
+                p->generation++;
+                (void) sd_event_source_set_enabled(p->notify, SD_EVENT_ONESHOT);
+        }
+}
+
+/* a failure: logged once per distinct error, the pods that wait for it say it */
+static void set_failed(Entry *e, const char *error, bool again) {
+        uint64_t now = now_mono();
+        char w[600];
+
+        e->p->failures++;
+        if (!cub_retry_failed(&e->retry, &projected_retry, now, error, cub_retry_draw()))
+                return;
+        if (again)
+                cub_log(LOG_WARNING, "API server: %s: %s; trying again in %" PRIu64 " s", what(e, w, sizeof(w)), error,
+                        (e->retry.next_usec - now + CUB_USEC_PER_SEC - 1) / CUB_USEC_PER_SEC);
+        else
+                cub_log(LOG_WARNING, "API server: %s: %s; waiting for its next change", what(e, w, sizeof(w)), error);
+}
+
+/* a token's TokenRequest answered */
 static void on_answer(void *userdata, long status, json_t *body, const char *error) {
         Entry *e = userdata;
         KubeProjected *p = e->p;
-        uint64_t now = now_mono();
-        bool changed = false;
-        json_t *v = NULL;
-        char w[600];
+        const char *tok;
+        int64_t exp, es;
 
+        (void) status;
         e->id = 0;
-        if (e->token && !*error) {
-                const char *tok;
-                int64_t exp, es;
-
-                if (kube_answer_token(body, &tok, &exp, &es) < 0)
-                        error = "the TokenRequest's answer has no token, expirationTimestamp or expirationSeconds";
-                else {
-                        int64_t in = kube_token_renew_in(exp, es, (int64_t) (cub_now_usec(CLOCK_REALTIME) / 1000000),
-                                                         (int64_t) (cub_retry_draw() % (KUBE_TOKEN_MAX_JITTER_S + 1)));
-
-                        v = json_string(tok);
-                        e->renew_usec = now + (uint64_t) in * CUB_USEC_PER_SEC;
-                        p->tokens++;
-                }
-        } else if (!e->token && (!*error || status == 404)) {
-                /* 404: it does not exist (an optional one is no file, no env) */
-                v = status == 404 ? json_null() : kube_answer_keys(body, e->secret, &error);
-                e->renew_usec = now + (status == 404 ? KUBE_CONFIG_MAP_MISSING_TTL_S : KUBE_CONFIG_MAP_TTL_S) *
-                                              CUB_USEC_PER_SEC;
-                if (v && e->secret)
-                        p->secrets++;
-                else if (v)
-                        p->config_maps++;
-        }
-        if (!v) {
-                p->failures++;
-                if (cub_retry_failed(&e->retry, &projected_retry, now, *error ? error : "out of memory",
-                                     cub_retry_draw()))
-                        cub_log(LOG_WARNING, "API server: %s: %s; trying again in %" PRIu64 " s", what(e, w, sizeof(w)),
-                                *error ? error : "out of memory",
-                                (e->retry.next_usec - now + CUB_USEC_PER_SEC - 1) / CUB_USEC_PER_SEC);
+        if (!*error && kube_answer_token(body, &tok, &exp, &es) < 0)
+                error = "the TokenRequest's answer has no token, expirationTimestamp or expirationSeconds";
+        if (*error) {
+                set_failed(e, error, true);
                 return;
         }
-        if (cub_retry_succeeded(&e->retry))
-                cub_log(LOG_INFO, "API server: %s: got it", what(e, w, sizeof(w)));
-        changed = !e->value || !json_equal(e->value, v);
-        json_decref(e->value);
-        e->value = v;
-        if (changed)
-                p->generation++;
-        if (changed && p->fn)
-                p->fn(p->userdata);
+        int64_t in = kube_token_renew_in(exp, es, (int64_t) (cub_now_usec(CLOCK_REALTIME) / 1000000),
+                                         (int64_t) (cub_retry_draw() % (KUBE_TOKEN_MAX_JITTER_S + 1)));
+        json_t *v = json_string(tok);
+
+        if (!v) {
+                set_failed(e, "out of memory", true);
+                return;
+        }
+        e->renew_usec = now_mono() + (uint64_t) in * CUB_USEC_PER_SEC;
+        p->tokens++;
+        set_value(e, v);
 }
 
+/* a ConfigMap's or Secret's list or watch event: the set of the objects of
+ * its name (none or one) */
+static void on_object(void *userdata, const json_t *set) {
+        Entry *e = userdata;
+        const char *uid, *error = "";
+        json_t *o, *v = json_null();
+
+        json_object_foreach((json_t *) set, uid, o) {
+                json_decref(v);
+                v = kube_answer_keys(o, e->secret, &error);
+        }
+        if (!v) {
+                set_failed(e, *error ? error : "out of memory", false);
+                return;
+        }
+        if (!json_is_null(v))
+                e->secret ? e->p->secrets++ : e->p->config_maps++;
+        set_value(e, v);
+}
+
+/* a token's TokenRequest */
 static void ask(Entry *e) {
         KubeProjected *p = e->p;
         _cleanup_free_ char *ns = curl_easy_escape(NULL, e->ns, 0), *name = curl_easy_escape(NULL, e->name, 0);
-        _cleanup_free_ char *sa = e->token ? curl_easy_escape(NULL, e->sa, 0) : NULL;
+        _cleanup_free_ char *sa = curl_easy_escape(NULL, e->sa, 0);
         char path[1024], w[600];
         json_t *body = NULL;
         CubError err = {};
         int r;
 
-        if (!ns || !name || (e->token && !sa))
+        if (!ns || !name || !sa)
                 return;
-        if (e->token) {
-                (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/serviceaccounts/%s/token", ns, sa);
-                body = json_pack("{s:s,s:s,s:{s:o,s:I,s:{s:s,s:s,s:s,s:s}}}", "apiVersion", "authentication.k8s.io/v1",
-                                 "kind", "TokenRequest", "spec", "audiences",
-                                 e->audience ? json_pack("[s]", e->audience) : json_array(), "expirationSeconds",
-                                 (json_int_t) e->expiration, "boundObjectRef", "apiVersion", "v1", "kind", "Pod",
-                                 "name", e->name, "uid", e->uid);
-                r = body ? kube_client_request(p->client, "POST", path, KUBE_CT_JSON, body, on_answer, e, &e->id, &err)
-                         : cub_err_set(&err, ENOMEM, "out of memory");
-                json_decref(body);
-        } else {
-                (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s/%s", ns,
-                                e->secret ? "secrets" : "configmaps", name);
-                r = kube_client_request(p->client, "GET", path, NULL, NULL, on_answer, e, &e->id, &err);
-        }
+        (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/serviceaccounts/%s/token", ns, sa);
+        body = json_pack("{s:s,s:s,s:{s:o,s:I,s:{s:s,s:s,s:s,s:s}}}", "apiVersion", "authentication.k8s.io/v1", "kind",
+                         "TokenRequest", "spec", "audiences", e->audience ? json_pack("[s]", e->audience) : json_array(),
+                         "expirationSeconds", (json_int_t) e->expiration, "boundObjectRef", "apiVersion", "v1", "kind",
+                         "Pod", "name", e->name, "uid", e->uid);
+        r = body ? kube_client_request(p->client, "POST", path, KUBE_CT_JSON, body, on_answer, e, &e->id, &err)
+                 : cub_err_set(&err, ENOMEM, "out of memory");
+        json_decref(body);
         if (r < 0) {
                 e->id = 0;
                 if (cub_retry_failed(&e->retry, &projected_retry, now_mono(), err.msg, cub_retry_draw()))
                         cub_log(LOG_WARNING, "API server: %s: %s", what(e, w, sizeof(w)), err.msg);
         }
+}
+
+/* a ConfigMap's or Secret's list and watch, by name (kubelet's watch-based
+ * manager: the Node authorizer lets a node list and watch one object its
+ * pods name, with a metadata.name field selector) */
+static int watch(Entry *e, CubError *err) {
+        _cleanup_free_ char *ns = curl_easy_escape(NULL, e->ns, 0);
+        _cleanup_free_ char *path = NULL, *sel = NULL, *label = NULL;
+        char w[600];
+        KubeReflectorSpec spec = { .fn = on_object, .userdata = e };
+        int r;
+
+        if (!ns || asprintf(&path, "/api/v1/namespaces/%s/%s", ns, e->secret ? "secrets" : "configmaps") < 0 ||
+            asprintf(&sel, "metadata.name=%s", e->name) < 0 || !(label = strdup(what(e, w, sizeof(w)))))
+                return cub_err_set(err, ENOMEM, "out of memory");
+        spec.what = label;
+        spec.path = path;
+        spec.field_selector = sel;
+        r = kube_reflector_new(e->p->event, e->p->client, &spec, &e->watch, err);
+        if (r < 0)
+                return r;
+        kube_reflector_start(e->watch);
+        return 0;
 }
 
 static int result(Entry *e, CubError *err) {
@@ -217,6 +287,8 @@ static int result(Entry *e, CubError *err) {
                 return 1;
         if (e->retry.failures > 0)
                 return cub_err_set(err, EIO, "%s", e->retry.error);
+        if (e->watch && kube_reflector_failing(e->watch))
+                return cub_err_set(err, EIO, "%s", kube_reflector_error(e->watch));
         return 0;
 }
 
@@ -294,7 +366,8 @@ int kube_projected_keys(KubeProjected *p, bool secret, const char *ns, const cha
                 e->name = strdup(name);
                 if (!e->ns || !e->name)
                         return cub_err_set(err, ENOMEM, "out of memory");
-                ask(e);
+                if ((r = watch(e, err)) < 0)
+                        return r;
         }
         r = result(e, err);
         if (r > 0)
@@ -330,7 +403,7 @@ void kube_projected_tick(KubeProjected *p) {
         uint64_t now = now_mono();
 
         for (Entry *e = p->entries; e; e = e->next) {
-                if (e->id || !cub_retry_due(&e->retry, now))
+                if (!e->token || e->id || !cub_retry_due(&e->retry, now))
                         continue;
                 if (!e->value || now >= e->renew_usec)
                         ask(e);
@@ -347,11 +420,13 @@ json_t *kube_projected_status_json(const KubeProjected *p) {
         char w[600];
 
         for (const Entry *e = p->entries; e; e = e->next) {
+                const char *error = e->retry.failures > 0 ? e->retry.error : kube_reflector_error(e->watch);
+
                 n++;
-                if (e->retry.failures > 0)
-                        json_array_append_new(failing,
-                                              json_pack("{s:s,s:s,s:i}", "what", what(e, w, sizeof(w)), "error",
-                                                        e->retry.error, "failures", (int) e->retry.failures));
+                if (error)
+                        json_array_append_new(failing, json_pack("{s:s,s:s,s:i}", "what", what(e, w, sizeof(w)),
+                                                                 "error", error, "failures",
+                                                                 (int) (e->retry.failures ?: 1)));
         }
         return json_pack("{s:I,s:I,s:I,s:I,s:I,s:o}", "entries", (json_int_t) n, "tokens", (json_int_t) p->tokens,
                          "configMaps", (json_int_t) p->config_maps, "secrets", (json_int_t) p->secrets, "failures",

@@ -6,12 +6,13 @@
  * account tokens (TokenRequest, bound to the pod, renewed as kubelet's token
  * manager does: at 80 % of their lifetime, or after 24 h), ConfigMaps
  * (kube-root-ca.crt for every pod; configMap volumes, projections and env)
- * and Secrets (secret volumes, projections and env), each got again each
- * minute, as kubelet's TTL cache. The node's credentials can read only the
- * objects its pods name (the Node authorizer). One entry per token (pod,
- * audience, lifetime) and per ConfigMap or Secret (namespace, name), asked
- * for on the loop; a failure is tried again on the retry policy, logged
- * once per distinct error.
+ * and Secrets (secret volumes, projections and env), each watched by name as
+ * kubelet's default change detection (Watch) does: a change, a creation or a
+ * deletion is here as the API server sends it. The node's credentials can
+ * read only the objects its pods name (the Node authorizer). One entry per
+ * token (pod, audience, lifetime) and per ConfigMap or Secret (namespace,
+ * name), asked for on the loop; a failure is tried again on the retry
+ * policy (a watch's: the reflector's), logged once per distinct error.
  */
 
 #include <jansson.h>
@@ -25,15 +26,10 @@
 /* kubelet's token manager (pkg/kubelet/token/token_manager.go) */
 #define KUBE_TOKEN_MAX_TTL_S (24 * 3600)
 #define KUBE_TOKEN_MAX_JITTER_S 10
-/* a ConfigMap is got again after this (kubelet's TTL cache: 1 min); one
- * that does not exist sooner: a pod waits for it (kubelet's default watch
- * sees it created at once) */
-#define KUBE_CONFIG_MAP_TTL_S 60
-#define KUBE_CONFIG_MAP_MISSING_TTL_S 5
-
 typedef struct KubeProjected KubeProjected;
 
-/* a value arrived that was not there before: pods waiting for it may go on */
+/* a value arrived or changed: pods waiting for it may go on, volumes are
+ * written again (called from the loop, never from inside another call) */
 typedef void (*KubeProjectedFn)(void *userdata);
 
 typedef struct KubeTokenKey {
@@ -42,7 +38,8 @@ typedef struct KubeTokenKey {
         int64_t expiration_seconds;
 } KubeTokenKey;
 
-int kube_projected_new(KubeClient *c, KubeProjectedFn fn, void *userdata, KubeProjected **ret, CubError *err);
+int kube_projected_new(sd_event *event, KubeClient *c, KubeProjectedFn fn, void *userdata, KubeProjected **ret,
+                       CubError *err);
 KubeProjected *kube_projected_free(KubeProjected *p);
 
 /* The token: 1 when here (*ret borrowed until the next call of the loop),
@@ -59,7 +56,7 @@ int kube_projected_keys(KubeProjected *p, bool secret, const char *ns, const cha
 /* A pass over the pods: entries not asked for between mark and sweep go. */
 void kube_projected_mark(KubeProjected *p);
 void kube_projected_sweep(KubeProjected *p);
-/* Asks again for what is due (a token to renew, a ConfigMap's TTL, a retry). */
+/* Asks again for what is due (a token to renew, a token's retry). */
 void kube_projected_tick(KubeProjected *p);
 /* Changes whenever a value changed. */
 uint64_t kube_projected_generation(const KubeProjected *p);

@@ -267,6 +267,10 @@ bool kube_reflector_failing(const KubeReflector *r) {
         return r && r->retry.failures > 0;
 }
 
+const char *kube_reflector_error(const KubeReflector *r) {
+        return r && r->retry.failures > 0 ? r->retry.error : NULL;
+}
+
 json_t *kube_reflector_status_json(const KubeReflector *r, const char *count_key) {
         return json_pack("{s:b,s:I,s:s,s:I,s:I,s:I,s:s}", "synced", r->synced, count_key,
                          (json_int_t) json_object_size(r->set), "resourceVersion", r->rv, "lists",

@@ -52,5 +52,7 @@ const json_t *kube_reflector_set(const KubeReflector *r);
 bool kube_reflector_synced(const KubeReflector *r);
 /* the last list or watch failed */
 bool kube_reflector_failing(const KubeReflector *r);
+/* why, while it fails; NULL otherwise (and for NULL) */
+const char *kube_reflector_error(const KubeReflector *r);
 /* synced, COUNT_KEY (the set's size), resourceVersion, lists, watches, events, error */
 json_t *kube_reflector_status_json(const KubeReflector *r, const char *count_key);

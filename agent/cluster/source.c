@@ -231,7 +231,7 @@ int kube_source_new(sd_event *e, KubeClient *c, const KubeSourceOptions *o, cons
         if (r >= 0)
                 r = kube_pods_set_cache(s->pods, o->state_dir, o->offline_start, err);
         if (r >= 0)
-                r = kube_projected_new(c, on_projected, s, &s->projected, err);
+                r = kube_projected_new(e, c, on_projected, s, &s->projected, err);
         if (r >= 0)
                 r = kube_services_new(e, c, on_services, s, &s->services, err);
         if (r >= 0)
