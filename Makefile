@@ -83,8 +83,8 @@ PROTOS     := proto/cri/api.proto proto/deviceplugin/api.proto proto/grpc/health
 GEN_SRCS   := $(patsubst %.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_HDRS   := $(GEN_SRCS:.c=.h)
 
-LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/libworker.a $(B)/libprobes.a $(B)/libcluster.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/liblogs.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libshutdown.a $(B)/libevict.a \
-	$(B)/libvol.a $(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a \
+LIBS := $(B)/libloop.a $(B)/libnode.a $(B)/liblc.a $(B)/libworker.a $(B)/libprobes.a $(B)/libcluster.a $(B)/libpodsrc.a $(B)/libapi.a $(B)/liblogs.a $(B)/libadmit.a $(B)/libcpumgr.a $(B)/libshutdown.a \
+	$(B)/libvol.a $(B)/libdp.a $(B)/libcri.a $(B)/libproto.a $(B)/libcg.a $(B)/libpod.a $(B)/libevict.a \
 	$(B)/libcubutil.a
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../agent/pod/pod.h"
 #include "../agent/util/cleanup.h"
 #include "../agent/util/duration.h"
+#include "../agent/util/quantity.h"
 #include "eviction-internal.h"
 
 static const char *const signal_names[_EVICT_SIGNAL_MAX] = {
@@ -211,14 +211,14 @@ int evict_value_parse(const char *text, const char *what, EvictValue *ret, CubEr
         }
         {
                 CubError qerr = {};
-                PodQuantity q;
+                CubQuantity q;
                 int r;
 
-                r = pod_quantity_parse(text, &q, &qerr);
+                r = cub_quantity_parse(text, &q, &qerr);
                 if (r < 0)
                         return cub_err_set(err, -r, "%s: %s", what, qerr.msg);
                 *ret = (EvictValue){
-                        .quantity = (uint64_t) pod_quantity_value(q),
+                        .quantity = (uint64_t) cub_quantity_value(q),
                         .binary = text[len - 1] == 'i',
                 };
         }

@@ -78,7 +78,7 @@ typedef struct AdmitPodReq {
 } AdmitPodReq;
 
 /* Value of a quantity in the resource's unit: cpu milli, else Value(). */
-int64_t admit_quantity_value(const char *resource, PodQuantity q);
+int64_t admit_quantity_value(const char *resource, CubQuantity q);
 bool admit_resource_is_extended(const char *name);
 bool admit_resource_is_checked(const char *name);
 ssize_t admit_snapshot_find_res(const AdmitSnapshot *s, const char *name);

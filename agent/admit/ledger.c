@@ -140,11 +140,11 @@ static json_t *pods_json(const AdmitSnapshot *s) {
                 json_t *req = json_object(), *o;
 
                 for (size_t j = 0; req && j < e->requests.n; j++) {
-                        char buf[POD_QUANTITY_STR_MAX];
+                        char buf[CUB_QUANTITY_STR_MAX];
                         const PodResource *pr = &e->requests.items[j];
 
                         json_object_set_new(req, pr->name,
-                                            json_string(pod_quantity_format(pr->q, strcmp(pr->name, "cpu") == 0, buf)));
+                                            json_string(cub_quantity_format(pr->q, strcmp(pr->name, "cpu") == 0, buf)));
                 }
                 o = json_pack("{s:s,s:s,s:s,s:o*}", "uid", e->uid, "pod", e->key, "state",
                               admit_ledger_state_to_string(e->state), "requests", req);

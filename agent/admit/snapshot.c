@@ -10,8 +10,8 @@
 #include "../util/cleanup.h"
 #include "admit-internal.h"
 
-int64_t admit_quantity_value(const char *resource, PodQuantity q) {
-        return strcmp(resource, "cpu") == 0 ? pod_quantity_milli(q) : pod_quantity_value(q);
+int64_t admit_quantity_value(const char *resource, CubQuantity q) {
+        return strcmp(resource, "cpu") == 0 ? cub_quantity_milli(q) : cub_quantity_value(q);
 }
 
 /* v1helper.IsExtendedResourceName: not native (a name without '/' or in the
@@ -128,7 +128,7 @@ static char *strdup_or_null(const char *s) {
 int admit_snapshot_new(const AdmitNodeInfo *node, AdmitSnapshot **ret, CubError *err) {
         _cleanup_(admit_snapshot_freep) AdmitSnapshot *s = NULL;
         static const char *const fixed[_ADMIT_RES_FIXED] = { "cpu", "memory", "ephemeral-storage" };
-        PodQuantity q;
+        CubQuantity q;
 
         s = calloc(1, sizeof(*s));
         if (!s)
@@ -180,7 +180,7 @@ int admit_snapshot_new(const AdmitNodeInfo *node, AdmitSnapshot **ret, CubError 
         }
         s->max_pods = node->max_pods;
         if (s->max_pods <= 0)
-                s->max_pods = pod_resource_get(node->allocatable, "pods", &q) ? pod_quantity_value(q)
+                s->max_pods = pod_resource_get(node->allocatable, "pods", &q) ? cub_quantity_value(q)
                                                                               : ADMIT_DEFAULT_MAX_PODS;
         *ret = TAKE_PTR(s);
         return 0;

@@ -42,12 +42,12 @@ static json_t *strv(const PodStrv *v) {
 
 static json_t *resources(const PodResourceList *l) {
         json_t *o = json_object();
-        char buf[POD_QUANTITY_STR_MAX];
+        char buf[CUB_QUANTITY_STR_MAX];
 
         for (size_t i = 0; i < l->n; i++)
                 json_object_set_new(
                         o, l->items[i].name,
-                        json_string(pod_quantity_format(l->items[i].q, strcmp(l->items[i].name, "cpu") == 0, buf)));
+                        json_string(cub_quantity_format(l->items[i].q, strcmp(l->items[i].name, "cpu") == 0, buf)));
         return o;
 }
 

@@ -47,7 +47,7 @@ int64_t cg_memory_high(int64_t request, int64_t limit, int64_t allocatable, doub
 }
 
 void cg_container_memory_qos(const PodContainer *c, const CgOptions *o, CgContainerResources *res) {
-        PodQuantity req = {}, lim = {};
+        CubQuantity req = {}, lim = {};
         int64_t request, limit, high;
 
         res->memory_min[0] = '\0';
@@ -59,8 +59,8 @@ void cg_container_memory_qos(const PodContainer *c, const CgOptions *o, CgContai
          * container.Resources.Limits, not getMemoryLimit) */
         (void) pod_resource_get(&c->requests, "memory", &req);
         (void) pod_resource_get(&c->limits, "memory", &lim);
-        request = pod_quantity_value(req);
-        limit = pod_quantity_value(lim);
+        request = cub_quantity_value(req);
+        limit = cub_quantity_value(lim);
         if (request != 0)
                 (void) snprintf(res->memory_min, sizeof(res->memory_min), "%" PRId64, request);
         if (request == limit)

@@ -142,7 +142,7 @@ int cg_pod_path(const char *uid, PodQOSClass qos, CgDriverKind driver, char *buf
 int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, const CgOptions *o, CgGroupValues *ret,
                   CubError *err) {
         CgGroupValues g = {};
-        PodQuantity req_cpu, lim_cpu, lim_mem, req_mem = {};
+        CubQuantity req_cpu, lim_cpu, lim_mem, req_mem = {};
         int64_t quota;
         int r;
 
@@ -163,23 +163,23 @@ int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, cons
         (void) pod_resource_get(&eff->limits, "cpu", &lim_cpu);
         (void) pod_resource_get(&eff->limits, "memory", &lim_mem);
 
-        quota = cg_milli_cpu_to_quota(pod_quantity_milli(lim_cpu), CG_QUOTA_PERIOD);
+        quota = cg_milli_cpu_to_quota(cub_quantity_milli(lim_cpu), CG_QUOTA_PERIOD);
         if (!o->enforce_cpu_limits)
                 quota = 0;
 
         switch (qos) {
         case POD_QOS_GUARANTEED:
                 put(&g, "cpu.weight",
-                    (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(pod_quantity_milli(req_cpu))));
+                    (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(cub_quantity_milli(req_cpu))));
                 put_cpu_max(&g, quota);
-                put(&g, "memory.max", pod_quantity_value(lim_mem));
+                put(&g, "memory.max", cub_quantity_value(lim_mem));
                 break;
         case POD_QOS_BURSTABLE:
                 put(&g, "cpu.weight",
-                    (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(pod_quantity_milli(req_cpu))));
+                    (int64_t) cg_shares_to_weight(cg_milli_cpu_to_shares(cub_quantity_milli(req_cpu))));
                 put_cpu_max(&g, eff->cpu_limits_declared ? quota : 0);
-                if (eff->memory_limits_declared && !pod_quantity_is_zero(lim_mem))
-                        put(&g, "memory.max", pod_quantity_value(lim_mem));
+                if (eff->memory_limits_declared && !cub_quantity_is_zero(lim_mem))
+                        put(&g, "memory.max", cub_quantity_value(lim_mem));
                 else
                         put(&g, "memory.max", -1);
                 break;
@@ -194,16 +194,16 @@ int cg_pod_values(const Pod *pod, const PodEffective *eff, PodQOSClass qos, cons
         else
                 put(&g, "pids.max", -1);
         (void) pod_resource_get(&eff->requests, "memory", &req_mem);
-        cg_pod_memory_min(pod_quantity_value(req_mem), o, &g);
+        cg_pod_memory_min(cub_quantity_value(req_mem), o, &g);
         *ret = g;
         return 0;
 }
 
 static int64_t memory_request(const PodContainer *c) {
-        PodQuantity q;
+        CubQuantity q;
 
         (void) pod_resource_get(&c->requests, "memory", &q);
-        return pod_quantity_value(q);
+        return cub_quantity_value(q);
 }
 
 static int64_t burstable_adj(int64_t mem_request, uint64_t capacity) {
@@ -256,19 +256,19 @@ static int64_t oom_score_adj(const Pod *pod, PodQOSClass qos, const PodContainer
 
 void cg_container_resources(const Pod *pod, PodQOSClass qos, const PodContainer *c, const CgOptions *o,
                             CgContainerResources *ret) {
-        PodQuantity req_cpu;
+        CubQuantity req_cpu;
         /* kuberuntime_container_linux.go getCPULimit/getMemoryLimit: a
          * container without a limit of its own gets the pod-level one */
-        PodQuantity lim_cpu = pod_container_limit(pod, c, "cpu"), lim_mem = pod_container_limit(pod, c, "memory");
+        CubQuantity lim_cpu = pod_container_limit(pod, c, "cpu"), lim_mem = pod_container_limit(pod, c, "memory");
         /* since 1.27 the limit gives the shares only when no request is given at all: an explicit 0 gives 2 */
         bool has_req = pod_resource_get(&c->requests, "cpu", &req_cpu);
 
         *ret = (CgContainerResources){
-                .cpu_shares = (int64_t) cg_milli_cpu_to_shares(pod_quantity_milli(has_req ? req_cpu : lim_cpu)),
+                .cpu_shares = (int64_t) cg_milli_cpu_to_shares(cub_quantity_milli(has_req ? req_cpu : lim_cpu)),
                 .cpu_quota =
-                        o->enforce_cpu_limits ? cg_milli_cpu_to_quota(pod_quantity_milli(lim_cpu), CG_QUOTA_PERIOD) : 0,
+                        o->enforce_cpu_limits ? cg_milli_cpu_to_quota(cub_quantity_milli(lim_cpu), CG_QUOTA_PERIOD) : 0,
                 .cpu_period = o->enforce_cpu_limits ? CG_QUOTA_PERIOD : 0,
-                .memory_limit_in_bytes = pod_quantity_value(lim_mem),
+                .memory_limit_in_bytes = cub_quantity_value(lim_mem),
                 .oom_score_adj = oom_score_adj(pod, qos, c, o->memory_capacity),
                 .cgroup_v1 = o->cgroup_v1,
         };
@@ -297,7 +297,7 @@ static int64_t clamp_u64(uint64_t v) {
 
 void cg_container_swap(const Pod *pod, PodQOSClass qos, const PodContainer *c, const CgOptions *o, char *buf,
                        size_t size) {
-        PodQuantity req = {}, lim = {};
+        CubQuantity req = {}, lim = {};
         int64_t swap = 0;
         bool no_memory;
 
@@ -308,11 +308,11 @@ void cg_container_swap(const Pod *pod, PodQOSClass qos, const PodContainer *c, c
          * limit (absent reads as 0), the pod's QoS class */
         (void) pod_resource_get(&c->requests, "memory", &req);
         (void) pod_resource_get(&c->limits, "memory", &lim);
-        no_memory = pod_quantity_is_zero(req) && pod_quantity_is_zero(lim);
+        no_memory = cub_quantity_is_zero(req) && cub_quantity_is_zero(lim);
         if (o->swap_limited && !pod_is_critical(pod) && qos == POD_QOS_BURSTABLE && !no_memory &&
-            pod_quantity_cmp(req, lim) != 0) {
+            cub_quantity_cmp(req, lim) != 0) {
                 /* ConfigureLimitedSwap: an error from the formula disallows swap */
-                if (cg_swap_for_burstable(pod_quantity_value(req), clamp_u64(o->memory_capacity),
+                if (cg_swap_for_burstable(cub_quantity_value(req), clamp_u64(o->memory_capacity),
                                           clamp_u64(o->swap_capacity), &swap) < 0)
                         swap = 0;
         }

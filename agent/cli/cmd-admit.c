@@ -250,7 +250,7 @@ static int set_devices(AdmitInput *in, char *const *devices, size_t n_devices, C
                 _cleanup_free_ const char **ids = NULL;
                 char *eq, *save = NULL;
                 size_t n = 0;
-                PodQuantity q;
+                CubQuantity q;
                 int r;
 
                 if (!copy)
@@ -284,7 +284,7 @@ static int run(const char *node_path, const char *running_path, const char *conf
         AdmitConditions cond;
         PodResourceList alloc;
         AdmitNodeInfo info;
-        PodQuantity q;
+        CubQuantity q;
         int r;
 
         pod_kubelet_config_init(&in.cfg);

@@ -26,7 +26,7 @@
 
 static int file_node(const char *path, AgentNode *n, CubError *err) {
         _cleanup_(pod_node_freep) PodNode *node = NULL;
-        PodQuantity q;
+        CubQuantity q;
         int r;
 
         r = pod_node_load_file(path, &node, err);
@@ -37,9 +37,9 @@ static int file_node(const char *path, AgentNode *n, CubError *err) {
                                    node->name, sizeof(n->name) - 1);
         if (!pod_resource_get(&node->capacity, "memory", &q))
                 return cub_err_set(err, EINVAL, "%s: status.capacity[memory]: Required value", path);
-        n->memory_capacity = (uint64_t) pod_quantity_value(q);
+        n->memory_capacity = (uint64_t) cub_quantity_value(q);
         if (pod_resource_get(&node->capacity, "cpu", &q))
-                n->cpu_capacity_milli = pod_quantity_milli(q);
+                n->cpu_capacity_milli = cub_quantity_milli(q);
         /* a Node does not say whether the swap controller exists: kubelet
          * reports status.nodeInfo.swap when the node has swap, and plan takes
          * that as the controller being there too */
@@ -52,11 +52,11 @@ static json_t *resources_json(const PodResourceList *l) {
         json_t *o = json_object();
 
         for (size_t i = 0; o && i < l->n; i++) {
-                char buf[POD_QUANTITY_STR_MAX];
+                char buf[CUB_QUANTITY_STR_MAX];
 
                 json_object_set_new(
                         o, l->items[i].name,
-                        json_string(pod_quantity_format(l->items[i].q, strcmp(l->items[i].name, "cpu") == 0, buf)));
+                        json_string(cub_quantity_format(l->items[i].q, strcmp(l->items[i].name, "cpu") == 0, buf)));
         }
         return o;
 }
@@ -126,7 +126,7 @@ static int plan_pod(const Pod *pod, const char *source, const CgOptions *o, json
         PodEffective eff;
         PodQOSClass qos = pod_qos_class(pod);
         CgGroupValues g;
-        PodQuantity cpu, mem = {};
+        CubQuantity cpu, mem = {};
         json_t *j;
         int r;
 
@@ -151,9 +151,9 @@ static int plan_pod(const Pod *pod, const char *source, const CgOptions *o, json
         (void) pod_resource_get(&eff.requests, "cpu", &cpu);
         (void) pod_resource_get(&eff.requests, "memory", &mem);
         *ret_sums = (PlanQosSums){
-                .burstable_cpu_milli = qos == POD_QOS_BURSTABLE ? pod_quantity_milli(cpu) : 0,
-                .burstable_memory = qos == POD_QOS_BURSTABLE ? pod_quantity_value(mem) : 0,
-                .guaranteed_memory = qos == POD_QOS_GUARANTEED ? pod_quantity_value(mem) : 0,
+                .burstable_cpu_milli = qos == POD_QOS_BURSTABLE ? cub_quantity_milli(cpu) : 0,
+                .burstable_memory = qos == POD_QOS_BURSTABLE ? cub_quantity_value(mem) : 0,
+                .guaranteed_memory = qos == POD_QOS_GUARANTEED ? cub_quantity_value(mem) : 0,
         };
         pod_effective_done(&eff);
         if (!j)

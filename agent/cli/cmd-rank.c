@@ -47,7 +47,7 @@ static void rank_input_done(RankInput *in) {
 
 /* A quantity given as a string ("300Mi") or a non-negative integer. */
 static int usage_quantity(const char *file, const char *path, json_t *v, uint64_t *ret, CubError *err) {
-        PodQuantity q;
+        CubQuantity q;
         CubError qerr = {};
         int r;
 
@@ -59,10 +59,10 @@ static int usage_quantity(const char *file, const char *path, json_t *v, uint64_
         }
         if (!json_is_string(v))
                 return cub_err_set(err, EINVAL, "%s: %s: expected a quantity string", file, path);
-        r = pod_quantity_parse(json_string_value(v), &q, &qerr);
+        r = cub_quantity_parse(json_string_value(v), &q, &qerr);
         if (r < 0)
                 return cub_err_set(err, -r, "%s: %s: %s", file, path, qerr.msg);
-        *ret = (uint64_t) pod_quantity_value(q);
+        *ret = (uint64_t) cub_quantity_value(q);
         return 0;
 }
 

@@ -33,7 +33,7 @@ CpumgrPolicy cpumgr_policy_from_string(const char *s) {
 /* ---- what a pod asks for ------------------------------------------------- */
 
 unsigned cpumgr_guaranteed_cpus(PodQOSClass qos, const PodContainer *c) {
-        PodQuantity q;
+        CubQuantity q;
 
         if (qos != POD_QOS_GUARANTEED || !pod_resource_get(&c->requests, "cpu", &q))
                 return 0;

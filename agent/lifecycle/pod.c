@@ -30,7 +30,7 @@ const char *lc_container_state_to_string(LcContainerState s) {
 
 void lc_pod_set_spec(LcPod *p, WorkerSpec *spec) {
         PodEffective eff;
-        PodQuantity cpu, mem;
+        CubQuantity cpu, mem;
         WorkerSpec *old = p->spec;
 
         p->spec = worker_spec_ref(spec);
@@ -40,9 +40,9 @@ void lc_pod_set_spec(LcPod *p, WorkerSpec *spec) {
         p->cpu_request_milli = p->memory_request = 0;
         if (pod_effective(spec->pod, &eff, NULL) >= 0) {
                 (void) pod_resource_get(&eff.requests, "cpu", &cpu);
-                p->cpu_request_milli = pod_quantity_milli(cpu);
+                p->cpu_request_milli = cub_quantity_milli(cpu);
                 if (pod_resource_get(&eff.requests, "memory", &mem))
-                        p->memory_request = pod_quantity_value(mem);
+                        p->memory_request = cub_quantity_value(mem);
                 pod_effective_done(&eff);
         }
 }

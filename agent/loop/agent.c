@@ -146,18 +146,18 @@ static int copy_options(AgentOptions *dst, const AgentOptions *src) {
 static int agent_set_node_env(Agent *a, CubError *err) {
         _cleanup_(pod_resource_list_done) PodResourceList alloc = {};
         WorkerNodeEnv e = { .node_name = a->core.opt.node_name };
-        PodQuantity q;
+        CubQuantity q;
         int r;
 
         r = mgr_node_allocatable(agent_managers_env(a), &alloc, err);
         if (r < 0)
                 return r;
         if (pod_resource_get(&alloc, "cpu", &q))
-                e.alloc_cpu_milli = pod_quantity_milli(q);
+                e.alloc_cpu_milli = cub_quantity_milli(q);
         if (pod_resource_get(&alloc, "memory", &q))
-                e.alloc_memory = pod_quantity_value(q);
+                e.alloc_memory = cub_quantity_value(q);
         if (pod_resource_get(&alloc, "ephemeral-storage", &q))
-                e.alloc_ephemeral_storage = pod_quantity_value(q);
+                e.alloc_ephemeral_storage = cub_quantity_value(q);
         r = worker_pool_set_node_env(a->core.pool, &e);
         return r < 0 ? cub_err_set(err, -r, "out of memory") : 0;
 }

@@ -27,13 +27,13 @@
 
 /* v: millicores for cpu, else units (bytes, counts) */
 static void quantity(json_t *o, const char *name, int64_t v, bool cpu) {
-        char buf[POD_QUANTITY_STR_MAX];
-        PodQuantity q =
-                cpu ? (PodQuantity){ .units = v / 1000, .milli = (uint16_t) (v % 1000) } : (PodQuantity){ .units = v };
+        char buf[CUB_QUANTITY_STR_MAX];
+        CubQuantity q =
+                cpu ? (CubQuantity){ .units = v / 1000, .milli = (uint16_t) (v % 1000) } : (CubQuantity){ .units = v };
 
         if (v < 0)
-                q = (PodQuantity){};
-        json_object_set_new(o, name, json_string(pod_quantity_format(q, cpu, buf)));
+                q = (CubQuantity){};
+        json_object_set_new(o, name, json_string(cub_quantity_format(q, cpu, buf)));
 }
 
 static json_t *condition(const char *type, const char *status, const char *reason, const char *message) {
@@ -91,7 +91,7 @@ static json_t *node_json(void *userdata) {
                         bool cpu = strcmp(alloc.items[i].name, "cpu") == 0;
 
                         quantity(al, alloc.items[i].name,
-                                 cpu ? pod_quantity_milli(alloc.items[i].q) : pod_quantity_value(alloc.items[i].q),
+                                 cpu ? cub_quantity_milli(alloc.items[i].q) : cub_quantity_value(alloc.items[i].q),
                                  cpu);
                 }
         /* hugepages-2Mi, hugepages-1Gi: what the kernel holds of each size */

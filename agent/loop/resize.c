@@ -186,11 +186,11 @@ static bool swap_resize(const LcPod *p) {
         for (size_t k = 0; k < p->n; k++) {
                 const PodContainer *a = pod_container_at(p->spec->pod, k, NULL);
                 const PodContainer *b = pod_container_at(p->resize.want->pod, k, NULL);
-                PodQuantity qa, qb;
+                CubQuantity qa, qb;
                 bool ha = pod_resource_get(&a->requests, "memory", &qa),
                      hb = pod_resource_get(&b->requests, "memory", &qb);
 
-                if ((ha != hb || pod_quantity_cmp(qa, qb) != 0) && !a->resize_restart_memory &&
+                if ((ha != hb || cub_quantity_cmp(qa, qb) != 0) && !a->resize_restart_memory &&
                     (swaps(p->spec, k) || swaps(p->resize.want, k)))
                         return true;
         }

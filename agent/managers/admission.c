@@ -73,8 +73,8 @@ static int add_resource(PodResourceList *l, const char *name, int64_t v, bool cp
                 v = 0;
         n[l->n] = (PodResource){
                 .name = strdup(name),
-                .q = cpu ? (PodQuantity){ .units = v / 1000, .milli = (uint16_t) (v % 1000) }
-                         : (PodQuantity){ .units = v },
+                .q = cpu ? (CubQuantity){ .units = v / 1000, .milli = (uint16_t) (v % 1000) }
+                         : (CubQuantity){ .units = v },
         };
         if (!n[l->n].name)
                 return -ENOMEM;
@@ -88,17 +88,14 @@ static int add_resource(PodResourceList *l, const char *name, int64_t v, bool cp
  * GetNodeAllocatableReservation */
 int mgr_node_allocatable(const LcEnv *env, PodResourceList *ret, CubError *err) {
         const PodKubeletConfig *kc = env->kc;
-        EvictConfig ec;
-        PodQuantity q;
+        const EvictConfig *ec = &kc->eviction; /* its hard thresholds */
+        CubQuantity q;
         int64_t mem = env->cg->kubepods_memory, eph = 0;
         struct statvfs sv;
         int r;
 
-        r = mgr_eviction_config(kc, &ec, NULL, err);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < ec.n_thresholds; i++) {
-                const EvictThreshold *t = &ec.thresholds[i];
+        for (size_t i = 0; i < ec->n_thresholds; i++) {
+                const EvictThreshold *t = &ec->thresholds[i];
 
                 if (!t->soft && t->signal == EVICT_SIGNAL_MEMORY_AVAILABLE)
                         mem -= (int64_t) evict_value_quantity(&t->value, env->cg->memory_capacity);
@@ -107,18 +104,17 @@ int mgr_node_allocatable(const LcEnv *env, PodResourceList *ret, CubError *err) 
                 uint64_t cap = (uint64_t) sv.f_blocks * sv.f_frsize;
 
                 eph = (int64_t) cap;
-                for (size_t i = 0; i < ec.n_thresholds; i++) {
-                        const EvictThreshold *t = &ec.thresholds[i];
+                for (size_t i = 0; i < ec->n_thresholds; i++) {
+                        const EvictThreshold *t = &ec->thresholds[i];
 
                         if (!t->soft && t->signal == EVICT_SIGNAL_NODEFS_AVAILABLE)
                                 eph -= (int64_t) evict_value_quantity(&t->value, cap);
                 }
                 (void) pod_resource_get(&kc->kube_reserved, "ephemeral-storage", &q);
-                eph -= pod_quantity_value(q);
+                eph -= cub_quantity_value(q);
                 (void) pod_resource_get(&kc->system_reserved, "ephemeral-storage", &q);
-                eph -= pod_quantity_value(q);
+                eph -= cub_quantity_value(q);
         }
-        evict_config_done(&ec);
         r = add_resource(ret, "cpu", env->cg->kubepods_cpu_milli, true);
         if (r >= 0)
                 r = add_resource(ret, "memory", mem, false);
@@ -471,8 +467,8 @@ static void admission_node_resource(void *userdata, const char *resource, int64_
  * cubelet resizes them: cpumgr_resize_pod). */
 static int admission_resize(void *userdata, const LcPod *p, const Pod *want, LcAdmitResult *ret, CubError *err) {
         Admission *m = userdata;
-        int64_t cpu = pod_quantity_milli(pod_request_quantity(want, "cpu"));
-        int64_t mem = pod_quantity_value(pod_request_quantity(want, "memory"));
+        int64_t cpu = cub_quantity_milli(pod_request_quantity(want, "cpu"));
+        int64_t mem = cub_quantity_value(pod_request_quantity(want, "memory"));
         AdmitOptions o = m->opt;
         AdmitDecision d;
         CubError e2 = {};

@@ -243,7 +243,7 @@ static int container_wants(Devices *m, const PodContainer *c, Want *w) {
                 return -ENOMEM;
         for (size_t i = 0; i < c->limits.n; i++) {
                 const PodResource *r = &c->limits.items[i];
-                int64_t v = pod_quantity_value(r->q);
+                int64_t v = cub_quantity_value(r->q);
 
                 if (v <= 0 || !dp_manager_find(m->dp, r->name))
                         continue;

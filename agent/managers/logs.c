@@ -76,7 +76,7 @@ static int logs_new(const LcEnv *env, void **ret, CubError *err) {
                 return cub_err_set(err, ENOMEM, "out of memory");
         m->env = env;
         m->policy.root = strdup(kc->pod_logs_dir && *kc->pod_logs_dir ? kc->pod_logs_dir : LOGS_DEFAULT_ROOT);
-        m->policy.max_size = pod_quantity_value(kc->container_log_max_size);
+        m->policy.max_size = cub_quantity_value(kc->container_log_max_size);
         m->policy.max_files = (int) (kc->container_log_max_files > 1000 ? 1000 : kc->container_log_max_files);
         if (!m->policy.root) {
                 free(m);

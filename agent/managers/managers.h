@@ -30,10 +30,6 @@ extern const LcManagerVtable mgr_shutdown;
 /* The table, in the order the loop calls the hooks. */
 const LcManagerVtable *const *mgr_table(size_t *ret_n);
 
-/* The eviction configuration of a KubeletConfiguration (the pressure
- * manager runs it; admission sizes allocatable with its hard thresholds). */
-int mgr_eviction_config(const PodKubeletConfig *kc, EvictConfig *ret, uint64_t *ret_sample_usec, CubError *err);
-
 /* node allocatable (cpu, memory, ephemeral-storage, pods): capacity − kube/system
  * reserved − the hard eviction thresholds (kubelet's GetNodeAllocatableReservation);
  * admission checks against it, env resourceFieldRef limits default to it. */

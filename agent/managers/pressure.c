@@ -77,45 +77,6 @@ static uint64_t boottime_msec(void) {
         return cub_now_usec(CLOCK_BOOTTIME) / CUB_USEC_PER_MSEC;
 }
 
-int mgr_eviction_config(const PodKubeletConfig *kc, EvictConfig *ret, uint64_t *ret_sample_usec, CubError *err) {
-        EvictConfig cfg;
-        uint64_t sample;
-        int r = 0;
-
-        evict_config_init(&cfg);
-        for (size_t i = 0; r >= 0 && i < kc->eviction_hard.n; i++)
-                r = evict_config_add_hard(&cfg, kc->eviction_hard.keys[i], kc->eviction_hard.values[i], err);
-        if (r >= 0 && kc->eviction_hard_set)
-                evict_config_set_hard_given(&cfg);
-        for (size_t i = 0; r >= 0 && i < kc->eviction_soft.n; i++)
-                r = evict_config_add_soft(&cfg, kc->eviction_soft.keys[i], kc->eviction_soft.values[i], err);
-        for (size_t i = 0; r >= 0 && i < kc->eviction_soft_grace_period.n; i++)
-                r = evict_config_set_soft_grace_period(&cfg, kc->eviction_soft_grace_period.keys[i],
-                                                       kc->eviction_soft_grace_period.values[i], err);
-        for (size_t i = 0; r >= 0 && i < kc->eviction_minimum_reclaim.n; i++)
-                r = evict_config_set_min_reclaim(&cfg, kc->eviction_minimum_reclaim.keys[i],
-                                                 kc->eviction_minimum_reclaim.values[i], err);
-        if (r >= 0)
-                r = evict_config_set_max_pod_grace_period(&cfg, kc->eviction_max_pod_grace_period, err);
-        if (r >= 0)
-                evict_config_set_transition_usec(&cfg, (uint64_t) kc->eviction_pressure_transition_period.usec);
-        if (r >= 0)
-                evict_config_set_policy_kind(&cfg, kc->eviction_policy == POD_EVICTION_KUBELET ? EVICT_POLICY_KUBELET
-                                                                                               : EVICT_POLICY_CUBELET);
-        if (r >= 0)
-                r = evict_config_finish(&cfg, /* enforce_pods_allocatable= */ true, err);
-        /* cubelet.evictionSamplePeriod: bounded by the configuration's decoder */
-        sample = (uint64_t) kc->eviction_sample_period.usec;
-        if (r < 0) {
-                evict_config_done(&cfg);
-                return r;
-        }
-        *ret = cfg;
-        if (ret_sample_usec)
-                *ret_sample_usec = sample;
-        return 0;
-}
-
 static void observe(Pressure *m) {
         EvictObservations *o = &m->obs;
         const char *cg = m->env->cgroup_root;
@@ -420,11 +381,10 @@ static int pressure_new(const LcEnv *env, void **ret, CubError *err) {
         if (!m)
                 return cub_err_set(err, ENOMEM, "out of memory");
         m->env = env;
-        r = mgr_eviction_config(env->kc, &m->cfg, &m->sample_usec, err);
-        if (r < 0) {
-                free(m);
-                return r;
-        }
+        /* decoded and checked with the configuration (agent/pod) */
+        m->cfg = env->kc->eviction;
+        /* cubelet.evictionSamplePeriod: bounded by the configuration's decoder */
+        m->sample_usec = (uint64_t) env->kc->eviction_sample_period.usec;
         evict_state_init(&m->state);
         m->psi_trigger = strdup(trigger);
         if (!m->psi_trigger) {

@@ -113,7 +113,6 @@ static void volumes_free(void *userdata) {
 
 static int volumes_new(const LcEnv *env, void **ret, CubError *err) {
         Volumes *m = calloc(1, sizeof(*m));
-        EvictConfig ec;
         struct statvfs sv;
 
         if (!m)
@@ -137,12 +136,7 @@ static int volumes_new(const LcEnv *env, void **ret, CubError *err) {
         m->node.memory = env->cg->kubepods_memory > 0 ? env->cg->kubepods_memory : (int64_t) env->cg->memory_capacity;
         if (statvfs(env->state_dir, &sv) == 0)
                 m->node.ephemeral_storage = (int64_t) (sv.f_blocks * sv.f_frsize);
-        m->period_usec = 1000000;
-        if (mgr_eviction_config(env->kc, &ec, &m->period_usec, err) < 0) {
-                cub_err_clear(err);
-                m->period_usec = 1000000;
-        } else
-                evict_config_done(&ec);
+        m->period_usec = (uint64_t) env->kc->eviction_sample_period.usec;
         *ret = m;
         return 0;
 }
@@ -301,22 +295,22 @@ static bool check_pod(Volumes *m, const LcPod *p) {
 
         for (size_t i = 0; i < pod->n_volumes; i++) {
                 const PodVolume *v = &pod->volumes[i];
-                char path[PATH_MAX], q[POD_QUANTITY_STR_MAX];
+                char path[PATH_MAX], q[CUB_QUANTITY_STR_MAX];
                 uint64_t used = 0;
                 CubError err = {};
                 LcAction a = { .kind = LC_ACTION_FAIL, .grace = 0, .evicted = true };
 
-                if (v->kind != POD_VOLUME_EMPTY_DIR || !v->size_limit_set || pod_quantity_is_zero(v->size_limit))
+                if (v->kind != POD_VOLUME_EMPTY_DIR || !v->size_limit_set || cub_quantity_is_zero(v->size_limit))
                         continue;
                 if (vol_path(&m->roots, pod->uid, v, path, sizeof(path), &err) < 0 || vol_usage(path, &used, &err) < 0)
                         continue;
-                if (used <= (uint64_t) pod_quantity_value(v->size_limit))
+                if (used <= (uint64_t) cub_quantity_value(v->size_limit))
                         continue;
                 (void) snprintf(a.uid, sizeof(a.uid), "%s", pod->uid);
                 (void) snprintf(a.reason, sizeof(a.reason), "Evicted");
                 (void) snprintf(a.message, sizeof(a.message),
                                 "Usage of EmptyDir volume \"%s\" exceeds the limit \"%s\". ", v->name,
-                                pod_quantity_format(v->size_limit, false, q));
+                                cub_quantity_format(v->size_limit, false, q));
                 /* kubelet's evictions{eviction_signal} label for it */
                 (void) snprintf(a.resource, sizeof(a.resource), "emptydirfs.limit");
                 cub_log(LOG_WARNING,

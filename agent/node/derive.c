@@ -12,11 +12,11 @@ _Static_assert((int) EVICT_QOS_GUARANTEED == (int) POD_QOS_GUARANTEED &&
 _Static_assert(EVICT_CRITICAL_PRIORITY == POD_PRIORITY_CRITICAL, "eviction/ and the pod model agree on critical");
 
 static uint64_t request_of(const PodResourceList *l, const char *name) {
-        PodQuantity q;
+        CubQuantity q;
 
         if (!pod_resource_get(l, name, &q))
                 return 0;
-        return (uint64_t) pod_quantity_value(q);
+        return (uint64_t) cub_quantity_value(q);
 }
 
 /* cap - a - b, at least 0; negative a and b count as 0 */
@@ -33,7 +33,7 @@ static int64_t minus_reserved(int64_t cap, int64_t a, int64_t b) {
 
 void agent_kubepods_capacity(const PodKubeletConfig *kc, int64_t cpu_capacity_milli, uint64_t memory_capacity,
                              int64_t *ret_cpu_milli, int64_t *ret_memory) {
-        PodQuantity kcpu = {}, scpu = {}, kmem = {}, smem = {};
+        CubQuantity kcpu = {}, scpu = {}, kmem = {}, smem = {};
         int64_t mem = memory_capacity > (uint64_t) INT64_MAX ? INT64_MAX : (int64_t) memory_capacity;
 
         if (kc) {
@@ -42,18 +42,18 @@ void agent_kubepods_capacity(const PodKubeletConfig *kc, int64_t cpu_capacity_mi
                 (void) pod_resource_get(&kc->kube_reserved, "memory", &kmem);
                 (void) pod_resource_get(&kc->system_reserved, "memory", &smem);
         }
-        *ret_cpu_milli = minus_reserved(cpu_capacity_milli, pod_quantity_milli(kcpu), pod_quantity_milli(scpu));
-        *ret_memory = minus_reserved(mem, pod_quantity_value(kmem), pod_quantity_value(smem));
+        *ret_cpu_milli = minus_reserved(cpu_capacity_milli, cub_quantity_milli(kcpu), cub_quantity_milli(scpu));
+        *ret_memory = minus_reserved(mem, cub_quantity_value(kmem), cub_quantity_value(smem));
 }
 
 int64_t agent_kubepods_pids(const PodKubeletConfig *kc, int64_t max_pids) {
-        PodQuantity k = {}, s = {};
+        CubQuantity k = {}, s = {};
 
         if (kc) {
                 (void) pod_resource_get(&kc->kube_reserved, "pid", &k);
                 (void) pod_resource_get(&kc->system_reserved, "pid", &s);
         }
-        return minus_reserved(max_pids, pod_quantity_value(k), pod_quantity_value(s));
+        return minus_reserved(max_pids, cub_quantity_value(k), cub_quantity_value(s));
 }
 
 int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, const char *source, CpumgrState **ret,
@@ -61,13 +61,13 @@ int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, con
         CpumgrPolicy policy =
                 kc->cpu_manager_policy == POD_CPU_MANAGER_STATIC ? CPUMGR_POLICY_STATIC : CPUMGR_POLICY_NONE;
         CpumgrSet reserved = {};
-        PodQuantity kcpu, scpu;
+        CubQuantity kcpu, scpu;
         int r;
 
         if (policy == CPUMGR_POLICY_STATIC) {
                 (void) pod_resource_get(&kc->kube_reserved, "cpu", &kcpu);
                 (void) pod_resource_get(&kc->system_reserved, "cpu", &scpu);
-                r = cpumgr_reserved(topo, kc->reserved_system_cpus, pod_quantity_milli(kcpu) + pod_quantity_milli(scpu),
+                r = cpumgr_reserved(topo, kc->reserved_system_cpus, cub_quantity_milli(kcpu) + cub_quantity_milli(scpu),
                                     &reserved, err);
                 if (r < 0)
                         return cub_err_wrap_errno(err, r, "%s", source);
@@ -80,7 +80,7 @@ int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, con
 
 int agent_evict_pod(const Pod *pod, const char *key, EvictContainer *containers, EvictPod *ret, CubError *err) {
         const char *prot = NULL;
-        PodQuantity pod_mem;
+        CubQuantity pod_mem;
         bool pod_mem_set;
 
         (void) err;
@@ -102,14 +102,14 @@ int agent_evict_pod(const Pod *pod, const char *key, EvictContainer *containers,
                 .critical = pod->priority >= POD_PRIORITY_CRITICAL,
                 .protected_ = prot && strcmp(prot, "true") == 0,
                 /* what kubelet's rankings subtract: GetResourceRequestQuantity */
-                .memory_request = (uint64_t) pod_quantity_value(pod_request_quantity(pod, "memory")),
-                .ephemeral_request = (uint64_t) pod_quantity_value(pod_request_quantity(pod, "ephemeral-storage")),
+                .memory_request = (uint64_t) cub_quantity_value(pod_request_quantity(pod, "memory")),
+                .ephemeral_request = (uint64_t) cub_quantity_value(pod_request_quantity(pod, "ephemeral-storage")),
                 .termination_grace_period_seconds = pod->termination_grace_period_seconds,
                 .containers = containers,
                 .n_containers = pod->n_containers,
                 .name = pod->name,
                 .pod_memory_request_set = pod_mem_set,
-                .pod_memory_request = pod_mem_set ? (uint64_t) pod_quantity_value(pod_mem) : 0,
+                .pod_memory_request = pod_mem_set ? (uint64_t) cub_quantity_value(pod_mem) : 0,
         };
         return 0;
 }

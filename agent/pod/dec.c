@@ -296,7 +296,7 @@ int pod_dec_resources(PodDec *d, json_t *v, void *dst, const PodField *f) {
                         d->line = line;
                 if (!json_quantity_text(e, text, sizeof(text)))
                         r = type_error(d, e, "quantity (string or number)");
-                else if (pod_quantity_parse(text, &l->items[l->n].q, &qerr) < 0)
+                else if (cub_quantity_parse(text, &l->items[l->n].q, &qerr) < 0)
                         r = pod_dec_fail(d, 0, NULL, "%s", qerr.msg);
                 d->line = saved;
                 pod_dec_pop(d, old);

@@ -233,7 +233,7 @@ static int container_resources(PodDec *d, json_t *obj, PodContainer *c) {
         for (size_t i = 0; i < c->limits.n; i++) {
                 const PodResource *lim = &c->limits.items[i];
                 json_t *res = json_object_get(obj, "resources");
-                char suffix[RESOURCE_PATH_MAX], lq[POD_QUANTITY_STR_MAX];
+                char suffix[RESOURCE_PATH_MAX], lq[CUB_QUANTITY_STR_MAX];
 
                 if (lim->q.milli == 0 ||
                     !(is_extended_resource(lim->name) || strncmp(lim->name, "hugepages-", 10) == 0))
@@ -243,7 +243,7 @@ static int container_resources(PodDec *d, json_t *obj, PodContainer *c) {
                         return r;
                 return pod_dec_fail(d, pod_dec_field_line(d, res ? json_object_get(res, "limits") : NULL, lim->name),
                                     suffix, "Invalid value: \"%s\": must be an integer",
-                                    pod_quantity_format(lim->q, true, lq));
+                                    cub_quantity_format(lim->q, true, lq));
         }
         for (size_t i = 0; i < c->limits.n; i++) {
                 PodResource *lim = &c->limits.items[i];
@@ -265,9 +265,9 @@ static int container_resources(PodDec *d, json_t *obj, PodContainer *c) {
                 const PodResource *req = &c->requests.items[i];
                 json_t *res = json_object_get(obj, "resources");
                 int line = pod_dec_field_line(d, res ? json_object_get(res, "requests") : NULL, req->name);
-                char suffix[RESOURCE_PATH_MAX], rq[POD_QUANTITY_STR_MAX], lq[POD_QUANTITY_STR_MAX];
+                char suffix[RESOURCE_PATH_MAX], rq[CUB_QUANTITY_STR_MAX], lq[CUB_QUANTITY_STR_MAX];
                 bool is_cpu = strcmp(req->name, "cpu") == 0;
-                PodQuantity lim;
+                CubQuantity lim;
                 bool has_lim = pod_resource_get(&c->limits, req->name, &lim);
 
                 r = resource_path(d, line, "requests", req->name, suffix);
@@ -276,22 +276,22 @@ static int container_resources(PodDec *d, json_t *obj, PodContainer *c) {
                 if (is_extended_resource(req->name) || strncmp(req->name, "hugepages-", 10) == 0) {
                         if (req->q.milli != 0)
                                 return pod_dec_fail(d, line, suffix, "Invalid value: \"%s\": must be an integer",
-                                                    pod_quantity_format(req->q, true, rq));
+                                                    cub_quantity_format(req->q, true, rq));
                         if (is_extended_resource(req->name) && !has_lim)
                                 return pod_dec_fail(d, line, ".resources.limits",
                                                     "Required value: Limit must be set for non overcommitable "
                                                     "resources");
-                        if (has_lim && pod_quantity_cmp(req->q, lim) != 0 && is_extended_resource(req->name))
+                        if (has_lim && cub_quantity_cmp(req->q, lim) != 0 && is_extended_resource(req->name))
                                 return pod_dec_fail(d, line, suffix,
                                                     "Invalid value: \"%s\": must be equal to %s limit of %s",
-                                                    pod_quantity_format(req->q, false, rq), req->name,
-                                                    pod_quantity_format(lim, false, lq));
+                                                    cub_quantity_format(req->q, false, rq), req->name,
+                                                    cub_quantity_format(lim, false, lq));
                 }
-                if (has_lim && pod_quantity_cmp(req->q, lim) > 0)
+                if (has_lim && cub_quantity_cmp(req->q, lim) > 0)
                         return pod_dec_fail(d, line, suffix,
                                             "Invalid value: \"%s\": must be less than or equal to %s limit of %s",
-                                            pod_quantity_format(req->q, is_cpu, rq), req->name,
-                                            pod_quantity_format(lim, is_cpu, lq));
+                                            cub_quantity_format(req->q, is_cpu, rq), req->name,
+                                            cub_quantity_format(lim, is_cpu, lq));
         }
         return 0;
 }

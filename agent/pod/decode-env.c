@@ -203,14 +203,14 @@ static int check_resource_ref(PodDec *d, json_t *vf, PodEnvVar *e) {
         if (!e->divisor_text)
                 return 0;
         line = pod_dec_field_line(d, rr, "divisor");
-        if (pod_quantity_parse(e->divisor_text, &e->divisor, &qerr) < 0)
+        if (cub_quantity_parse(e->divisor_text, &e->divisor, &qerr) < 0)
                 return pod_dec_fail(d, line, ".valueFrom.resourceFieldRef.divisor", "%s", qerr.msg);
-        if (pod_quantity_is_zero(e->divisor))
+        if (cub_quantity_is_zero(e->divisor))
                 return 0;
         cpu = strstr(r, ".cpu") != NULL;
         storage = strstr(r, "ephemeral-storage") != NULL;
         if (cpu) {
-                int64_t m = pod_quantity_milli(e->divisor);
+                int64_t m = cub_quantity_milli(e->divisor);
 
                 if (m != 1 && m != 1000)
                         return pod_dec_fail(d, line, ".valueFrom.resourceFieldRef.divisor",

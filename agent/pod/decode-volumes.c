@@ -124,10 +124,10 @@ int pod_check_local_path(PodDec *d, const char *suffix, const char *p) {
         return 0;
 }
 
-int pod_parse_quantity_at(PodDec *d, const char *suffix, const char *text, PodQuantity *ret) {
+int pod_parse_quantity_at(PodDec *d, const char *suffix, const char *text, CubQuantity *ret) {
         CubError qerr = {};
 
-        if (pod_quantity_parse(text, ret, &qerr) < 0)
+        if (cub_quantity_parse(text, ret, &qerr) < 0)
                 return pod_dec_fail(d, 0, suffix, "%s", qerr.msg);
         return 0;
 }

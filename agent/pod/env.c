@@ -217,7 +217,7 @@ char **pod_env_subpath(const Pod *pod, const PodContainer *c) {
 
 /* ---- resourceFieldRef -------------------------------------------------------- */
 
-int pod_env_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const PodEnvContext *ctx,
+int pod_env_resource_value(const PodContainer *c, const char *resource, CubQuantity divisor, const PodEnvContext *ctx,
                            char **ret, CubError *err) {
         static const struct {
                 const char *field;
@@ -233,10 +233,10 @@ int pod_env_resource_value(const PodContainer *c, const char *resource, PodQuant
         };
         char buf[32];
 
-        if (pod_quantity_is_zero(divisor))
-                divisor = (PodQuantity){ .units = 1 };
+        if (cub_quantity_is_zero(divisor))
+                divisor = (CubQuantity){ .units = 1 };
         for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-                PodQuantity q;
+                CubQuantity q;
                 bool cpu = strcmp(table[i].name, "cpu") == 0, found;
                 double v, d;
 
@@ -245,14 +245,14 @@ int pod_env_resource_value(const PodContainer *c, const char *resource, PodQuant
                 found = pod_resource_get(table[i].limit ? &c->limits : &c->requests, table[i].name, &q);
                 if (cpu) {
                         /* MergeContainerResourceLimits: an unset limit is node allocatable */
-                        v = (double) (table[i].limit && !found ? ctx->alloc_cpu_milli : pod_quantity_milli(q));
-                        d = (double) pod_quantity_milli(divisor);
+                        v = (double) (table[i].limit && !found ? ctx->alloc_cpu_milli : cub_quantity_milli(q));
+                        d = (double) cub_quantity_milli(divisor);
                 } else {
                         int64_t alloc =
                                 strcmp(table[i].name, "memory") == 0 ? ctx->alloc_memory : ctx->alloc_ephemeral_storage;
 
-                        v = (double) (table[i].limit && !found ? alloc : pod_quantity_value(q));
-                        d = (double) pod_quantity_value(divisor);
+                        v = (double) (table[i].limit && !found ? alloc : cub_quantity_value(q));
+                        d = (double) cub_quantity_value(divisor);
                 }
                 if (d <= 0)
                         return cub_err_set(err, EINVAL, "resource '%s': divisor must be positive", resource);

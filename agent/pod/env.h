@@ -45,7 +45,7 @@ char **pod_env_subpath(const Pod *pod, const PodContainer *c);
 /* kubelet's ExtractContainerResourceValue on the container with its limits
  * merged with node allocatable: cpu is ceil(milli / divisor milli), memory
  * and ephemeral-storage ceil(value / divisor value); a zero divisor is 1. */
-int pod_env_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const PodEnvContext *ctx,
+int pod_env_resource_value(const PodContainer *c, const char *resource, CubQuantity divisor, const PodEnvContext *ctx,
                            char **ret, CubError *err);
 /* kubelet's expansion.Expand: $(NAME) from the first of the flat,
  * NULL-terminated key/value lists that has it (the last pair of a list with

@@ -176,6 +176,24 @@ static int check_shutdown(const PodKubeletConfig *c, const char *source, CubErro
         return 0;
 }
 
+/* the eviction configuration finished: the grace period and transition
+ * period decoded beside it, the policy, kubelet's defaults, the soft
+ * thresholds' grace periods (eviction/'s messages name the field) */
+static int check_eviction(PodKubeletConfig *c, const char *source, CubError *err) {
+        CubError eerr = {};
+        int r;
+
+        r = evict_config_set_max_pod_grace_period(&c->eviction, c->eviction_max_pod_grace_period, &eerr);
+        if (r >= 0) {
+                evict_config_set_transition_usec(&c->eviction, (uint64_t) c->eviction_pressure_transition_period.usec);
+                evict_config_set_policy_kind(&c->eviction, c->eviction_policy == POD_EVICTION_KUBELET
+                                                                   ? EVICT_POLICY_KUBELET
+                                                                   : EVICT_POLICY_CUBELET);
+                r = evict_config_finish(&c->eviction, /* enforce_pods_allocatable= */ true, &eerr);
+        }
+        return r < 0 ? cub_err_set(err, -r, "%s: %s", source, eerr.msg) : 0;
+}
+
 int pod_kubelet_config_check(PodKubeletConfig *c, const char *source, CubError *err) {
         int r;
 
@@ -189,5 +207,7 @@ int pod_kubelet_config_check(PodKubeletConfig *c, const char *source, CubError *
                 r = check_durations(c, source, err);
         if (r >= 0)
                 r = check_shutdown(c, source, err);
+        if (r >= 0)
+                r = check_eviction(c, source, err);
         return r;
 }

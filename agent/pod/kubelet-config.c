@@ -88,9 +88,64 @@ static int dec_duration(PodDec *d, json_t *v, void *dst, const PodField *f) {
         return 0;
 }
 
+/* An eviction map (signal -> value) into the eviction configuration, by
+ * eviction/'s setter fn, whose message names the field, the signal and the
+ * value ("evictionHard[memory.available]: invalid quantity ..."). */
+typedef int (*EvictMapFn)(EvictConfig *c, const char *signal, const char *value, CubError *err);
+
+static int dec_eviction_map(PodDec *d, json_t *v, EvictConfig *c, EvictMapFn fn) {
+        const char *k;
+        json_t *e;
+
+        if (!json_is_object(v))
+                return pod_dec_fail(d, 0, NULL, "Invalid type: expected object of strings, got %s",
+                                    pod_json_type_name(v));
+        json_object_foreach(v, k, e) {
+                CubError eerr = {};
+                int l = pod_tree_line(d->tree, e);
+
+                if (!json_is_string(e)) {
+                        size_t old = pod_dec_push(d, "[%s]", k);
+                        int r = pod_dec_fail(d, l, NULL, "Invalid type: expected string, got %s",
+                                             pod_json_type_name(e));
+
+                        pod_dec_pop(d, old);
+                        return r;
+                }
+                if (fn(c, k, json_string_value(e), &eerr) >= 0)
+                        continue;
+                if (d->tree->yaml && l > 0)
+                        return cub_err_set(d->err, EINVAL, "%s:%d: %s", d->tree->source, l, eerr.msg);
+                return cub_err_set(d->err, EINVAL, "%s: %s", d->tree->source, eerr.msg);
+        }
+        return 0;
+}
+
+/* evictionHard given, even empty: kubelet's defaults do not apply */
+static int dec_eviction_hard(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        (void) f;
+        evict_config_set_hard_given(dst);
+        return dec_eviction_map(d, v, dst, evict_config_add_hard);
+}
+
+static int dec_eviction_soft(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        (void) f;
+        return dec_eviction_map(d, v, dst, evict_config_add_soft);
+}
+
+static int dec_eviction_grace_period(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        (void) f;
+        return dec_eviction_map(d, v, dst, evict_config_set_soft_grace_period);
+}
+
+static int dec_eviction_min_reclaim(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        (void) f;
+        return dec_eviction_map(d, v, dst, evict_config_set_min_reclaim);
+}
+
 /* a quantity ("10Mi") that must be positive */
 static int dec_positive_quantity(PodDec *d, json_t *v, void *dst, const PodField *f) {
-        PodQuantity q;
+        CubQuantity q;
         CubError qerr = {};
 
         (void) f;
@@ -99,11 +154,11 @@ static int dec_positive_quantity(PodDec *d, json_t *v, void *dst, const PodField
         if (!json_is_string(v))
                 return pod_dec_fail(d, 0, NULL, "Invalid type: expected a quantity string (\"10Mi\"), got %s",
                                     pod_json_type_name(v));
-        if (pod_quantity_parse(json_string_value(v), &q, &qerr) < 0)
+        if (cub_quantity_parse(json_string_value(v), &q, &qerr) < 0)
                 return pod_dec_fail(d, 0, NULL, "Invalid value: %s", qerr.msg);
-        if (pod_quantity_value(q) <= 0)
+        if (cub_quantity_value(q) <= 0)
                 return pod_dec_fail(d, 0, NULL, "Invalid value: \"%s\": must be positive", json_string_value(v));
-        *(PodQuantity *) dst = q;
+        *(CubQuantity *) dst = q;
         return 0;
 }
 
@@ -294,17 +349,14 @@ static const PodField config_fields[] = {
         { .name = "reservedSystemCPUs",
           .decode = pod_dec_string,
           .offset = offsetof(PodKubeletConfig, reserved_system_cpus) },
-        { .name = "evictionHard",
-          .decode = pod_dec_string_map,
-          .offset = offsetof(PodKubeletConfig, eviction_hard),
-          .set_offset = offsetof(PodKubeletConfig, eviction_hard_set) },
-        { .name = "evictionSoft", .decode = pod_dec_string_map, .offset = offsetof(PodKubeletConfig, eviction_soft) },
+        { .name = "evictionHard", .decode = dec_eviction_hard, .offset = offsetof(PodKubeletConfig, eviction) },
+        { .name = "evictionSoft", .decode = dec_eviction_soft, .offset = offsetof(PodKubeletConfig, eviction) },
         { .name = "evictionSoftGracePeriod",
-          .decode = pod_dec_string_map,
-          .offset = offsetof(PodKubeletConfig, eviction_soft_grace_period) },
+          .decode = dec_eviction_grace_period,
+          .offset = offsetof(PodKubeletConfig, eviction) },
         { .name = "evictionMinimumReclaim",
-          .decode = pod_dec_string_map,
-          .offset = offsetof(PodKubeletConfig, eviction_minimum_reclaim) },
+          .decode = dec_eviction_min_reclaim,
+          .offset = offsetof(PodKubeletConfig, eviction) },
         { .name = "evictionMaxPodGracePeriod",
           .decode = pod_dec_int64,
           .offset = offsetof(PodKubeletConfig, eviction_max_pod_grace_period) },
@@ -384,6 +436,9 @@ void pod_kubelet_config_init(PodKubeletConfig *c) {
                                  .node_status_report_frequency = { .usec = 300 * (int64_t) CUB_USEC_PER_SEC },
                                  .cgroups_per_qos = true,
                                  .enforce_pods = true };
+        /* kubelet's default thresholds, which cannot fail */
+        evict_config_init(&c->eviction);
+        (void) evict_config_finish(&c->eviction, /* enforce_pods_allocatable= */ true, &(CubError){});
 }
 
 void pod_kubelet_config_done(PodKubeletConfig *c) {
@@ -406,6 +461,7 @@ int pod_kubelet_config_decode(const char *buf, size_t len, const char *source, P
         d.tree = &tree;
         gates = json_object_get(tree.root, "featureGates");
         pod_kubelet_config_init(&c);
+        evict_config_init(&c.eviction); /* the file's thresholds, finished by the check */
         r = pod_dec_fields(&d, tree.root, &c, config_fields, NULL);
         /* security context: kubelet refuses to start on a pattern that is not a namespaced sysctl */
         for (size_t i = 0; r >= 0 && i < c.allowed_unsafe_sysctls.n; i++) {

@@ -4,9 +4,11 @@
 /*
  * agent/pod's inputs besides the pod (node.c): the node (capacity,
  * allocatable, labels, taints, conditions, CPU topology) and the
- * KubeletConfiguration file with cubelet's own keys. Included by pod.h; includes pod-model.h alone.
+ * KubeletConfiguration file with cubelet's own keys. Included by pod.h; includes pod-model.h and
+ * eviction/'s configuration (its thresholds are decoded into it).
  */
 
+#include "../../eviction/eviction.h"
 #include "pod-model.h"
 
 /* ---- Node and configuration inputs -------------------------------------- */
@@ -133,12 +135,14 @@ typedef struct PodKubeletConfig {
          * validation.go wants it, else the decode fails naming the field) */
         bool memory_qos;
         double memory_throttling_factor;
-        /* eviction: kubelet's maps, signal -> value, kept as text for eviction/ to parse */
-        PodStringMap eviction_hard; /* evictionHard; NULL items = kubelet's defaults */
-        bool eviction_hard_set;
-        PodStringMap eviction_soft;                      /* evictionSoft */
-        PodStringMap eviction_soft_grace_period;         /* evictionSoftGracePeriod, Go durations */
-        PodStringMap eviction_minimum_reclaim;           /* evictionMinimumReclaim */
+        /* eviction: evictionHard, evictionSoft, evictionSoftGracePeriod and
+         * evictionMinimumReclaim (signal -> value) decoded into eviction/'s
+         * configuration; with evictionMaxPodGracePeriod, the transition
+         * period and cubelet.evictionPolicy, finished once by the decode
+         * (kubelet's default hard thresholds when evictionHard is absent, a
+         * grace period for each soft threshold, allocatableMemory.available);
+         * pod_kubelet_config_init's: kubelet's defaults, finished */
+        EvictConfig eviction;
         int64_t eviction_max_pod_grace_period;           /* evictionMaxPodGracePeriod, seconds */
         PodDuration eviction_pressure_transition_period; /* default 5m, not negative */
         /* cubelet's own, under "cubelet:" */
@@ -172,7 +176,7 @@ typedef struct PodKubeletConfig {
         /* logs: podLogsDir (default /var/log/pods), containerLogMaxSize (a quantity, parsed by the
          * decoder: positive, default 10Mi), containerLogMaxFiles (default 5, at least 2: kubelet's check) */
         char *pod_logs_dir;
-        PodQuantity container_log_max_size;
+        CubQuantity container_log_max_size;
         int64_t container_log_max_files;
         /* network: kubelet's podCIDR (standalone mode: the bridge's range), clusterDNS, clusterDomain,
          * resolvConf (NULL = /etc/resolv.conf, "" = none) */

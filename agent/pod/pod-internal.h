@@ -115,7 +115,7 @@ int pod_dec_object_array(PodDec *d, json_t *v, void *dst, const PodField *f);
  * string or a number, kept as its text; a quantity's text parsed with the
  * message at suffix; validateLocalDescendingPath (relative, no ".."). */
 int pod_dec_quantity(PodDec *d, json_t *v, void *dst, const PodField *f);
-int pod_parse_quantity_at(PodDec *d, const char *suffix, const char *text, PodQuantity *ret);
+int pod_parse_quantity_at(PodDec *d, const char *suffix, const char *text, CubQuantity *ret);
 int pod_check_local_path(PodDec *d, const char *suffix, const char *p);
 /* A downwardAPI source's items[] into v->items (appended), then checked
  * against the pod (decode-downward.c). */
@@ -304,7 +304,7 @@ void pod_container_volumes_done(PodContainer *c);
  * / AggregateContainerLimits: no pod-level values, no overhead) */
 extern const PodField pod_level_resources_fields[];
 int pod_level_resources_default_and_validate(PodDec *d, json_t *root, Pod *pod);
-int pod_resource_list_set(PodResourceList *l, const char *name, PodQuantity q);
+int pod_resource_list_set(PodResourceList *l, const char *name, CubQuantity q);
 int pod_aggregate_containers(const Pod *pod, bool limits, PodResourceList *ret);
 
 /* Defaulting and validation over the decoded struct (defaults.c). */

@@ -20,39 +20,13 @@
 #include <stdint.h>
 
 #include "../util/err.h"
-
-/* ---- Quantities -------------------------------------------------------- */
-
-/*
- * A non-negative resource quantity, rounded up to milli precision as the
- * API defaulting does (SetDefaults_ResourceList: RoundUp(-3)). The value is
- * units + milli/1000 with 0 <= milli < 1000.
- */
-typedef struct PodQuantity {
-        int64_t units;
-        uint16_t milli;
-} PodQuantity;
-
-/* Parses the resource.Quantity grammar. -EINVAL on garbage, -ERANGE for a
- * negative or too large value; the message quotes the string. */
-int pod_quantity_parse(const char *s, PodQuantity *ret, CubError *err);
-/* Quantity.MilliValue() (saturating) and Value() (ceil, saturating). */
-int64_t pod_quantity_milli(PodQuantity q);
-int64_t pod_quantity_value(PodQuantity q);
-int pod_quantity_cmp(PodQuantity a, PodQuantity b);
-bool pod_quantity_is_zero(PodQuantity q);
-/* a + b; -ERANGE on overflow. */
-int pod_quantity_add(PodQuantity a, PodQuantity b, PodQuantity *ret);
-/* Canonical text: cpu as "250m"/"2"; bytes and counts as "64Mi", "1G" or a
- * plain integer of Value(). Returns buf. */
-#define POD_QUANTITY_STR_MAX 32
-const char *pod_quantity_format(PodQuantity q, bool is_cpu, char buf[static POD_QUANTITY_STR_MAX]);
+#include "../util/quantity.h"
 
 /* ---- The model ---------------------------------------------------------- */
 
 typedef struct PodResource {
         char *name;
-        PodQuantity q;
+        CubQuantity q;
 } PodResource;
 
 /* Resource names kept in the order of the manifest. */
@@ -111,7 +85,7 @@ typedef struct PodEnvVar {
         char *resource_container; /* resourceFieldRef.containerName, NULL = this container */
         char *resource;           /* resourceFieldRef.resource */
         char *divisor_text;       /* resourceFieldRef.divisor as written, NULL = 1 */
-        PodQuantity divisor;      /* zero = 1 */
+        CubQuantity divisor;      /* zero = 1 */
         /* configMapKeyRef / secretKeyRef: the ConfigMap's or Secret's name, the key */
         bool config_map_ref_set, secret_ref_set, ref_optional;
         char *ref_name, *ref_key;
@@ -217,7 +191,7 @@ typedef struct PodDownwardFile {
         char *field_path;         /* fieldRef.fieldPath, NULL for resourceFieldRef */
         char *resource_container; /* resourceFieldRef.containerName */
         char *resource;           /* resourceFieldRef.resource: limits.cpu, requests.memory, ... */
-        PodQuantity divisor;      /* 0 = 1 */
+        CubQuantity divisor;      /* 0 = 1 */
         int32_t mode;
         bool mode_set;
         /* serviceAccountToken */
@@ -238,7 +212,7 @@ typedef struct PodVolume {
         char *host_path;      /* hostPath.path */
         char *host_path_type; /* hostPath.type, "" when not set */
         char *medium;         /* emptyDir.medium, "" or "Memory" */
-        PodQuantity size_limit;
+        CubQuantity size_limit;
         bool size_limit_set;
         PodDownwardFile *items;
         size_t n_items;

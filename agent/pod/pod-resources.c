@@ -65,13 +65,13 @@ static bool standard_resource_name(const char *name) {
 
 /* helper.IsHugePageResourceValueDivisible: the page size of the name is a
  * positive whole number of bytes and divides the value */
-static bool hugepages_divisible(const char *name, PodQuantity q) {
-        PodQuantity size;
+static bool hugepages_divisible(const char *name, CubQuantity q) {
+        CubQuantity size;
         CubError ignored = {};
 
-        if (pod_quantity_parse(name + 10, &size, &ignored) < 0 || size.milli != 0 || size.units <= 0)
+        if (cub_quantity_parse(name + 10, &size, &ignored) < 0 || size.milli != 0 || size.units <= 0)
                 return false;
-        return pod_quantity_value(q) % size.units == 0;
+        return cub_quantity_value(q) % size.units == 0;
 }
 
 /* ---- paths and lines ---------------------------------------------------------- */
@@ -104,8 +104,8 @@ static int line_at(PodDec *d, json_t *root, const char *list, const char *name) 
         return line;
 }
 
-static const char *fmt_q(const char *name, PodQuantity q, char buf[static POD_QUANTITY_STR_MAX]) {
-        return pod_quantity_format(q, strcmp(name, "cpu") == 0, buf);
+static const char *fmt_q(const char *name, CubQuantity q, char buf[static CUB_QUANTITY_STR_MAX]) {
+        return cub_quantity_format(q, strcmp(name, "cpu") == 0, buf);
 }
 
 /* ---- defaulting (SetDefaults_Pod, PodLevelResources on) ------------------------- */
@@ -181,7 +181,7 @@ static int check_name(PodDec *d, json_t *root, const char *list, const char *nam
 /* validateResourceQuantityHugePageValue (AllowIndivisibleHugePagesValues is
  * false for a new pod) */
 static int check_hugepages(PodDec *d, json_t *root, const char *list, const PodResource *e) {
-        char path[PATH_MAX_LEN], q[POD_QUANTITY_STR_MAX];
+        char path[PATH_MAX_LEN], q[CUB_QUANTITY_STR_MAX];
 
         if (!is_hugepages(e->name) || hugepages_divisible(e->name, e->q))
                 return 0;
@@ -208,19 +208,19 @@ static int validate_requirements(PodDec *d, json_t *root, const Pod *pod) {
         for (size_t i = 0; i < pod->resources_requests.n; i++) {
                 const PodResource *req = &pod->resources_requests.items[i];
                 int line = line_at(d, root, "requests", req->name);
-                char rq[POD_QUANTITY_STR_MAX], lq[POD_QUANTITY_STR_MAX];
-                PodQuantity lim;
+                char rq[CUB_QUANTITY_STR_MAX], lq[CUB_QUANTITY_STR_MAX];
+                CubQuantity lim;
 
                 r = check_name(d, root, "requests", req->name);
                 if (r < 0)
                         return r;
                 if (pod_resource_get(&pod->resources_limits, req->name, &lim)) {
                         /* not overcommitted: the request equals the limit */
-                        if (!overcommit_allowed(req->name) && pod_quantity_cmp(req->q, lim) != 0)
+                        if (!overcommit_allowed(req->name) && cub_quantity_cmp(req->q, lim) != 0)
                                 return pod_dec_fail(d, line, ".spec.resources.requests",
                                                     "Invalid value: \"%s\": must be equal to %s limit of %s",
                                                     fmt_q(req->name, req->q, rq), req->name, fmt_q(req->name, lim, lq));
-                        if (pod_quantity_cmp(req->q, lim) > 0)
+                        if (cub_quantity_cmp(req->q, lim) > 0)
                                 return pod_dec_fail(
                                         d, line, ".spec.resources.requests",
                                         "Invalid value: \"%s\": must be less than or equal to %s limit of %s",
@@ -244,8 +244,8 @@ static int validate_requirements(PodDec *d, json_t *root, const Pod *pod) {
 
 static int validate_consistency(PodDec *d, json_t *root, const Pod *pod) {
         _cleanup_(pod_resource_list_done) PodResourceList reqs = {}, lims = {};
-        char path[PATH_MAX_LEN], a[POD_QUANTITY_STR_MAX], b[POD_QUANTITY_STR_MAX];
-        PodQuantity p;
+        char path[PATH_MAX_LEN], a[CUB_QUANTITY_STR_MAX], b[CUB_QUANTITY_STR_MAX];
+        CubQuantity p;
         int r;
 
         r = pod_aggregate_containers(pod, /* limits= */ false, &reqs);
@@ -259,7 +259,7 @@ static int validate_consistency(PodDec *d, json_t *root, const Pod *pod) {
         for (size_t i = 0; i < reqs.n; i++) {
                 const PodResource *c = &reqs.items[i];
 
-                if (!pod_resource_get(&pod->resources_requests, c->name, &p) || pod_quantity_cmp(c->q, p) <= 0)
+                if (!pod_resource_get(&pod->resources_requests, c->name, &p) || cub_quantity_cmp(c->q, p) <= 0)
                         continue;
                 return pod_dec_fail(d, line_at(d, root, "requests", c->name), key_path(path, "requests", c->name),
                                     "Invalid value: \"%s\": must be greater than or equal to aggregate container "
@@ -272,7 +272,7 @@ static int validate_consistency(PodDec *d, json_t *root, const Pod *pod) {
                 const PodResource *c = &lims.items[i];
 
                 if (!is_hugepages(c->name) || !pod_resource_get(&pod->resources_limits, c->name, &p) ||
-                    pod_quantity_cmp(c->q, p) <= 0)
+                    cub_quantity_cmp(c->q, p) <= 0)
                         continue;
                 return pod_dec_fail(d, line_at(d, root, "limits", c->name), key_path(path, "limits", c->name),
                                     "Invalid value: \"%s\": must be greater than or equal to aggregate container "
@@ -291,7 +291,7 @@ static int validate_consistency(PodDec *d, json_t *root, const Pod *pod) {
                         int n, line = pod_tree_line(d->tree, json_object_get(lj, lim->name));
 
                         if (!pod_resource_get(&pod->resources_limits, lim->name, &p) ||
-                            pod_quantity_cmp(lim->q, p) <= 0)
+                            cub_quantity_cmp(lim->q, p) <= 0)
                                 continue;
                         n = snprintf(path, sizeof(path), ".spec.resources.containers[%zu][%s].limits", i, lim->name);
                         if (n < 0 || (size_t) n >= sizeof(path))

@@ -85,10 +85,10 @@ char *pod_resize_identity(const json_t *root, const Pod *pod) {
 }
 
 static bool same(const PodResourceList *a, const PodResourceList *b, const char *name) {
-        PodQuantity qa, qb;
+        CubQuantity qa, qb;
         bool ha = pod_resource_get(a, name, &qa), hb = pod_resource_get(b, name, &qb);
 
-        return ha == hb && (!ha || pod_quantity_cmp(qa, qb) == 0);
+        return ha == hb && (!ha || cub_quantity_cmp(qa, qb) == 0);
 }
 
 static bool same_others(const PodResourceList *a, const PodResourceList *b) {
@@ -115,7 +115,7 @@ int pod_resize_compare(const Pod *cur, const Pod *want, PodResizeChange *ret, bo
                 bool init;
                 const PodContainer *a = pod_container_at(cur, k, &init), *b = pod_container_at(want, k, NULL);
                 PodResizeChange *c = &ret[k];
-                PodQuantity la, lb;
+                CubQuantity la, lb;
                 bool ha, hb;
 
                 *c = (PodResizeChange){};
@@ -131,7 +131,7 @@ int pod_resize_compare(const Pod *cur, const Pod *want, PodResizeChange *ret, bo
                 c->restart = (c->cpu && a->resize_restart_cpu) || (c->memory && a->resize_restart_memory);
                 ha = pod_resource_get(&a->limits, "memory", &la);
                 hb = pod_resource_get(&b->limits, "memory", &lb);
-                c->memory_limit_down = hb && (!ha || pod_quantity_cmp(lb, la) < 0);
+                c->memory_limit_down = hb && (!ha || cub_quantity_cmp(lb, la) < 0);
                 *ret_any = *ret_any || c->cpu || c->memory;
         }
         return 0;
@@ -146,14 +146,14 @@ json_t *pod_resize_container_json(const PodContainer *c) {
                 json_t *m = NULL;
 
                 for (size_t i = 0; i < 2; i++) {
-                        char buf[POD_QUANTITY_STR_MAX];
-                        PodQuantity q;
+                        char buf[CUB_QUANTITY_STR_MAX];
+                        CubQuantity q;
 
                         if (!pod_resource_get(l, resized[i], &q))
                                 continue;
                         if (!m)
                                 m = json_object();
-                        json_object_set_new(m, resized[i], json_string(pod_quantity_format(q, i == 0, buf)));
+                        json_object_set_new(m, resized[i], json_string(cub_quantity_format(q, i == 0, buf)));
                 }
                 if (m)
                         json_object_set_new(res, k ? "requests" : "limits", m);
@@ -162,7 +162,7 @@ json_t *pod_resize_container_json(const PodContainer *c) {
 }
 
 static int set_resource(PodResourceList *l, const char *name, const char *value, CubError *err) {
-        PodQuantity q;
+        CubQuantity q;
         PodResource *items;
         size_t i;
         int r;
@@ -177,7 +177,7 @@ static int set_resource(PodResourceList *l, const char *name, const char *value,
                 }
                 return 0;
         }
-        r = pod_quantity_parse(value, &q, err);
+        r = cub_quantity_parse(value, &q, err);
         if (r < 0)
                 return r;
         if (i < l->n) {

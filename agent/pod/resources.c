@@ -9,7 +9,7 @@
 
 #include "pod-internal.h"
 
-bool pod_resource_get(const PodResourceList *l, const char *name, PodQuantity *ret) {
+bool pod_resource_get(const PodResourceList *l, const char *name, CubQuantity *ret) {
         for (size_t i = 0; l && i < l->n; i++)
                 if (strcmp(l->items[i].name, name) == 0) {
                         if (ret)
@@ -17,7 +17,7 @@ bool pod_resource_get(const PodResourceList *l, const char *name, PodQuantity *r
                         return true;
                 }
         if (ret)
-                *ret = (PodQuantity){};
+                *ret = (CubQuantity){};
         return false;
 }
 
@@ -71,15 +71,15 @@ const char *pod_qos_to_string(PodQOSClass q) {
 
 /* qos.go processResourceList: the non-zero cpu and memory of l added to
  * sum; *found (may be NULL) gets which of them l has. */
-static void qos_add(const PodResourceList *l, PodQuantity sum[2], bool set[2], bool found[2]) {
+static void qos_add(const PodResourceList *l, CubQuantity sum[2], bool set[2], bool found[2]) {
         static const char *const supported[] = { "cpu", "memory" };
 
         for (size_t k = 0; k < 2; k++) {
-                PodQuantity q;
+                CubQuantity q;
 
-                if (!pod_resource_get(l, supported[k], &q) || pod_quantity_is_zero(q))
+                if (!pod_resource_get(l, supported[k], &q) || cub_quantity_is_zero(q))
                         continue;
-                (void) pod_quantity_add(sum[k], q, &sum[k]);
+                (void) cub_quantity_add(sum[k], q, &sum[k]);
                 set[k] = true;
                 if (found)
                         found[k] = true;
@@ -87,7 +87,7 @@ static void qos_add(const PodResourceList *l, PodQuantity sum[2], bool set[2], b
 }
 
 PodQOSClass pod_qos_class(const Pod *pod) {
-        PodQuantity req_sum[2] = {}, lim_sum[2] = {};
+        CubQuantity req_sum[2] = {}, lim_sum[2] = {};
         bool req_set[2] = {}, lim_set[2] = {};
         bool guaranteed = true;
 
@@ -116,7 +116,7 @@ PodQOSClass pod_qos_class(const Pod *pod) {
                 for (size_t k = 0; k < 2; k++) {
                         if (req_set[k] != lim_set[k])
                                 guaranteed = false;
-                        else if (req_set[k] && pod_quantity_cmp(req_sum[k], lim_sum[k]) != 0)
+                        else if (req_set[k] && cub_quantity_cmp(req_sum[k], lim_sum[k]) != 0)
                                 guaranteed = false;
                 }
         }
@@ -138,11 +138,11 @@ static PodResource *list_slot(PodResourceList *l, const char *name) {
         n[l->n].name = strdup(name);
         if (!n[l->n].name)
                 return NULL;
-        n[l->n].q = (PodQuantity){};
+        n[l->n].q = (CubQuantity){};
         return &n[l->n++];
 }
 
-int pod_resource_list_set(PodResourceList *l, const char *name, PodQuantity q) {
+int pod_resource_list_set(PodResourceList *l, const char *name, CubQuantity q) {
         PodResource *s = list_slot(l, name);
 
         if (!s)
@@ -157,7 +157,7 @@ static int list_add(PodResourceList *dst, const PodResourceList *src) {
 
                 if (!s)
                         return -ENOMEM;
-                if (pod_quantity_add(s->q, src->items[i].q, &s->q) < 0)
+                if (cub_quantity_add(s->q, src->items[i].q, &s->q) < 0)
                         return -ERANGE;
         }
         return 0;
@@ -169,7 +169,7 @@ static int list_max(PodResourceList *dst, const PodResourceList *src) {
 
                 if (!s)
                         return -ENOMEM;
-                if (pod_quantity_cmp(src->items[i].q, s->q) > 0)
+                if (cub_quantity_cmp(src->items[i].q, s->q) > 0)
                         s->q = src->items[i].q;
         }
         return 0;
@@ -186,11 +186,11 @@ void pod_effective_done(PodEffective *e) {
 }
 
 static void note_declared(PodEffective *e, const PodResourceList *l) {
-        PodQuantity q;
+        CubQuantity q;
 
-        if (!pod_resource_get(l, "cpu", &q) || pod_quantity_is_zero(q))
+        if (!pod_resource_get(l, "cpu", &q) || cub_quantity_is_zero(q))
                 e->cpu_limits_declared = false;
-        if (!pod_resource_get(l, "memory", &q) || pod_quantity_is_zero(q))
+        if (!pod_resource_get(l, "memory", &q) || cub_quantity_is_zero(q))
                 e->memory_limits_declared = false;
 }
 
@@ -272,15 +272,15 @@ static int finish(const Pod *pod, bool limits, PodResourceList *l) {
                 PodResource *s;
 
                 if (limits) {
-                        PodQuantity cur;
+                        CubQuantity cur;
 
-                        if (!pod_resource_get(l, o->name, &cur) || pod_quantity_is_zero(cur))
+                        if (!pod_resource_get(l, o->name, &cur) || cub_quantity_is_zero(cur))
                                 continue;
                 }
                 s = list_slot(l, o->name);
                 if (!s)
                         return -ENOMEM;
-                if (pod_quantity_add(s->q, o->q, &s->q) < 0)
+                if (cub_quantity_add(s->q, o->q, &s->q) < 0)
                         return -ERANGE;
         }
         return 0;
@@ -304,11 +304,11 @@ int pod_effective(const Pod *pod, PodEffective *ret, CubError *err) {
         }
         if (pod_level_resources_set(pod)) {
                 /* a non-zero pod-level limit declares the resource */
-                PodQuantity q;
+                CubQuantity q;
 
-                if (pod_resource_get(&pod->resources_limits, "cpu", &q) && !pod_quantity_is_zero(q))
+                if (pod_resource_get(&pod->resources_limits, "cpu", &q) && !cub_quantity_is_zero(q))
                         e.cpu_limits_declared = true;
-                if (pod_resource_get(&pod->resources_limits, "memory", &q) && !pod_quantity_is_zero(q))
+                if (pod_resource_get(&pod->resources_limits, "memory", &q) && !cub_quantity_is_zero(q))
                         e.memory_limits_declared = true;
         }
         *ret = e;
@@ -340,19 +340,19 @@ bool pod_level_resources_set(const Pod *pod) {
         return pod_level_requests_set(pod) || pod_level_limits_set(pod);
 }
 
-static PodQuantity add_sat(PodQuantity a, PodQuantity b) {
-        PodQuantity r;
+static CubQuantity add_sat(CubQuantity a, CubQuantity b) {
+        CubQuantity r;
 
-        return pod_quantity_add(a, b, &r) < 0 ? (PodQuantity){ .units = INT64_MAX, .milli = 999 } : r;
+        return cub_quantity_add(a, b, &r) < 0 ? (CubQuantity){ .units = INT64_MAX, .milli = 999 } : r;
 }
 
-static PodQuantity max_q(PodQuantity a, PodQuantity b) {
-        return pod_quantity_cmp(a, b) >= 0 ? a : b;
+static CubQuantity max_q(CubQuantity a, CubQuantity b) {
+        return cub_quantity_cmp(a, b) >= 0 ? a : b;
 }
 
 /* aggregate() of one request, without allocating (sums saturate) */
-static PodQuantity aggregate_request(const Pod *pod, const char *name) {
-        PodQuantity sum = {}, init_max = {}, sidecars = {}, q;
+static CubQuantity aggregate_request(const Pod *pod, const char *name) {
+        CubQuantity sum = {}, init_max = {}, sidecars = {}, q;
 
         for (size_t i = 0; i < pod->n_containers; i++) {
                 (void) pod_resource_get(&pod->containers[i].requests, name, &q);
@@ -372,23 +372,23 @@ static PodQuantity aggregate_request(const Pod *pod, const char *name) {
         return max_q(sum, init_max);
 }
 
-PodQuantity pod_request_quantity(const Pod *pod, const char *name) {
-        PodQuantity q = {}, o;
+CubQuantity pod_request_quantity(const Pod *pod, const char *name) {
+        CubQuantity q = {}, o;
 
         if (!pod_level_resources_set(pod))
                 q = aggregate_request(pod, name);
         else if (pod_level_resource_supported(name))
                 /* SkipContainerLevelResources: the pod-level request alone */
                 (void) pod_resource_get(&pod->resources_requests, name, &q);
-        if (!pod_quantity_is_zero(q) && pod_resource_get(&pod->overhead, name, &o))
+        if (!cub_quantity_is_zero(q) && pod_resource_get(&pod->overhead, name, &o))
                 q = add_sat(q, o);
         return q;
 }
 
-PodQuantity pod_container_limit(const Pod *pod, const PodContainer *c, const char *name) {
-        PodQuantity q;
+CubQuantity pod_container_limit(const Pod *pod, const PodContainer *c, const char *name) {
+        CubQuantity q;
 
-        if (pod_resource_get(&c->limits, name, &q) && !pod_quantity_is_zero(q))
+        if (pod_resource_get(&c->limits, name, &q) && !cub_quantity_is_zero(q))
                 return q;
         if (pod_level_resources_set(pod))
                 (void) pod_resource_get(&pod->resources_limits, name, &q);
@@ -396,23 +396,23 @@ PodQuantity pod_container_limit(const Pod *pod, const PodContainer *c, const cha
 }
 
 int64_t pod_remaining_memory_request_per_container(const Pod *pod) {
-        PodQuantity q;
+        CubQuantity q;
         size_t n = pod->n_containers + pod->n_init_containers;
 
         if (!pod_level_requests_set(pod) || !pod_resource_get(&pod->resources_requests, "memory", &q) ||
-            pod_quantity_is_zero(q) || n == 0)
+            cub_quantity_is_zero(q) || n == 0)
                 return 0;
         /* Go's int64 division truncates toward zero, as C's does */
-        return (pod_quantity_value(q) - pod_quantity_value(aggregate_request(pod, "memory"))) / (int64_t) n;
+        return (cub_quantity_value(q) - cub_quantity_value(aggregate_request(pod, "memory"))) / (int64_t) n;
 }
 
 void pod_downward_allocatable(const Pod *pod, int64_t *cpu_milli, int64_t *memory) {
-        PodQuantity q;
+        CubQuantity q;
 
         if (!pod_level_limits_set(pod))
                 return;
-        if (pod_resource_get(&pod->resources_limits, "cpu", &q) && !pod_quantity_is_zero(q))
-                *cpu_milli = pod_quantity_milli(q);
-        if (pod_resource_get(&pod->resources_limits, "memory", &q) && !pod_quantity_is_zero(q))
-                *memory = pod_quantity_value(q);
+        if (pod_resource_get(&pod->resources_limits, "cpu", &q) && !cub_quantity_is_zero(q))
+                *cpu_milli = cub_quantity_milli(q);
+        if (pod_resource_get(&pod->resources_limits, "memory", &q) && !cub_quantity_is_zero(q))
+                *memory = cub_quantity_value(q);
 }

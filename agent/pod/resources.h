@@ -27,7 +27,7 @@ PodQOSClass pod_qos_class(const Pod *pod);
 /* ---- Effective requests and limits ---------------------------------------- */
 
 /* Looks a resource up; returns false (and a zero quantity) when absent. */
-bool pod_resource_get(const PodResourceList *l, const char *name, PodQuantity *ret);
+bool pod_resource_get(const PodResourceList *l, const char *name, CubQuantity *ret);
 
 /*
  * Effective pod requests and limits (component-helpers PodRequests/PodLimits
@@ -54,7 +54,7 @@ void pod_resource_list_done(PodResourceList *l);
  * containers' aggregate (sidecars and init containers as PodRequests).
  * The overhead is added when the result is not zero. Sums saturate.
  */
-PodQuantity pod_request_quantity(const Pod *pod, const char *name);
+CubQuantity pod_request_quantity(const Pod *pod, const char *name);
 
 /* ---- Pod-level resources (component-helpers resource/helpers.go) ---------- */
 
@@ -73,7 +73,7 @@ bool pod_level_limits_set(const Pod *pod);
  * when not zero, else, when the pod sets pod-level resources, the pod-level
  * limit (zero when there is none).
  */
-PodQuantity pod_container_limit(const Pod *pod, const PodContainer *c, const char *name);
+CubQuantity pod_container_limit(const Pod *pod, const PodContainer *c, const char *name);
 
 /*
  * pkg/kubelet/qos/helpers.go remainingPodMemReqPerContainer: with a

@@ -142,12 +142,12 @@ static int64_t ceil_div(int64_t a, int64_t b) {
         return a / b + (a % b != 0 && a > 0);
 }
 
-int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const VolNode *node, char *buf,
+int vol_resource_value(const PodContainer *c, const char *resource, CubQuantity divisor, const VolNode *node, char *buf,
                        size_t size, CubError *err) {
         const char *dot = strchr(resource, '.');
         bool limit, cpu;
         const char *name;
-        PodQuantity q = {};
+        CubQuantity q = {};
         int64_t v;
         bool have;
 
@@ -160,8 +160,8 @@ int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity 
         if (strcmp(name, "cpu") != 0 && strcmp(name, "memory") != 0 && strcmp(name, "ephemeral-storage") != 0)
                 return cub_err_set(err, EINVAL, "unsupported container resource : %s", resource);
         cpu = strcmp(name, "cpu") == 0;
-        if (pod_quantity_is_zero(divisor))
-                divisor = (PodQuantity){ .units = 1 };
+        if (cub_quantity_is_zero(divisor))
+                divisor = (CubQuantity){ .units = 1 };
         if (limit) {
                 have = pod_resource_get(&c->limits, name, &q);
                 if (!have) {
@@ -170,8 +170,8 @@ int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity 
                                     : strcmp(name, "memory") == 0 ? node->memory
                                                                   : node->ephemeral_storage;
 
-                        q = cpu ? (PodQuantity){ .units = a / 1000, .milli = (uint16_t) (a % 1000) }
-                                : (PodQuantity){ .units = a };
+                        q = cpu ? (CubQuantity){ .units = a / 1000, .milli = (uint16_t) (a % 1000) }
+                                : (CubQuantity){ .units = a };
                 }
         } else {
                 have = pod_resource_get(&c->requests, name, &q);
@@ -179,9 +179,9 @@ int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity 
                         (void) pod_resource_get(&c->limits, name, &q); /* requests default to limits */
         }
         if (cpu)
-                v = ceil_div(pod_quantity_milli(q), pod_quantity_milli(divisor));
+                v = ceil_div(cub_quantity_milli(q), cub_quantity_milli(divisor));
         else
-                v = ceil_div(pod_quantity_value(q), pod_quantity_value(divisor));
+                v = ceil_div(cub_quantity_value(q), cub_quantity_value(divisor));
         (void) snprintf(buf, size, "%" PRId64, v);
         return 0;
 }
@@ -266,7 +266,7 @@ int64_t vol_tmpfs_size(const PodVolume *v, int64_t pod_memory_limit, int64_t nod
         if (pod_memory_limit > 0 && pod_memory_limit <= size)
                 size = pod_memory_limit;
         if (v->size_limit_set) {
-                int64_t l = pod_quantity_value(v->size_limit);
+                int64_t l = cub_quantity_value(v->size_limit);
 
                 if (l > 0 && l <= size)
                         size = l;

@@ -12,8 +12,8 @@
 
 #define EPHEMERAL "ephemeral-storage"
 
-static PodQuantity bytes(uint64_t v) {
-        return (PodQuantity){ .units = v > INT64_MAX ? INT64_MAX : (int64_t) v };
+static CubQuantity bytes(uint64_t v) {
+        return (CubQuantity){ .units = v > INT64_MAX ? INT64_MAX : (int64_t) v };
 }
 
 static uint64_t add_sat(uint64_t a, uint64_t b) {
@@ -21,7 +21,7 @@ static uint64_t add_sat(uint64_t a, uint64_t b) {
 }
 
 /* PodLimits(pod)[ephemeral-storage], when present */
-static int pod_limit(const Pod *pod, bool *ret_found, PodQuantity *ret, CubError *err) {
+static int pod_limit(const Pod *pod, bool *ret_found, CubQuantity *ret, CubError *err) {
         PodEffective e = {};
         int r = pod_effective(pod, &e, err);
 
@@ -33,7 +33,7 @@ static int pod_limit(const Pod *pod, bool *ret_found, PodQuantity *ret, CubError
 }
 
 bool vol_storage_limited(const Pod *pod) {
-        PodQuantity q;
+        CubQuantity q;
 
         for (size_t k = 0; k < pod->n_init_containers + pod->n_containers; k++)
                 if (pod_resource_get(&pod_container_at(pod, k, NULL)->limits, EPHEMERAL, &q))
@@ -42,8 +42,8 @@ bool vol_storage_limited(const Pod *pod) {
 }
 
 int vol_storage_check(const Pod *pod, const VolPodUsage *u, VolStorageVerdict *ret, CubError *err) {
-        char q[POD_QUANTITY_STR_MAX];
-        PodQuantity limit;
+        char q[CUB_QUANTITY_STR_MAX];
+        CubQuantity limit;
         uint64_t total = u->volumes;
         bool found = false;
         int r;
@@ -56,12 +56,12 @@ int vol_storage_check(const Pod *pod, const VolPodUsage *u, VolStorageVerdict *r
                 return r;
         for (size_t i = 0; i < u->n_containers; i++)
                 total = add_sat(total, add_sat(u->containers[i].rootfs, u->containers[i].logs));
-        if (found && pod_quantity_cmp(bytes(total), limit) > 0) {
+        if (found && cub_quantity_cmp(bytes(total), limit) > 0) {
                 ret->signal = VOL_SIGNAL_POD_LIMIT;
                 ret->used = total;
                 (void) snprintf(ret->message, sizeof(ret->message),
                                 "Pod ephemeral local storage usage exceeds the total limit of containers %s. ",
-                                pod_quantity_format(limit, false, q));
+                                cub_quantity_format(limit, false, q));
                 return 1;
         }
         /* each container (spec.containers only) with a non-zero limit */
@@ -73,14 +73,14 @@ int vol_storage_check(const Pod *pod, const VolPodUsage *u, VolStorageVerdict *r
                         const PodContainer *pc = &pod->containers[k];
 
                         if (strcmp(pc->name, c->name) != 0 || !pod_resource_get(&pc->limits, EPHEMERAL, &limit) ||
-                            pod_quantity_value(limit) == 0)
+                            cub_quantity_value(limit) == 0)
                                 continue;
-                        if (pod_quantity_cmp(limit, bytes(used)) < 0) {
+                        if (cub_quantity_cmp(limit, bytes(used)) < 0) {
                                 ret->signal = VOL_SIGNAL_CONTAINER_LIMIT;
                                 ret->used = used;
                                 (void) snprintf(ret->message, sizeof(ret->message),
                                                 "Container %s exceeded its local ephemeral storage limit \"%s\". ",
-                                                c->name, pod_quantity_format(limit, false, q));
+                                                c->name, cub_quantity_format(limit, false, q));
                                 return 1;
                         }
                 }

@@ -73,7 +73,7 @@ char *vol_format_map(const PodStringMap *m);
  * others in units), as text into buf. A limit the container does not set
  * is the node's allocatable; a request it does not set is its limit (API
  * defaulting), else 0. -EINVAL for an unknown resource. */
-int vol_resource_value(const PodContainer *c, const char *resource, PodQuantity divisor, const VolNode *node, char *buf,
+int vol_resource_value(const PodContainer *c, const char *resource, CubQuantity divisor, const VolNode *node, char *buf,
                        size_t size, CubError *err);
 
 /* The content of one downwardAPI file (malloc'd in *ret); a resourceFieldRef

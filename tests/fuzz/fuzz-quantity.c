@@ -9,8 +9,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        char buf[POD_QUANTITY_STR_MAX], *s;
-        PodQuantity q, back;
+        char buf[CUB_QUANTITY_STR_MAX], *s;
+        CubQuantity q, back;
         CubError err = {};
 
         if (size > 256)
@@ -20,14 +20,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         memcpy(s, data, size);
         s[size] = '\0';
-        if (pod_quantity_parse(s, &q, &err) >= 0) {
+        if (cub_quantity_parse(s, &q, &err) >= 0) {
                 /* the canonical text of a quantity parses back to the same value */
-                if (pod_quantity_parse(pod_quantity_format(q, true, buf), &back, NULL) < 0 ||
-                    pod_quantity_cmp(q, back) != 0)
+                if (cub_quantity_parse(cub_quantity_format(q, true, buf), &back, NULL) < 0 ||
+                    cub_quantity_cmp(q, back) != 0)
                         abort();
-                (void) pod_quantity_format(q, false, buf);
-                (void) pod_quantity_milli(q);
-                (void) pod_quantity_value(q);
+                (void) cub_quantity_format(q, false, buf);
+                (void) cub_quantity_milli(q);
+                (void) cub_quantity_value(q);
         }
         free(s);
         return 0;

@@ -278,7 +278,7 @@ static void test_pod_list(void **state) {
                 assert_string_equal(back->containers[0].image, "nginx:1");
                 assert_string_equal(back->containers[0].command.items[0], "nginx");
                 assert_int_equal(back->containers[0].ports[0].container_port, 80);
-                assert_int_equal(pod_quantity_milli(back->containers[0].limits.items[0].q), 500);
+                assert_int_equal(cub_quantity_milli(back->containers[0].limits.items[0].q), 500);
                 pod_free(back);
         }
         json_decref(doc);

@@ -47,8 +47,8 @@ static Pod *decode(const char *source, const char *text) {
                 assert_string_equal(e_.msg, (want));                                            \
         } while (0)
 
-static PodQuantity res(const PodResourceList *l, const char *name) {
-        PodQuantity q;
+static CubQuantity res(const PodResourceList *l, const char *name) {
+        CubQuantity q;
 
         if (!pod_resource_get(l, name, &q))
                 fail_msg("resource %s missing", name);
@@ -57,7 +57,7 @@ static PodQuantity res(const PodResourceList *l, const char *name) {
 
 #define ASSERT_Q(l, name, u, m)                                                                                      \
         do {                                                                                                         \
-                PodQuantity q_ = res((l), (name));                                                                   \
+                CubQuantity q_ = res((l), (name));                                                                   \
                 if (q_.units != (int64_t) (u) || q_.milli != (m))                                                    \
                         fail_msg("%s: got %lld/%u, want %lld/%u", (name), (long long) q_.units, (unsigned) q_.milli, \
                                  (long long) (u), (unsigned) (m));                                                   \

@@ -49,19 +49,19 @@ static void done(Fixture *f) {
 }
 
 static int64_t milli(const PodResourceList *l, const char *name) {
-        PodQuantity q;
+        CubQuantity q;
 
         if (!pod_resource_get(l, name, &q))
                 fail_msg("%s missing", name);
-        return pod_quantity_milli(q);
+        return cub_quantity_milli(q);
 }
 
 static int64_t value(const PodResourceList *l, const char *name) {
-        PodQuantity q;
+        CubQuantity q;
 
         if (!pod_resource_get(l, name, &q))
                 fail_msg("%s missing", name);
-        return pod_quantity_value(q);
+        return cub_quantity_value(q);
 }
 
 #define C(name, extra) "  - name: " name "\n    image: x:1\n" extra
@@ -152,14 +152,14 @@ static void test_t13_overhead(void **state) {
 
 static void test_t14_overhead_not_added_to_absent_limit(void **state) {
         Fixture f = {};
-        PodQuantity q = { .units = 9 };
+        CubQuantity q = { .units = 9 };
 
         (void) state;
         effective(&f, "  overhead: {cpu: 250m, memory: 120Mi}\n  containers:\n" C(
                               "a", RES("cpu: 500m, memory: 256Mi", "cpu: 1")));
         assert_int_equal(value(&f.eff.requests, "memory"), 394264576);
         assert_false(pod_resource_get(&f.eff.limits, "memory", &q));
-        assert_true(pod_quantity_is_zero(q));
+        assert_true(cub_quantity_is_zero(q));
         assert_int_equal(milli(&f.eff.limits, "cpu"), 1250);
         assert_false(f.eff.memory_limits_declared);
         assert_true(f.eff.cpu_limits_declared);
@@ -300,7 +300,7 @@ static void test_sum_overflow(void **state) {
 
 static void test_resource_get(void **state) {
         Pod *pod;
-        PodQuantity q = { .units = 4, .milli = 4 };
+        CubQuantity q = { .units = 4, .milli = 4 };
 
         (void) state;
         pod = pod_of("  containers:\n" C("a", REQ("cpu: 1500m")));
@@ -308,7 +308,7 @@ static void test_resource_get(void **state) {
         assert_true(q.units == 1 && q.milli == 500);
         assert_true(pod_resource_get(&pod->containers[0].requests, "cpu", NULL));
         assert_false(pod_resource_get(&pod->containers[0].requests, "memory", &q));
-        assert_true(pod_quantity_is_zero(q));
+        assert_true(cub_quantity_is_zero(q));
         assert_false(pod_resource_get(&pod->containers[0].limits, "cpu", NULL));
         assert_false(pod_resource_get(NULL, "cpu", &q));
         pod_free(pod);
@@ -543,18 +543,18 @@ static void test_request_quantity(void **state) {
         (void) state;
         f.pod = pod_of("  overhead: {memory: 10Mi, ephemeral-storage: 1Mi}\n  containers:\n" C(
                 "a", REQ("memory: 100Mi")) C("b", REQ("memory: 28Mi")));
-        assert_int_equal(pod_quantity_value(pod_request_quantity(f.pod, "memory")), 138 * 1048576LL);
+        assert_int_equal(cub_quantity_value(pod_request_quantity(f.pod, "memory")), 138 * 1048576LL);
         /* no request: the overhead is not added */
-        assert_true(pod_quantity_is_zero(pod_request_quantity(f.pod, "ephemeral-storage")));
+        assert_true(cub_quantity_is_zero(pod_request_quantity(f.pod, "ephemeral-storage")));
         pod_free(f.pod);
 
         /* pod-level resources: the pod-level request alone; a resource they
          * do not cover counts 0, whatever the containers request */
         f.pod = pod_of("  overhead: {memory: 10Mi}\n" PODRES("    requests: {memory: 512Mi}\n") "  containers:\n" C(
                 "a", REQ("memory: 100Mi, ephemeral-storage: 1Gi")));
-        assert_int_equal(pod_quantity_value(pod_request_quantity(f.pod, "memory")), 522 * 1048576LL);
-        assert_true(pod_quantity_is_zero(pod_request_quantity(f.pod, "ephemeral-storage")));
-        assert_true(pod_quantity_is_zero(pod_request_quantity(f.pod, "cpu")));
+        assert_int_equal(cub_quantity_value(pod_request_quantity(f.pod, "memory")), 522 * 1048576LL);
+        assert_true(cub_quantity_is_zero(pod_request_quantity(f.pod, "ephemeral-storage")));
+        assert_true(cub_quantity_is_zero(pod_request_quantity(f.pod, "cpu")));
         pod_free(f.pod);
 }
 
@@ -565,19 +565,19 @@ static void test_container_limit(void **state) {
         (void) state;
         pod = pod_of(PODRES("    limits: {cpu: 2, memory: 1Gi}\n") "  containers:\n" C("a", LIM("cpu: 500m"))
                              C("b", LIM("cpu: 0")) C("c", ""));
-        assert_int_equal(pod_quantity_milli(pod_container_limit(pod, &pod->containers[0], "cpu")), 500);
-        assert_int_equal(pod_quantity_value(pod_container_limit(pod, &pod->containers[0], "memory")), 1073741824);
-        assert_int_equal(pod_quantity_milli(pod_container_limit(pod, &pod->containers[1], "cpu")), 2000); /* zero */
-        assert_int_equal(pod_quantity_milli(pod_container_limit(pod, &pod->containers[2], "cpu")), 2000);
+        assert_int_equal(cub_quantity_milli(pod_container_limit(pod, &pod->containers[0], "cpu")), 500);
+        assert_int_equal(cub_quantity_value(pod_container_limit(pod, &pod->containers[0], "memory")), 1073741824);
+        assert_int_equal(cub_quantity_milli(pod_container_limit(pod, &pod->containers[1], "cpu")), 2000); /* zero */
+        assert_int_equal(cub_quantity_milli(pod_container_limit(pod, &pod->containers[2], "cpu")), 2000);
         pod_free(pod);
         /* pod-level requests only: no pod-level limit to give */
         pod = pod_of(PODRES("    requests: {cpu: 1}\n") "  containers:\n" C("a", ""));
-        assert_true(pod_quantity_is_zero(pod_container_limit(pod, &pod->containers[0], "cpu")));
+        assert_true(cub_quantity_is_zero(pod_container_limit(pod, &pod->containers[0], "cpu")));
         pod_free(pod);
         /* no pod-level resources: the container's own, zero when none */
         pod = pod_of("  containers:\n" C("a", LIM("memory: 64Mi")));
-        assert_int_equal(pod_quantity_value(pod_container_limit(pod, &pod->containers[0], "memory")), 67108864);
-        assert_true(pod_quantity_is_zero(pod_container_limit(pod, &pod->containers[0], "cpu")));
+        assert_int_equal(cub_quantity_value(pod_container_limit(pod, &pod->containers[0], "memory")), 67108864);
+        assert_true(cub_quantity_is_zero(pod_container_limit(pod, &pod->containers[0], "cpu")));
         pod_free(pod);
 }
 

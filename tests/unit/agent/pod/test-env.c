@@ -173,14 +173,14 @@ static void test_static_refs_refused(void **state) {
 static void rv(const char *limits, const char *requests, const char *resource, const char *divisor, const char *want) {
         char text[2048];
         Pod *pod;
-        PodQuantity d = {};
+        CubQuantity d = {};
         char *v = NULL;
         CubError err = {};
 
         (void) snprintf(text, sizeof(text), HEAD "    resources: {limits: {%s}, requests: {%s}}\n", limits, requests);
         pod = decode(text);
         if (divisor)
-                assert_int_equal(pod_quantity_parse(divisor, &d, &err), 0);
+                assert_int_equal(cub_quantity_parse(divisor, &d, &err), 0);
         assert_int_equal(pod_env_resource_value(&pod->containers[0], resource, d, &ctx, &v, &err), 0);
         if (strcmp(v, want) != 0)
                 fail_msg("%s (limits {%s} requests {%s} divisor %s): got %s, want %s", resource, limits, requests,

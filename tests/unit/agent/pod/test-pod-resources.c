@@ -48,11 +48,11 @@ static void assert_refused(const char *spec, const char *want) {
 }
 
 static int64_t milli_of(const PodResourceList *l, const char *name) {
-        PodQuantity q;
+        CubQuantity q;
 
         if (!pod_resource_get(l, name, &q))
                 fail_msg("%s missing", name);
-        return pod_quantity_milli(q);
+        return cub_quantity_milli(q);
 }
 
 /* ---- decoding ----------------------------------------------------------------- */

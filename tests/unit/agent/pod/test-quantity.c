@@ -16,9 +16,9 @@
 /* Macros, so that a failure names the line of the vector. */
 #define Q_OK(s, u, m)                                                                                         \
         do {                                                                                                  \
-                PodQuantity q_ = { .units = -7, .milli = 7 };                                                 \
+                CubQuantity q_ = { .units = -7, .milli = 7 };                                                 \
                 CubError e_ = {};                                                                             \
-                int r_ = pod_quantity_parse((s), &q_, &e_);                                                   \
+                int r_ = cub_quantity_parse((s), &q_, &e_);                                                   \
                 if (r_ < 0)                                                                                   \
                         fail_msg("parsing \"%s\" failed: %s", (s), e_.msg);                                   \
                 if (q_.units != (int64_t) (u) || q_.milli != (m))                                             \
@@ -28,9 +28,9 @@
 
 #define Q_ERR(s, ecode, text)                                                                                    \
         do {                                                                                                     \
-                PodQuantity q_ = { .units = 11, .milli = 22 };                                                   \
+                CubQuantity q_ = { .units = 11, .milli = 22 };                                                   \
                 CubError e_ = {};                                                                                \
-                int r_ = pod_quantity_parse((s), &q_, &e_);                                                      \
+                int r_ = cub_quantity_parse((s), &q_, &e_);                                                      \
                 if (r_ >= 0)                                                                                     \
                         fail_msg("\"%s\" parsed unexpectedly to units=%lld milli=%u", (s), (long long) q_.units, \
                                  (unsigned) q_.milli);                                                           \
@@ -40,17 +40,17 @@
                 assert_true(q_.units == 11 && q_.milli == 22); /* untouched */                                   \
         } while (0)
 
-static PodQuantity q(const char *s) {
-        PodQuantity r = {};
+static CubQuantity q(const char *s) {
+        CubQuantity r = {};
         CubError err = {};
 
-        if (pod_quantity_parse(s, &r, &err) < 0)
+        if (cub_quantity_parse(s, &r, &err) < 0)
                 fail_msg("parsing \"%s\" failed: %s", s, err.msg);
         return r;
 }
 
-static const char *fmt(const char *s, bool is_cpu, char buf[static POD_QUANTITY_STR_MAX]) {
-        return pod_quantity_format(q(s), is_cpu, buf);
+static const char *fmt(const char *s, bool is_cpu, char buf[static CUB_QUANTITY_STR_MAX]) {
+        return cub_quantity_format(q(s), is_cpu, buf);
 }
 
 /* ---- the grammar -------------------------------------------------------- */
@@ -189,12 +189,12 @@ static void test_negative_is_erange(void **state) {
 }
 
 static void test_empty(void **state) {
-        PodQuantity r = { .units = 3 };
+        CubQuantity r = { .units = 3 };
         CubError err = {};
 
         (void) state;
         Q_ERR("", EINVAL, "invalid quantity \"\": empty string");
-        assert_int_equal(pod_quantity_parse(NULL, &r, &err), -EINVAL);
+        assert_int_equal(cub_quantity_parse(NULL, &r, &err), -EINVAL);
         assert_string_equal(err.msg, "invalid quantity \"\": empty string");
         assert_int_equal(r.units, 3);
 }
@@ -257,102 +257,102 @@ static void test_too_large(void **state) {
 
 static void test_milli_value(void **state) {
         (void) state;
-        assert_int_equal(pod_quantity_milli(q("0.0001")), 1);
-        assert_int_equal(pod_quantity_milli(q("250m")), 250);
-        assert_int_equal(pod_quantity_milli(q("1")), 1000);
-        assert_int_equal(pod_quantity_milli(q("1.5")), 1500);
-        assert_int_equal(pod_quantity_milli(q("300")), 300000);
-        assert_int_equal(pod_quantity_milli(q("1k")), 1000000);
-        assert_int_equal(pod_quantity_milli(q("0")), 0);
+        assert_int_equal(cub_quantity_milli(q("0.0001")), 1);
+        assert_int_equal(cub_quantity_milli(q("250m")), 250);
+        assert_int_equal(cub_quantity_milli(q("1")), 1000);
+        assert_int_equal(cub_quantity_milli(q("1.5")), 1500);
+        assert_int_equal(cub_quantity_milli(q("300")), 300000);
+        assert_int_equal(cub_quantity_milli(q("1k")), 1000000);
+        assert_int_equal(cub_quantity_milli(q("0")), 0);
 }
 
 static void test_milli_value_saturates(void **state) {
         (void) state;
-        assert_true(pod_quantity_milli((PodQuantity){ .units = INT64_MAX }) == INT64_MAX);
-        assert_true(pod_quantity_milli((PodQuantity){ .units = INT64_MAX / 1000 + 1 }) == INT64_MAX);
+        assert_true(cub_quantity_milli((CubQuantity){ .units = INT64_MAX }) == INT64_MAX);
+        assert_true(cub_quantity_milli((CubQuantity){ .units = INT64_MAX / 1000 + 1 }) == INT64_MAX);
         /* the largest exact values still fit: 9223372036854775807m */
-        assert_true(pod_quantity_milli((PodQuantity){ .units = INT64_MAX / 1000, .milli = 807 }) == INT64_MAX);
+        assert_true(cub_quantity_milli((CubQuantity){ .units = INT64_MAX / 1000, .milli = 807 }) == INT64_MAX);
 }
 
 static void test_milli_value_exact_near_limit(void **state) {
         (void) state;
         /* MilliValue() of 9223372036854775 is 9223372036854775000, which fits
          * in int64; it must not saturate. */
-        assert_true(pod_quantity_milli(q("9223372036854775")) == 9223372036854775000LL);
-        assert_true(pod_quantity_milli(q("9223372036854775806m")) == 9223372036854775806LL);
+        assert_true(cub_quantity_milli(q("9223372036854775")) == 9223372036854775000LL);
+        assert_true(cub_quantity_milli(q("9223372036854775806m")) == 9223372036854775806LL);
 }
 
 static void test_value_rounds_up(void **state) {
         (void) state;
-        assert_int_equal(pod_quantity_value(q("100m")), 1);
-        assert_int_equal(pod_quantity_value(q("1001m")), 2);
-        assert_int_equal(pod_quantity_value(q("1")), 1);
-        assert_int_equal(pod_quantity_value(q("0")), 0);
-        assert_int_equal(pod_quantity_value(q("1.5Gi")), 1610612736);
-        assert_int_equal(pod_quantity_value(q("1G")), 1000000000);
-        assert_int_equal(pod_quantity_value(q("2e9")), 2000000000);
-        assert_int_equal(pod_quantity_value(q("0.1Ki")), 103);
+        assert_int_equal(cub_quantity_value(q("100m")), 1);
+        assert_int_equal(cub_quantity_value(q("1001m")), 2);
+        assert_int_equal(cub_quantity_value(q("1")), 1);
+        assert_int_equal(cub_quantity_value(q("0")), 0);
+        assert_int_equal(cub_quantity_value(q("1.5Gi")), 1610612736);
+        assert_int_equal(cub_quantity_value(q("1G")), 1000000000);
+        assert_int_equal(cub_quantity_value(q("2e9")), 2000000000);
+        assert_int_equal(cub_quantity_value(q("0.1Ki")), 103);
 }
 
 static void test_value_saturates(void **state) {
         (void) state;
-        assert_true(pod_quantity_value((PodQuantity){ .units = INT64_MAX, .milli = 1 }) == INT64_MAX);
-        assert_true(pod_quantity_value((PodQuantity){ .units = INT64_MAX }) == INT64_MAX);
-        assert_true(pod_quantity_value((PodQuantity){ .units = INT64_MAX - 1, .milli = 999 }) == INT64_MAX);
+        assert_true(cub_quantity_value((CubQuantity){ .units = INT64_MAX, .milli = 1 }) == INT64_MAX);
+        assert_true(cub_quantity_value((CubQuantity){ .units = INT64_MAX }) == INT64_MAX);
+        assert_true(cub_quantity_value((CubQuantity){ .units = INT64_MAX - 1, .milli = 999 }) == INT64_MAX);
 }
 
 /* ---- cmp / add / is_zero ------------------------------------------------ */
 
 static void test_cmp(void **state) {
         (void) state;
-        assert_int_equal(pod_quantity_cmp(q("250m"), q("1")), -1);
-        assert_int_equal(pod_quantity_cmp(q("1"), q("250m")), 1);
-        assert_int_equal(pod_quantity_cmp(q("1"), q("1000m")), 0);
-        assert_int_equal(pod_quantity_cmp(q("1Gi"), q("1073741824")), 0);
-        assert_int_equal(pod_quantity_cmp(q("1G"), q("1Gi")), -1);
-        assert_int_equal(pod_quantity_cmp(q("1.5"), q("1501m")), -1);
-        assert_int_equal(pod_quantity_cmp(q("2"), q("1999m")), 1);
-        assert_int_equal(pod_quantity_cmp(q("0"), q("-0")), 0);
+        assert_int_equal(cub_quantity_cmp(q("250m"), q("1")), -1);
+        assert_int_equal(cub_quantity_cmp(q("1"), q("250m")), 1);
+        assert_int_equal(cub_quantity_cmp(q("1"), q("1000m")), 0);
+        assert_int_equal(cub_quantity_cmp(q("1Gi"), q("1073741824")), 0);
+        assert_int_equal(cub_quantity_cmp(q("1G"), q("1Gi")), -1);
+        assert_int_equal(cub_quantity_cmp(q("1.5"), q("1501m")), -1);
+        assert_int_equal(cub_quantity_cmp(q("2"), q("1999m")), 1);
+        assert_int_equal(cub_quantity_cmp(q("0"), q("-0")), 0);
 }
 
 static void test_is_zero(void **state) {
         (void) state;
-        assert_true(pod_quantity_is_zero(q("0")));
-        assert_true(pod_quantity_is_zero(q("-0")));
-        assert_true(pod_quantity_is_zero(q("0Gi")));
-        assert_false(pod_quantity_is_zero(q("1n")));
-        assert_false(pod_quantity_is_zero(q("1")));
+        assert_true(cub_quantity_is_zero(q("0")));
+        assert_true(cub_quantity_is_zero(q("-0")));
+        assert_true(cub_quantity_is_zero(q("0Gi")));
+        assert_false(cub_quantity_is_zero(q("1n")));
+        assert_false(cub_quantity_is_zero(q("1")));
 }
 
 static void test_add(void **state) {
-        PodQuantity r = {};
+        CubQuantity r = {};
 
         (void) state;
-        assert_int_equal(pod_quantity_add(q("250m"), q("750m"), &r), 0);
+        assert_int_equal(cub_quantity_add(q("250m"), q("750m"), &r), 0);
         assert_true(r.units == 1 && r.milli == 0);
-        assert_int_equal(pod_quantity_add(q("999m"), q("2m"), &r), 0);
+        assert_int_equal(cub_quantity_add(q("999m"), q("2m"), &r), 0);
         assert_true(r.units == 1 && r.milli == 1);
-        assert_int_equal(pod_quantity_add(q("256Mi"), q("120Mi"), &r), 0);
+        assert_int_equal(cub_quantity_add(q("256Mi"), q("120Mi"), &r), 0);
         assert_true(r.units == 394264576 && r.milli == 0);
-        assert_int_equal(pod_quantity_add(q("1.5"), q("0"), &r), 0);
+        assert_int_equal(cub_quantity_add(q("1.5"), q("0"), &r), 0);
         assert_true(r.units == 1 && r.milli == 500);
 }
 
 static void test_add_overflow(void **state) {
-        PodQuantity r = { .units = 5 };
+        CubQuantity r = { .units = 5 };
 
         (void) state;
-        assert_int_equal(pod_quantity_add((PodQuantity){ .units = INT64_MAX }, q("1"), &r), -ERANGE);
-        assert_int_equal(pod_quantity_add((PodQuantity){ .units = INT64_MAX, .milli = 500 }, q("500m"), &r), -ERANGE);
+        assert_int_equal(cub_quantity_add((CubQuantity){ .units = INT64_MAX }, q("1"), &r), -ERANGE);
+        assert_int_equal(cub_quantity_add((CubQuantity){ .units = INT64_MAX, .milli = 500 }, q("500m"), &r), -ERANGE);
         assert_int_equal(r.units, 5);
-        assert_int_equal(pod_quantity_add((PodQuantity){ .units = INT64_MAX - 1, .milli = 500 }, q("500m"), &r), 0);
+        assert_int_equal(cub_quantity_add((CubQuantity){ .units = INT64_MAX - 1, .milli = 500 }, q("500m"), &r), 0);
         assert_true(r.units == INT64_MAX && r.milli == 0);
 }
 
 /* ---- canonical text ----------------------------------------------------- */
 
 static void test_format_cpu(void **state) {
-        char buf[POD_QUANTITY_STR_MAX];
+        char buf[CUB_QUANTITY_STR_MAX];
 
         (void) state;
         assert_string_equal(fmt("250m", true, buf), "250m");
@@ -366,7 +366,7 @@ static void test_format_cpu(void **state) {
 }
 
 static void test_format_bytes(void **state) {
-        char buf[POD_QUANTITY_STR_MAX];
+        char buf[CUB_QUANTITY_STR_MAX];
 
         (void) state;
         assert_string_equal(fmt("64Mi", false, buf), "64Mi");
@@ -388,12 +388,12 @@ static void test_format_bytes(void **state) {
 }
 
 static void test_format_extremes_fit(void **state) {
-        char buf[POD_QUANTITY_STR_MAX];
+        char buf[CUB_QUANTITY_STR_MAX];
 
         (void) state;
-        assert_string_equal(pod_quantity_format((PodQuantity){ .units = INT64_MAX, .milli = 999 }, true, buf),
+        assert_string_equal(cub_quantity_format((CubQuantity){ .units = INT64_MAX, .milli = 999 }, true, buf),
                             "9223372036854775807999m");
-        assert_string_equal(pod_quantity_format((PodQuantity){ .units = INT64_MAX }, false, buf),
+        assert_string_equal(cub_quantity_format((CubQuantity){ .units = INT64_MAX }, false, buf),
                             "9223372036854775807");
 }
 

@@ -411,7 +411,7 @@ static const char node_yaml[] = "apiVersion: v1\n"
 static void test_node_decode_yaml(void **state) {
         PodNode *n = NULL;
         CubError err = {};
-        PodQuantity q;
+        CubQuantity q;
 
         (void) state;
         assert_int_equal(pod_node_decode(node_yaml, strlen(node_yaml), "node.yaml", &n, &err), 0);
@@ -426,15 +426,15 @@ static void test_node_decode_yaml(void **state) {
         assert_null(n->taints[1].value);
         assert_string_equal(n->taints[1].effect, "NoExecute");
         assert_true(pod_resource_get(&n->capacity, "memory", &q));
-        assert_true(pod_quantity_value(q) == 17179869184LL);
+        assert_true(cub_quantity_value(q) == 17179869184LL);
         assert_true(pod_resource_get(&n->capacity, "cpu", &q));
-        assert_int_equal(pod_quantity_milli(q), 4000);
+        assert_int_equal(cub_quantity_milli(q), 4000);
         assert_true(pod_resource_get(&n->allocatable, "cpu", &q));
-        assert_int_equal(pod_quantity_milli(q), 3800);
+        assert_int_equal(cub_quantity_milli(q), 3800);
         assert_true(pod_resource_get(&n->allocatable, "memory", &q));
-        assert_true(pod_quantity_value(q) == 15464398848LL);
+        assert_true(cub_quantity_value(q) == 15464398848LL);
         assert_true(pod_resource_get(&n->allocatable, "pods", &q));
-        assert_int_equal(pod_quantity_value(q), 110);
+        assert_int_equal(cub_quantity_value(q), 110);
         pod_node_free(n);
 }
 
@@ -451,7 +451,7 @@ static void test_node_decode_json_minimal(void **state) {
         assert_int_equal(n->n_taints, 0);
         assert_int_equal(n->allocatable.n, 0);
         assert_int_equal(n->capacity.n, 1);
-        assert_true(pod_quantity_value(n->capacity.items[0].q) == 8589934592LL);
+        assert_true(cub_quantity_value(n->capacity.items[0].q) == 8589934592LL);
         pod_node_free(n);
         assert_null(pod_node_free(NULL));
 }
@@ -511,7 +511,7 @@ static void test_kubelet_config_defaults(void **state) {
         assert_true(c.node_status_update_frequency.usec == 10000000);
         assert_true(c.node_status_report_frequency.usec == 300000000);
         assert_true(c.shutdown_grace_period.usec == 0 && c.shutdown_grace_period_critical_pods.usec == 0);
-        assert_true(pod_quantity_value(c.container_log_max_size) == 10 * 1024 * 1024);
+        assert_true(cub_quantity_value(c.container_log_max_size) == 10 * 1024 * 1024);
         pod_kubelet_config_done(&c);
         assert_int_equal(c.cgroup_driver, POD_CGROUP_DRIVER_UNSET);
 }
@@ -544,7 +544,7 @@ static void test_kubelet_config_full(void **state) {
                                    "serializeImagePulls: false\n";
         PodKubeletConfig c;
         CubError err = {};
-        PodQuantity q;
+        CubQuantity q;
 
         (void) state;
         assert_int_equal(pod_kubelet_config_decode(yaml, strlen(yaml), "kubelet.yaml", &c, &err), 0);
@@ -552,22 +552,31 @@ static void test_kubelet_config_full(void **state) {
         assert_true(c.pod_pids_limit == 4096);
         assert_false(c.cpu_cfs_quota);
         assert_true(pod_resource_get(&c.kube_reserved, "cpu", &q));
-        assert_int_equal(pod_quantity_milli(q), 100);
+        assert_int_equal(cub_quantity_milli(q), 100);
         assert_true(pod_resource_get(&c.kube_reserved, "memory", &q));
-        assert_int_equal(pod_quantity_value(q), 1073741824);
+        assert_int_equal(cub_quantity_value(q), 1073741824);
         assert_true(pod_resource_get(&c.system_reserved, "memory", &q));
-        assert_int_equal(pod_quantity_value(q), 536870912);
+        assert_int_equal(cub_quantity_value(q), 536870912);
         /* admission, CPU manager and eviction fields */
         assert_true(c.max_pods == 110);
         assert_int_equal(c.cpu_manager_policy, POD_CPU_MANAGER_STATIC);
         assert_true(c.cpu_manager_reconcile_period.set && c.cpu_manager_reconcile_period.usec == 5000000);
         assert_string_equal(c.reserved_system_cpus, "0,4");
-        assert_true(c.eviction_hard_set);
-        assert_int_equal(c.eviction_hard.n, 1);
-        assert_string_equal(c.eviction_hard.keys[0], "memory.available");
-        assert_string_equal(c.eviction_hard.values[0], "100Mi");
-        assert_string_equal(c.eviction_soft.values[0], "300Mi");
-        assert_string_equal(c.eviction_soft_grace_period.values[0], "1m30s");
+        /* the eviction maps decoded and finished: the hard threshold given
+         * (no defaults), its allocatable copy, the soft one with its grace */
+        assert_true(c.eviction.finished);
+        assert_int_equal(c.eviction.n_thresholds, 3);
+        assert_int_equal(c.eviction.thresholds[0].signal, EVICT_SIGNAL_MEMORY_AVAILABLE);
+        assert_false(c.eviction.thresholds[0].soft);
+        assert_true(c.eviction.thresholds[0].value.quantity == 100 * 1024 * 1024);
+        assert_int_equal(c.eviction.thresholds[1].signal, EVICT_SIGNAL_MEMORY_AVAILABLE);
+        assert_true(c.eviction.thresholds[1].soft);
+        assert_true(c.eviction.thresholds[1].value.quantity == 300 * 1024 * 1024);
+        assert_true(c.eviction.thresholds[1].grace_usec == 90000000);
+        assert_int_equal(c.eviction.thresholds[2].signal, EVICT_SIGNAL_ALLOCATABLE_MEMORY_AVAILABLE);
+        assert_true(c.eviction.max_pod_grace_seconds == 20);
+        assert_true(c.eviction.transition_usec == 30000000);
+        assert_int_equal(c.eviction.policy, EVICT_POLICY_KUBELET);
         assert_true(c.eviction_max_pod_grace_period == 20);
         assert_true(c.eviction_pressure_transition_period.usec == 30000000);
         assert_int_equal(c.eviction_policy, POD_EVICTION_KUBELET);
@@ -628,6 +637,16 @@ static void test_kubelet_config_errors(void **state) {
         CFG_ERR("cpuCFSQuota: \"false\"\n", "kubelet.yaml:1: cpuCFSQuota: Invalid type: expected boolean, got string");
         CFG_ERR("kubeReserved:\n  cpu: 1.5.5\n",
                 "kubelet.yaml:2: kubeReserved[cpu]: invalid quantity \"1.5.5\": more than one '.'");
+        /* the eviction maps: decoded with the file, eviction/'s message with the line */
+        CFG_ERR("evictionHard:\n  memory.available: 12XB\n",
+                "kubelet.yaml:2: evictionHard[memory.available]: invalid quantity \"12XB\": unknown suffix \"XB\"");
+        CFG_ERR("evictionSoft: {memory.free: 1Gi}\n", "kubelet.yaml:1: evictionSoft: unsupported eviction signal \"memory.free\"");
+        CFG_ERR("evictionHard: {memory.available: [1]}\n",
+                "kubelet.yaml:1: evictionHard[memory.available]: Invalid type: expected string, got array");
+        CFG_ERR("evictionSoft: {nodefs.available: 10%}\n",
+                "kubelet.yaml: evictionSoft[nodefs.available]: a grace period must be given in "
+                "evictionSoftGracePeriod[nodefs.available]");
+        CFG_ERR("evictionMaxPodGracePeriod: -1\n", "kubelet.yaml: evictionMaxPodGracePeriod: must not be negative: -1");
         CFG_ERR("cubelet:\n  stateDir: 5\n",
                 "kubelet.yaml:2: cubelet.stateDir: Invalid type: expected string, got number");
         CFG_ERR("cubelet: [a]\n", "kubelet.yaml:1: cubelet: Invalid type: expected object, got array");

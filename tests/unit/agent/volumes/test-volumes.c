@@ -187,12 +187,12 @@ static void test_resource_vectors(void **state) {
 
         (void) state;
         for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-                PodQuantity d = {};
+                CubQuantity d = {};
                 CubError err = {};
                 char buf[64];
 
                 if (v[i].divisor)
-                        assert_int_equal(pod_quantity_parse(v[i].divisor, &d, &err), 0);
+                        assert_int_equal(cub_quantity_parse(v[i].divisor, &d, &err), 0);
                 assert_int_equal(
                         vol_resource_value(&pod->containers[0], v[i].resource, d, &node, buf, sizeof(buf), &err), 0);
                 if (strcmp(buf, v[i].want) != 0)
@@ -206,15 +206,15 @@ static void test_resource_vectors(void **state) {
                 CubError err = {};
                 char buf[64];
 
-                assert_int_equal(vol_resource_value(&pod->containers[0], "limits.cpu", (PodQuantity){}, &node, buf,
+                assert_int_equal(vol_resource_value(&pod->containers[0], "limits.cpu", (CubQuantity){}, &node, buf,
                                                     sizeof(buf), &err),
                                  0);
                 assert_string_equal(buf, "2");
                 assert_int_equal(vol_resource_value(&pod->containers[0], "limits.memory",
-                                                    (PodQuantity){ .units = 1 << 20 }, &node, buf, sizeof(buf), &err),
+                                                    (CubQuantity){ .units = 1 << 20 }, &node, buf, sizeof(buf), &err),
                                  0);
                 assert_string_equal(buf, "1024");
-                assert_int_equal(vol_resource_value(&pod->containers[0], "limits.gpu", (PodQuantity){}, &node, buf,
+                assert_int_equal(vol_resource_value(&pod->containers[0], "limits.gpu", (CubQuantity){}, &node, buf,
                                                     sizeof(buf), &err),
                                  -EINVAL);
         }
@@ -293,12 +293,12 @@ static void test_tmpfs_size(void **state) {
         assert_int_equal(vol_tmpfs_size(&v, 2048 * mi, 1024 * mi), 1024 * mi);
         /* sizeLimit when not larger than what the pod could use */
         v.size_limit_set = true;
-        v.size_limit = (PodQuantity){ .units = 16 * mi };
+        v.size_limit = (CubQuantity){ .units = 16 * mi };
         assert_int_equal(vol_tmpfs_size(&v, 64 * mi, 1024 * mi), 16 * mi);
         assert_int_equal(vol_tmpfs_size(&v, 0, 1024 * mi), 16 * mi);
-        v.size_limit = (PodQuantity){ .units = 128 * mi };
+        v.size_limit = (CubQuantity){ .units = 128 * mi };
         assert_int_equal(vol_tmpfs_size(&v, 64 * mi, 1024 * mi), 64 * mi);
-        v.size_limit = (PodQuantity){ .units = 0 };
+        v.size_limit = (CubQuantity){ .units = 0 };
         assert_int_equal(vol_tmpfs_size(&v, 64 * mi, 1024 * mi), 64 * mi);
 }
 

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pod.h"
+#include "quantity.h"
 
 typedef unsigned __int128 u128;
 
@@ -58,7 +58,7 @@ static int parse_suffix(const char *s, int *ret_exp10, int *ret_exp2) {
         return 0;
 }
 
-int pod_quantity_parse(const char *s, PodQuantity *ret, CubError *err) {
+int cub_quantity_parse(const char *s, CubQuantity *ret, CubError *err) {
         const char *p = s;
         bool negative = false, seen_dot = false;
         int ndigits = 0, sig = 0, frac = 0, exp10 = 0, exp2 = 0, k, r;
@@ -137,19 +137,19 @@ too_large:
         return cub_err_set(err, ERANGE, "invalid quantity \"%s\": value is too large", s);
 }
 
-int64_t pod_quantity_milli(PodQuantity q) {
+int64_t cub_quantity_milli(CubQuantity q) {
         if (q.units > (INT64_MAX - q.milli) / 1000)
                 return INT64_MAX;
         return q.units * 1000 + q.milli;
 }
 
-int64_t pod_quantity_value(PodQuantity q) {
+int64_t cub_quantity_value(CubQuantity q) {
         if (q.milli > 0 && q.units == INT64_MAX)
                 return INT64_MAX;
         return q.units + (q.milli > 0);
 }
 
-int pod_quantity_cmp(PodQuantity a, PodQuantity b) {
+int cub_quantity_cmp(CubQuantity a, CubQuantity b) {
         if (a.units != b.units)
                 return a.units < b.units ? -1 : 1;
         if (a.milli != b.milli)
@@ -157,11 +157,11 @@ int pod_quantity_cmp(PodQuantity a, PodQuantity b) {
         return 0;
 }
 
-bool pod_quantity_is_zero(PodQuantity q) {
+bool cub_quantity_is_zero(CubQuantity q) {
         return q.units == 0 && q.milli == 0;
 }
 
-int pod_quantity_add(PodQuantity a, PodQuantity b, PodQuantity *ret) {
+int cub_quantity_add(CubQuantity a, CubQuantity b, CubQuantity *ret) {
         int64_t units;
         unsigned milli = (unsigned) a.milli + b.milli;
 
@@ -177,24 +177,24 @@ int pod_quantity_add(PodQuantity a, PodQuantity b, PodQuantity *ret) {
         return 0;
 }
 
-const char *pod_quantity_format(PodQuantity q, bool is_cpu, char buf[static POD_QUANTITY_STR_MAX]) {
+const char *cub_quantity_format(CubQuantity q, bool is_cpu, char buf[static CUB_QUANTITY_STR_MAX]) {
         static const char *const bin[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei" };
         static const char *const dec[] = { "", "k", "M", "G", "T", "P", "E" };
         int64_t v;
 
         if (is_cpu) {
                 if (q.milli == 0)
-                        (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%" PRId64, q.units);
+                        (void) snprintf(buf, CUB_QUANTITY_STR_MAX, "%" PRId64, q.units);
                 else if (q.units == 0)
-                        (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%um", (unsigned) q.milli);
+                        (void) snprintf(buf, CUB_QUANTITY_STR_MAX, "%um", (unsigned) q.milli);
                 else /* units and milli side by side: no overflow for huge values */
-                        (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%" PRId64 "%03um", q.units, (unsigned) q.milli);
+                        (void) snprintf(buf, CUB_QUANTITY_STR_MAX, "%" PRId64 "%03um", q.units, (unsigned) q.milli);
                 return buf;
         }
-        v = pod_quantity_value(q);
+        v = cub_quantity_value(q);
         {
                 /* the shorter of the binary and the decimal spelling, binary on a tie: 64Mi, 1G, 1500 */
-                char dbuf[POD_QUANTITY_STR_MAX];
+                char dbuf[CUB_QUANTITY_STR_MAX];
                 int64_t b = v, d = v;
                 int kb = 0, kd = 0;
 
@@ -202,7 +202,7 @@ const char *pod_quantity_format(PodQuantity q, bool is_cpu, char buf[static POD_
                         b /= 1024, kb++;
                 while (d != 0 && d % 1000 == 0 && kd < 6)
                         d /= 1000, kd++;
-                (void) snprintf(buf, POD_QUANTITY_STR_MAX, "%" PRId64 "%s", b, bin[kb]);
+                (void) snprintf(buf, CUB_QUANTITY_STR_MAX, "%" PRId64 "%s", b, bin[kb]);
                 (void) snprintf(dbuf, sizeof(dbuf), "%" PRId64 "%s", d, dec[kd]);
                 if (strlen(dbuf) < strlen(buf))
                         memcpy(buf, dbuf, strlen(dbuf) + 1);
