@@ -376,7 +376,6 @@ static void pressure_free(void *userdata) {
 static int pressure_new(const LcEnv *env, void **ret, CubError *err) {
         Pressure *m = calloc(1, sizeof(*m));
         const char *trigger = env->kc->psi_memory_trigger ? env->kc->psi_memory_trigger : DEFAULT_PSI_TRIGGER;
-        int r;
 
         if (!m)
                 return cub_err_set(err, ENOMEM, "out of memory");
@@ -391,11 +390,7 @@ static int pressure_new(const LcEnv *env, void **ret, CubError *err) {
                 pressure_free(m);
                 return cub_err_set(err, ENOMEM, "out of memory");
         }
-        r = evict_psi_trigger_validate(m->psi_trigger, err);
-        if (r < 0) {
-                pressure_free(m);
-                return cub_err_wrap(err, "cubelet.psiMemoryTrigger");
-        }
+        /* cubelet.psiMemoryTrigger: checked by the configuration's decoder */
         m->imagefs_path = access(IMAGEFS_PATH, F_OK) == 0 ? IMAGEFS_PATH : env->state_dir;
         *ret = m;
         return 0;

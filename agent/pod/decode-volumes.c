@@ -15,21 +15,6 @@
 
 /* ---- destructors -------------------------------------------------------- */
 
-void pod_container_volumes_done(PodContainer *c) {
-        for (size_t i = 0; i < c->n_volume_mounts; i++) {
-                PodVolumeMount *m = &c->volume_mounts[i];
-
-                free(m->name);
-                free(m->mount_path);
-                free(m->sub_path);
-                free(m->sub_path_expr);
-                free(m->mount_propagation);
-        }
-        free(c->volume_mounts);
-        c->volume_mounts = NULL;
-        c->n_volume_mounts = 0;
-}
-
 void pod_volumes_done(Pod *pod) {
         for (size_t i = 0; i < pod->n_volumes; i++) {
                 PodVolume *v = &pod->volumes[i];
@@ -95,6 +80,11 @@ static const PodField mounts_field = {
         .elem_size = sizeof(PodVolumeMount),
         .sub = mount_fields,
 };
+
+/* a container's volumeMounts, freed as their table decoded them */
+void pod_container_volumes_done(PodContainer *c) {
+        pod_fields_done((const PodField[]){ mounts_field, {} }, c);
+}
 
 /* ---- checks --------------------------------------------------------------- */
 

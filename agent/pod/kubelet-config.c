@@ -143,6 +143,17 @@ static int dec_eviction_min_reclaim(PodDec *d, json_t *v, void *dst, const PodFi
         return dec_eviction_map(d, v, dst, evict_config_set_min_reclaim);
 }
 
+/* cubelet.psiMemoryTrigger: the kernel's text ("some 150000 1000000"),
+ * written to memory.pressure as it is, checked here as eviction/ checks it */
+static int dec_psi_trigger(PodDec *d, json_t *v, void *dst, const PodField *f) {
+        CubError perr = {};
+        int r = pod_dec_string(d, v, dst, f);
+
+        if (r < 0 || evict_psi_trigger_validate(*(char **) dst, &perr) >= 0)
+                return r;
+        return pod_dec_fail(d, 0, NULL, "Invalid value: %s", perr.msg);
+}
+
 /* a quantity ("10Mi") that must be positive */
 static int dec_positive_quantity(PodDec *d, json_t *v, void *dst, const PodField *f) {
         CubQuantity q;
@@ -183,8 +194,9 @@ static const PodField cubelet_fields[] = {
           .decode = dec_duration,
           .offset = offsetof(PodKubeletConfig, eviction_sample_period) },
         { .name = "psiMemoryTrigger",
-          .decode = pod_dec_string,
-          .offset = offsetof(PodKubeletConfig, psi_memory_trigger) },
+          .offset = offsetof(PodKubeletConfig, psi_memory_trigger),
+          .decode = dec_psi_trigger,
+          .done = pod_field_string_done },
         { .name = "stateDir", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, state_dir) },
         { .name = "socket", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, socket_path) },
         { .name = "nodeName", .decode = pod_dec_string, .offset = offsetof(PodKubeletConfig, node_name) },

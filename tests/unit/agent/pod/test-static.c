@@ -647,6 +647,9 @@ static void test_kubelet_config_errors(void **state) {
                 "kubelet.yaml: evictionSoft[nodefs.available]: a grace period must be given in "
                 "evictionSoftGracePeriod[nodefs.available]");
         CFG_ERR("evictionMaxPodGracePeriod: -1\n", "kubelet.yaml: evictionMaxPodGracePeriod: must not be negative: -1");
+        CFG_ERR("cubelet:\n  psiMemoryTrigger: some 100 100000\n",
+                "kubelet.yaml:2: cubelet.psiMemoryTrigger: Invalid value: PSI trigger \"some 100 100000\": window "
+                "100000us not in 500000..10000000");
         CFG_ERR("cubelet:\n  stateDir: 5\n",
                 "kubelet.yaml:2: cubelet.stateDir: Invalid type: expected string, got number");
         CFG_ERR("cubelet: [a]\n", "kubelet.yaml:1: cubelet: Invalid type: expected object, got array");
