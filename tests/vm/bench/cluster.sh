@@ -11,8 +11,16 @@
 #     cubelet) → Running in the API, per pod from the create to the watch
 #     event that shows it Running (kubectl get -w, stamped on arrival); beside
 #     the same pods as static manifests → Running in `cubelet status`;
-#     p50/p99 and their ratio.
-# vm-timeout: 1800
+#     p50/p99 and their ratio;
+#  3. the status publisher's cost with those N API pods steady: each binary of
+#     BENCH_STATUS_BINS (colon-separated host paths; default the build's) in
+#     turn, BENCH_STATUS_ROUNDS times (default 1; 2 with two binaries: A B A
+#     B), cubelet restarted on the same state directory (the pods kept):
+#     the status tick's own CPU (`cubelet status`: apiServer.statusTickCpuUsec),
+#     the unit's, and the status PATCHes and renders over BENCH_STATUS_WINDOW_S
+#     (60). Before and after of a change: `git worktree add` the old commit,
+#     build it there, pass both.
+# vm-timeout: 2400
 # vm-mem: 3072M
 set -u
 # shellcheck disable=SC1091
@@ -41,10 +49,10 @@ unit_cpu() { awk '$1 == "usage_usec" { print $2 }' /sys/fs/cgroup/system.slice/c
 cubelet_pid() { systemctl show -p MainPID --value cubelet; }
 private_kb() { awk '/^Anonymous:/ { s += $2 } END { print s }' "/proc/$(cubelet_pid)/smaps_rollup"; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$(cubelet_pid)/status"; }
-start_cubelet() { # start_cubelet [EXTRA FLAGS]
+start_cubelet() { # [BIN=PATH] start_cubelet [EXTRA FLAGS]
 	mkdir -p /etc/systemd/system/cubelet.service.d
-	printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/cubelet run --config /etc/cubelet/config.yaml --node-name %s %s\n' \
-		"$NODE_LC" "$*" >/etc/systemd/system/cubelet.service.d/bench.conf
+	printf '[Service]\nExecStart=\nExecStart=%s run --config /etc/cubelet/config.yaml --node-name %s %s\n' \
+		"${BIN:-$CUBELET}" "$NODE_LC" "$*" >/etc/systemd/system/cubelet.service.d/bench.conf
 	systemctl daemon-reload
 	systemctl restart cubelet
 	for _ in $(seq 120); do status_json >/dev/null && break; sleep 0.5; done
@@ -103,6 +111,35 @@ for i in $(seq 1200); do
 done
 kill "$WATCH" 2>/dev/null
 awk -v t0="$t0" '$3 == "Running" && $4 != "" && $4 != "<none>" && !seen[$2]++ { print $1 - t0 }' "$W" >/tmp/api.txt
+
+# ---- 3. the status publisher with N steady API pods, each binary in turn ---------------------
+IFS=: read -r -a SBINS <<<"${BENCH_STATUS_BINS:-$CUBELET}"
+SROUNDS=${BENCH_STATUS_ROUNDS:-$([ "${#SBINS[@]}" -gt 1 ] && echo 2 || echo 1)}
+SW=${BENCH_STATUS_WINDOW_S:-60}
+steady() { [ "$(status_json | jq '[.pods[] | select((.name | startswith("bench-")) and .phase == "Running")] | length')" -ge "$N" ]; }
+pub() { status_json | jq -r '.apiServer | "\(.podStatus.patches) \(.podStatus.renders // "n/a") \(.statusTickCpuUsec // "n/a")"'; }
+say "# the status publisher, $N API pods steady, ${SW} s windows, $SROUNDS round(s) of: ${SBINS[*]}"
+for r in $(seq "$SROUNDS"); do
+	for b in "${SBINS[@]}"; do
+		BIN=$b start_cubelet --kubeconfig "$D/pki/node.kubeconfig"
+		ok=0
+		for _ in $(seq 360); do steady && ok=1 && break; sleep 0.5; done
+		if [ "$ok" = 0 ]; then
+			say "round $r, $b: the $N pods not Running in cubelet status within 180 s of its start"
+			continue
+		fi
+		sleep 30 # the start's resync PATCHes out, the conditions' transitions past
+		read -r p0 r0 t0s <<<"$(pub)"
+		c0=$(unit_cpu)
+		sleep "$SW"
+		c1=$(unit_cpu)
+		read -r p1 r1 t1s <<<"$(pub)"
+		say "$(printf '%-44s unit CPU %6d ms   status tick %8s   PATCHes %3d   renders %s' "round $r: $b" \
+			$(((c1 - c0) / 1000)) "$([ "$t0s" = n/a ] && echo n/a || echo "$(((t1s - t0s) / 1000)) ms")" \
+			$((p1 - p0)) "$([ "$r0" = n/a ] && echo n/a || echo $((r1 - r0)))")"
+	done
+done
+BIN=$CUBELET start_cubelet --kubeconfig "$D/pki/node.kubeconfig"
 kc delete deployment bench --wait=false >/dev/null
 for _ in $(seq 600); do [ "$(status_json | jq '[.pods[] | select(.name | startswith("bench-"))] | length')" = 0 ] && break; sleep 0.5; done
 
