@@ -149,7 +149,7 @@ static int agent_set_node_env(Agent *a, CubError *err) {
         CubQuantity q;
         int r;
 
-        r = mgr_node_allocatable(agent_managers_env(a), &alloc, err);
+        r = agent_node_resources(a->core.kc, &a->core.cg, a->core.opt.state_dir, NULL, &alloc, err);
         if (r < 0)
                 return r;
         if (pod_resource_get(&alloc, "cpu", &q))

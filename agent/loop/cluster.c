@@ -8,12 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <syslog.h>
 
 #include "../../cri/cri.h"
 #include "../cluster/publisher.h"
-#include "../managers/managers.h"
+#include "../node/derive.h"
 #include "../node/info.h"
 #include "../util/cleanup.h"
 #include "../util/fileio.h"
@@ -34,6 +33,16 @@ static void quantity(json_t *o, const char *name, int64_t v, bool cpu) {
         if (v < 0)
                 q = (CubQuantity){};
         json_object_set_new(o, name, json_string(cub_quantity_format(q, cpu, buf)));
+}
+
+/* a resource list as the Node's status has it: cpu in millicores, the rest whole */
+static void resources_json(json_t *o, const PodResourceList *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                bool cpu = strcmp(l->items[i].name, "cpu") == 0;
+
+                quantity(o, l->items[i].name,
+                         cpu ? cub_quantity_milli(l->items[i].q) : cub_quantity_value(l->items[i].q), cpu);
+        }
 }
 
 static json_t *condition(const char *type, const char *status, const char *reason, const char *message) {
@@ -63,12 +72,11 @@ static json_t *node_info(Agent *a, const AgentNodeInfo *ni) {
 
 static json_t *node_json(void *userdata) {
         Agent *a = userdata;
-        _cleanup_(pod_resource_list_done) PodResourceList alloc = {};
+        _cleanup_(pod_resource_list_done) PodResourceList capacity = {}, alloc = {};
         _cleanup_(json_decrefp) json_t *mgr = json_object();
         json_t *node, *labels, *cap = json_object(), *al = json_object(), *conds = json_array(), *c, *res;
         const char *ip = a->core.node.ip[0] ? a->core.node.ip : "127.0.0.1";
         AgentNodeInfo ni;
-        struct statvfs sv;
         CubError err = {};
         size_t i;
 
@@ -81,19 +89,10 @@ static json_t *node_json(void *userdata) {
         }
         kube_node_labels_add(labels, a->core.opt.node_labels);
         /* capacity: the machine; allocatable: kubelet's (capacity − reserved − hard eviction) */
-        quantity(cap, "cpu", a->core.cg.cpu_capacity_milli, true);
-        quantity(cap, "memory", (int64_t) a->core.cg.memory_capacity, false);
-        quantity(cap, "pods", a->core.kc->max_pods > 0 ? a->core.kc->max_pods : 110, false);
-        if (statvfs(a->core.opt.state_dir, &sv) == 0)
-                quantity(cap, "ephemeral-storage", (int64_t) ((uint64_t) sv.f_blocks * sv.f_frsize), false);
-        if (mgr_node_allocatable(agent_managers_env(a), &alloc, &err) >= 0)
-                for (i = 0; i < alloc.n; i++) {
-                        bool cpu = strcmp(alloc.items[i].name, "cpu") == 0;
-
-                        quantity(al, alloc.items[i].name,
-                                 cpu ? cub_quantity_milli(alloc.items[i].q) : cub_quantity_value(alloc.items[i].q),
-                                 cpu);
-                }
+        if (agent_node_resources(a->core.kc, &a->core.cg, a->core.opt.state_dir, &capacity, &alloc, &err) >= 0) {
+                resources_json(cap, &capacity);
+                resources_json(al, &alloc);
+        }
         /* hugepages-2Mi, hugepages-1Gi: what the kernel holds of each size */
         agent_node_info_read("/", &ni);
         if (ni.hugepages_1gi >= 0) {

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 
 #include "../admit/admit.h"
 #include "../cpumanager/cpumanager.h"
@@ -63,70 +62,6 @@ static void admission_flush(void *userdata) {
         m->dirty = failed;
 }
 
-static int add_resource(PodResourceList *l, const char *name, int64_t v, bool cpu) {
-        PodResource *n = realloc(l->items, (l->n + 1) * sizeof(*n));
-
-        if (!n)
-                return -ENOMEM;
-        l->items = n;
-        if (v < 0)
-                v = 0;
-        n[l->n] = (PodResource){
-                .name = strdup(name),
-                .q = cpu ? (CubQuantity){ .units = v / 1000, .milli = (uint16_t) (v % 1000) }
-                         : (CubQuantity){ .units = v },
-        };
-        if (!n[l->n].name)
-                return -ENOMEM;
-        l->n++;
-        return 0;
-}
-
-/* node allocatable: what the kubepods group gets (capacity − kube/system
- * reserved) − the hard eviction thresholds (memory.available for memory,
- * nodefs.available for ephemeral-storage), kubelet's
- * GetNodeAllocatableReservation */
-int mgr_node_allocatable(const LcEnv *env, PodResourceList *ret, CubError *err) {
-        const PodKubeletConfig *kc = env->kc;
-        const EvictConfig *ec = &kc->eviction; /* its hard thresholds */
-        CubQuantity q;
-        int64_t mem = env->cg->kubepods_memory, eph = 0;
-        struct statvfs sv;
-        int r;
-
-        for (size_t i = 0; i < ec->n_thresholds; i++) {
-                const EvictThreshold *t = &ec->thresholds[i];
-
-                if (!t->soft && t->signal == EVICT_SIGNAL_MEMORY_AVAILABLE)
-                        mem -= (int64_t) evict_value_quantity(&t->value, env->cg->memory_capacity);
-        }
-        if (statvfs(env->state_dir, &sv) == 0) {
-                uint64_t cap = (uint64_t) sv.f_blocks * sv.f_frsize;
-
-                eph = (int64_t) cap;
-                for (size_t i = 0; i < ec->n_thresholds; i++) {
-                        const EvictThreshold *t = &ec->thresholds[i];
-
-                        if (!t->soft && t->signal == EVICT_SIGNAL_NODEFS_AVAILABLE)
-                                eph -= (int64_t) evict_value_quantity(&t->value, cap);
-                }
-                (void) pod_resource_get(&kc->kube_reserved, "ephemeral-storage", &q);
-                eph -= cub_quantity_value(q);
-                (void) pod_resource_get(&kc->system_reserved, "ephemeral-storage", &q);
-                eph -= cub_quantity_value(q);
-        }
-        r = add_resource(ret, "cpu", env->cg->kubepods_cpu_milli, true);
-        if (r >= 0)
-                r = add_resource(ret, "memory", mem, false);
-        if (r >= 0)
-                r = add_resource(ret, "ephemeral-storage", eph, false);
-        if (r >= 0)
-                r = add_resource(ret, "pods", kc->max_pods > 0 ? kc->max_pods : 110, false);
-        if (r < 0)
-                return cub_err_set(err, -r, "node allocatable: %s", strerror(-r));
-        return 0;
-}
-
 static void admission_free(void *userdata) {
         Admission *m = userdata;
 
@@ -175,7 +110,7 @@ static int admission_new(const LcEnv *env, void **ret, CubError *err) {
                 if (r > 0)
                         cub_log(LOG_WARNING, "CPU manager state '%s': %s", m->cpu_state_path, note);
         }
-        r = mgr_node_allocatable(m->env, &alloc, err);
+        r = agent_node_resources(env->kc, env->cg, env->state_dir, NULL, &alloc, err);
         if (r < 0) {
                 pod_resource_list_done(&alloc);
                 goto fail;

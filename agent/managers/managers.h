@@ -29,8 +29,3 @@ extern const LcManagerVtable mgr_shutdown;
 
 /* The table, in the order the loop calls the hooks. */
 const LcManagerVtable *const *mgr_table(size_t *ret_n);
-
-/* node allocatable (cpu, memory, ephemeral-storage, pods): capacity − kube/system
- * reserved − the hard eviction thresholds (kubelet's GetNodeAllocatableReservation);
- * admission checks against it, env resourceFieldRef limits default to it. */
-int mgr_node_allocatable(const LcEnv *env, PodResourceList *ret, CubError *err);

@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 _Static_assert((int) EVICT_QOS_GUARANTEED == (int) POD_QOS_GUARANTEED &&
                        (int) EVICT_QOS_BURSTABLE == (int) POD_QOS_BURSTABLE &&
@@ -111,5 +113,76 @@ int agent_evict_pod(const Pod *pod, const char *key, EvictContainer *containers,
                 .pod_memory_request_set = pod_mem_set,
                 .pod_memory_request = pod_mem_set ? (uint64_t) cub_quantity_value(pod_mem) : 0,
         };
+        return 0;
+}
+
+static int add_resource(PodResourceList *l, const char *name, int64_t v, bool cpu) {
+        PodResource *n;
+
+        if (!l)
+                return 0;
+        n = realloc(l->items, (l->n + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        l->items = n;
+        if (v < 0)
+                v = 0;
+        n[l->n] = (PodResource){
+                .name = strdup(name),
+                .q = cpu ? (CubQuantity){ .units = v / 1000, .milli = (uint16_t) (v % 1000) }
+                         : (CubQuantity){ .units = v },
+        };
+        if (!n[l->n].name)
+                return -ENOMEM;
+        l->n++;
+        return 0;
+}
+
+/* the hard threshold of signal, as a quantity of capacity (0: none) */
+static int64_t hard_threshold(const EvictConfig *ec, EvictSignal signal, uint64_t capacity) {
+        for (size_t i = 0; i < ec->n_thresholds; i++) {
+                const EvictThreshold *t = &ec->thresholds[i];
+
+                if (!t->soft && t->signal == signal)
+                        return (int64_t) evict_value_quantity(&t->value, capacity);
+        }
+        return 0;
+}
+
+int agent_node_resources(const PodKubeletConfig *kc, const CgOptions *cg, const char *state_dir,
+                         PodResourceList *ret_capacity, PodResourceList *ret_allocatable, CubError *err) {
+        int64_t pods = kc->max_pods > 0 ? kc->max_pods : 110, disk = -1, eph = 0;
+        struct statvfs sv;
+        CubQuantity q;
+        int r;
+
+        if (state_dir && statvfs(state_dir, &sv) == 0) {
+                disk = (int64_t) ((uint64_t) sv.f_blocks * sv.f_frsize);
+                eph = disk - hard_threshold(&kc->eviction, EVICT_SIGNAL_NODEFS_AVAILABLE, (uint64_t) disk);
+                (void) pod_resource_get(&kc->kube_reserved, "ephemeral-storage", &q);
+                eph -= cub_quantity_value(q);
+                (void) pod_resource_get(&kc->system_reserved, "ephemeral-storage", &q);
+                eph -= cub_quantity_value(q);
+        }
+        r = add_resource(ret_capacity, "cpu", cg->cpu_capacity_milli, true);
+        if (r >= 0)
+                r = add_resource(ret_capacity, "memory", (int64_t) cg->memory_capacity, false);
+        if (r >= 0)
+                r = add_resource(ret_capacity, "pods", pods, false);
+        if (r >= 0 && disk >= 0)
+                r = add_resource(ret_capacity, "ephemeral-storage", disk, false);
+        if (r >= 0)
+                r = add_resource(ret_allocatable, "cpu", cg->kubepods_cpu_milli, true);
+        if (r >= 0)
+                r = add_resource(ret_allocatable, "memory",
+                                 cg->kubepods_memory - hard_threshold(&kc->eviction, EVICT_SIGNAL_MEMORY_AVAILABLE,
+                                                                      cg->memory_capacity),
+                                 false);
+        if (r >= 0)
+                r = add_resource(ret_allocatable, "ephemeral-storage", eph, false);
+        if (r >= 0)
+                r = add_resource(ret_allocatable, "pods", pods, false);
+        if (r < 0)
+                return cub_err_set(err, -r, "node capacity and allocatable: %s", strerror(-r));
         return 0;
 }

@@ -6,6 +6,7 @@
  * the tools show exactly what the agent does. */
 
 #include "../../eviction/eviction.h"
+#include "../cgroup/cgroup.h"
 #include "../cpumanager/cpumanager.h"
 #include "../pod/pod.h"
 #include "../util/err.h"
@@ -28,6 +29,21 @@ int agent_cpumgr_new(const PodKubeletConfig *kc, const CpumgrTopology *topo, con
  */
 void agent_kubepods_capacity(const PodKubeletConfig *kc, int64_t cpu_capacity_milli, uint64_t memory_capacity,
                              int64_t *ret_cpu_milli, int64_t *ret_memory);
+/*
+ * The node's capacity and allocatable as kubelet has them, for the Node's
+ * status, admission and env's resourceFieldRef: capacity cpu (millicores)
+ * and memory (cg's cpu_capacity_milli, memory_capacity), pods (maxPods,
+ * default 110) and ephemeral-storage (the filesystem of state_dir, when
+ * statvfs answers); allocatable cpu and memory what kubepods gets (cg's
+ * kubepods_cpu_milli, kubepods_memory) less the hard memory.available
+ * threshold, ephemeral-storage its capacity less the hard
+ * nodefs.available threshold and the reserved ephemeral-storage, the same
+ * pods (GetNodeAllocatableReservation). Either list may be NULL; each is
+ * appended to. -ENOMEM with err.
+ */
+int agent_node_resources(const PodKubeletConfig *kc, const CgOptions *cg, const char *state_dir,
+                         PodResourceList *ret_capacity, PodResourceList *ret_allocatable, CubError *err);
+
 /* kubepods' pids.max as kubelet writes it (createNodeAllocatableCgroups):
  * the node's tasks limit (min(pid_max, threads-max)) less kube/system
  * reserved "pid"; 0 = unknown (not written) */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * agent/derive.c: agent_kubepods_capacity(). derive.c belongs to no
+ * agent/derive.c: agent_kubepods_capacity(), agent_kubepods_pids(),
+ * agent_node_resources(). derive.c belongs to no
  * library (it is linked into the cubelet binary with the rest of agent/),
  * so the test compiles it in.
  */
@@ -68,6 +69,55 @@ static void test_nothing_reserved(void **state) {
         assert_int_equal(mem, GI);
 }
 
+static int64_t get(const PodResourceList *l, const char *name, bool milli) {
+        CubQuantity q;
+
+        if (!pod_resource_get(l, name, &q))
+                return -1;
+        return milli ? cub_quantity_milli(q) : cub_quantity_value(q);
+}
+
+/* the Node's capacity and allocatable (kubelet's GetNodeAllocatableReservation):
+ * kubepods' share less the hard memory.available and nodefs.available
+ * thresholds and the reserved ephemeral-storage */
+static void test_node_resources(void **state) {
+        const char *yaml = "kubeReserved: {memory: 1Gi, ephemeral-storage: 1Gi}\nmaxPods: 50\n"
+                           "evictionHard: {memory.available: 100Mi, nodefs.available: 2Gi}\n";
+        CgOptions cg = { .cpu_capacity_milli = 4000,
+                         .memory_capacity = (uint64_t) (8 * GI),
+                         .kubepods_cpu_milli = 3900,
+                         .kubepods_memory = 7 * GI };
+        PodResourceList cap = {}, alloc = {};
+        PodKubeletConfig c;
+        CubError err = {};
+        struct statvfs sv;
+        int64_t disk;
+
+        (void) state;
+        assert_int_equal(statvfs("/", &sv), 0);
+        disk = (int64_t) ((uint64_t) sv.f_blocks * sv.f_frsize);
+        pod_kubelet_config_init(&c);
+        if (pod_kubelet_config_decode(yaml, strlen(yaml), "kubelet.yaml", &c, &err) < 0)
+                fail_msg("decode: %s", err.msg);
+        assert_int_equal(agent_node_resources(&c, &cg, "/", &cap, &alloc, &err), 0);
+        assert_int_equal(get(&cap, "cpu", true), 4000);
+        assert_int_equal(get(&cap, "memory", false), 8 * GI);
+        assert_int_equal(get(&cap, "pods", false), 50);
+        assert_int_equal(get(&cap, "ephemeral-storage", false), disk);
+        assert_int_equal(get(&alloc, "cpu", true), 3900);
+        assert_int_equal(get(&alloc, "memory", false), 7 * GI - 100 * (GI >> 10));
+        assert_int_equal(get(&alloc, "ephemeral-storage", false), disk > 3 * GI ? disk - 3 * GI : 0);
+        assert_int_equal(get(&alloc, "pods", false), 50);
+        pod_resource_list_done(&cap);
+        pod_resource_list_done(&alloc);
+        /* no filesystem: no ephemeral-storage capacity, none allocatable */
+        assert_int_equal(agent_node_resources(&c, &cg, NULL, &cap, NULL, &err), 0);
+        assert_int_equal(get(&cap, "ephemeral-storage", false), -1);
+        assert_int_equal(cap.n, 3);
+        pod_resource_list_done(&cap);
+        pod_kubelet_config_done(&c);
+}
+
 static void test_clamped_at_zero(void **state) {
         int64_t cpu = -1, mem = -1;
 
@@ -109,6 +159,7 @@ int main(void) {
                 cmocka_unit_test(test_pids_minus_reserved),
                 cmocka_unit_test(test_nothing_reserved),
                 cmocka_unit_test(test_clamped_at_zero),
+                cmocka_unit_test(test_node_resources),
                 cmocka_unit_test(test_extremes),
         };
 
