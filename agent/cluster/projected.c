@@ -234,14 +234,13 @@ static void on_object(void *userdata, const json_t *set) {
 /* a token's TokenRequest */
 static void ask(Entry *e) {
         KubeProjected *p = e->p;
-        _cleanup_free_ char *ns = curl_easy_escape(NULL, e->ns, 0), *name = curl_easy_escape(NULL, e->name, 0);
-        _cleanup_free_ char *sa = curl_easy_escape(NULL, e->sa, 0);
+        _cleanup_free_ char *ns = curl_easy_escape(NULL, e->ns, 0), *sa = curl_easy_escape(NULL, e->sa, 0);
         char path[1024], w[600];
         json_t *body = NULL;
         CubError err = {};
         int r;
 
-        if (!ns || !name || !sa)
+        if (!ns || !sa)
                 return;
         (void) snprintf(path, sizeof(path), "/api/v1/namespaces/%s/serviceaccounts/%s/token", ns, sa);
         body = json_pack("{s:s,s:s,s:{s:o,s:I,s:{s:s,s:s,s:s,s:s}}}", "apiVersion", "authentication.k8s.io/v1", "kind",
@@ -263,15 +262,14 @@ static void ask(Entry *e) {
  * pods name, with a metadata.name field selector) */
 static int watch(Entry *e, CubError *err) {
         _cleanup_free_ char *ns = curl_easy_escape(NULL, e->ns, 0);
-        _cleanup_free_ char *path = NULL, *sel = NULL, *label = NULL;
+        _cleanup_free_ char *path = NULL, *sel = NULL;
         char w[600];
-        KubeReflectorSpec spec = { .fn = on_object, .userdata = e };
+        KubeReflectorSpec spec = { .what = what(e, w, sizeof(w)), .fn = on_object, .userdata = e };
         int r;
 
         if (!ns || asprintf(&path, "/api/v1/namespaces/%s/%s", ns, e->secret ? "secrets" : "configmaps") < 0 ||
-            asprintf(&sel, "metadata.name=%s", e->name) < 0 || !(label = strdup(what(e, w, sizeof(w)))))
+            asprintf(&sel, "metadata.name=%s", e->name) < 0)
                 return cub_err_set(err, ENOMEM, "out of memory");
-        spec.what = label;
         spec.path = path;
         spec.field_selector = sel;
         r = kube_reflector_new(e->p->event, e->p->client, &spec, &e->watch, err);

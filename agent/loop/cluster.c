@@ -27,11 +27,8 @@
 /* v: millicores for cpu, else units (bytes, counts) */
 static void quantity(json_t *o, const char *name, int64_t v, bool cpu) {
         char buf[CUB_QUANTITY_STR_MAX];
-        CubQuantity q =
-                cpu ? (CubQuantity){ .units = v / 1000, .milli = (uint16_t) (v % 1000) } : (CubQuantity){ .units = v };
+        CubQuantity q = cpu ? cub_quantity_from_milli(v) : cub_quantity_from_units(v);
 
-        if (v < 0)
-                q = (CubQuantity){};
         json_object_set_new(o, name, json_string(cub_quantity_format(q, cpu, buf)));
 }
 

@@ -43,7 +43,7 @@ typedef struct Eviction {
 
 typedef struct Pressure {
         const LcEnv *env;
-        EvictConfig cfg;
+        const EvictConfig *cfg; /* the configuration's (agent/pod decoded and finished it) */
         EvictState state;
         EvictObservations obs;
         EvictObservations prev; /* the round before obs: the signals' rate (evict_sample_delay_usec) */
@@ -148,7 +148,7 @@ static void log_usage(const char *dir, uint64_t *ret_bytes, uint64_t *ret_inodes
 
 static bool disk_signal_active(Pressure *m) {
         EvictMet met[EVICT_THRESHOLDS_MAX];
-        size_t n = evict_state_met(&m->state, &m->cfg, &m->obs, met);
+        size_t n = evict_state_met(&m->state, m->cfg, &m->obs, met);
 
         for (size_t i = 0; i < n; i++)
                 if (met[i].active && evict_signal_condition(met[i].threshold->signal) == EVICT_CONDITION_DISK_PRESSURE)
@@ -247,7 +247,7 @@ static void evict(Pressure *m) {
                 n_ct += pod->n_containers;
                 n++;
         }
-        if (evict_decide(&m->cfg, &m->state, &m->obs, pods, n, &d, &err) < 0) {
+        if (evict_decide(m->cfg, &m->state, &m->obs, pods, n, &d, &err) < 0) {
                 cub_log(LOG_ERR, "eviction: %s", err.msg);
                 return;
         }
@@ -262,9 +262,9 @@ static void evict(Pressure *m) {
         (void) snprintf(rec->uid, sizeof(rec->uid), "%s", pods[d.pod].uid);
         (void) snprintf(rec->signal, sizeof(rec->signal), "%s", evict_signal_to_string(d.signal));
         (void) snprintf(rec->message, sizeof(rec->message), "%s", d.message);
-        n_met = evict_state_met(&m->state, &m->cfg, &m->obs, met);
+        n_met = evict_state_met(&m->state, m->cfg, &m->obs, met);
         for (size_t i = 0; i < n_met; i++)
-                if (met[i].threshold == &m->cfg.thresholds[d.threshold]) {
+                if (met[i].threshold == &m->cfg->thresholds[d.threshold]) {
                         uint64_t age_ms = (now_usec() - met[i].first_observed_usec) / 1000;
 
                         rec->onset_boot_ms = rec->decided_boot_ms > age_ms ? rec->decided_boot_ms - age_ms : 0;
@@ -288,11 +288,11 @@ static void pressure_sync(Pressure *m) {
         m->rounds++;
         m->prev = m->obs;
         observe(m);
-        evict_state_update(&m->state, &m->cfg, &m->obs, m->obs.time_usec);
+        evict_state_update(&m->state, m->cfg, &m->obs, m->obs.time_usec);
         conditions_changed(m);
         if (m->evicting[0])
                 return; /* one pod at a time: the next round after the victim stopped */
-        if (!evict_state_any_active(&m->state, &m->cfg))
+        if (!evict_state_any_active(&m->state, m->cfg))
                 return;
         evict(m);
 }
@@ -317,7 +317,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         pressure_sync(m);
         /* the period, or a tenth of it while a signal heads for its threshold */
         (void) sd_event_source_set_time(s, now_usec() +
-                                                   evict_sample_delay_usec(&m->cfg, &m->prev, &m->obs, m->sample_usec));
+                                                   evict_sample_delay_usec(m->cfg, &m->prev, &m->obs, m->sample_usec));
         return 0;
 }
 
@@ -368,7 +368,6 @@ static void pressure_free(void *userdata) {
         sd_event_source_disable_unref(m->psi_node_src);
         sd_event_source_disable_unref(m->psi_pods_src);
         sd_event_source_disable_unref(m->memevents_src);
-        evict_config_done(&m->cfg);
         free(m->psi_trigger);
         free(m);
 }
@@ -381,7 +380,7 @@ static int pressure_new(const LcEnv *env, void **ret, CubError *err) {
                 return cub_err_set(err, ENOMEM, "out of memory");
         m->env = env;
         /* decoded and checked with the configuration (agent/pod) */
-        m->cfg = env->kc->eviction;
+        m->cfg = &env->kc->eviction;
         /* cubelet.evictionSamplePeriod: bounded by the configuration's decoder */
         m->sample_usec = (uint64_t) env->kc->eviction_sample_period.usec;
         evict_state_init(&m->state);
@@ -471,12 +470,12 @@ static void pressure_node_status(void *userdata, void *json_doc) {
                                               n->full.avg10, "kubepodsSomeAvg10", k->some.avg10, "kubepodsFullAvg10",
                                               k->full.avg10));
         }
-        for (size_t i = 0; i < m->cfg.n_thresholds; i++) {
+        for (size_t i = 0; i < m->cfg->n_thresholds; i++) {
                 char buf[EVICT_THRESHOLD_STR_MAX];
 
-                json_array_append_new(th, json_string(evict_threshold_format(&m->cfg.thresholds[i], buf)));
+                json_array_append_new(th, json_string(evict_threshold_format(&m->cfg->thresholds[i], buf)));
         }
-        n_met = evict_state_met(&m->state, &m->cfg, &m->obs, met);
+        n_met = evict_state_met(&m->state, m->cfg, &m->obs, met);
         first = m->n_evictions > AGENT_EVICTIONS_KEPT ? m->n_evictions - AGENT_EVICTIONS_KEPT : 0;
         for (size_t i = first; i < m->n_evictions; i++) {
                 const Eviction *e = &m->evictions[i % AGENT_EVICTIONS_KEPT];
@@ -490,7 +489,7 @@ static void pressure_node_status(void *userdata, void *json_doc) {
         json_object_set_new(doc, "conditions", conds);
         json_object_set_new(doc, "eviction",
                             json_pack("{s:s,s:o,s:I,s:o,s:o,s:o,s:I,s:I}", "policy",
-                                      evict_policy_to_string(m->cfg.policy), "thresholds", th, "thresholdsMet",
+                                      evict_policy_to_string(m->cfg->policy), "thresholds", th, "thresholdsMet",
                                       (json_int_t) n_met, "signals", sig, "psi", psi, "decisions", ev, "rounds",
                                       (json_int_t) m->rounds, "sampleAgeMs",
                                       (json_int_t) ((now - m->obs.time_usec) / 1000)));

@@ -116,26 +116,9 @@ int agent_evict_pod(const Pod *pod, const char *key, EvictContainer *containers,
         return 0;
 }
 
+/* v (millicores for cpu) into l when l is given; negative: 0 */
 static int add_resource(PodResourceList *l, const char *name, int64_t v, bool cpu) {
-        PodResource *n;
-
-        if (!l)
-                return 0;
-        n = realloc(l->items, (l->n + 1) * sizeof(*n));
-        if (!n)
-                return -ENOMEM;
-        l->items = n;
-        if (v < 0)
-                v = 0;
-        n[l->n] = (PodResource){
-                .name = strdup(name),
-                .q = cpu ? (CubQuantity){ .units = v / 1000, .milli = (uint16_t) (v % 1000) }
-                         : (CubQuantity){ .units = v },
-        };
-        if (!n[l->n].name)
-                return -ENOMEM;
-        l->n++;
-        return 0;
+        return l ? pod_resource_list_set(l, name, cpu ? cub_quantity_from_milli(v) : cub_quantity_from_units(v)) : 0;
 }
 
 /* the hard threshold of signal, as a quantity of capacity (0: none) */

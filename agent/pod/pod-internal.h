@@ -299,12 +299,10 @@ void pod_container_volumes_done(PodContainer *c);
 /* pod-level resources (pod-resources.c): spec.resources' table (an inline
  * entry of the spec: requests and limits into the Pod), its defaulting and
  * validation (from pod_default_and_validate, after the containers'); the
- * list helpers of resources.c: a value set (added or replaced) and the
  * containers' aggregate of requests or limits (AggregateContainerRequests
  * / AggregateContainerLimits: no pod-level values, no overhead) */
 extern const PodField pod_level_resources_fields[];
 int pod_level_resources_default_and_validate(PodDec *d, json_t *root, Pod *pod);
-int pod_resource_list_set(PodResourceList *l, const char *name, CubQuantity q);
 int pod_aggregate_containers(const Pod *pod, bool limits, PodResourceList *ret);
 
 /* Defaulting and validation over the decoded struct (defaults.c). */

@@ -28,6 +28,8 @@ PodQOSClass pod_qos_class(const Pod *pod);
 
 /* Looks a resource up; returns false (and a zero quantity) when absent. */
 bool pod_resource_get(const PodResourceList *l, const char *name, CubQuantity *ret);
+/* Sets a resource (added, or its value replaced); -ENOMEM. */
+int pod_resource_list_set(PodResourceList *l, const char *name, CubQuantity q);
 
 /*
  * Effective pod requests and limits (component-helpers PodRequests/PodLimits

@@ -28,6 +28,13 @@ int64_t cub_quantity_milli(CubQuantity q);
 int64_t cub_quantity_value(CubQuantity q);
 int cub_quantity_cmp(CubQuantity a, CubQuantity b);
 bool cub_quantity_is_zero(CubQuantity q);
+/* A count of millis (cpu) or of units as a quantity; negative: zero. */
+static inline CubQuantity cub_quantity_from_milli(int64_t milli) {
+        return milli > 0 ? (CubQuantity){ .units = milli / 1000, .milli = (uint16_t) (milli % 1000) } : (CubQuantity){};
+}
+static inline CubQuantity cub_quantity_from_units(int64_t units) {
+        return units > 0 ? (CubQuantity){ .units = units } : (CubQuantity){};
+}
 /* a + b; -ERANGE on overflow. */
 int cub_quantity_add(CubQuantity a, CubQuantity b, CubQuantity *ret);
 /* Canonical text: cpu as "250m"/"2"; bytes and counts as "64Mi", "1G" or a

@@ -170,8 +170,7 @@ int vol_resource_value(const PodContainer *c, const char *resource, CubQuantity 
                                     : strcmp(name, "memory") == 0 ? node->memory
                                                                   : node->ephemeral_storage;
 
-                        q = cpu ? (CubQuantity){ .units = a / 1000, .milli = (uint16_t) (a % 1000) }
-                                : (CubQuantity){ .units = a };
+                        q = cpu ? cub_quantity_from_milli(a) : cub_quantity_from_units(a);
                 }
         } else {
                 have = pod_resource_get(&c->requests, name, &q);
